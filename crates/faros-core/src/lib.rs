@@ -1,0 +1,10 @@
+//! `faros-core`: the one place for what every faros component shares.
+//!
+//! Types (faros' own `Provider` and `CatalogEntry`, kcp's API types written by hand), names and
+//! constants, kcp logical-cluster addressing, condition helpers, the kube client factory and the
+//! wait-for-condition helper, and the `Status` error body.
+//!
+//! What it must not do: depend on any other faros crate, or perform IO outside the client
+//! factory and wait helpers.
+
+pub mod status;

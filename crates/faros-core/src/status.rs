@@ -1,0 +1,252 @@
+//! The one error type faros returns over HTTP: a Kubernetes `v1 Status`.
+//!
+//! Every server in faros (the embedded kcp, the hub API, the SDK's backend helpers) answers
+//! failures with this body, so kube-rs' `Error::Api` and kubectl print them the way they print
+//! errors from a real API server. Messages say what was wrong and, where useful, what to do.
+
+use serde::{Deserialize, Serialize};
+
+/// A `v1 Status` describing a failed (or, for some deletes, successful) request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message} ({reason}, {code})")]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub kind: String,
+    pub api_version: String,
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<StatusDetails>,
+    pub code: u16,
+}
+
+/// `Status.details`: which object the failure is about and the individual causes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusDetails {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<StatusCause>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u32>,
+}
+
+/// One cause of a failure, e.g. a field that failed validation or a field-manager conflict.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusCause {
+    #[serde(default, rename = "reason", skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub field: String,
+}
+
+impl Status {
+    /// A failure with the given HTTP code, machine-readable reason and human message.
+    pub fn failure(code: u16, reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            kind: "Status".into(),
+            api_version: "v1".into(),
+            metadata: Default::default(),
+            status: "Failure".into(),
+            message: message.into(),
+            reason: reason.into(),
+            details: None,
+            code,
+        }
+    }
+
+    /// A success Status (as returned by some DELETEs).
+    pub fn success(details: StatusDetails) -> Self {
+        Self {
+            status: "Success".into(),
+            details: Some(details),
+            ..Self::failure(200, "", "")
+        }
+    }
+
+    pub fn with_details(mut self, details: StatusDetails) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// 400 BadRequest.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::failure(400, "BadRequest", message)
+    }
+
+    /// 401 Unauthorized.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::failure(401, "Unauthorized", message)
+    }
+
+    /// 403 Forbidden.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::failure(403, "Forbidden", message)
+    }
+
+    /// 404 NotFound for `<resource>[.<group>] "<name>" not found`.
+    pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
+        Self::failure(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, resource)))
+            .with_details(StatusDetails {
+                name: name.into(),
+                group: group.into(),
+                kind: resource.into(),
+                ..Default::default()
+            })
+    }
+
+    /// 404 NotFound with a free-form message (unknown paths, unknown resources).
+    pub fn not_found_message(message: impl Into<String>) -> Self {
+        Self::failure(404, "NotFound", message)
+    }
+
+    /// 405 MethodNotAllowed.
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Self::failure(405, "MethodNotAllowed", message)
+    }
+
+    /// 409 AlreadyExists.
+    pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
+        Self::failure(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(group, resource)))
+            .with_details(StatusDetails {
+                name: name.into(),
+                group: group.into(),
+                kind: resource.into(),
+                ..Default::default()
+            })
+    }
+
+    /// 409 Conflict for a stale resourceVersion (optimistic concurrency).
+    pub fn conflict(group: &str, resource: &str, name: &str) -> Self {
+        Self::failure(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+                qualified(group, resource)
+            ),
+        )
+        .with_details(StatusDetails {
+            name: name.into(),
+            group: group.into(),
+            kind: resource.into(),
+            ..Default::default()
+        })
+    }
+
+    /// 409 Conflict with a free-form message.
+    pub fn conflict_message(message: impl Into<String>) -> Self {
+        Self::failure(409, "Conflict", message)
+    }
+
+    /// 410 Expired (too-old resourceVersion or continue token).
+    pub fn expired(message: impl Into<String>) -> Self {
+        Self::failure(410, "Expired", message)
+    }
+
+    /// 413 RequestEntityTooLarge.
+    pub fn too_large(message: impl Into<String>) -> Self {
+        Self::failure(413, "RequestEntityTooLarge", message)
+    }
+
+    /// 415 UnsupportedMediaType.
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        Self::failure(415, "UnsupportedMediaType", message)
+    }
+
+    /// 422 Invalid: `<Kind> "<name>" is invalid: <causes>`.
+    pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<StatusCause>) -> Self {
+        let detail = causes
+            .iter()
+            .map(|c| if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) })
+            .collect::<Vec<_>>();
+        let detail = if detail.len() == 1 { detail[0].clone() } else { format!("[{}]", detail.join(", ")) };
+        Self::failure(422, "Invalid", format!("{kind} \"{name}\" is invalid: {detail}")).with_details(StatusDetails {
+            name: name.into(),
+            group: group.into(),
+            kind: kind.into(),
+            causes,
+            ..Default::default()
+        })
+    }
+
+    /// 500 InternalError. The message must not leak secrets.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::failure(500, "InternalError", message)
+    }
+
+    /// 503 ServiceUnavailable.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::failure(503, "ServiceUnavailable", message)
+    }
+
+    /// 504 Timeout.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::failure(504, "Timeout", message)
+    }
+
+    /// The body as JSON bytes.
+    pub fn to_json(&self) -> Vec<u8> {
+        // Serializing a struct of strings and maps cannot fail.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+}
+
+/// `<resource>.<group>`, or just `<resource>` for the core group, as Kubernetes prints it.
+pub fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
+}
+
+#[cfg(feature = "axum")]
+mod axum_impl {
+    use super::Status;
+    use axum::response::{IntoResponse, Response};
+
+    impl IntoResponse for Status {
+        fn into_response(self) -> Response {
+            let code = http::StatusCode::from_u16(self.code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+            (code, [(http::header::CONTENT_TYPE, "application/json")], self.to_json()).into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_matches_kubernetes_text() {
+        let s = Status::not_found("example.io", "widgets", "w1");
+        assert_eq!(s.message, "widgets.example.io \"w1\" not found");
+        assert_eq!(s.code, 404);
+        let v: serde_json::Value = serde_json::from_slice(&s.to_json()).unwrap();
+        assert_eq!(v["kind"], "Status");
+        assert_eq!(v["details"]["kind"], "widgets");
+        let core = Status::not_found("", "configmaps", "c");
+        assert_eq!(core.message, "configmaps \"c\" not found");
+    }
+
+    #[test]
+    fn invalid_lists_causes() {
+        let s = Status::invalid(
+            "",
+            "ConfigMap",
+            "x",
+            vec![StatusCause { reason: "FieldValueRequired".into(), message: "Required value".into(), field: "metadata.name".into() }],
+        );
+        assert_eq!(s.message, "ConfigMap \"x\" is invalid: metadata.name: Required value");
+    }
+}
