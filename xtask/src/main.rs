@@ -1,1 +1,38 @@
-fn main() {}
+//! Project automation, run as `cargo xtask <command>` (the matklad pattern,
+//! <https://github.com/matklad/cargo-xtask>: a plain binary crate aliased in `.cargo/config.toml`,
+//! so no tool beyond cargo has to be installed).
+//!
+//! One module per subcommand, each a clap `Args` struct with a `run` method. Keep the dependency
+//! list short: every dependency here is compiled before any task can run.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Parser, Subcommand};
+
+mod codegen;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "faros project automation")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Regenerate CRD and APIResourceSchema YAML under config/ from the Rust types.
+    Codegen(codegen::Codegen),
+    // Later: `bench`, `e2e`, `lint`, each in its own module.
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Codegen(cmd) => cmd.run(&project_root()),
+    }
+}
+
+/// The workspace root: xtask always lives directly below it.
+fn project_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}

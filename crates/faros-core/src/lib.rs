@@ -7,4 +7,14 @@
 //! What it must not do: depend on any other faros crate, or perform IO outside the client
 //! factory and wait helpers.
 
+pub mod catalog;
+pub mod client;
+pub mod conditions;
+pub mod kcp;
+pub mod names;
+pub mod path;
+pub mod provider;
+pub mod schema_gen;
 pub mod status;
+pub mod telemetry;
+pub mod wait;

@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::names;
 
-/// What the admin asks for. Everything is optional: `kubectl create` of a bare `Provider` is enough.
+/// What the admin asks for. Every field is optional: `spec: {}` is a complete request.
+// kube-derive takes repeated `derive`/`printcolumn` keys by design.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "admin.faros.sh",
@@ -30,7 +32,11 @@ use crate::names;
     doc = "A provider hosted by this faros hub: the hub gives it a kcp workspace and a kubeconfig.",
     printcolumn(name = "Workspace", type_ = "string", json_path = ".status.workspacePath"),
     printcolumn(name = "Secret", type_ = "string", json_path = ".status.secretRef.name"),
-    printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
 )]
 #[serde(rename_all = "camelCase")]
@@ -54,7 +60,7 @@ pub struct ProviderSpec {
 }
 
 /// What the reconciler observed and did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderStatus {
     /// kcp path of the provider's workspace, `root:faros:providers:<name>`.
@@ -96,6 +102,7 @@ impl Provider {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use kube::{CustomResourceExt, Resource};

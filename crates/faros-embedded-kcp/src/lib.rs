@@ -4,12 +4,27 @@
 //! kubectl use, with kcp's observable behaviour (paths, status codes, Status bodies, 403 texts).
 //! It persists to one redb file and serves HTTPS with a generated CA.
 //!
+//! Layout: `store` (redb, resourceVersions, watch history), `schema` (structural schemas),
+//! `patch` (merge, JSON, strategic, server-side apply), `selector`, `auth` (tokens, RBAC),
+//! `objects` (metadata rules), `registry`/`builtin` (what is served), `api` (HTTP handlers),
+//! `controllers` (namespace deletion, GC, token secrets), `server` (TLS listener, lifecycle).
+//!
 //! What it must not do: pretend. Anything kcp does that this server does not is refused with a
 //! 4xx/5xx Status, never silently accepted. It must not depend on any faros crate other than
 //! `faros-core`.
 
+// pub mod api; (lead: enabled once the modules it uses land)
+pub mod auth;
+// pub mod bootstrap; (lead: enabled once the modules it uses land)
+// pub mod builtin; (lead: enabled once the modules it uses land)
+// pub mod controllers; (lead: enabled once the modules it uses land)
+// pub mod metrics; (lead: enabled once the modules it uses land)
+pub mod objects;
+pub mod patch;
+pub mod registry;
 pub mod schema;
 pub mod selector;
-pub mod patch;
+// pub mod server; (lead: enabled once the modules it uses land)
 pub mod store;
-pub mod auth;
+pub mod tls;
+

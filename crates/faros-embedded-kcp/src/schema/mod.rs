@@ -3,10 +3,39 @@
 //! One tree serves every schema-aware step: strict field validation (unknown fields), pruning,
 //! defaulting, value validation, list/map merge semantics for strategic merge patch and
 //! server-side apply, and the OpenAPI documents kubectl downloads. Built-in kinds get their
-//! schema from `builtin` (hand-written); schema-defined resources (APIResourceSchema / CRD)
-//! parse theirs from `openAPIV3Schema` with [`Schema::from_openapi_v3`].
+//! schema from [`builtin_schema`] (k8s-openapi's schemas plus the Kubernetes list/patch annotations
+//! k8s-openapi does not carry); schema-defined resources (APIResourceSchema / CRD) parse theirs from
+//! `openAPIV3Schema` with [`Schema::from_openapi_v3`].
+//!
+//! Submodules, one job each: `openapi` (parse and print), `fields` (unknown fields, pruning,
+//! defaulting), `validate` (value validation with kube-apiserver's messages), `builtin`.
+
+mod builtin;
+mod fields;
+mod gofmt;
+mod openapi;
+#[cfg(test)]
+mod tests;
+mod validate;
 
 use std::collections::BTreeMap;
+
+pub use builtin::{builtin_schema, builtin_schema_ref, object_meta_schema};
+
+/// Why an OpenAPI v3 schema could not be turned into a structural [`Schema`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    #[error("{path}: a schema must be a JSON object")]
+    NotAnObject { path: String },
+    #[error("{path}: invalid value for {keyword}: {reason}")]
+    InvalidKeyword {
+        path: String,
+        keyword: String,
+        reason: String,
+    },
+    #[error("{path}: cannot resolve $ref {reference:?}")]
+    UnresolvedRef { path: String, reference: String },
+}
 
 /// How a list is merged and owned (`x-kubernetes-list-type`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -56,6 +85,11 @@ pub struct Schema {
     pub max_length: Option<u64>,
     pub minimum: Option<f64>,
     pub maximum: Option<f64>,
+    /// `exclusiveMinimum` (OpenAPI v3.0 boolean form; the 2020-12 numeric form is folded into `minimum`).
+    pub exclusive_minimum: bool,
+    /// `exclusiveMaximum`, like `exclusive_minimum`.
+    pub exclusive_maximum: bool,
+    pub multiple_of: Option<f64>,
     pub min_items: Option<u64>,
     pub max_items: Option<u64>,
     pub min_properties: Option<u64>,

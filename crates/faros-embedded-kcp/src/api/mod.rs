@@ -1,0 +1,276 @@
+//! The HTTP face of the server: request parsing, authentication, authorization and dispatch to the
+//! read, write, watch, discovery and review handlers.
+
+use std::sync::{Arc, RwLock};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use faros_core::status::Status;
+use http::{HeaderMap, Method, StatusCode};
+use serde_json::json;
+
+use crate::auth::{Attributes, Authenticator, CredentialSource, RbacIndex, ServiceAccountTokens, UserInfo};
+use crate::registry::{Registry, ResourceDef};
+use crate::store::{Event, ObjectKey, Store};
+
+pub mod discovery;
+pub mod openapi;
+pub mod params;
+pub mod read;
+pub mod request;
+pub mod respond;
+pub mod reviews;
+pub mod watch;
+pub mod write;
+
+use params::Params;
+use request::{ResourcePath, Target};
+
+/// Everything a request handler needs.
+pub struct ApiState {
+    pub store: Store,
+    pub registry: Registry,
+    pub authn: Authenticator,
+    pub rbac: RwLock<RbacIndex>,
+    pub sa_tokens: ServiceAccountTokens,
+    pub ca_pem: String,
+    pub max_body_bytes: usize,
+    /// Events of committed writes, for the in-process controllers (namespace deletion, GC, tokens).
+    pub events: tokio::sync::mpsc::UnboundedSender<Arc<Event>>,
+    pub metrics: crate::metrics::Metrics,
+}
+
+impl ApiState {
+    /// Runs after every committed write: keeps the RBAC index current (synchronously, so a binding is
+    /// effective for the very next request) and hands events to the controllers.
+    pub fn committed(&self, events: &[Event]) {
+        for event in events {
+            if event.key.group == "rbac.authorization.k8s.io" {
+                crate::controllers::rbac::apply_event(&self.rbac, event);
+            }
+            let _ = self.events.send(Arc::new(event.clone()));
+        }
+    }
+}
+
+/// The verb of a resource request, as RBAC names it.
+pub fn verb(method: &Method, path: &ResourcePath, params: &Params) -> Result<&'static str, Status> {
+    Ok(match *method {
+        Method::GET | Method::HEAD if path.name.is_some() => "get",
+        Method::GET | Method::HEAD if params.watch() => "watch",
+        Method::GET | Method::HEAD => "list",
+        Method::POST if path.name.is_none() => "create",
+        Method::PUT if path.name.is_some() => "update",
+        Method::PATCH if path.name.is_some() => "patch",
+        Method::DELETE if path.name.is_some() => "delete",
+        Method::DELETE => "deletecollection",
+        _ => return Err(Status::method_not_allowed(format!("the server does not allow this method on the requested resource"))),
+    })
+}
+
+/// Entry point for every API request (after the health routes).
+pub async fn handle(State(state): State<Arc<ApiState>>, req: Request) -> Response {
+    let method = req.method().clone();
+    let started = std::time::Instant::now();
+    let resp = match serve(&state, req).await {
+        Ok(r) => r,
+        Err(status) => status.into_response(),
+    };
+    state.metrics.observe_request(method.as_str(), resp.status().as_u16(), started.elapsed());
+    resp
+}
+
+async fn serve(state: &Arc<ApiState>, req: Request) -> Result<Response, Status> {
+    let (parts, body) = req.into_parts();
+    let path = request::parse(parts.uri.path())?;
+    let user = authenticate(state, &parts.headers)?;
+    let cluster = resolve_cluster(&path.cluster, &user)?;
+    let params = Params::parse(parts.uri.query());
+    match path.target {
+        Target::Resource(rp) => {
+            let ctx = RequestContext { state: state.clone(), user, cluster, params, headers: parts.headers, method: parts.method };
+            resource(ctx, rp, body).await
+        }
+        // Discovery is readable by every authenticated user, like Kubernetes' system:discovery role.
+        Target::LegacyVersions => Ok(discovery::legacy_versions()),
+        Target::Groups => Ok(discovery::groups(state, &cluster)),
+        Target::Group(g) => discovery::group(state, &cluster, &g),
+        Target::ResourceList { group, version } => discovery::resources(state, &cluster, &group, &version),
+        Target::OpenApiV3(None) => Ok(openapi::index(state, &cluster, path.explicit_cluster.then_some(&path.cluster))),
+        Target::OpenApiV3(Some(gv)) => openapi::document(state, &cluster, &gv),
+        Target::OpenApiV2 => Err(Status::not_found_message("the server could not find the requested resource")),
+        Target::NonResource(p) if p == "/version" => Ok(discovery::version()),
+        Target::NonResource(p) => {
+            let attrs = Attributes::non_resource(&user, "get", &p);
+            authorize(state, &cluster, &attrs)?;
+            Err(Status::not_found_message("the server could not find the requested resource"))
+        }
+    }
+}
+
+/// A request's resolved context.
+pub struct RequestContext {
+    pub state: Arc<ApiState>,
+    pub user: UserInfo,
+    /// The logical cluster name, or `*` for wildcard requests.
+    pub cluster: String,
+    pub params: Params,
+    pub headers: HeaderMap,
+    pub method: Method,
+}
+
+impl RequestContext {
+    pub fn is_wildcard(&self) -> bool {
+        self.cluster == "*"
+    }
+
+    pub fn key(&self, def: &ResourceDef, namespace: Option<&str>, name: &str) -> ObjectKey {
+        ObjectKey {
+            group: def.group.clone(),
+            resource: def.resource.clone(),
+            cluster: self.cluster.clone(),
+            namespace: if def.namespaced { namespace.unwrap_or_default().to_string() } else { String::new() },
+            name: name.to_string(),
+        }
+    }
+}
+
+/// Bearer authentication. ServiceAccount tokens stay valid only while their Secret exists.
+fn authenticate(state: &ApiState, headers: &HeaderMap) -> Result<UserInfo, Status> {
+    let Some(token) = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(crate::auth::bearer_token)
+    else {
+        return Err(Status::unauthorized("Unauthorized"));
+    };
+    let Some(authenticated) = state.authn.authenticate(token) else {
+        return Err(Status::unauthorized("Unauthorized"));
+    };
+    if let CredentialSource::ServiceAccount(claims) = &authenticated.source {
+        let key = ObjectKey {
+            group: String::new(),
+            resource: "secrets".into(),
+            cluster: claims.cluster_name.clone(),
+            namespace: claims.namespace.clone(),
+            name: claims.secret_name.clone(),
+        };
+        let secret = state.store.get(&key).map_err(|e| Status::internal(e.to_string()))?;
+        let valid = secret.is_some_and(|s| {
+            s.pointer("/metadata/annotations/kubernetes.io~1service-account.uid").and_then(|v| v.as_str())
+                == Some(claims.service_account_uid.as_str())
+        });
+        if !valid {
+            return Err(Status::unauthorized("Unauthorized"));
+        }
+    }
+    Ok(authenticated.user)
+}
+
+/// Turns the cluster segment of the URL into a logical cluster name.
+fn resolve_cluster(segment: &str, user: &UserInfo) -> Result<String, Status> {
+    if segment == "*" {
+        // kcp serves wildcard requests to privileged users only; everyone else uses virtual workspaces.
+        if !user.in_group(crate::auth::GROUP_MASTERS) {
+            return Err(Status::forbidden(format!(
+                "User \"{}\" cannot list across all logical clusters: wildcard requests are limited to system:masters",
+                user.username
+            )));
+        }
+        return Ok("*".into());
+    }
+    if segment.contains(':') {
+        // Multi-segment paths are resolved through workspaces; without them only `root` exists.
+        return Err(Status::not_found("tenancy.kcp.io", "workspaces", segment));
+    }
+    Ok(segment.to_string())
+}
+
+/// RBAC check in `cluster`; system:masters bypasses inside the index.
+pub fn authorize(state: &ApiState, cluster: &str, attrs: &Attributes<'_>) -> Result<(), Status> {
+    if attrs.user.in_group(crate::auth::GROUP_MASTERS) {
+        return Ok(());
+    }
+    let rbac = state.rbac.read().unwrap_or_else(|p| p.into_inner());
+    match rbac.authorize(cluster, attrs) {
+        crate::auth::Decision::Allow => Ok(()),
+        crate::auth::Decision::Deny { reason } => Err(crate::auth::forbidden_status(attrs, &reason)),
+    }
+}
+
+async fn resource(ctx: RequestContext, rp: ResourcePath, body: Body) -> Result<Response, Status> {
+    let state = ctx.state.clone();
+    let lookup = if ctx.is_wildcard() {
+        state.registry.lookup_any(&rp.group, &rp.version, &rp.resource)
+    } else {
+        state.registry.lookup(&ctx.cluster, &rp.group, &rp.version, &rp.resource)
+    };
+    let Some(def) = lookup else {
+        return Err(Status::not_found_message("the server could not find the requested resource"));
+    };
+    if !def.namespaced && rp.namespace.is_some() {
+        return Err(Status::not_found_message("the server could not find the requested resource"));
+    }
+    match rp.subresource.as_deref() {
+        None => {}
+        Some("status") if def.status_subresource => {}
+        Some("finalize") if def.group.is_empty() && def.resource == "namespaces" => {}
+        Some(_) => return Err(Status::not_found_message("the server could not find the requested resource")),
+    }
+    let verb = verb(&ctx.method, &rp, &ctx.params)?;
+    if def.create_only && verb != "create" {
+        return Err(Status::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({}.{} is create-only)",
+            def.resource, def.group
+        )));
+    }
+    if ctx.is_wildcard() && !matches!(verb, "list" | "watch") {
+        return Err(Status::method_not_allowed("only list and watch are served across all logical clusters"));
+    }
+    let attrs = Attributes {
+        subresource: rp.subresource.as_deref().unwrap_or_default(),
+        name: rp.name.as_deref().unwrap_or_default(),
+        namespace: rp.namespace.as_deref().unwrap_or_default(),
+        ..Attributes::resource(&ctx.user, verb, &def.group, &def.resource)
+    };
+    if !def.create_only {
+        authorize(&state, &ctx.cluster, &attrs)?;
+    }
+    let body = match verb {
+        "create" | "update" | "patch" | "delete" | "deletecollection" => read_body(body, state.max_body_bytes).await?,
+        _ => bytes::Bytes::new(),
+    };
+    let ns = rp.namespace.as_deref();
+    let name = rp.name.as_deref().unwrap_or_default();
+    let sub = rp.subresource.as_deref();
+    match verb {
+        "get" => read::get(&ctx, &def, ns, name),
+        "list" => read::list(&ctx, &def, ns),
+        "watch" => watch::watch(ctx, def, rp.namespace.clone()),
+        "create" if def.create_only => reviews::create(&ctx, &def, ns, &body),
+        "create" => write::create(&ctx, &def, ns, &body).await,
+        "update" => write::update(&ctx, &def, ns, name, sub, &body).await,
+        "patch" => write::patch(&ctx, &def, ns, name, sub, &body).await,
+        "delete" => write::delete(&ctx, &def, ns, name, &body).await,
+        "deletecollection" => write::delete_collection(&ctx, &def, ns, &body).await,
+        _ => Err(Status::method_not_allowed("the server does not allow this method on the requested resource")),
+    }
+}
+
+async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, Status> {
+    axum::body::to_bytes(body, limit).await.map_err(|_| {
+        Status::too_large(format!("the request body is larger than the server's limit of {limit} bytes"))
+    })
+}
+
+/// 200 OK with a JSON value.
+pub fn ok(body: &serde_json::Value) -> Response {
+    respond::json_response(StatusCode::OK, body)
+}
+
+/// The JSON `Status` Kubernetes returns for a successful delete of built-in kinds.
+pub fn success_status(def: &ResourceDef, name: &str, uid: &str) -> serde_json::Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+           "details": {"name": name, "group": def.group, "kind": def.resource, "uid": uid}})
+}

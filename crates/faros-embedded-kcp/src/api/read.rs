@@ -1,0 +1,99 @@
+//! GET of one object and LIST of collections (selectors, pagination, representations).
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use faros_core::status::Status;
+use serde_json::Value;
+
+use super::RequestContext;
+use super::respond::{Representation, json_response, list_repr, object_repr};
+use crate::registry::ResourceDef;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::store::ListQuery;
+
+pub fn get(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: &str) -> Result<Response, Status> {
+    let key = ctx.key(def, ns, name);
+    let obj = ctx.state.store.get(&key).map_err(|e| super::write::store_status(e, def, name))?;
+    let Some(obj) = obj else { return Err(Status::not_found(&def.group, &def.resource, name)) };
+    let repr = Representation::from_headers(&ctx.headers);
+    let rv = ctx.state.store.current_rv();
+    Ok(json_response(http::StatusCode::OK, &object_repr(def, obj, repr, rv)))
+}
+
+/// An object filter built from the label and field selectors of a request.
+pub type ObjectFilter = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
+
+/// Parses `labelSelector` and `fieldSelector`; unsupported field labels are a 400 like Kubernetes'.
+pub fn selector_filter(ctx: &RequestContext, def: &ResourceDef) -> Result<Option<ObjectFilter>, Status> {
+    let labels = match ctx.params.label_selector() {
+        Some(s) => Some(LabelSelector::parse(s).map_err(|e| Status::bad_request(format!("unable to parse requirement: {e}")))?),
+        None => None,
+    };
+    let fields = match ctx.params.field_selector() {
+        Some(s) => {
+            let sel = FieldSelector::parse(s).map_err(|e| Status::bad_request(format!("invalid field selector: {e}")))?;
+            for f in sel.fields() {
+                let known = f == "metadata.name" || f == "metadata.namespace" || def.selectable_fields.iter().any(|s| s == f);
+                if !known {
+                    return Err(Status::bad_request(format!("field label not supported: {f}")));
+                }
+            }
+            Some(sel)
+        }
+        None => None,
+    };
+    if labels.as_ref().is_none_or(|l| l.is_empty()) && fields.as_ref().is_none_or(|f| f.is_empty()) {
+        return Ok(None);
+    }
+    Ok(Some(Arc::new(move |obj: &Value| {
+        if let Some(l) = &labels {
+            if !l.matches(obj.pointer("/metadata/labels").and_then(Value::as_object)) {
+                return false;
+            }
+        }
+        if let Some(f) = &fields {
+            return f.matches(|field| field_value(obj, field));
+        }
+        true
+    })))
+}
+
+/// The value of a selectable field; `metadata.namespace` of cluster-scoped objects is "".
+pub fn field_value(obj: &Value, field: &str) -> Option<String> {
+    let path = format!(".{field}");
+    let found = super::respond::json_path(obj, &path);
+    match found.first() {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Bool(b)) => Some(b.to_string()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(_) => None,
+        None if field == "metadata.namespace" => Some(String::new()),
+        None => None,
+    }
+}
+
+pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result<Response, Status> {
+    let filter = selector_filter(ctx, def)?;
+    let requested_rv = ctx.params.resource_version()?;
+    let current = ctx.state.store.current_rv();
+    if ctx.params.resource_version_match() == Some("Exact") {
+        // Only the current state is kept, so an exact read of an older version cannot be served.
+        if let Some(rv) = requested_rv.filter(|rv| *rv != current) {
+            return Err(Status::expired(format!("too old resource version: {rv} ({current})")));
+        }
+    }
+    let query = ListQuery {
+        group: def.group.clone(),
+        resource: def.resource.clone(),
+        cluster: if ctx.is_wildcard() { None } else { Some(ctx.cluster.clone()) },
+        namespace: if def.namespaced { ns.map(String::from) } else { None },
+        limit: ctx.params.limit()?,
+        continue_token: ctx.params.continue_token().map(String::from),
+        filter,
+    };
+    let page = ctx.state.store.list(&query).map_err(|e| super::write::store_status(e, def, ""))?;
+    let repr = Representation::from_headers(&ctx.headers);
+    let body = list_repr(def, page.items, page.resource_version, page.continue_token, page.remaining_item_count, repr);
+    Ok(json_response(http::StatusCode::OK, &body))
+}

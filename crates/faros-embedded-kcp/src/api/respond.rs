@@ -1,0 +1,234 @@
+//! Shaping responses: the `kcp.io/cluster` annotation, content negotiation (Table and
+//! PartialObjectMetadata for kubectl and kube-rs metadata calls), and JSON bodies.
+
+use axum::body::Body;
+use axum::response::Response;
+use http::{HeaderMap, StatusCode, header};
+use serde_json::{Value, json};
+
+use crate::objects::CLUSTER_ANNOTATION;
+use crate::registry::{PrinterColumn, ResourceDef};
+
+/// What representation the client asked for in `Accept`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Representation {
+    Object,
+    Table,
+    PartialMetadata,
+}
+
+impl Representation {
+    pub fn from_headers(headers: &HeaderMap) -> Self {
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        // Clients list alternatives in preference order; the first we support wins.
+        for alt in accept.split(',') {
+            if alt.contains("as=Table") {
+                return Self::Table;
+            }
+            if alt.contains("as=PartialObjectMetadata") {
+                return Self::PartialMetadata;
+            }
+            if alt.trim().starts_with("application/json") || alt.trim().starts_with("*/*") {
+                return Self::Object;
+            }
+        }
+        Self::Object
+    }
+}
+
+/// Adds the logical cluster annotation kcp puts on every object it returns.
+pub fn annotate(obj: &mut Value, cluster: &str) {
+    let meta = crate::objects::meta_mut(obj);
+    let ann = meta.entry("annotations").or_insert_with(|| json!({}));
+    if let Some(map) = ann.as_object_mut() {
+        map.insert(CLUSTER_ANNOTATION.into(), Value::String(cluster.into()));
+    }
+}
+
+/// A JSON response.
+pub fn json_response(code: StatusCode, body: &Value) -> Response {
+    json_bytes(code, serde_json::to_vec(body).unwrap_or_default())
+}
+
+pub fn json_bytes(code: StatusCode, body: Vec<u8>) -> Response {
+    let mut resp = Response::new(Body::from(body));
+    *resp.status_mut() = code;
+    resp.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// One object in the requested representation.
+pub fn object_repr(def: &ResourceDef, obj: Value, repr: Representation, rv: u64) -> Value {
+    match repr {
+        Representation::Object => obj,
+        Representation::PartialMetadata => partial(&obj),
+        Representation::Table => table(def, vec![obj], rv, None),
+    }
+}
+
+/// A list in the requested representation.
+pub fn list_repr(def: &ResourceDef, items: Vec<Value>, rv: u64, cont: Option<String>, remaining: Option<u64>, repr: Representation) -> Value {
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if let Some(c) = &cont {
+        metadata["continue"] = json!(c);
+    }
+    if let Some(r) = remaining {
+        metadata["remainingItemCount"] = json!(r);
+    }
+    match repr {
+        Representation::Object => json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": metadata, "items": items}),
+        Representation::PartialMetadata => json!({
+            "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
+            "items": items.iter().map(partial).collect::<Vec<_>>()
+        }),
+        Representation::Table => table(def, items, rv, cont),
+    }
+}
+
+fn partial(obj: &Value) -> Value {
+    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata").cloned().unwrap_or(json!({}))})
+}
+
+/// A `meta.k8s.io/v1` Table: Name, the resource's printer columns, Age.
+pub fn table(def: &ResourceDef, items: Vec<Value>, rv: u64, cont: Option<String>) -> Value {
+    let mut columns = vec![json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0})];
+    let age_in_columns = def.printer_columns.iter().any(|c| c.name == "Age");
+    for c in &def.printer_columns {
+        columns.push(json!({"name": c.name, "type": c.type_, "format": c.format, "description": c.description, "priority": c.priority}));
+    }
+    if !age_in_columns {
+        columns.push(json!({"name": "Age", "type": "date", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0}));
+    }
+    let now = jiff::Timestamp::now();
+    let rows: Vec<Value> = items
+        .iter()
+        .map(|obj| {
+            let mut cells = vec![obj.pointer("/metadata/name").cloned().unwrap_or(json!(""))];
+            for c in &def.printer_columns {
+                cells.push(cell(c, obj, now));
+            }
+            if !age_in_columns {
+                cells.push(json!(age(obj.pointer("/metadata/creationTimestamp").and_then(Value::as_str), now)));
+            }
+            json!({"cells": cells, "object": partial(obj)})
+        })
+        .collect();
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if let Some(c) = cont {
+        metadata["continue"] = json!(c);
+    }
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "columnDefinitions": columns, "rows": rows})
+}
+
+fn cell(c: &PrinterColumn, obj: &Value, now: jiff::Timestamp) -> Value {
+    let values = json_path(obj, &c.json_path);
+    let Some(first) = values.first() else { return json!("<none>") };
+    if c.type_ == "date" {
+        return json!(age(first.as_str(), now));
+    }
+    match first {
+        Value::String(_) | Value::Number(_) | Value::Bool(_) => (*first).clone(),
+        other => json!(other.to_string()),
+    }
+}
+
+/// A human age like kubectl prints: `45s`, `12m`, `3h5m`, `4d`.
+pub fn age(created: Option<&str>, now: jiff::Timestamp) -> String {
+    let Some(t) = created.and_then(|s| s.parse::<jiff::Timestamp>().ok()) else { return "<unknown>".into() };
+    let secs = (now.as_second() - t.as_second()).max(0);
+    match secs {
+        s if s < 120 => format!("{s}s"),
+        s if s < 600 => format!("{}m{}s", s / 60, s % 60),
+        s if s < 3 * 3600 => format!("{}m", s / 60),
+        s if s < 8 * 3600 => format!("{}h{}m", s / 3600, (s % 3600) / 60),
+        s if s < 2 * 86400 => format!("{}h", s / 3600),
+        s if s < 8 * 86400 => format!("{}d{}h", s / 86400, (s % 86400) / 3600),
+        s => format!("{}d", s / 86400),
+    }
+}
+
+/// Evaluates the JSONPath subset printer columns use: `.a.b`, `[0]`, `[*]`, and
+/// `[?(@.field=="value")]` filters.
+pub fn json_path<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
+    let path = path.trim().trim_start_matches('{').trim_end_matches('}').trim_start_matches('$');
+    let mut current: Vec<&Value> = vec![obj];
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            let key = &r[..end];
+            current = current.into_iter().filter_map(|v| v.get(key)).collect();
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let Some(end) = r.find(']') else { return vec![] };
+            let inner = &r[..end];
+            rest = &r[end + 1..];
+            if inner == "*" {
+                current = current.into_iter().filter_map(Value::as_array).flatten().collect();
+            } else if let Ok(i) = inner.parse::<usize>() {
+                current = current.into_iter().filter_map(|v| v.get(i)).collect();
+            } else if let Some(filter) = inner.strip_prefix("?(@.").and_then(|f| f.strip_suffix(')')) {
+                let Some((field, want)) = filter.split_once("==") else { return vec![] };
+                let want = want.trim().trim_matches('"').trim_matches('\'');
+                current = current
+                    .into_iter()
+                    .filter_map(Value::as_array)
+                    .flatten()
+                    .filter(|item| item.get(field.trim()).and_then(Value::as_str) == Some(want))
+                    .collect();
+            } else {
+                return vec![];
+            }
+        } else {
+            return vec![];
+        }
+    }
+    current
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_path_subset() {
+        let obj = json!({"status": {"phase": "Ready", "conditions": [{"type": "A", "status": "False"}, {"type": "Ready", "status": "True"}]}, "spec": {"items": [1, 2]}});
+        let cases = [
+            (".status.phase", vec![json!("Ready")]),
+            (".status.conditions[?(@.type==\"Ready\")].status", vec![json!("True")]),
+            (".spec.items[1]", vec![json!(2)]),
+            (".spec.items[*]", vec![json!(1), json!(2)]),
+            (".missing.x", vec![]),
+        ];
+        for (path, want) in cases {
+            let got: Vec<Value> = json_path(&obj, path).into_iter().cloned().collect();
+            assert_eq!(got, want, "{path}");
+        }
+    }
+
+    #[test]
+    fn ages_like_kubectl() {
+        let now: jiff::Timestamp = "2026-01-02T00:00:00Z".parse().unwrap();
+        for (created, want) in [
+            ("2026-01-01T23:59:15Z", "45s"),
+            ("2026-01-01T23:55:00Z", "5m0s"),
+            ("2026-01-01T23:00:00Z", "60m"),
+            ("2026-01-01T20:30:00Z", "3h30m"),
+            ("2025-12-30T00:00:00Z", "3d0h"),
+            ("2025-12-01T00:00:00Z", "32d"),
+        ] {
+            assert_eq!(age(Some(created), now), want, "{created}");
+        }
+    }
+
+    #[test]
+    fn negotiates_representation() {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT, "application/json;as=Table;v=v1;g=meta.k8s.io,application/json".parse().unwrap());
+        assert_eq!(Representation::from_headers(&h), Representation::Table);
+        h.insert(header::ACCEPT, "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1".parse().unwrap());
+        assert_eq!(Representation::from_headers(&h), Representation::PartialMetadata);
+        h.insert(header::ACCEPT, "application/json".parse().unwrap());
+        assert_eq!(Representation::from_headers(&h), Representation::Object);
+    }
+}

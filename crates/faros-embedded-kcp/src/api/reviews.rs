@@ -1,0 +1,92 @@
+//! Create-only review resources: TokenReview and the SubjectAccessReview family. They are never
+//! stored; the response is the request with `status` filled in.
+
+use std::collections::BTreeMap;
+
+use axum::response::Response;
+use faros_core::status::Status;
+use serde_json::{Value, json};
+
+use super::{RequestContext, authorize, write::decode};
+use crate::auth::{Attributes, UserInfo};
+use crate::registry::ResourceDef;
+
+pub fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &[u8]) -> Result<Response, Status> {
+    let mut review = decode(body, "json")?;
+    crate::objects::check_type(def, &mut review)?;
+    // Asking about yourself is open to every authenticated user (system:basic-user); the other reviews
+    // reveal other identities' rights and need RBAC `create` on the review resource.
+    if def.resource != "selfsubjectaccessreviews" {
+        let attrs = Attributes { namespace: ns.unwrap_or_default(), ..Attributes::resource(&ctx.user, "create", &def.group, &def.resource) };
+        authorize(&ctx.state, &ctx.cluster, &attrs)?;
+    }
+    let status = match def.resource.as_str() {
+        "tokenreviews" => token_review(ctx, &review),
+        "subjectaccessreviews" => {
+            let user = subject(&review)?;
+            access_review(ctx, &review, &user, None)?
+        }
+        "localsubjectaccessreviews" => {
+            let user = subject(&review)?;
+            let ns = ns.unwrap_or_default();
+            if review.pointer("/spec/resourceAttributes/namespace").and_then(Value::as_str).is_some_and(|n| n != ns) {
+                return Err(Status::bad_request("spec.resourceAttributes.namespace must match the namespace of the request"));
+            }
+            access_review(ctx, &review, &user, Some(ns))?
+        }
+        "selfsubjectaccessreviews" => access_review(ctx, &review, &ctx.user, None)?,
+        other => return Err(Status::not_found_message(format!("no review handler for {other}"))),
+    };
+    review["status"] = status;
+    Ok(super::respond::json_response(http::StatusCode::CREATED, &review))
+}
+
+fn token_review(ctx: &RequestContext, review: &Value) -> Value {
+    let token = review.pointer("/spec/token").and_then(Value::as_str).unwrap_or_default();
+    let mut headers = http::HeaderMap::new();
+    match http::HeaderValue::from_str(&format!("Bearer {token}")) {
+        Ok(v) => {
+            headers.insert(http::header::AUTHORIZATION, v);
+        }
+        Err(_) => return json!({"authenticated": false, "error": "invalid token"}),
+    }
+    match super::authenticate(&ctx.state, &headers) {
+        Ok(user) => json!({"authenticated": true, "user": user, "audiences": review.pointer("/spec/audiences").cloned().unwrap_or(json!([]))}),
+        Err(_) => json!({"authenticated": false, "error": "invalid bearer token"}),
+    }
+}
+
+fn subject(review: &Value) -> Result<UserInfo, Status> {
+    let spec = review.get("spec").cloned().unwrap_or(json!({}));
+    let user = spec.get("user").and_then(Value::as_str).unwrap_or_default().to_string();
+    let groups: Vec<String> = spec.get("groups").and_then(Value::as_array).map(|a| a.iter().filter_map(|g| g.as_str().map(String::from)).collect()).unwrap_or_default();
+    if user.is_empty() && groups.is_empty() {
+        return Err(Status::invalid(
+            "authorization.k8s.io",
+            "SubjectAccessReview",
+            "",
+            vec![faros_core::status::StatusCause { reason: "FieldValueRequired".into(), message: "Required value: at least one of user or group must be specified".into(), field: "spec.user".into() }],
+        ));
+    }
+    let extra: BTreeMap<String, Vec<String>> = spec.get("extra").and_then(|e| serde_json::from_value(e.clone()).ok()).unwrap_or_default();
+    Ok(UserInfo { username: user, uid: spec.get("uid").and_then(Value::as_str).unwrap_or_default().into(), groups, extra })
+}
+
+fn access_review(ctx: &RequestContext, review: &Value, user: &UserInfo, ns_override: Option<&str>) -> Result<Value, Status> {
+    let spec = review.get("spec").cloned().unwrap_or(json!({}));
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    let (attrs_owned, resource_request) = if let Some(ra) = spec.get("resourceAttributes") {
+        let ns = ns_override.map(String::from).unwrap_or_else(|| s(ra, "namespace"));
+        ((s(ra, "verb"), s(ra, "group"), s(ra, "resource"), s(ra, "subresource"), s(ra, "name"), ns, String::new()), true)
+    } else if let Some(nra) = spec.get("nonResourceAttributes") {
+        ((s(nra, "verb"), String::new(), String::new(), String::new(), String::new(), String::new(), s(nra, "path")), false)
+    } else {
+        return Err(Status::bad_request("exactly one of spec.resourceAttributes and spec.nonResourceAttributes must be set"));
+    };
+    let (verb, group, resource, sub, name, ns, path) = &attrs_owned;
+    let attrs = Attributes { user, verb, api_group: group, resource, subresource: sub, name, namespace: ns, path, resource_request };
+    Ok(match authorize(&ctx.state, &ctx.cluster, &attrs) {
+        Ok(()) => json!({"allowed": true, "reason": "allowed by RBAC"}),
+        Err(_) => json!({"allowed": false}),
+    })
+}

@@ -1,0 +1,214 @@
+//! Garbage collection by ownerReferences within one logical cluster (kcp runs the collector per
+//! workspace): Background deletion of dependents whose owners are all gone, plus the `orphan` and
+//! `foregroundDeletion` finalizers.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{key_of, list_all, rv, write};
+use crate::api::ApiState;
+use crate::objects::{self, DeleteOutcome};
+use crate::registry::ResourceDef;
+use crate::store::{Event, EventType, ObjectKey, WriteOp};
+
+/// Owner (cluster, uid) → dependents' keys.
+#[derive(Default)]
+pub struct Collector {
+    dependents: HashMap<(String, String), BTreeSet<ObjectKey>>,
+}
+
+fn owner_uids(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|refs| refs.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+impl Collector {
+    fn index(&mut self, key: &ObjectKey, obj: Option<&Value>, prev: Option<&Value>) {
+        for uid in prev.map(owner_uids).unwrap_or_default() {
+            if let Some(set) = self.dependents.get_mut(&(key.cluster.clone(), uid.clone())) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.dependents.remove(&(key.cluster.clone(), uid));
+                }
+            }
+        }
+        for uid in obj.map(owner_uids).unwrap_or_default() {
+            self.dependents.entry((key.cluster.clone(), uid)).or_default().insert(key.clone());
+        }
+    }
+
+    /// Indexes every stored object that has owners (startup).
+    pub fn rebuild(&mut self, state: &ApiState) {
+        for def in all_defs(state) {
+            for obj in list_all(state, &def.group, &def.resource, None, None) {
+                if !owner_uids(&obj).is_empty() {
+                    let key = key_of(&def.group, &def.resource, &obj);
+                    self.index(&key, Some(&obj), None);
+                }
+            }
+        }
+    }
+
+    /// Finishes collection interrupted by a restart.
+    pub async fn resume(&mut self, state: &ApiState) {
+        let dependents: Vec<ObjectKey> = self.dependents.values().flatten().cloned().collect();
+        for key in dependents {
+            self.collect_if_orphaned(state, &key).await;
+        }
+        for def in all_defs(state) {
+            for obj in list_all(state, &def.group, &def.resource, None, None) {
+                if obj.pointer("/metadata/deletionTimestamp").is_some() {
+                    let key = key_of(&def.group, &def.resource, &obj);
+                    self.process_finalizers(state, &key, &obj).await;
+                }
+            }
+        }
+    }
+
+    pub async fn observe(&mut self, state: &ApiState, event: &Arc<Event>) {
+        let key = &event.key;
+        match event.event_type {
+            EventType::Deleted => {
+                self.index(key, None, event.prev.as_deref().or(Some(&event.object)));
+                let uid = objects::meta_str(&event.object, "uid").unwrap_or_default().to_string();
+                let deps: Vec<ObjectKey> = self.dependents.get(&(key.cluster.clone(), uid)).map(|s| s.iter().cloned().collect()).unwrap_or_default();
+                for dep in deps {
+                    self.collect_if_orphaned(state, &dep).await;
+                }
+                // A foreground-deleting owner may have been waiting for this dependent.
+                for owner_uid in owner_uids(&event.object) {
+                    self.recheck_owner(state, &key.cluster, &owner_uid).await;
+                }
+            }
+            _ => {
+                self.index(key, Some(&event.object), event.prev.as_deref());
+                if event.object.pointer("/metadata/deletionTimestamp").is_some() {
+                    self.process_finalizers(state, key, &event.object).await;
+                }
+            }
+        }
+    }
+
+    /// Deletes `dep` when none of its owners exist any more.
+    async fn collect_if_orphaned(&mut self, state: &ApiState, dep: &ObjectKey) {
+        let Ok(Some(obj)) = state.store.get(dep) else { return };
+        let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
+        if refs.is_empty() {
+            return;
+        }
+        for r in &refs {
+            if owner_exists(state, dep, r) {
+                return;
+            }
+        }
+        let Some(def) = def_for(state, &dep.cluster, &dep.group, &dep.resource) else { return };
+        match objects::prepare_delete(&def, &obj, Some("Background"), &objects::now_rfc3339()) {
+            DeleteOutcome::Remove => {
+                write(state, WriteOp::Delete { key: dep.clone(), expected_rv: rv(&obj) }).await;
+            }
+            DeleteOutcome::Mark(marked) => {
+                write(state, WriteOp::Update { key: dep.clone(), object: marked, expected_rv: rv(&obj) }).await;
+            }
+            DeleteOutcome::AlreadyDeleting => {}
+        }
+    }
+
+    async fn recheck_owner(&mut self, state: &ApiState, cluster: &str, owner_uid: &str) {
+        // Owners are found through their dependents' references; scan the few kinds with deletion pending.
+        for def in all_defs(state) {
+            for obj in list_all(state, &def.group, &def.resource, Some(cluster), None) {
+                if objects::meta_str(&obj, "uid") == Some(owner_uid) && obj.pointer("/metadata/deletionTimestamp").is_some() {
+                    let key = key_of(&def.group, &def.resource, &obj);
+                    self.process_finalizers(state, &key, &obj).await;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Handles `orphan` and `foregroundDeletion` on an object being deleted.
+    async fn process_finalizers(&mut self, state: &ApiState, key: &ObjectKey, obj: &Value) {
+        let finalizers = objects::finalizers(obj);
+        let uid = objects::meta_str(obj, "uid").unwrap_or_default().to_string();
+        let deps: Vec<ObjectKey> = self.dependents.get(&(key.cluster.clone(), uid.clone())).map(|s| s.iter().cloned().collect()).unwrap_or_default();
+        let drop_finalizer = |name: &str| {
+            let mut updated = obj.clone();
+            let remaining: Vec<String> = finalizers.iter().filter(|f| *f != name).cloned().collect();
+            updated["metadata"]["finalizers"] = serde_json::json!(remaining);
+            updated
+        };
+        if finalizers.iter().any(|f| f == "orphan") {
+            for dep in &deps {
+                let Ok(Some(d)) = state.store.get(dep) else { continue };
+                let mut updated = d.clone();
+                if let Some(refs) = updated.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) {
+                    refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
+                }
+                write(state, WriteOp::Update { key: dep.clone(), object: updated, expected_rv: rv(&d) }).await;
+            }
+            write(state, WriteOp::Update { key: key.clone(), object: drop_finalizer("orphan"), expected_rv: rv(obj) }).await;
+        } else if finalizers.iter().any(|f| f == "foregroundDeletion") {
+            let mut waiting = false;
+            for dep in &deps {
+                let Ok(Some(d)) = state.store.get(dep) else { continue };
+                waiting = true;
+                let Some(def) = def_for(state, &dep.cluster, &dep.group, &dep.resource) else { continue };
+                match objects::prepare_delete(&def, &d, Some("Background"), &objects::now_rfc3339()) {
+                    DeleteOutcome::Remove => {
+                        write(state, WriteOp::Delete { key: dep.clone(), expected_rv: rv(&d) }).await;
+                    }
+                    DeleteOutcome::Mark(marked) => {
+                        write(state, WriteOp::Update { key: dep.clone(), object: marked, expected_rv: rv(&d) }).await;
+                    }
+                    DeleteOutcome::AlreadyDeleting => {}
+                }
+            }
+            if !waiting {
+                let updated = drop_finalizer("foregroundDeletion");
+                let remove = objects::finalizers(&updated).is_empty();
+                let op = if remove {
+                    WriteOp::Delete { key: key.clone(), expected_rv: rv(obj) }
+                } else {
+                    WriteOp::Update { key: key.clone(), object: updated, expected_rv: rv(obj) }
+                };
+                write(state, op).await;
+            }
+        }
+    }
+}
+
+fn all_defs(state: &ApiState) -> Vec<Arc<ResourceDef>> {
+    let mut defs = state.registry.all_resources();
+    defs.retain(|d| !d.create_only);
+    defs
+}
+
+fn def_for(state: &ApiState, cluster: &str, group: &str, resource: &str) -> Option<Arc<ResourceDef>> {
+    state.registry.resources(cluster).into_iter().find(|d| d.group == group && d.resource == resource)
+}
+
+/// Whether the owner an ownerReference names still exists with that uid.
+fn owner_exists(state: &ApiState, dep: &ObjectKey, reference: &Value) -> bool {
+    let s = |k: &str| reference.get(k).and_then(Value::as_str).unwrap_or_default();
+    let group = s("apiVersion").rsplit_once('/').map(|(g, _)| g).unwrap_or_default();
+    let Some(def) = state.registry.resources(&dep.cluster).into_iter().find(|d| d.group == group && d.kind == s("kind")) else {
+        // An owner of a kind this cluster does not serve cannot be verified; keep the dependent.
+        return true;
+    };
+    let key = ObjectKey {
+        group: def.group.clone(),
+        resource: def.resource.clone(),
+        cluster: dep.cluster.clone(),
+        namespace: if def.namespaced { dep.namespace.clone() } else { String::new() },
+        name: s("name").into(),
+    };
+    match state.store.get(&key) {
+        Ok(Some(owner)) => objects::meta_str(&owner, "uid") == Some(s("uid")),
+        Ok(None) => false,
+        Err(_) => true,
+    }
+}

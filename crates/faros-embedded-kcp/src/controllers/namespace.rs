@@ -1,0 +1,89 @@
+//! Namespace deletion: a terminating namespace has its content deleted, then its `kubernetes`
+//! finalizer removed, and is removed once no finalizers remain.
+
+use serde_json::{Value, json};
+
+use super::{key_of, list_all, rv, write};
+use crate::api::ApiState;
+use crate::objects::{self, DeleteOutcome};
+use crate::store::{ObjectKey, WriteOp};
+
+pub async fn reconcile(state: &ApiState, cluster: &str, ns: &Value) {
+    if ns.pointer("/metadata/deletionTimestamp").is_none() {
+        return;
+    }
+    let name = objects::meta_str(ns, "name").unwrap_or_default().to_string();
+    let mut remaining = 0usize;
+    for def in state.registry.resources(cluster) {
+        if !def.namespaced || def.create_only {
+            continue;
+        }
+        for obj in list_all(state, &def.group, &def.resource, Some(cluster), Some(&name)) {
+            remaining += 1;
+            let key = key_of(&def.group, &def.resource, &obj);
+            match objects::prepare_delete(&def, &obj, None, &objects::now_rfc3339()) {
+                DeleteOutcome::Remove => {
+                    write(state, WriteOp::Delete { key, expected_rv: rv(&obj) }).await;
+                }
+                DeleteOutcome::Mark(marked) => {
+                    write(state, WriteOp::Update { key, object: marked, expected_rv: rv(&obj) }).await;
+                }
+                DeleteOutcome::AlreadyDeleting => {}
+            }
+        }
+    }
+    if remaining > 0 {
+        // Deletions arrive as events and bring us back through `recheck`.
+        let left: usize = state
+            .registry
+            .resources(cluster)
+            .iter()
+            .filter(|d| d.namespaced && !d.create_only)
+            .map(|d| list_all(state, &d.group, &d.resource, Some(cluster), Some(&name)).len())
+            .sum();
+        if left > 0 {
+            return;
+        }
+    }
+    finalize(state, cluster, &name).await;
+}
+
+/// Removes the `kubernetes` finalizer once the namespace is empty; removes the namespace when nothing
+/// else holds it.
+async fn finalize(state: &ApiState, cluster: &str, name: &str) {
+    let key = ObjectKey { group: String::new(), resource: "namespaces".into(), cluster: cluster.into(), namespace: String::new(), name: name.into() };
+    let Ok(Some(ns)) = state.store.get(&key) else { return };
+    let spec_finalizers: Vec<Value> = ns
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter(|f| f.as_str() != Some("kubernetes")).cloned().collect())
+        .unwrap_or_default();
+    let expected_rv = rv(&ns);
+    if spec_finalizers.is_empty() && objects::finalizers(&ns).is_empty() {
+        write(state, WriteOp::Delete { key, expected_rv }).await;
+    } else {
+        let mut updated = ns.clone();
+        updated["spec"]["finalizers"] = json!(spec_finalizers);
+        if updated != ns {
+            write(state, WriteOp::Update { key, object: updated, expected_rv }).await;
+        }
+    }
+}
+
+/// Called when namespaced content is deleted: the namespace may now be empty.
+pub async fn recheck(state: &ApiState, cluster: &str, namespace: &str) {
+    let key = ObjectKey { group: String::new(), resource: "namespaces".into(), cluster: cluster.into(), namespace: String::new(), name: namespace.into() };
+    if let Ok(Some(ns)) = state.store.get(&key) {
+        reconcile(state, cluster, &ns).await;
+    }
+}
+
+/// Continues deletions that were in progress when the server stopped.
+pub async fn resume(state: &ApiState) {
+    for ns in list_all(state, "", "namespaces", None, None) {
+        if ns.pointer("/metadata/deletionTimestamp").is_some() {
+            let key = key_of("", "namespaces", &ns);
+            reconcile(state, &key.cluster, &ns).await;
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Starting and stopping the server: state directory, TLS, store, authenticators, controllers, and
+//! the HTTPS listener (HTTP/1.1 and HTTP/2).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use axum::Router;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use faros_core::status::Status;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::api::{self, ApiState};
+use crate::auth::{Authenticator, RbacIndex, ServiceAccountTokens, generate_token, parse_token_file};
+use crate::registry::Registry;
+use crate::store::{Store, StoreOptions};
+use crate::tls::TlsMaterial;
+
+/// Server settings. Defaults suit `faros dev` and tests.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Holds the redb file, CA and serving certificate, admin token and ServiceAccount signing key.
+    pub state_dir: PathBuf,
+    /// Where to listen; port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// A kcp/kube-apiserver static token file (`token,user,uid,"group1,group2"`).
+    pub token_file: Option<PathBuf>,
+    /// Extra DNS names / IPs for the serving certificate.
+    pub hostnames: Vec<String>,
+    /// Watch/continue history length (events).
+    pub history_capacity: usize,
+    /// Request body limit.
+    pub max_body_bytes: usize,
+    /// Batch concurrent writes into one durable commit.
+    pub group_commit: bool,
+    /// redb page cache.
+    pub cache_bytes: usize,
+}
+
+impl Config {
+    pub fn new(state_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            state_dir: state_dir.into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            token_file: None,
+            hostnames: Vec::new(),
+            history_capacity: 100_000,
+            max_body_bytes: 3 * 1024 * 1024,
+            group_commit: true,
+            cache_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// Errors starting the server; each names the file or setting at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot create state directory {path}: {source}")]
+    StateDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot read or write {path}: {source}")]
+    File { path: PathBuf, source: std::io::Error },
+    #[error("token file {path}: {message}")]
+    TokenFile { path: PathBuf, message: String },
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+    #[error("store {path}: {message}")]
+    Store { path: PathBuf, message: String },
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: std::io::Error },
+    #[error("{0}")]
+    Auth(String),
+}
+
+/// A running server. Dropping it does not stop it; call [`Server::shutdown`].
+pub struct Server {
+    addr: SocketAddr,
+    ca_pem: String,
+    admin_token: String,
+    state: Arc<ApiState>,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+fn read_or_create(path: &Path, create: impl FnOnce() -> Vec<u8>) -> Result<Vec<u8>, ServerError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let bytes = create();
+            write_private(path, &bytes)?;
+            Ok(bytes)
+        }
+        Err(source) => Err(ServerError::File { path: path.into(), source }),
+    }
+}
+
+/// Writes a secret file readable by the owner only.
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), ServerError> {
+    use std::io::Write;
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    opts.mode(0o600);
+    let err = |source| ServerError::File { path: path.into(), source };
+    let mut f = opts.open(&tmp).map_err(err)?;
+    f.write_all(bytes).map_err(err)?;
+    f.sync_all().map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(err)
+}
+
+impl Server {
+    pub async fn start(config: Config) -> Result<Self, ServerError> {
+        std::fs::create_dir_all(&config.state_dir).map_err(|source| ServerError::StateDir { path: config.state_dir.clone(), source })?;
+        let dir = &config.state_dir;
+        let tls = TlsMaterial::load_or_create(dir, &config.hostnames).map_err(|e| ServerError::Tls(e.to_string()))?;
+        let admin_token = String::from_utf8_lossy(&read_or_create(&dir.join("admin.token"), || generate_token().into_bytes())?).trim().to_string();
+        let sa_key_bytes = read_or_create(&dir.join("service-account.key"), || ServiceAccountTokens::generate_key().to_vec())?;
+        let sa_key: [u8; 32] = sa_key_bytes
+            .as_slice()
+            .try_into()
+            .map_err(|_| ServerError::Auth(format!("{} must hold exactly 32 bytes", dir.join("service-account.key").display())))?;
+        let static_tokens = match &config.token_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ServerError::File { path: path.clone(), source })?;
+                parse_token_file(&text).map_err(|e| ServerError::TokenFile { path: path.clone(), message: e.to_string() })?
+            }
+            None => Vec::new(),
+        };
+        let authn = Authenticator::new(Some(&admin_token), &static_tokens, Some(ServiceAccountTokens::new(sa_key)))
+            .map_err(|e| ServerError::Auth(e.to_string()))?;
+        let db_path = dir.join("kcp.redb");
+        let store_opts = StoreOptions {
+            path: db_path.clone(),
+            history_capacity: config.history_capacity,
+            cache_bytes: config.cache_bytes,
+            group_commit: config.group_commit,
+        };
+        let store = tokio::task::spawn_blocking(move || Store::open(store_opts))
+            .await
+            .map_err(|e| ServerError::Store { path: db_path.clone(), message: e.to_string() })?
+            .map_err(|e| ServerError::Store { path: db_path.clone(), message: e.to_string() })?;
+        let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
+        let state = Arc::new(ApiState {
+            store,
+            registry: Registry::new(crate::builtin::builtin_resources()),
+            authn,
+            rbac: RwLock::new(RbacIndex::default()),
+            sa_tokens: ServiceAccountTokens::new(sa_key),
+            ca_pem: tls.ca_pem().to_string(),
+            max_body_bytes: config.max_body_bytes,
+            events: events_tx,
+            metrics: crate::metrics::Metrics::default(),
+        });
+        crate::controllers::rbac::rebuild(&state);
+        crate::bootstrap::ensure_root(&state).await;
+        tokio::spawn(crate::controllers::run(state.clone(), events_rx));
+
+        let listener = TcpListener::bind(config.listen).await.map_err(|source| ServerError::Listen { addr: config.listen, source })?;
+        let addr = listener.local_addr().map_err(|source| ServerError::Listen { addr: config.listen, source })?;
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config().map_err(|e| ServerError::Tls(e.to_string()))?);
+        let router = router(state.clone());
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(serve(listener, acceptor, router, stopped));
+        tracing::info!(%addr, state_dir = %dir.display(), "embedded kcp serving");
+        Ok(Self { addr, ca_pem: tls.ca_pem().to_string(), admin_token, state, stop, task })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `https://127.0.0.1:<port>` (or the bound address).
+    pub fn url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// The admin bearer token (user `admin`, group `system:masters`). Never log it.
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
+    }
+
+    /// Shared state, for in-process components and tests.
+    pub fn state(&self) -> &Arc<ApiState> {
+        &self.state
+    }
+
+    /// A kubeconfig for `user` with `token` pointing at `cluster` (`root` unless told otherwise).
+    pub fn kubeconfig(&self, cluster: &str, user: &str, token: &str) -> String {
+        use base64::Engine;
+        let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: faros-kcp\n  cluster:\n    server: {url}/clusters/{cluster}\n    certificate-authority-data: {ca}\nusers:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- name: {user}\n  context:\n    cluster: faros-kcp\n    user: {user}\ncurrent-context: {user}\n",
+            url = self.url()
+        )
+    }
+
+    /// The admin kubeconfig for the root workspace.
+    pub fn admin_kubeconfig(&self) -> String {
+        self.kubeconfig("root", "admin", &self.admin_token)
+    }
+
+    /// A kube `Config` for `cluster` as admin, for in-process clients.
+    pub fn admin_kube_config_yaml(&self, cluster: &str) -> String {
+        self.kubeconfig(cluster, "admin", &self.admin_token)
+    }
+
+    /// Stops accepting connections and ends open ones.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+        self.state.store.close().await;
+    }
+}
+
+fn router(state: Arc<ApiState>) -> Router {
+    let health = || async { "ok" };
+    Router::new()
+        .route("/healthz", get(health))
+        .route("/livez", get(health))
+        .route("/readyz", get(health))
+        .route("/metrics", get(metrics))
+        .fallback(api::handle)
+        .with_state(state)
+}
+
+async fn metrics(State(state): State<Arc<ApiState>>, headers: http::HeaderMap) -> Response {
+    if let Err(s) = api::authenticate(&state, &headers) {
+        return s.into_response();
+    }
+    let mut resp = state.metrics.render().into_response();
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    resp
+}
+
+async fn serve(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor, router: Router, mut stopped: watch::Receiver<bool>) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((tcp, peer)) = accepted else { continue };
+                let _ = tcp.set_nodelay(true);
+                let acceptor = acceptor.clone();
+                let service = hyper_util::service::TowerToHyperService::new(router.clone());
+                let mut stop = stopped.clone();
+                connections.spawn(async move {
+                    let tls = match acceptor.accept(tcp).await {
+                        Ok(tls) => tls,
+                        Err(e) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                    };
+                    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        _ = stop.changed() => {}
+                    }
+                });
+            }
+            _ = stopped.changed() => break,
+        }
+        // Reap finished connection tasks so the set does not grow without bound.
+        while connections.try_join_next().is_some() {}
+    }
+    connections.shutdown().await;
+}
+
+/// Converts a Status into a response (helper for non-API routes).
+pub fn status_response(s: Status) -> Response {
+    s.into_response()
+}

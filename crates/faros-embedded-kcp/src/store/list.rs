@@ -1,0 +1,282 @@
+//! Prefix-range lists with consistent pagination.
+//!
+//! The first page is read from a redb snapshot at RV `R`. Its continue token records `R` and the last key.
+//! A later page is read from a newer snapshot at `R'` with the effects of the history events in `(R, R']`
+//! undone, so every page reflects the state at `R` however many writes happened in between.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::Value;
+
+use super::history::History;
+use super::key::{decode_value, namespace_of, prefix_range};
+use super::{ObjectKey, StoreError};
+
+const TOKEN_VERSION: u8 = 1;
+
+/// Which objects a list returns. `filter` is applied before `limit` (label/field selectors).
+#[derive(Clone, Default)]
+pub struct ListQuery {
+    pub group: String,
+    pub resource: String,
+    /// `None` = every logical cluster (kcp wildcard).
+    pub cluster: Option<String>,
+    /// `None` = every namespace.
+    pub namespace: Option<String>,
+    /// Maximum number of matching items; `None` or `Some(0)` = all.
+    pub limit: Option<usize>,
+    pub continue_token: Option<String>,
+    pub filter: Option<Arc<dyn Fn(&Value) -> bool + Send + Sync>>,
+}
+
+impl std::fmt::Debug for ListQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListQuery")
+            .field("group", &self.group)
+            .field("resource", &self.resource)
+            .field("cluster", &self.cluster)
+            .field("namespace", &self.namespace)
+            .field("limit", &self.limit)
+            .field("continue_token", &self.continue_token)
+            .field("filter", &self.filter.as_ref().map(|_| "<fn>"))
+            .finish()
+    }
+}
+
+/// One page of a list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListPage {
+    pub items: Vec<Value>,
+    /// The RV the page reflects: the snapshot's for a first page, the first page's for later ones.
+    pub resource_version: u64,
+    pub continue_token: Option<String>,
+    /// Matching items after this page; only known (and set) when the query has no filter.
+    pub remaining_item_count: Option<u64>,
+}
+
+/// The decoded content of a continue token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ContinueToken {
+    pub(crate) rv: u64,
+    pub(crate) last_key: Vec<u8>,
+}
+
+impl ContinueToken {
+    pub(crate) fn encode(&self) -> String {
+        let mut raw = Vec::with_capacity(9 + self.last_key.len());
+        raw.push(TOKEN_VERSION);
+        raw.extend_from_slice(&self.rv.to_be_bytes());
+        raw.extend_from_slice(&self.last_key);
+        URL_SAFE_NO_PAD.encode(raw)
+    }
+
+    pub(crate) fn decode(token: &str) -> Result<Self, StoreError> {
+        let invalid = |why: &str| StoreError::InvalidContinue(why.to_string());
+        let raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| invalid("continue token is not valid base64"))?;
+        let (version, rest) = raw.split_first().ok_or_else(|| invalid("continue token is empty"))?;
+        if *version != TOKEN_VERSION || rest.len() < 9 {
+            return Err(invalid("continue token has an unknown format"));
+        }
+        let (rv, last_key) = rest.split_at(8);
+        let rv: [u8; 8] = rv.try_into().map_err(|_| invalid("continue token has an unknown format"))?;
+        Ok(Self { rv: u64::from_be_bytes(rv), last_key: last_key.to_vec() })
+    }
+}
+
+/// The key range a query scans, plus the namespace it must post-filter on (wildcard + namespace).
+pub(crate) struct Scan {
+    pub(crate) start: Vec<u8>,
+    pub(crate) end: Vec<u8>,
+    namespace_filter: Option<String>,
+}
+
+impl Scan {
+    pub(crate) fn for_query(q: &ListQuery) -> Result<Self, StoreError> {
+        let (parts, namespace_filter): (Vec<&str>, _) = match (&q.cluster, &q.namespace) {
+            (Some(c), Some(ns)) => (vec![&q.group, &q.resource, c, ns], None),
+            (Some(c), None) => (vec![&q.group, &q.resource, c], None),
+            (None, ns) => (vec![&q.group, &q.resource], ns.clone()),
+        };
+        if q.resource.is_empty() {
+            return Err(StoreError::InvalidKey("list needs a resource".into()));
+        }
+        let (start, end) = prefix_range(&parts)?;
+        Ok(Self { start, end, namespace_filter })
+    }
+
+    fn wants(&self, key: &[u8]) -> bool {
+        self.namespace_filter.as_ref().is_none_or(|ns| namespace_of(key) == Some(ns.as_bytes()))
+    }
+
+    fn wants_key(&self, key: &ObjectKey) -> bool {
+        self.namespace_filter.as_ref().is_none_or(|ns| *ns == key.namespace)
+    }
+
+    fn contains(&self, key: &[u8]) -> bool {
+        self.start.as_slice() <= key && key < self.end.as_slice()
+    }
+}
+
+/// The state at `at_rv` of every key in `scan` touched by history events in `(at_rv, ..]`: the object
+/// as it was then, or `None` if it did not exist.
+pub(crate) fn undo_map(
+    history: &History,
+    at_rv: u64,
+    scan: &Scan,
+    q: &ListQuery,
+) -> Result<BTreeMap<Vec<u8>, Option<Arc<Value>>>, StoreError> {
+    if at_rv < history.floor() {
+        return Err(StoreError::Expired { requested: at_rv, oldest: history.floor() });
+    }
+    let mut undo = BTreeMap::new();
+    for event in history.after(at_rv) {
+        let k = &event.key;
+        if k.group != q.group
+            || k.resource != q.resource
+            || q.cluster.as_ref().is_some_and(|c| *c != k.cluster)
+            || !scan.wants_key(k)
+        {
+            continue;
+        }
+        let encoded = k.encode()?;
+        if scan.contains(&encoded) {
+            // The oldest event after `at_rv` knows the state at `at_rv`: its `prev`.
+            undo.entry(encoded).or_insert_with(|| event.prev.clone());
+        }
+    }
+    Ok(undo)
+}
+
+/// An item either still in the snapshot (undecoded) or restored from history.
+enum Item<'a> {
+    Stored(&'a [u8]),
+    Restored(&'a Value),
+}
+
+/// Reads one page from `table` (a snapshot) with `undo` laid over it, starting after key `after`.
+pub(crate) fn read_page(
+    table: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
+    scan: &Scan,
+    q: &ListQuery,
+    undo: &BTreeMap<Vec<u8>, Option<Arc<Value>>>,
+    after: Option<&[u8]>,
+    page_rv: u64,
+) -> Result<ListPage, StoreError> {
+    let lower = match after {
+        Some(k) => Bound::Excluded(k),
+        None => Bound::Included(scan.start.as_slice()),
+    };
+    let bounds = (lower, Bound::Excluded(scan.end.as_slice()));
+    let mut stored = table.range::<&[u8]>(bounds)?;
+    let mut restored = undo.range::<[u8], _>(bounds).peekable();
+    let mut next_stored = stored.next().transpose()?;
+    let mut page = PageBuilder::new(scan, q);
+    while !page.finished() {
+        // Merge the two ordered sources; an undo entry replaces the snapshot's entry for its key.
+        let order = match (&next_stored, restored.peek()) {
+            (None, None) => break,
+            (Some((s, _)), Some((r, _))) => s.value().cmp(r.as_slice()),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+        };
+        if order == Ordering::Less {
+            if let Some((k, v)) = &next_stored {
+                page.offer(k.value(), Some(Item::Stored(v.value())))?;
+            }
+            next_stored = stored.next().transpose()?;
+        } else {
+            if let Some((k, v)) = restored.next() {
+                page.offer(k, v.as_deref().map(Item::Restored))?;
+            }
+            if order == Ordering::Equal {
+                next_stored = stored.next().transpose()?;
+            }
+        }
+    }
+    Ok(page.finish(page_rv))
+}
+
+/// Accumulates one page from merged entries in key order.
+struct PageBuilder<'q> {
+    scan: &'q Scan,
+    q: &'q ListQuery,
+    limit: usize,
+    items: Vec<Value>,
+    last_key: Option<Vec<u8>>,
+    /// A matching entry exists after the page.
+    more: bool,
+    /// Matching entries after the page (counted only without a filter).
+    remaining: u64,
+}
+
+impl<'q> PageBuilder<'q> {
+    fn new(scan: &'q Scan, q: &'q ListQuery) -> Self {
+        let limit = q.limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
+        Self { scan, q, limit, items: Vec::new(), last_key: None, more: false, remaining: 0 }
+    }
+
+    /// With a filter, remaining matches cannot be counted without parsing everything: stop at the first.
+    fn finished(&self) -> bool {
+        self.more && self.q.filter.is_some()
+    }
+
+    fn offer(&mut self, key: &[u8], item: Option<Item<'_>>) -> Result<(), StoreError> {
+        let Some(item) = item else { return Ok(()) };
+        if !self.scan.wants(key) {
+            return Ok(());
+        }
+        let full = self.items.len() == self.limit;
+        if full && self.q.filter.is_none() {
+            // Without a filter every further entry matches: count it without parsing.
+            self.more = true;
+            self.remaining += 1;
+            return Ok(());
+        }
+        let value = match item {
+            Item::Stored(bytes) => decode_value(bytes)?.1,
+            Item::Restored(value) => value.clone(),
+        };
+        if self.q.filter.as_ref().is_some_and(|f| !f(&value)) {
+            return Ok(());
+        }
+        if full {
+            self.more = true;
+        } else {
+            self.items.push(value);
+            self.last_key = Some(key.to_vec());
+        }
+        Ok(())
+    }
+
+    fn finish(self, page_rv: u64) -> ListPage {
+        let continue_token = match (self.more, self.last_key) {
+            (true, Some(last_key)) => Some(ContinueToken { rv: page_rv, last_key }.encode()),
+            _ => None,
+        };
+        let remaining_item_count = (self.more && self.q.filter.is_none()).then_some(self.remaining);
+        ListPage { items: self.items, resource_version: page_rv, continue_token, remaining_item_count }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip() {
+        let t = ContinueToken { rv: 77, last_key: b"g\0r\0c\0\0n\0".to_vec() };
+        assert_eq!(ContinueToken::decode(&t.encode()).unwrap(), t);
+    }
+
+    #[test]
+    fn malformed_tokens_are_rejected() {
+        for bad in ["", "!!!", &URL_SAFE_NO_PAD.encode([2u8; 12]), &URL_SAFE_NO_PAD.encode([1u8; 5])] {
+            assert!(matches!(ContinueToken::decode(bad), Err(StoreError::InvalidContinue(_))), "{bad:?}");
+        }
+    }
+}

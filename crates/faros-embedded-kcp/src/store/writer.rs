@@ -1,0 +1,404 @@
+//! The single writer: plans each `write` call against the current state, batches concurrent calls into
+//! one durable redb transaction (group commit), then publishes events and acknowledges the callers.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+
+use redb::{Durability, ReadableTable};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::key::{decode_value, encode_value, set_resource_version, with_resource_version};
+use super::{Event, EventType, META, OBJECTS, ObjectKey, RV_KEY, Shared, StoreError};
+
+/// Upper bound of calls folded into one transaction, so one commit's latency stays bounded.
+const MAX_BATCH: usize = 1024;
+
+/// One mutation of a `write` call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WriteOp {
+    /// Fails with `AlreadyExists` when the key holds an object.
+    Create { key: ObjectKey, object: Value },
+    /// Fails with `NotFound` when absent, `Conflict` when `expected_rv` is given and differs.
+    Update { key: ObjectKey, object: Value, expected_rv: Option<u64> },
+    /// Fails like `Update`; the event carries the last state with the deletion RV.
+    Delete { key: ObjectKey, expected_rv: Option<u64> },
+}
+
+/// A `write` call queued for the writer thread.
+pub(crate) struct Request {
+    pub(crate) ops: Vec<WriteOp>,
+    pub(crate) reply: oneshot::Sender<Result<Vec<Event>, StoreError>>,
+}
+
+/// The current state of a key as seen by a call in progress.
+#[derive(Clone, Debug)]
+pub(crate) struct Current {
+    pub(crate) rv: u64,
+    pub(crate) object: Arc<Value>,
+}
+
+/// The outcome of one successful call: final state per touched key, and its events.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    /// Final state per encoded key (`None` = removed), one entry per key however often it was touched.
+    pub(crate) writes: Vec<(Vec<u8>, Option<Current>)>,
+    pub(crate) events: Vec<Event>,
+    /// The last RV the call assigned.
+    pub(crate) last_rv: u64,
+    /// `(group, resource)` pairs the call created objects of.
+    pub(crate) created_resources: Vec<(String, String)>,
+}
+
+/// Applies `ops` on top of `lookup` (the state before the call) without touching storage.
+///
+/// Each op gets its own RV, starting after `base_rv`, so a watcher resuming from any event's RV neither
+/// repeats nor skips a sibling of that event. Any failing op fails the whole call and nothing of it is
+/// kept, which is what makes a call atomic inside a shared transaction.
+pub(crate) fn plan_call(
+    ops: Vec<WriteOp>,
+    base_rv: u64,
+    lookup: &mut dyn FnMut(&[u8]) -> Result<Option<Current>, StoreError>,
+) -> Result<Plan, StoreError> {
+    let mut overlay: HashMap<Vec<u8>, Option<Current>> = HashMap::new();
+    let mut order: Vec<Vec<u8>> = Vec::new();
+    let mut events = Vec::with_capacity(ops.len());
+    let mut created_resources = Vec::new();
+    let mut rv = base_rv;
+    for op in ops {
+        let key = match &op {
+            WriteOp::Create { key, .. } | WriteOp::Update { key, .. } | WriteOp::Delete { key, .. } => key,
+        };
+        let encoded = key.encode()?;
+        let current = match overlay.get(&encoded) {
+            Some(state) => state.clone(),
+            None => lookup(&encoded)?,
+        };
+        let next_rv = rv + 1;
+        let (key, state, event_type, object, prev) = match op {
+            WriteOp::Create { key, mut object } => {
+                if current.is_some() {
+                    return Err(StoreError::AlreadyExists(Box::new(key)));
+                }
+                set_resource_version(&mut object, next_rv)?;
+                let object = Arc::new(object);
+                created_resources.push((key.group.clone(), key.resource.clone()));
+                let state = Some(Current { rv: next_rv, object: object.clone() });
+                (key, state, EventType::Added, object, None)
+            }
+            WriteOp::Update { key, mut object, expected_rv } => {
+                let current = check_current(&key, current, expected_rv)?;
+                set_resource_version(&mut object, next_rv)?;
+                let object = Arc::new(object);
+                let state = Some(Current { rv: next_rv, object: object.clone() });
+                (key, state, EventType::Modified, object, Some(current.object))
+            }
+            WriteOp::Delete { key, expected_rv } => {
+                let current = check_current(&key, current, expected_rv)?;
+                let object = with_resource_version(&current.object, next_rv)?;
+                (key, None, EventType::Deleted, object, Some(current.object))
+            }
+        };
+        rv = next_rv;
+        match overlay.entry(encoded) {
+            Entry::Occupied(mut slot) => {
+                slot.insert(state);
+            }
+            Entry::Vacant(slot) => {
+                order.push(slot.key().clone());
+                slot.insert(state);
+            }
+        }
+        events.push(Event { rv, event_type, key, object, prev });
+    }
+    let writes = order
+        .into_iter()
+        .map(|k| {
+            let state = overlay.remove(&k).flatten();
+            (k, state)
+        })
+        .collect();
+    Ok(Plan { writes, events, last_rv: rv, created_resources })
+}
+
+fn check_current(key: &ObjectKey, current: Option<Current>, expected_rv: Option<u64>) -> Result<Current, StoreError> {
+    let current = current.ok_or_else(|| StoreError::NotFound(Box::new(key.clone())))?;
+    match expected_rv {
+        Some(expected) if expected != current.rv => {
+            Err(StoreError::Conflict { key: Box::new(key.clone()), expected, actual: current.rv })
+        }
+        _ => Ok(current),
+    }
+}
+
+/// The writer thread's loop; returns when every `Store` handle is gone and the queue is drained.
+pub(crate) fn run(shared: Arc<Shared>, requests: mpsc::Receiver<Request>, group_commit: bool) {
+    let mut failed: Option<String> = None;
+    while let Ok(first) = requests.recv() {
+        let mut batch = vec![first];
+        if group_commit {
+            while batch.len() < MAX_BATCH {
+                match requests.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
+            }
+        }
+        if let Some(why) = &failed {
+            for request in batch {
+                let _ = request.reply.send(Err(StoreError::Storage(why.clone())));
+            }
+            continue;
+        }
+        if let Err(why) = process_batch(&shared, batch) {
+            // redb refuses further writes after a failed commit, and the commit may even have become
+            // durable: refuse everything until the file is reopened rather than risk reusing RVs.
+            tracing::error!(error = %why, "store commit failed; refusing further writes until restart");
+            failed = Some(format!("store is read-only after a failed commit: {why}"));
+        }
+    }
+}
+
+/// Runs one batch in one transaction. Returns `Err` (after replying to every caller) only when the
+/// transaction itself failed, i.e. the store can no longer be written.
+pub(crate) fn process_batch(shared: &Shared, batch: Vec<Request>) -> Result<(), StoreError> {
+    let base_rv = shared.current_rv.load(Ordering::Acquire);
+    let mut replies = Vec::with_capacity(batch.len());
+    let outcome = run_transaction(shared, base_rv, batch, &mut replies);
+    match outcome {
+        Ok(last_rv) => {
+            shared.current_rv.store(last_rv, Ordering::Release);
+            let published: Vec<Arc<Event>> = replies
+                .iter()
+                .filter_map(|(_, result)| result.as_ref().ok())
+                .flatten()
+                .map(|e| Arc::new(e.clone()))
+                .collect();
+            shared.hub.publish(published);
+            for (reply, result) in replies {
+                let _ = reply.send(result);
+            }
+            Ok(())
+        }
+        Err(e) => {
+            for (reply, _) in replies {
+                let _ = reply.send(Err(e.clone()));
+            }
+            Err(e)
+        }
+    }
+}
+
+type Reply = (oneshot::Sender<Result<Vec<Event>, StoreError>>, Result<Vec<Event>, StoreError>);
+
+/// Plans and applies every call, then commits durably. Returns the last RV assigned.
+fn run_transaction(
+    shared: &Shared,
+    base_rv: u64,
+    batch: Vec<Request>,
+    replies: &mut Vec<Reply>,
+) -> Result<u64, StoreError> {
+    let mut txn = shared.db.begin_write()?;
+    txn.set_durability(Durability::Immediate)?;
+    let mut rv = base_rv;
+    {
+        let mut objects = txn.open_table(OBJECTS)?;
+        // Replies are pushed before any storage error can occur for that call, so that a failing
+        // transaction still answers every caller.
+        let mut pending = batch.into_iter();
+        while let Some(Request { ops, reply }) = pending.next() {
+            let planned = {
+                let mut lookup = |k: &[u8]| -> Result<Option<Current>, StoreError> {
+                    match objects.get(k)? {
+                        Some(guard) => {
+                            let (rv, object) = decode_value(guard.value())?;
+                            Ok(Some(Current { rv, object: Arc::new(object) }))
+                        }
+                        None => Ok(None),
+                    }
+                };
+                plan_call(ops, rv, &mut lookup)
+            };
+            let plan = match planned {
+                // A failed lookup is a storage failure, not a failure of this call.
+                Err(e @ (StoreError::Storage(_) | StoreError::Corrupt(_))) => {
+                    replies.push((reply, Ok(Vec::new())));
+                    replies.extend(pending.map(|r| (r.reply, Ok(Vec::new()))));
+                    return Err(e);
+                }
+                Err(e) => {
+                    replies.push((reply, Err(e)));
+                    continue;
+                }
+                Ok(plan) => plan,
+            };
+            replies.push((reply, Ok(Vec::new())));
+            let applied = apply(&mut objects, &plan);
+            if let Err(e) = applied {
+                replies.extend(pending.map(|r| (r.reply, Ok(Vec::new()))));
+                return Err(e);
+            }
+            if !plan.created_resources.is_empty() {
+                // Registered before the commit makes the objects visible, so `scan_cluster` never misses
+                // a resource; a registration whose commit then fails only costs an empty scan.
+                let mut resources = shared.resources.write().unwrap_or_else(|p| p.into_inner());
+                resources.extend(plan.created_resources.iter().cloned());
+            }
+            rv = plan.last_rv;
+            if let Some(last) = replies.last_mut() {
+                last.1 = Ok(plan.events);
+            }
+        }
+    }
+    if rv == base_rv {
+        // Every call failed: nothing to make durable.
+        txn.abort()?;
+        return Ok(rv);
+    }
+    txn.open_table(META)?.insert(RV_KEY, rv)?;
+    txn.commit()?;
+    shared.commits.fetch_add(1, Ordering::Relaxed);
+    Ok(rv)
+}
+
+fn apply(objects: &mut redb::Table<'_, &[u8], &[u8]>, plan: &Plan) -> Result<(), StoreError> {
+    for (key, state) in &plan.writes {
+        match state {
+            Some(current) => {
+                let bytes = encode_value(current.rv, &current.object)?;
+                objects.insert(key.as_slice(), bytes.as_slice())?;
+            }
+            None => {
+                objects.remove(key.as_slice())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey::new("", "configmaps", "c", "ns", name)
+    }
+
+    fn obj(name: &str, data: &str) -> Value {
+        json!({"metadata": {"name": name}, "data": {"v": data}})
+    }
+
+    fn stored(rv: u64, name: &str, data: &str) -> Current {
+        let mut o = obj(name, data);
+        set_resource_version(&mut o, rv).unwrap();
+        Current { rv, object: Arc::new(o) }
+    }
+
+    /// Plans against a map and returns (event summaries, final writes as (name, rv)).
+    fn run_plan(
+        existing: &[(&str, Current)],
+        ops: Vec<WriteOp>,
+    ) -> Result<(Vec<(u64, EventType, String)>, Vec<(String, Option<u64>)>), StoreError> {
+        let db: BTreeMap<Vec<u8>, Current> =
+            existing.iter().map(|(n, c)| (key(n).encode().unwrap(), c.clone())).collect();
+        let mut lookup = |k: &[u8]| Ok(db.get(k).cloned());
+        let plan = plan_call(ops, 10, &mut lookup)?;
+        let events = plan.events.iter().map(|e| (e.rv, e.event_type, e.key.name.clone())).collect();
+        let writes = plan
+            .writes
+            .iter()
+            .map(|(k, s)| (ObjectKey::decode(k).unwrap().name, s.as_ref().map(|c| c.rv)))
+            .collect();
+        Ok((events, writes))
+    }
+
+    #[test]
+    fn plans_successful_calls() {
+        use EventType::*;
+        let existing = [("a", stored(5, "a", "1"))];
+        let cases: Vec<(Vec<WriteOp>, Vec<(u64, EventType, &str)>, Vec<(&str, Option<u64>)>)> = vec![
+            (
+                vec![WriteOp::Create { key: key("b"), object: obj("b", "1") }],
+                vec![(11, Added, "b")],
+                vec![("b", Some(11))],
+            ),
+            (
+                vec![WriteOp::Update { key: key("a"), object: obj("a", "2"), expected_rv: Some(5) }],
+                vec![(11, Modified, "a")],
+                vec![("a", Some(11))],
+            ),
+            (vec![WriteOp::Delete { key: key("a"), expected_rv: None }], vec![(11, Deleted, "a")], vec![("a", None)]),
+            // Later ops of a call see earlier ones; one write per key.
+            (
+                vec![
+                    WriteOp::Create { key: key("b"), object: obj("b", "1") },
+                    WriteOp::Update { key: key("b"), object: obj("b", "2"), expected_rv: Some(11) },
+                    WriteOp::Delete { key: key("a"), expected_rv: Some(5) },
+                    WriteOp::Create { key: key("a"), object: obj("a", "3") },
+                ],
+                vec![(11, Added, "b"), (12, Modified, "b"), (13, Deleted, "a"), (14, Added, "a")],
+                vec![("b", Some(12)), ("a", Some(14))],
+            ),
+        ];
+        for (ops, events, writes) in cases {
+            let (got_events, got_writes) = run_plan(&existing, ops.clone()).unwrap();
+            let events: Vec<_> = events.into_iter().map(|(rv, t, n)| (rv, t, n.to_string())).collect();
+            let writes: Vec<_> = writes.into_iter().map(|(n, rv)| (n.to_string(), rv)).collect();
+            assert_eq!((got_events, got_writes), (events, writes), "{ops:?}");
+        }
+    }
+
+    #[test]
+    fn plans_failing_calls() {
+        let existing = [("a", stored(5, "a", "1"))];
+        let cases = vec![
+            (vec![WriteOp::Create { key: key("a"), object: obj("a", "1") }], "AlreadyExists"),
+            (vec![WriteOp::Update { key: key("z"), object: obj("z", "1"), expected_rv: None }], "NotFound"),
+            (vec![WriteOp::Delete { key: key("z"), expected_rv: None }], "NotFound"),
+            (vec![WriteOp::Update { key: key("a"), object: obj("a", "1"), expected_rv: Some(4) }], "Conflict 4 5"),
+            (vec![WriteOp::Delete { key: key("a"), expected_rv: Some(6) }], "Conflict 6 5"),
+            (
+                vec![
+                    WriteOp::Create { key: key("b"), object: obj("b", "1") },
+                    WriteOp::Create { key: key("b"), object: obj("b", "1") },
+                ],
+                "AlreadyExists",
+            ),
+            (vec![WriteOp::Create { key: key("b"), object: json!("not an object") }], "InvalidObject"),
+            (vec![WriteOp::Create { key: key(""), object: obj("", "1") }], "InvalidKey"),
+        ];
+        for (ops, want) in cases {
+            let got = match run_plan(&existing, ops.clone()) {
+                Err(StoreError::AlreadyExists(_)) => "AlreadyExists".to_string(),
+                Err(StoreError::NotFound(_)) => "NotFound".to_string(),
+                Err(StoreError::Conflict { expected, actual, .. }) => format!("Conflict {expected} {actual}"),
+                Err(StoreError::InvalidObject(_)) => "InvalidObject".to_string(),
+                Err(StoreError::InvalidKey(_)) => "InvalidKey".to_string(),
+                other => format!("{other:?}"),
+            };
+            assert_eq!(got, want, "{ops:?}");
+        }
+    }
+
+    #[test]
+    fn delete_event_carries_last_state_with_deletion_rv() {
+        let existing = [("a", stored(5, "a", "last"))];
+        let db: BTreeMap<Vec<u8>, Current> =
+            existing.iter().map(|(n, c)| (key(n).encode().unwrap(), c.clone())).collect();
+        let mut lookup = |k: &[u8]| Ok(db.get(k).cloned());
+        let plan = plan_call(vec![WriteOp::Delete { key: key("a"), expected_rv: None }], 10, &mut lookup).unwrap();
+        let event = &plan.events[0];
+        assert_eq!(*event.object, json!({"metadata": {"name": "a", "resourceVersion": "11"}, "data": {"v": "last"}}));
+        assert_eq!(
+            event.prev.as_deref(),
+            Some(&json!({"metadata": {"name": "a", "resourceVersion": "5"}, "data": {"v": "last"}}))
+        );
+    }
+}
