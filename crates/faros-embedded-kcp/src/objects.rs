@@ -29,12 +29,13 @@ pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj.is_object() {
         *obj = json!({});
     }
-    let map = obj.as_object_mut().expect("object ensured above");
+    let Value::Object(map) = obj else { unreachable!("replaced by an object above") };
     let meta = map.entry("metadata").or_insert_with(|| json!({}));
     if !meta.is_object() {
         *meta = json!({});
     }
-    meta.as_object_mut().expect("object ensured above")
+    let Value::Object(meta) = meta else { unreachable!("replaced by an object above") };
+    meta
 }
 
 /// A string metadata field.

@@ -468,7 +468,16 @@ mod tests {
         let cert = tls.serving_cert_pem();
         let at = |d: Duration| UnixTime::since_unix_epoch(now() + d);
         assert!(chain_ok(&verifier, path, cert, &hosts, at(RENEW_BEFORE)).unwrap());
-        assert!(!chain_ok(&verifier, path, cert, &hosts, at(SERVING_VALIDITY + Duration::from_secs(24 * 60 * 60))).unwrap());
+        assert!(
+            !chain_ok(
+                &verifier,
+                path,
+                cert,
+                &hosts,
+                at(SERVING_VALIDITY + Duration::from_secs(24 * 60 * 60))
+            )
+            .unwrap()
+        );
         assert!(!chain_ok(&verifier, path, "garbage", &hosts, at(Duration::ZERO)).unwrap());
     }
 
