@@ -177,6 +177,8 @@ pub const REASON_KUBECONFIG_ERROR: &str = "KubeconfigError";
 pub const REASON_SECRET_ERROR: &str = "SecretError";
 /// `Provider` Ready=False while the finalizer tears things down.
 pub const REASON_DELETING: &str = "Deleting";
+/// `Provider` Ready=False: `metadata.name` cannot be a workspace name (not a DNS-1123 label).
+pub const REASON_INVALID_NAME: &str = "InvalidName";
 
 /// `CatalogEntry` Ready=True: endpoints parsed and registered.
 pub const REASON_ENDPOINTS_RESOLVED: &str = "EndpointsResolved";
@@ -316,6 +318,16 @@ pub fn validate_dns_label(name: &str) -> Result<(), NameError> {
     }
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------------
+// Hub reconciler
+// ---------------------------------------------------------------------------------------------
+
+/// Field manager (server-side apply) of everything the hub reconciler writes; call sites append
+/// `/<scope>` so one intent never prunes another's fields.
+pub const RECONCILER_FIELD_MANAGER: &str = "faros-hub-reconciler";
+/// Leader-election Lease of the hub reconciler, in [`SYSTEM_NAMESPACE`] of [`SYSTEM_CONTROLLERS_PATH`].
+pub const RECONCILER_LEASE: &str = "faros-hub-reconciler";
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]

@@ -13,18 +13,19 @@
 //! 4xx/5xx Status, never silently accepted. It must not depend on any faros crate other than
 //! `faros-core`.
 
-// pub mod api; (lead: enabled once the modules it uses land)
+pub mod api;
 pub mod auth;
-// pub mod bootstrap; (lead: enabled once the modules it uses land)
-// pub mod builtin; (lead: enabled once the modules it uses land)
-// pub mod controllers; (lead: enabled once the modules it uses land)
-// pub mod metrics; (lead: enabled once the modules it uses land)
+pub mod bootstrap;
+pub mod builtin;
+pub mod controllers;
+pub mod metrics;
 pub mod objects;
 pub mod patch;
 pub mod registry;
 pub mod schema;
 pub mod selector;
-// pub mod server; (lead: enabled once the modules it uses land)
+pub mod server;
 pub mod store;
 pub mod tls;
 
+pub use server::{Config, Server, ServerError};

@@ -83,6 +83,7 @@ pub struct Server {
     state: Arc<ApiState>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    controllers: tokio::task::JoinHandle<()>,
 }
 
 fn read_or_create(path: &Path, create: impl FnOnce() -> Vec<u8>) -> Result<Vec<u8>, ServerError> {
@@ -159,16 +160,16 @@ impl Server {
         });
         crate::controllers::rbac::rebuild(&state);
         crate::bootstrap::ensure_root(&state).await;
-        tokio::spawn(crate::controllers::run(state.clone(), events_rx));
+        let controllers = tokio::spawn(crate::controllers::run(state.clone(), events_rx));
 
         let listener = TcpListener::bind(config.listen).await.map_err(|source| ServerError::Listen { addr: config.listen, source })?;
         let addr = listener.local_addr().map_err(|source| ServerError::Listen { addr: config.listen, source })?;
-        let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config().map_err(|e| ServerError::Tls(e.to_string()))?);
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config());
         let router = router(state.clone());
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(serve(listener, acceptor, router, stopped));
         tracing::info!(%addr, state_dir = %dir.display(), "embedded kcp serving");
-        Ok(Self { addr, ca_pem: tls.ca_pem().to_string(), admin_token, state, stop, task })
+        Ok(Self { addr, ca_pem: tls.ca_pem().to_string(), admin_token, state, stop, task, controllers })
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -218,7 +219,8 @@ impl Server {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.task.await;
-        self.state.store.close().await;
+        self.controllers.abort();
+        let _ = self.controllers.await;
     }
 }
 

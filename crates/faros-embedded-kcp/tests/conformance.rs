@@ -10,7 +10,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -200,7 +200,9 @@ async fn every_patch_type() {
     assert_eq!(smp.data.unwrap()["d"], "4");
     let smp = cms.patch("p", &pp, &Patch::Strategic(json!({"metadata": {"finalizers": ["b.io/two"]}}))).await.unwrap();
     // Finalizers merge as a set under strategic merge patch.
-    assert_eq!(smp.metadata.finalizers.unwrap(), vec!["a.io/one".to_string(), "b.io/two".to_string()]);
+    let mut finalizers = smp.metadata.finalizers.unwrap();
+    finalizers.sort();
+    assert_eq!(finalizers, vec!["a.io/one".to_string(), "b.io/two".to_string()]);
     cms.patch("p", &pp, &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
 }
 
@@ -321,7 +323,7 @@ async fn watch_resume_selector_transitions_and_bookmarks() {
     assert!(matches!(first, WatchEvent::Added(ref o) if o.metadata.name.as_deref() == Some("w")));
 
     // sendInitialEvents ends the initial state with the k8s.io/initial-events-end bookmark.
-    let streaming = WatchParams::default().streaming_lists().timeout(5);
+    let streaming = WatchParams::default().initial_events().timeout(5);
     let mut s = cms.watch(&streaming, "").await.unwrap().boxed();
     let mut got_end = false;
     while let Some(ev) = s.try_next().await.unwrap() {

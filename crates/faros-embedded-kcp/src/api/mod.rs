@@ -137,7 +137,7 @@ impl RequestContext {
 }
 
 /// Bearer authentication. ServiceAccount tokens stay valid only while their Secret exists.
-fn authenticate(state: &ApiState, headers: &HeaderMap) -> Result<UserInfo, Status> {
+pub fn authenticate(state: &ApiState, headers: &HeaderMap) -> Result<UserInfo, Status> {
     let Some(token) = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())

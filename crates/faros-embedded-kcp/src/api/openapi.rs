@@ -17,8 +17,13 @@ fn gv_path(def: &ResourceDef) -> String {
 pub fn index(state: &ApiState, cluster: &str, prefix_cluster: Option<&String>) -> Response {
     let mut paths = Map::new();
     let prefix = prefix_cluster.map(|c| format!("/clusters/{c}")).unwrap_or_default();
-    let mut gvs: Vec<String> = state.registry.resources(cluster).iter().map(gv_path).collect();
-    gvs.dedup();
+    let mut gvs: Vec<String> = Vec::new();
+    for def in state.registry.resources(cluster) {
+        let gv = gv_path(&def);
+        if !gvs.contains(&gv) {
+            gvs.push(gv);
+        }
+    }
     for gv in gvs {
         let hash = document_value(state, cluster, &gv).map(|d| hash(&d)).unwrap_or_default();
         paths.insert(gv.clone(), json!({"serverRelativeURL": format!("{prefix}/openapi/v3/{gv}?hash={hash}")}));

@@ -134,7 +134,12 @@ async fn commit(ctx: &RequestContext, def: &ResourceDef, name: &str, op: WriteOp
 /// Creates `obj` (already decoded) after admission; shared by POST and apply-creates.
 async fn create_object(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, mut obj: Value, managed: Option<&str>) -> Result<Response, Status> {
     let now = objects::now_rfc3339();
+    // Server-side apply computed managedFields already; metadata rules would otherwise drop them.
+    let applied_fields = if managed.is_none() { obj.pointer("/metadata/managedFields").cloned() } else { None };
     objects::prepare_create(def, ns, &mut obj, &now)?;
+    if let Some(fields) = applied_fields {
+        meta_mut(&mut obj).insert("managedFields".into(), fields);
+    }
     let warnings = admit(ctx, def, &mut obj)?;
     let name = meta_str(&obj, "name").unwrap_or_default().to_string();
     if def.namespaced {

@@ -150,7 +150,8 @@ impl Collector {
                 }
                 write(state, WriteOp::Update { key: dep.clone(), object: updated, expected_rv: rv(&d) }).await;
             }
-            write(state, WriteOp::Update { key: key.clone(), object: drop_finalizer("orphan"), expected_rv: rv(obj) }).await;
+            let updated = drop_finalizer("orphan");
+            write(state, finish_or_update(key, updated, rv(obj))).await;
         } else if finalizers.iter().any(|f| f == "foregroundDeletion") {
             let mut waiting = false;
             for dep in &deps {
@@ -169,15 +170,18 @@ impl Collector {
             }
             if !waiting {
                 let updated = drop_finalizer("foregroundDeletion");
-                let remove = objects::finalizers(&updated).is_empty();
-                let op = if remove {
-                    WriteOp::Delete { key: key.clone(), expected_rv: rv(obj) }
-                } else {
-                    WriteOp::Update { key: key.clone(), object: updated, expected_rv: rv(obj) }
-                };
-                write(state, op).await;
+                write(state, finish_or_update(key, updated, rv(obj))).await;
             }
         }
+    }
+}
+
+/// An object being deleted whose last finalizer went is removed; otherwise it is updated.
+fn finish_or_update(key: &ObjectKey, updated: Value, expected_rv: Option<u64>) -> WriteOp {
+    if objects::finalizers(&updated).is_empty() {
+        WriteOp::Delete { key: key.clone(), expected_rv }
+    } else {
+        WriteOp::Update { key: key.clone(), object: updated, expected_rv }
     }
 }
 

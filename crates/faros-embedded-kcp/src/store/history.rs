@@ -21,7 +21,11 @@ impl History {
     pub(crate) fn new(capacity: usize, floor: u64) -> Self {
         // A zero capacity would leave no window between publishing and a watcher reading: keep one.
         let capacity = capacity.max(1);
-        Self { events: VecDeque::with_capacity(capacity.min(4096)), capacity, floor }
+        Self {
+            events: VecDeque::with_capacity(capacity.min(4096)),
+            capacity,
+            floor,
+        }
     }
 
     /// Appends an event; RVs must be pushed in increasing order.
@@ -46,7 +50,14 @@ impl History {
 
     /// Fails with `TooOld` when events after `rv` have already been evicted.
     pub(crate) fn check_covers(&self, rv: u64) -> Result<(), StoreError> {
-        if rv < self.floor { Err(StoreError::TooOld { requested: rv, oldest: self.floor }) } else { Ok(()) }
+        if rv < self.floor {
+            Err(StoreError::TooOld {
+                requested: rv,
+                oldest: self.floor,
+            })
+        } else {
+            Ok(())
+        }
     }
 
     /// The held events with `rv > after`, oldest first.
@@ -113,7 +124,13 @@ mod tests {
         assert_eq!(h.after(0).map(|e| e.rv).collect::<Vec<_>>(), vec![13, 14, 15]);
         assert_eq!(h.after(13).map(|e| e.rv).collect::<Vec<_>>(), vec![14, 15]);
         assert!(h.check_covers(12).is_ok());
-        assert!(matches!(h.check_covers(11), Err(StoreError::TooOld { requested: 11, oldest: 12 })));
+        assert!(matches!(
+            h.check_covers(11),
+            Err(StoreError::TooOld {
+                requested: 11,
+                oldest: 12
+            })
+        ));
     }
 
     #[test]

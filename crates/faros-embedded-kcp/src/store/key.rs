@@ -75,7 +75,13 @@ impl ObjectKey {
             .map(|p| String::from_utf8(p.to_vec()).map_err(|_| corrupt()))
             .collect::<Result<Vec<_>, _>>()?;
         let [group, resource, cluster, namespace, name]: [String; 5] = parts.try_into().map_err(|_| corrupt())?;
-        Ok(Self { group, resource, cluster, namespace, name })
+        Ok(Self {
+            group,
+            resource,
+            cluster,
+            namespace,
+            name,
+        })
     }
 }
 
@@ -139,7 +145,9 @@ pub(crate) fn set_resource_version(object: &mut Value, rv: u64) -> Result<(), St
     let Value::Object(map) = object else {
         return Err(StoreError::InvalidObject("object must be a JSON object".into()));
     };
-    let metadata = map.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
+    let metadata = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Default::default()));
     let Value::Object(metadata) = metadata else {
         return Err(StoreError::InvalidObject("metadata must be a JSON object".into()));
     };
@@ -244,8 +252,14 @@ mod tests {
         let bytes = encode_value(42, &obj).unwrap();
         assert_eq!(value_rv(&bytes).unwrap(), 42);
         assert_eq!(decode_value(&bytes).unwrap(), (42, obj));
-        assert!(matches!(set_resource_version(&mut json!([]), 1), Err(StoreError::InvalidObject(_))));
-        assert!(matches!(set_resource_version(&mut json!({"metadata": 1}), 1), Err(StoreError::InvalidObject(_))));
+        assert!(matches!(
+            set_resource_version(&mut json!([]), 1),
+            Err(StoreError::InvalidObject(_))
+        ));
+        assert!(matches!(
+            set_resource_version(&mut json!({"metadata": 1}), 1),
+            Err(StoreError::InvalidObject(_))
+        ));
         assert!(matches!(value_rv(&[0, 1]), Err(StoreError::Corrupt(_))));
     }
 }

@@ -19,6 +19,13 @@ use super::{ObjectKey, StoreError};
 
 const TOKEN_VERSION: u8 = 1;
 
+/// Counting the entries after a page means reading them; beyond this many the count is left unset (as
+/// the field allows) so that paging through a big collection stays linear.
+const REMAINING_COUNT_CAP: u64 = 1000;
+
+/// A predicate on objects (label and field selectors), applied before the limit.
+pub type ObjectFilter = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
+
 /// Which objects a list returns. `filter` is applied before `limit` (label/field selectors).
 #[derive(Clone, Default)]
 pub struct ListQuery {
@@ -31,7 +38,7 @@ pub struct ListQuery {
     /// Maximum number of matching items; `None` or `Some(0)` = all.
     pub limit: Option<usize>,
     pub continue_token: Option<String>,
-    pub filter: Option<Arc<dyn Fn(&Value) -> bool + Send + Sync>>,
+    pub filter: Option<ObjectFilter>,
 }
 
 impl std::fmt::Debug for ListQuery {
@@ -55,7 +62,7 @@ pub struct ListPage {
     /// The RV the page reflects: the snapshot's for a first page, the first page's for later ones.
     pub resource_version: u64,
     pub continue_token: Option<String>,
-    /// Matching items after this page; only known (and set) when the query has no filter.
+    /// Matching items after this page; set only when the query has no filter and at most 1000 remain.
     pub remaining_item_count: Option<u64>,
 }
 
@@ -77,14 +84,21 @@ impl ContinueToken {
 
     pub(crate) fn decode(token: &str) -> Result<Self, StoreError> {
         let invalid = |why: &str| StoreError::InvalidContinue(why.to_string());
-        let raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| invalid("continue token is not valid base64"))?;
+        let raw = URL_SAFE_NO_PAD
+            .decode(token)
+            .map_err(|_| invalid("continue token is not valid base64"))?;
         let (version, rest) = raw.split_first().ok_or_else(|| invalid("continue token is empty"))?;
         if *version != TOKEN_VERSION || rest.len() < 9 {
             return Err(invalid("continue token has an unknown format"));
         }
         let (rv, last_key) = rest.split_at(8);
-        let rv: [u8; 8] = rv.try_into().map_err(|_| invalid("continue token has an unknown format"))?;
-        Ok(Self { rv: u64::from_be_bytes(rv), last_key: last_key.to_vec() })
+        let rv: [u8; 8] = rv
+            .try_into()
+            .map_err(|_| invalid("continue token has an unknown format"))?;
+        Ok(Self {
+            rv: u64::from_be_bytes(rv),
+            last_key: last_key.to_vec(),
+        })
     }
 }
 
@@ -106,11 +120,17 @@ impl Scan {
             return Err(StoreError::InvalidKey("list needs a resource".into()));
         }
         let (start, end) = prefix_range(&parts)?;
-        Ok(Self { start, end, namespace_filter })
+        Ok(Self {
+            start,
+            end,
+            namespace_filter,
+        })
     }
 
     fn wants(&self, key: &[u8]) -> bool {
-        self.namespace_filter.as_ref().is_none_or(|ns| namespace_of(key) == Some(ns.as_bytes()))
+        self.namespace_filter
+            .as_ref()
+            .is_none_or(|ns| namespace_of(key) == Some(ns.as_bytes()))
     }
 
     fn wants_key(&self, key: &ObjectKey) -> bool {
@@ -131,7 +151,10 @@ pub(crate) fn undo_map(
     q: &ListQuery,
 ) -> Result<BTreeMap<Vec<u8>, Option<Arc<Value>>>, StoreError> {
     if at_rv < history.floor() {
-        return Err(StoreError::Expired { requested: at_rv, oldest: history.floor() });
+        return Err(StoreError::Expired {
+            requested: at_rv,
+            oldest: history.floor(),
+        });
     }
     let mut undo = BTreeMap::new();
     for event in history.after(at_rv) {
@@ -217,12 +240,21 @@ struct PageBuilder<'q> {
 impl<'q> PageBuilder<'q> {
     fn new(scan: &'q Scan, q: &'q ListQuery) -> Self {
         let limit = q.limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
-        Self { scan, q, limit, items: Vec::new(), last_key: None, more: false, remaining: 0 }
+        Self {
+            scan,
+            q,
+            limit,
+            items: Vec::new(),
+            last_key: None,
+            more: false,
+            remaining: 0,
+        }
     }
 
     /// With a filter, remaining matches cannot be counted without parsing everything: stop at the first.
+    /// Without one, stop counting past the cap.
     fn finished(&self) -> bool {
-        self.more && self.q.filter.is_some()
+        self.more && (self.q.filter.is_some() || self.remaining > REMAINING_COUNT_CAP)
     }
 
     fn offer(&mut self, key: &[u8], item: Option<Item<'_>>) -> Result<(), StoreError> {
@@ -258,8 +290,14 @@ impl<'q> PageBuilder<'q> {
             (true, Some(last_key)) => Some(ContinueToken { rv: page_rv, last_key }.encode()),
             _ => None,
         };
-        let remaining_item_count = (self.more && self.q.filter.is_none()).then_some(self.remaining);
-        ListPage { items: self.items, resource_version: page_rv, continue_token, remaining_item_count }
+        let remaining_item_count =
+            (self.more && self.q.filter.is_none() && self.remaining <= REMAINING_COUNT_CAP).then_some(self.remaining);
+        ListPage {
+            items: self.items,
+            resource_version: page_rv,
+            continue_token,
+            remaining_item_count,
+        }
     }
 }
 
@@ -269,14 +307,25 @@ mod tests {
 
     #[test]
     fn tokens_round_trip() {
-        let t = ContinueToken { rv: 77, last_key: b"g\0r\0c\0\0n\0".to_vec() };
+        let t = ContinueToken {
+            rv: 77,
+            last_key: b"g\0r\0c\0\0n\0".to_vec(),
+        };
         assert_eq!(ContinueToken::decode(&t.encode()).unwrap(), t);
     }
 
     #[test]
     fn malformed_tokens_are_rejected() {
-        for bad in ["", "!!!", &URL_SAFE_NO_PAD.encode([2u8; 12]), &URL_SAFE_NO_PAD.encode([1u8; 5])] {
-            assert!(matches!(ContinueToken::decode(bad), Err(StoreError::InvalidContinue(_))), "{bad:?}");
+        for bad in [
+            "",
+            "!!!",
+            &URL_SAFE_NO_PAD.encode([2u8; 12]),
+            &URL_SAFE_NO_PAD.encode([1u8; 5]),
+        ] {
+            assert!(
+                matches!(ContinueToken::decode(bad), Err(StoreError::InvalidContinue(_))),
+                "{bad:?}"
+            );
         }
     }
 }

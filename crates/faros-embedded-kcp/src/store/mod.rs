@@ -31,7 +31,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 pub use key::ObjectKey;
-pub use list::{ListPage, ListQuery};
+pub use list::{ListPage, ListQuery, ObjectFilter};
 pub use watch::{WatchFilter, WatchStream};
 pub use writer::WriteOp;
 
@@ -61,9 +61,17 @@ pub struct StoreOptions {
 }
 
 impl StoreOptions {
-    /// Defaults sized for a dev machine: 10 000 events, 64 MiB cache, group commit on.
+    /// Defaults sized for a dev machine: 10 000 events, 32 MiB cache, group commit on.
+    ///
+    /// Expect resident memory of roughly twice the cache (freed page buffers stay with the allocator) plus
+    /// the history (about 2 KiB per event for 1 KiB objects, twice that for updates).
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self { path: path.into(), history_capacity: 10_000, cache_bytes: 64 << 20, group_commit: true }
+        Self {
+            path: path.into(),
+            history_capacity: 10_000,
+            cache_bytes: 32 << 20,
+            group_commit: true,
+        }
     }
 }
 
@@ -75,7 +83,11 @@ pub enum StoreError {
     #[error("{} {:?} not found in cluster {:?}", .0.resource, .0.name, .0.cluster)]
     NotFound(Box<ObjectKey>),
     #[error("{} {:?} has resourceVersion {actual}, not {expected}", key.resource, key.name)]
-    Conflict { key: Box<ObjectKey>, expected: u64, actual: u64 },
+    Conflict {
+        key: Box<ObjectKey>,
+        expected: u64,
+        actual: u64,
+    },
     /// A watch asked for events the history no longer holds (or a watcher fell that far behind).
     #[error("too old resource version: {requested} ({oldest})")]
     TooOld { requested: u64, oldest: u64 },
@@ -198,7 +210,9 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (or creates) the file and rebuilds the in-memory state from it.
     pub fn open(opts: StoreOptions) -> Result<Store, StoreError> {
-        let db = Database::builder().set_cache_size(opts.cache_bytes).create(&opts.path)?;
+        let db = Database::builder()
+            .set_cache_size(opts.cache_bytes)
+            .create(&opts.path)?;
         let write = db.begin_write()?;
         write.open_table(OBJECTS)?;
         write.open_table(META)?;
@@ -222,7 +236,13 @@ impl Store {
             .name("kcp-store-writer".into())
             .spawn(move || writer::run(for_writer, queue, opts.group_commit))
             .map_err(|e| StoreError::Storage(format!("cannot start the writer thread: {e}")))?;
-        Ok(Store { inner: Arc::new(Inner { shared, requests: Some(requests), writer: Some(writer) }) })
+        Ok(Store {
+            inner: Arc::new(Inner {
+                shared,
+                requests: Some(requests),
+                writer: Some(writer),
+            }),
+        })
     }
 
     fn shared(&self) -> &Shared {
@@ -250,7 +270,9 @@ impl Store {
         let read = self.shared().db.begin_read()?;
         let table = read.open_table(OBJECTS)?;
         let found = table.get(encoded.as_slice())?;
-        found.map(|guard| decode_value(guard.value()).map(|(_, object)| object)).transpose()
+        found
+            .map(|guard| decode_value(guard.value()).map(|(_, object)| object))
+            .transpose()
     }
 
     /// Applies `ops` atomically and returns their events once the commit is durable.
@@ -273,16 +295,19 @@ impl Store {
         if let Some(t) = &token
             && !(t.last_key.starts_with(&scan.start) && t.last_key < scan.end)
         {
-            return Err(StoreError::InvalidContinue("continue token belongs to a different list".into()));
+            return Err(StoreError::InvalidContinue(
+                "continue token belongs to a different list".into(),
+            ));
         }
         let read = self.shared().db.begin_read()?;
         let snapshot_rv = read.open_table(META)?.get(RV_KEY)?.map_or(0, |g| g.value());
         let table = read.open_table(OBJECTS)?;
         match token {
             None => list::read_page(&table, &scan, q, &BTreeMap::new(), None, snapshot_rv),
-            Some(t) if t.rv > snapshot_rv => {
-                Err(StoreError::InvalidContinue(format!("continue token is from the future ({})", t.rv)))
-            }
+            Some(t) if t.rv > snapshot_rv => Err(StoreError::InvalidContinue(format!(
+                "continue token is from the future ({})",
+                t.rv
+            ))),
             Some(t) => {
                 let undo = if t.rv == snapshot_rv {
                     BTreeMap::new()

@@ -12,7 +12,11 @@ const G: &str = "example.io";
 const R: &str = "widgets";
 
 fn opts(dir: &tempfile::TempDir, history: usize) -> StoreOptions {
-    StoreOptions { history_capacity: history, cache_bytes: 4 << 20, ..StoreOptions::new(dir.path().join("kcp.redb")) }
+    StoreOptions {
+        history_capacity: history,
+        cache_bytes: 4 << 20,
+        ..StoreOptions::new(dir.path().join("kcp.redb"))
+    }
 }
 
 fn open(dir: &tempfile::TempDir, history: usize) -> Store {
@@ -40,11 +44,26 @@ async fn create(store: &Store, k: ObjectKey, v: i64) -> u64 {
 
 async fn update(store: &Store, k: ObjectKey, v: i64) -> u64 {
     let object = obj(&k.name, v);
-    store.write(vec![WriteOp::Update { key: k, object, expected_rv: None }]).await.unwrap()[0].rv
+    store
+        .write(vec![WriteOp::Update {
+            key: k,
+            object,
+            expected_rv: None,
+        }])
+        .await
+        .unwrap()[0]
+        .rv
 }
 
 async fn delete(store: &Store, k: ObjectKey) -> u64 {
-    store.write(vec![WriteOp::Delete { key: k, expected_rv: None }]).await.unwrap()[0].rv
+    store
+        .write(vec![WriteOp::Delete {
+            key: k,
+            expected_rv: None,
+        }])
+        .await
+        .unwrap()[0]
+        .rv
 }
 
 fn names(page: &ListPage) -> Vec<String> {
@@ -53,7 +72,11 @@ fn names(page: &ListPage) -> Vec<String> {
         .map(|o| {
             let m = &o["metadata"];
             let ns = m["namespace"].as_str().unwrap_or("");
-            format!("{}{}", if ns.is_empty() { String::new() } else { format!("{ns}/") }, m["name"].as_str().unwrap())
+            format!(
+                "{}{}",
+                if ns.is_empty() { String::new() } else { format!("{ns}/") },
+                m["name"].as_str().unwrap()
+            )
         })
         .collect()
 }
@@ -69,7 +92,12 @@ fn query(cluster: Option<&str>, ns: Option<&str>) -> ListQuery {
 }
 
 fn filter(cluster: Option<&str>) -> WatchFilter {
-    WatchFilter { group: G.into(), resource: R.into(), cluster: cluster.map(Into::into), namespace: None }
+    WatchFilter {
+        group: G.into(),
+        resource: R.into(),
+        cluster: cluster.map(Into::into),
+        namespace: None,
+    }
 }
 
 /// (rv, type, cluster/name) of an event.
@@ -83,25 +111,55 @@ async fn crud_and_errors() {
     let store = open(&dir, 100);
     let a = key("c1", "", "a");
 
-    let events = store.write(vec![WriteOp::Create { key: a.clone(), object: obj("a", 1) }]).await.unwrap();
+    let events = store
+        .write(vec![WriteOp::Create {
+            key: a.clone(),
+            object: obj("a", 1),
+        }])
+        .await
+        .unwrap();
     assert_eq!(events.len(), 1);
-    assert_eq!((events[0].rv, events[0].event_type, events[0].prev.clone()), (1, EventType::Added, None));
+    assert_eq!(
+        (events[0].rv, events[0].event_type, events[0].prev.clone()),
+        (1, EventType::Added, None)
+    );
     assert_eq!(*events[0].object, stored("a", 1, 1));
     assert_eq!(store.get(&a).unwrap(), Some(stored("a", 1, 1)));
     assert_eq!(store.current_rv(), 1);
 
-    let err = store.write(vec![WriteOp::Create { key: a.clone(), object: obj("a", 9) }]).await.unwrap_err();
+    let err = store
+        .write(vec![WriteOp::Create {
+            key: a.clone(),
+            object: obj("a", 9),
+        }])
+        .await
+        .unwrap_err();
     assert_eq!(err, StoreError::AlreadyExists(Box::new(a.clone())));
     assert_eq!(err.to_status().code, 409);
 
     let err = store
-        .write(vec![WriteOp::Update { key: a.clone(), object: obj("a", 2), expected_rv: Some(7) }])
+        .write(vec![WriteOp::Update {
+            key: a.clone(),
+            object: obj("a", 2),
+            expected_rv: Some(7),
+        }])
         .await
         .unwrap_err();
-    assert_eq!(err, StoreError::Conflict { key: Box::new(a.clone()), expected: 7, actual: 1 });
+    assert_eq!(
+        err,
+        StoreError::Conflict {
+            key: Box::new(a.clone()),
+            expected: 7,
+            actual: 1
+        }
+    );
 
     let events = store
-        .write(vec![WriteOp::Update { key: a.clone(), object: obj("a", 2), expected_rv: Some(1) }])
+        .write(vec![WriteOp::Update {
+            key: a.clone(),
+            object: obj("a", 2),
+            expected_rv: Some(1),
+        }])
         .await
         .unwrap();
     assert_eq!((events[0].rv, events[0].event_type), (2, EventType::Modified));
@@ -110,23 +168,52 @@ async fn crud_and_errors() {
 
     let missing = key("c1", "", "zz");
     let err = store
-        .write(vec![WriteOp::Update { key: missing.clone(), object: obj("zz", 1), expected_rv: None }])
+        .write(vec![WriteOp::Update {
+            key: missing.clone(),
+            object: obj("zz", 1),
+            expected_rv: None,
+        }])
         .await
         .unwrap_err();
     assert_eq!(err, StoreError::NotFound(Box::new(missing.clone())));
     assert_eq!(err.to_status().code, 404);
 
-    let err = store.write(vec![WriteOp::Delete { key: a.clone(), expected_rv: Some(1) }]).await.unwrap_err();
-    assert_eq!(err, StoreError::Conflict { key: Box::new(a.clone()), expected: 1, actual: 2 });
+    let err = store
+        .write(vec![WriteOp::Delete {
+            key: a.clone(),
+            expected_rv: Some(1),
+        }])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        StoreError::Conflict {
+            key: Box::new(a.clone()),
+            expected: 1,
+            actual: 2
+        }
+    );
 
     // The delete event carries the last state with the deletion RV.
-    let events = store.write(vec![WriteOp::Delete { key: a.clone(), expected_rv: Some(2) }]).await.unwrap();
+    let events = store
+        .write(vec![WriteOp::Delete {
+            key: a.clone(),
+            expected_rv: Some(2),
+        }])
+        .await
+        .unwrap();
     assert_eq!((events[0].rv, events[0].event_type), (3, EventType::Deleted));
     assert_eq!(*events[0].object, stored("a", 2, 3));
     assert_eq!(events[0].prev.as_deref(), Some(&stored("a", 2, 2)));
     assert_eq!(store.get(&a).unwrap(), None);
 
-    let err = store.write(vec![WriteOp::Delete { key: a.clone(), expected_rv: None }]).await.unwrap_err();
+    let err = store
+        .write(vec![WriteOp::Delete {
+            key: a.clone(),
+            expected_rv: None,
+        }])
+        .await
+        .unwrap_err();
     assert_eq!(err, StoreError::NotFound(Box::new(a.clone())));
     // Failed writes do not consume RVs.
     assert_eq!(store.current_rv(), 3);
@@ -139,8 +226,14 @@ async fn a_call_is_atomic() {
     create(&store, key("c1", "", "a"), 1).await;
     let err = store
         .write(vec![
-            WriteOp::Create { key: key("c1", "", "b"), object: obj("b", 1) },
-            WriteOp::Create { key: key("c1", "", "a"), object: obj("a", 2) },
+            WriteOp::Create {
+                key: key("c1", "", "b"),
+                object: obj("b", 1),
+            },
+            WriteOp::Create {
+                key: key("c1", "", "a"),
+                object: obj("a", 2),
+            },
         ])
         .await
         .unwrap_err();
@@ -150,13 +243,25 @@ async fn a_call_is_atomic() {
 
     let events = store
         .write(vec![
-            WriteOp::Create { key: key("c1", "", "b"), object: obj("b", 1) },
-            WriteOp::Delete { key: key("c1", "", "a"), expected_rv: Some(1) },
+            WriteOp::Create {
+                key: key("c1", "", "b"),
+                object: obj("b", 1),
+            },
+            WriteOp::Delete {
+                key: key("c1", "", "a"),
+                expected_rv: Some(1),
+            },
         ])
         .await
         .unwrap();
     let got: Vec<_> = events.iter().map(summary).collect();
-    assert_eq!(got, vec![(2, EventType::Added, "c1/b".to_string()), (3, EventType::Deleted, "c1/a".to_string())]);
+    assert_eq!(
+        got,
+        vec![
+            (2, EventType::Added, "c1/b".to_string()),
+            (3, EventType::Deleted, "c1/a".to_string())
+        ]
+    );
 }
 
 #[tokio::test]
@@ -176,9 +281,18 @@ async fn rv_is_monotonic_across_reopen() {
     assert_eq!(create(&store, key("c1", "", "a"), 5).await, 4);
     // History starts empty after a restart: older RVs are too old, the current one is fine.
     assert_eq!(store.oldest_rv(), 3);
-    assert_eq!(store.watch(2, filter(None)).unwrap_err(), StoreError::TooOld { requested: 2, oldest: 3 });
+    assert_eq!(
+        store.watch(2, filter(None)).unwrap_err(),
+        StoreError::TooOld {
+            requested: 2,
+            oldest: 3
+        }
+    );
     let mut w = store.watch(3, filter(None)).unwrap();
-    assert_eq!(summary(&w.next().await.unwrap().unwrap()), (4, EventType::Added, "c1/a".to_string()));
+    assert_eq!(
+        summary(&w.next().await.unwrap().unwrap()),
+        (4, EventType::Added, "c1/a".to_string())
+    );
     // Resources are rediscovered from the file.
     assert_eq!(store.scan_cluster("c2").unwrap(), vec![key("c2", "", "b")]);
 }
@@ -187,16 +301,40 @@ async fn rv_is_monotonic_across_reopen() {
 async fn prefix_scans_per_cluster_namespace_and_wildcard() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir, 100);
-    for (c, ns, n) in [("c2", "x", "b"), ("c1", "y", "a"), ("c1", "x", "b"), ("c1", "x", "a"), ("c10", "x", "a")] {
+    for (c, ns, n) in [
+        ("c2", "x", "b"),
+        ("c1", "y", "a"),
+        ("c1", "x", "b"),
+        ("c1", "x", "a"),
+        ("c10", "x", "a"),
+    ] {
         let mut o = obj(n, 0);
         o["metadata"]["namespace"] = json!(ns);
-        store.write(vec![WriteOp::Create { key: key(c, ns, n), object: o }]).await.unwrap();
+        store
+            .write(vec![WriteOp::Create {
+                key: key(c, ns, n),
+                object: o,
+            }])
+            .await
+            .unwrap();
     }
     // Same names in another resource and another group must never show up.
     let other = ObjectKey::new(G, "gadgets", "c1", "x", "a");
-    store.write(vec![WriteOp::Create { key: other.clone(), object: obj("a", 0) }]).await.unwrap();
+    store
+        .write(vec![WriteOp::Create {
+            key: other.clone(),
+            object: obj("a", 0),
+        }])
+        .await
+        .unwrap();
     let other = ObjectKey::new("other.io", R, "c1", "x", "a");
-    store.write(vec![WriteOp::Create { key: other, object: obj("a", 0) }]).await.unwrap();
+    store
+        .write(vec![WriteOp::Create {
+            key: other,
+            object: obj("a", 0),
+        }])
+        .await
+        .unwrap();
 
     let cases = [
         (Some("c1"), None, vec!["x/a", "x/b", "y/a"]),
@@ -209,7 +347,10 @@ async fn prefix_scans_per_cluster_namespace_and_wildcard() {
     for (c, ns, want) in cases {
         let page = store.list(&query(c, ns)).unwrap();
         assert_eq!(names(&page), want, "cluster {c:?} namespace {ns:?}");
-        assert_eq!((page.resource_version, page.continue_token, page.remaining_item_count), (7, None, None));
+        assert_eq!(
+            (page.resource_version, page.continue_token, page.remaining_item_count),
+            (7, None, None)
+        );
     }
     // Wildcard order is by cluster then namespace then name.
     let clusters: Vec<String> = store
@@ -241,7 +382,10 @@ async fn pagination_is_consistent_under_interleaved_writes() {
     for (i, n) in ["a", "b", "c", "d", "e"].iter().enumerate() {
         create(&store, key("c1", "", n), i as i64).await;
     }
-    let q = ListQuery { limit: Some(2), ..query(Some("c1"), None) };
+    let q = ListQuery {
+        limit: Some(2),
+        ..query(Some("c1"), None)
+    };
     let page1 = store.list(&q).unwrap();
     assert_eq!(page1.items, vec![stored("a", 0, 1), stored("b", 1, 2)]);
     assert_eq!((page1.resource_version, page1.remaining_item_count), (5, Some(3)));
@@ -255,12 +399,25 @@ async fn pagination_is_consistent_under_interleaved_writes() {
     delete(&store, key("c1", "", "a")).await; // 11
     create(&store, key("c2", "", "c"), 9).await; // 12 (other cluster, ignored)
 
-    let page2 = store.list(&ListQuery { continue_token: page1.continue_token.clone(), ..q.clone() }).unwrap();
+    let page2 = store
+        .list(&ListQuery {
+            continue_token: page1.continue_token.clone(),
+            ..q.clone()
+        })
+        .unwrap();
     assert_eq!(page2.items, vec![stored("c", 2, 3), stored("d", 3, 4)]);
     assert_eq!((page2.resource_version, page2.remaining_item_count), (5, Some(1)));
-    let page3 = store.list(&ListQuery { continue_token: page2.continue_token.clone(), ..q.clone() }).unwrap();
+    let page3 = store
+        .list(&ListQuery {
+            continue_token: page2.continue_token.clone(),
+            ..q.clone()
+        })
+        .unwrap();
     assert_eq!(page3.items, vec![stored("e", 4, 5)]);
-    assert_eq!((page3.resource_version, page3.continue_token, page3.remaining_item_count), (5, None, None));
+    assert_eq!(
+        (page3.resource_version, page3.continue_token, page3.remaining_item_count),
+        (5, None, None)
+    );
 
     // A fresh list sees the new state.
     let fresh = store.list(&query(Some("c1"), None)).unwrap();
@@ -269,13 +426,52 @@ async fn pagination_is_consistent_under_interleaved_writes() {
 
     // The filter applies before the limit; with a filter there is no remaining count.
     let odd: Arc<dyn Fn(&Value) -> bool + Send + Sync> = Arc::new(|o: &Value| o["spec"]["v"].as_i64() == Some(9));
-    let q = ListQuery { limit: Some(1), filter: Some(odd), ..query(None, None) };
+    let q = ListQuery {
+        limit: Some(1),
+        filter: Some(odd),
+        ..query(None, None)
+    };
     let p1 = store.list(&q).unwrap();
     assert_eq!((names(&p1), p1.remaining_item_count), (vec!["bb".to_string()], None));
-    let p2 = store.list(&ListQuery { continue_token: p1.continue_token.clone(), ..q.clone() }).unwrap();
+    let p2 = store
+        .list(&ListQuery {
+            continue_token: p1.continue_token.clone(),
+            ..q.clone()
+        })
+        .unwrap();
     assert_eq!(names(&p2), vec!["f"]);
-    let p3 = store.list(&ListQuery { continue_token: p2.continue_token.clone(), ..q.clone() }).unwrap();
+    let p3 = store
+        .list(&ListQuery {
+            continue_token: p2.continue_token.clone(),
+            ..q.clone()
+        })
+        .unwrap();
     assert_eq!((names(&p3), p3.continue_token), (vec!["c".to_string()], None));
+}
+
+#[tokio::test]
+async fn remaining_item_count_is_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, 10);
+    let ops = (0..1003).map(|i| WriteOp::Create {
+        key: key("c1", "", &format!("o{i:04}")),
+        object: obj("o", 0),
+    });
+    store.write(ops.collect()).await.unwrap();
+    for (limit, want) in [(1, None), (2, None), (3, Some(1000)), (1002, Some(1)), (1003, None)] {
+        let page = store
+            .list(&ListQuery {
+                limit: Some(limit),
+                ..query(Some("c1"), None)
+            })
+            .unwrap();
+        assert_eq!(
+            (page.items.len(), page.remaining_item_count),
+            (limit, want),
+            "limit {limit}"
+        );
+        assert_eq!(page.continue_token.is_some(), limit < 1003);
+    }
 }
 
 #[tokio::test]
@@ -285,24 +481,49 @@ async fn continue_tokens_expire_and_are_validated() {
     for n in ["a", "b", "c"] {
         create(&store, key("c1", "", n), 0).await;
     }
-    let q = ListQuery { limit: Some(1), ..query(Some("c1"), None) };
+    let q = ListQuery {
+        limit: Some(1),
+        ..query(Some("c1"), None)
+    };
     let page1 = store.list(&q).unwrap();
     // No writes since: the token still works although the history is short.
-    let page2 = store.list(&ListQuery { continue_token: page1.continue_token.clone(), ..q.clone() }).unwrap();
+    let page2 = store
+        .list(&ListQuery {
+            continue_token: page1.continue_token.clone(),
+            ..q.clone()
+        })
+        .unwrap();
     assert_eq!(names(&page2), vec!["b"]);
 
     for v in 1..=3 {
         update(&store, key("c1", "", "a"), v).await;
     }
-    let err = store.list(&ListQuery { continue_token: page2.continue_token.clone(), ..q.clone() }).unwrap_err();
-    assert_eq!(err, StoreError::Expired { requested: 3, oldest: 4 });
+    let err = store
+        .list(&ListQuery {
+            continue_token: page2.continue_token.clone(),
+            ..q.clone()
+        })
+        .unwrap_err();
+    assert_eq!(
+        err,
+        StoreError::Expired {
+            requested: 3,
+            oldest: 4
+        }
+    );
     assert_eq!(err.to_status().code, 410);
     assert_eq!(err.to_status().reason, "Expired");
 
     // A token of another list, and garbage, are rejected.
-    let other = ListQuery { continue_token: page1.continue_token.clone(), ..query(Some("c2"), None) };
+    let other = ListQuery {
+        continue_token: page1.continue_token.clone(),
+        ..query(Some("c2"), None)
+    };
     assert!(matches!(store.list(&other), Err(StoreError::InvalidContinue(_))));
-    let garbage = ListQuery { continue_token: Some("%%".into()), ..q.clone() };
+    let garbage = ListQuery {
+        continue_token: Some("%%".into()),
+        ..q.clone()
+    };
     assert!(matches!(store.list(&garbage), Err(StoreError::InvalidContinue(_))));
 }
 
@@ -313,17 +534,37 @@ async fn watch_from_rv_yields_exact_sequence() {
     create(&store, key("c1", "", "a"), 0).await; // 1
     let mut all = store.watch(1, filter(None)).unwrap();
     let mut c1 = store.watch(1, filter(Some("c1"))).unwrap();
-    let mut ns = store.watch(0, WatchFilter { namespace: Some("team".into()), ..filter(None) }).unwrap();
+    let mut ns = store
+        .watch(
+            0,
+            WatchFilter {
+                namespace: Some("team".into()),
+                ..filter(None)
+            },
+        )
+        .unwrap();
     assert!(all.next().now_or_never().is_none(), "nothing after rv 1 yet");
 
     create(&store, key("c2", "", "b"), 0).await; // 2
     update(&store, key("c1", "", "a"), 1).await; // 3
     let other = ObjectKey::new(G, "gadgets", "c1", "", "a");
-    store.write(vec![WriteOp::Create { key: other, object: obj("a", 0) }]).await.unwrap(); // 4
+    store
+        .write(vec![WriteOp::Create {
+            key: other,
+            object: obj("a", 0),
+        }])
+        .await
+        .unwrap(); // 4
     delete(&store, key("c1", "", "a")).await; // 5
     let mut o = obj("t", 0);
     o["metadata"]["namespace"] = json!("team");
-    store.write(vec![WriteOp::Create { key: key("c2", "team", "t"), object: o }]).await.unwrap(); // 6
+    store
+        .write(vec![WriteOp::Create {
+            key: key("c2", "team", "t"),
+            object: o,
+        }])
+        .await
+        .unwrap(); // 6
 
     let mut got = Vec::new();
     for _ in 0..4 {
@@ -345,7 +586,13 @@ async fn watch_from_rv_yields_exact_sequence() {
     for _ in 0..2 {
         got.push(summary(&c1.next().await.unwrap().unwrap()));
     }
-    assert_eq!(got, vec![(3, EventType::Modified, "c1/a".to_string()), (5, EventType::Deleted, "c1/a".to_string())]);
+    assert_eq!(
+        got,
+        vec![
+            (3, EventType::Modified, "c1/a".to_string()),
+            (5, EventType::Deleted, "c1/a".to_string())
+        ]
+    );
     assert!(c1.next().now_or_never().is_none());
 
     let first = ns.next().await.unwrap().unwrap();
@@ -373,15 +620,32 @@ async fn watch_too_old_and_lagging_watcher() {
     }
     // History holds rv 8..=10: resuming from 7 works, from 6 does not.
     assert_eq!(store.oldest_rv(), 7);
-    assert_eq!(store.watch(6, filter(None)).unwrap_err(), StoreError::TooOld { requested: 6, oldest: 7 });
+    assert_eq!(
+        store.watch(6, filter(None)).unwrap_err(),
+        StoreError::TooOld {
+            requested: 6,
+            oldest: 7
+        }
+    );
     let mut resumed = store.watch(7, filter(None)).unwrap();
     assert_eq!(resumed.next().await.unwrap().unwrap().rv, 8);
 
     // The watcher that never read ends with TooOld instead of skipping rv 1..=7.
-    assert_eq!(lagging.next().await.unwrap().unwrap_err(), StoreError::TooOld { requested: 0, oldest: 7 });
+    assert_eq!(
+        lagging.next().await.unwrap().unwrap_err(),
+        StoreError::TooOld {
+            requested: 0,
+            oldest: 7
+        }
+    );
     assert!(lagging.next().await.is_none());
     assert_eq!(
-        StoreError::TooOld { requested: 0, oldest: 7 }.to_status().message,
+        StoreError::TooOld {
+            requested: 0,
+            oldest: 7
+        }
+        .to_status()
+        .message,
         "too old resource version: 0 (7)"
     );
 }
@@ -418,7 +682,10 @@ async fn group_commit_with_concurrent_writers() {
     assert_eq!(page.items.len(), CLIENTS * PER_CLIENT);
     for c in 0..CLIENTS {
         for i in 0..PER_CLIENT {
-            assert!(store.get(&key("c1", "", &format!("w{c}-{i}"))).unwrap().is_some(), "w{c}-{i}");
+            assert!(
+                store.get(&key("c1", "", &format!("w{c}-{i}"))).unwrap().is_some(),
+                "w{c}-{i}"
+            );
         }
     }
 }
@@ -435,12 +702,25 @@ async fn one_transaction_keeps_calls_independent() {
     let mut answers = Vec::new();
     let mut batch = Vec::new();
     for ops in [
-        vec![WriteOp::Create { key: key("c1", "", "b"), object: obj("b", 0) }],
+        vec![WriteOp::Create {
+            key: key("c1", "", "b"),
+            object: obj("b", 0),
+        }],
         vec![
-            WriteOp::Create { key: key("c1", "", "c"), object: obj("c", 0) },
-            WriteOp::Create { key: key("c1", "", "a"), object: obj("a", 0) },
+            WriteOp::Create {
+                key: key("c1", "", "c"),
+                object: obj("c", 0),
+            },
+            WriteOp::Create {
+                key: key("c1", "", "a"),
+                object: obj("a", 0),
+            },
         ],
-        vec![WriteOp::Update { key: key("c1", "", "b"), object: obj("b", 1), expected_rv: Some(2) }],
+        vec![WriteOp::Update {
+            key: key("c1", "", "b"),
+            object: obj("b", 1),
+            expected_rv: Some(2),
+        }],
     ] {
         let (reply, answer) = tokio::sync::oneshot::channel();
         batch.push(writer::Request { ops, reply });
@@ -449,7 +729,11 @@ async fn one_transaction_keeps_calls_independent() {
     writer::process_batch(store.shared(), batch).unwrap();
     let mut results = Vec::new();
     for a in answers {
-        results.push(a.await.unwrap().map(|events| events.iter().map(summary).collect::<Vec<_>>()));
+        results.push(
+            a.await
+                .unwrap()
+                .map(|events| events.iter().map(summary).collect::<Vec<_>>()),
+        );
     }
     assert_eq!(
         results,
@@ -471,12 +755,87 @@ async fn one_transaction_keeps_calls_independent() {
 #[tokio::test]
 async fn without_group_commit_every_call_commits() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(StoreOptions { group_commit: false, ..opts(&dir, 10) }).unwrap();
-    let writes: Vec<_> = (0..5).map(|i| create(&store, key("c1", "", &format!("o{i}")), 0)).collect();
+    let store = Store::open(StoreOptions {
+        group_commit: false,
+        ..opts(&dir, 10)
+    })
+    .unwrap();
+    let writes: Vec<_> = (0..5)
+        .map(|i| create(&store, key("c1", "", &format!("o{i}")), 0))
+        .collect();
     let mut rvs = futures::future::join_all(writes).await;
     rvs.sort_unstable();
     assert_eq!(rvs, vec![1, 2, 3, 4, 5]);
     assert_eq!(store.commits(), 5);
+}
+
+/// Acknowledged writes survive SIGKILL: a child process (this test binary, running `sigkill_child`) writes
+/// with 8 concurrent clients and prints each acknowledged name; the parent kills it mid-stream and reopens.
+#[test]
+fn acknowledged_writes_survive_sigkill() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "store::tests::sigkill_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(SIGKILL_DIR_ENV, dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut acked = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        if let Some(name) = line.unwrap().strip_prefix("acked ") {
+            acked.push(name.to_string());
+            if acked.len() == 300 {
+                break;
+            }
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(acked.len(), 300, "the child stopped early");
+
+    let store = Store::open(StoreOptions::new(dir.path().join("kcp.redb"))).unwrap();
+    assert!(store.current_rv() >= 300, "rv {}", store.current_rv());
+    let missing: Vec<&String> = acked
+        .iter()
+        .filter(|n| store.get(&key("c1", "", n)).unwrap().is_none())
+        .collect();
+    assert_eq!(missing, Vec::<&String>::new());
+}
+
+const SIGKILL_DIR_ENV: &str = "FAROS_STORE_SIGKILL_CHILD_DIR";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "child process of acknowledged_writes_survive_sigkill"]
+async fn sigkill_child() {
+    let Some(dir) = std::env::var_os(SIGKILL_DIR_ENV) else {
+        return;
+    };
+    let store = Store::open(StoreOptions::new(std::path::Path::new(&dir).join("kcp.redb"))).unwrap();
+    let mut tasks = Vec::new();
+    for c in 0..8 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            // Bounded so that an orphaned child ends by itself.
+            for i in 0..100_000 {
+                let name = format!("w{c}-{i}");
+                create(&store, key("c1", "", &name), i).await;
+                println!("acked {name}");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
 }
 
 /// Rough numbers for the store alone; run with
@@ -487,7 +846,7 @@ async fn perf() {
     use std::time::Instant;
     let dir = tempfile::tempdir().unwrap();
     let payload = "x".repeat(900);
-    let one_kib = |name: &str| {
+    let one_kib = move |name: &str| {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"},
                "data": {"payload": payload}})
     };
@@ -499,14 +858,24 @@ async fn perf() {
     let n = 200;
     for i in 0..n {
         let txn = raw.begin_write().unwrap();
-        txn.open_table(OBJECTS).unwrap().insert(format!("k{i}").as_bytes(), vec![0u8; 1024].as_slice()).unwrap();
+        txn.open_table(OBJECTS)
+            .unwrap()
+            .insert(format!("k{i}").as_bytes(), vec![0u8; 1024].as_slice())
+            .unwrap();
         txn.commit().unwrap();
     }
     let raw_rate = n as f64 / started.elapsed().as_secs_f64();
     drop(raw);
 
-    let store = Store::open(StoreOptions { history_capacity: 4096, ..StoreOptions::new(dir.path().join("s.redb")) })
-        .unwrap();
+    let cache: usize = std::env::var("PERF_CACHE_MIB").map_or(32, |v| v.parse().unwrap()) << 20;
+    let history: usize = std::env::var("PERF_HISTORY").map_or(4096, |v| v.parse().unwrap());
+    let store = Store::open(StoreOptions {
+        history_capacity: history,
+        cache_bytes: cache,
+        ..StoreOptions::new(dir.path().join("s.redb"))
+    })
+    .unwrap();
+    rss("after open");
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..8 {
@@ -516,7 +885,13 @@ async fn perf() {
             for i in 0..250 {
                 let name = format!("c{c}-{i}");
                 let k = ObjectKey::new("", "configmaps", "root", "default", &name);
-                store.write(vec![WriteOp::Create { key: k, object: one_kib(&name) }]).await.unwrap();
+                store
+                    .write(vec![WriteOp::Create {
+                        key: k,
+                        object: one_kib(&name),
+                    }])
+                    .await
+                    .unwrap();
             }
         }));
     }
@@ -524,28 +899,78 @@ async fn perf() {
         t.await.unwrap();
     }
     let rate = 2000.0 / started.elapsed().as_secs_f64();
-    println!("raw commits/s {raw_rate:.0}, store creates/s (8 clients) {rate:.0}, ratio {:.2}, commits {}",
-        rate / raw_rate, store.commits());
+    println!(
+        "raw commits/s {raw_rate:.0}, store creates/s (8 clients) {rate:.0}, ratio {:.2}, commits {}",
+        rate / raw_rate,
+        store.commits()
+    );
 
     // Bulk load to 100k objects in large calls, then measure lists and RSS.
     for chunk in 0..98 {
         let ops = (0..1000)
             .map(|i| {
                 let name = format!("bulk-{chunk:03}-{i:04}");
-                WriteOp::Create { key: ObjectKey::new("", "configmaps", &format!("k{}", chunk % 10), "default", &name),
-                    object: one_kib(&name) }
+                WriteOp::Create {
+                    key: ObjectKey::new("", "configmaps", format!("k{}", chunk % 10), "default", &name),
+                    object: one_kib(&name),
+                }
             })
             .collect();
         store.write(ops).await.unwrap();
     }
+    rss("after bulk load");
+    {
+        let started = Instant::now();
+        let read = store.shared().db.begin_read().unwrap();
+        let table = read.open_table(OBJECTS).unwrap();
+        let (start, end) = key::prefix_range(&["", "configmaps", "k3"]).unwrap();
+        let mut bytes = 0;
+        let mut parse = std::time::Duration::ZERO;
+        for entry in table.range::<&[u8]>(start.as_slice()..end.as_slice()).unwrap() {
+            let (_, v) = entry.unwrap();
+            bytes += v.value().len();
+            let t = Instant::now();
+            let _ = key::decode_value(v.value()).unwrap();
+            parse += t.elapsed();
+        }
+        println!("raw scan of {bytes} bytes: {:?} (parse {parse:?})", started.elapsed());
+    }
     let started = Instant::now();
-    let page = store.list(&ListQuery { cluster: Some("k3".into()), ..ListQuery { group: "".into(), resource: "configmaps".into(), ..Default::default() } }).unwrap();
+    let page = store
+        .list(&ListQuery {
+            cluster: Some("k3".into()),
+            ..ListQuery {
+                group: "".into(),
+                resource: "configmaps".into(),
+                ..Default::default()
+            }
+        })
+        .unwrap();
     println!("list {} objects: {:?}", page.items.len(), started.elapsed());
     let started = Instant::now();
-    let page = store.list(&ListQuery { limit: Some(500), group: "".into(), resource: "configmaps".into(), ..Default::default() }).unwrap();
-    println!("list page of {} of 100k (remaining {:?}): {:?}", page.items.len(), page.remaining_item_count, started.elapsed());
+    let page = store
+        .list(&ListQuery {
+            limit: Some(500),
+            group: "".into(),
+            resource: "configmaps".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    println!(
+        "list page of {} of 100k (remaining {:?}): {:?}",
+        page.items.len(),
+        page.remaining_item_count,
+        started.elapsed()
+    );
+    rss("after lists");
+    println!(
+        "{} objects, file {} MiB",
+        store.current_rv(),
+        std::fs::metadata(dir.path().join("s.redb")).unwrap().len() >> 20
+    );
+}
+
+fn rss(when: &str) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let rss = status.lines().find(|l| l.starts_with("VmRSS")).unwrap();
-    println!("{rss} with {} objects, file {} MiB", store.current_rv(),
-        std::fs::metadata(dir.path().join("s.redb")).unwrap().len() >> 20);
+    println!("{when}: {}", status.lines().find(|l| l.starts_with("VmRSS")).unwrap());
 }

@@ -53,7 +53,11 @@ pub(crate) struct HubState {
 impl Hub {
     pub(crate) fn new(history: History) -> Self {
         Self {
-            state: Mutex::new(HubState { history, wakers: HashMap::new(), next_watcher: 0 }),
+            state: Mutex::new(HubState {
+                history,
+                wakers: HashMap::new(),
+                next_watcher: 0,
+            }),
             published: Condvar::new(),
         }
     }
@@ -92,7 +96,9 @@ impl Hub {
             .wait_timeout_while(guard, Duration::from_secs(10), |s| s.history.last_rv() < rv)
             .unwrap_or_else(|p| p.into_inner());
         if timeout.timed_out() && guard.history.last_rv() < rv {
-            return Err(StoreError::Storage(format!("event history stuck before resourceVersion {rv}")));
+            return Err(StoreError::Storage(format!(
+                "event history stuck before resourceVersion {rv}"
+            )));
         }
         Ok(guard)
     }
@@ -104,7 +110,14 @@ impl Hub {
             state.next_watcher += 1;
             state.next_watcher
         };
-        Ok(WatchStream { hub: self.clone(), id, cursor: from_rv, filter, buffer: VecDeque::new(), done: false })
+        Ok(WatchStream {
+            hub: self.clone(),
+            id,
+            cursor: from_rv,
+            filter,
+            buffer: VecDeque::new(),
+            done: false,
+        })
     }
 }
 
@@ -141,7 +154,10 @@ impl Stream for WatchStream {
         }
         let mut state = this.hub.lock();
         let filter = &this.filter;
-        match state.history.collect(this.cursor, WATCH_BATCH, |e| filter.matches(&e.key)) {
+        match state
+            .history
+            .collect(this.cursor, WATCH_BATCH, |e| filter.matches(&e.key))
+        {
             Err(too_old) => {
                 state.wakers.remove(&this.id);
                 this.done = true;
@@ -170,7 +186,10 @@ impl Drop for WatchStream {
 
 impl std::fmt::Debug for WatchStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WatchStream").field("cursor", &self.cursor).field("filter", &self.filter).finish()
+        f.debug_struct("WatchStream")
+            .field("cursor", &self.cursor)
+            .field("filter", &self.filter)
+            .finish()
     }
 }
 
@@ -194,8 +213,20 @@ mod tests {
             (f(Some("c1"), Some("ns")), true),
             (f(None, Some("ns")), true),
             (f(None, Some("other")), false),
-            (WatchFilter { resource: "x".into(), ..f(None, None) }, false),
-            (WatchFilter { group: "".into(), ..f(None, None) }, false),
+            (
+                WatchFilter {
+                    resource: "x".into(),
+                    ..f(None, None)
+                },
+                false,
+            ),
+            (
+                WatchFilter {
+                    group: "".into(),
+                    ..f(None, None)
+                },
+                false,
+            ),
         ];
         for (filter, want) in cases {
             assert_eq!(filter.matches(&key), want, "{filter:?}");

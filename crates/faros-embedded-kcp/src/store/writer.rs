@@ -23,7 +23,11 @@ pub enum WriteOp {
     /// Fails with `AlreadyExists` when the key holds an object.
     Create { key: ObjectKey, object: Value },
     /// Fails with `NotFound` when absent, `Conflict` when `expected_rv` is given and differs.
-    Update { key: ObjectKey, object: Value, expected_rv: Option<u64> },
+    Update {
+        key: ObjectKey,
+        object: Value,
+        expected_rv: Option<u64>,
+    },
     /// Fails like `Update`; the event carries the last state with the deletion RV.
     Delete { key: ObjectKey, expected_rv: Option<u64> },
 }
@@ -53,16 +57,15 @@ pub(crate) struct Plan {
     pub(crate) created_resources: Vec<(String, String)>,
 }
 
+/// Reads the state of an encoded key before the call.
+pub(crate) type Lookup<'a> = dyn FnMut(&[u8]) -> Result<Option<Current>, StoreError> + 'a;
+
 /// Applies `ops` on top of `lookup` (the state before the call) without touching storage.
 ///
 /// Each op gets its own RV, starting after `base_rv`, so a watcher resuming from any event's RV neither
 /// repeats nor skips a sibling of that event. Any failing op fails the whole call and nothing of it is
 /// kept, which is what makes a call atomic inside a shared transaction.
-pub(crate) fn plan_call(
-    ops: Vec<WriteOp>,
-    base_rv: u64,
-    lookup: &mut dyn FnMut(&[u8]) -> Result<Option<Current>, StoreError>,
-) -> Result<Plan, StoreError> {
+pub(crate) fn plan_call(ops: Vec<WriteOp>, base_rv: u64, lookup: &mut Lookup<'_>) -> Result<Plan, StoreError> {
     let mut overlay: HashMap<Vec<u8>, Option<Current>> = HashMap::new();
     let mut order: Vec<Vec<u8>> = Vec::new();
     let mut events = Vec::with_capacity(ops.len());
@@ -86,14 +89,24 @@ pub(crate) fn plan_call(
                 set_resource_version(&mut object, next_rv)?;
                 let object = Arc::new(object);
                 created_resources.push((key.group.clone(), key.resource.clone()));
-                let state = Some(Current { rv: next_rv, object: object.clone() });
+                let state = Some(Current {
+                    rv: next_rv,
+                    object: object.clone(),
+                });
                 (key, state, EventType::Added, object, None)
             }
-            WriteOp::Update { key, mut object, expected_rv } => {
+            WriteOp::Update {
+                key,
+                mut object,
+                expected_rv,
+            } => {
                 let current = check_current(&key, current, expected_rv)?;
                 set_resource_version(&mut object, next_rv)?;
                 let object = Arc::new(object);
-                let state = Some(Current { rv: next_rv, object: object.clone() });
+                let state = Some(Current {
+                    rv: next_rv,
+                    object: object.clone(),
+                });
                 (key, state, EventType::Modified, object, Some(current.object))
             }
             WriteOp::Delete { key, expected_rv } => {
@@ -112,7 +125,13 @@ pub(crate) fn plan_call(
                 slot.insert(state);
             }
         }
-        events.push(Event { rv, event_type, key, object, prev });
+        events.push(Event {
+            rv,
+            event_type,
+            key,
+            object,
+            prev,
+        });
     }
     let writes = order
         .into_iter()
@@ -121,15 +140,22 @@ pub(crate) fn plan_call(
             (k, state)
         })
         .collect();
-    Ok(Plan { writes, events, last_rv: rv, created_resources })
+    Ok(Plan {
+        writes,
+        events,
+        last_rv: rv,
+        created_resources,
+    })
 }
 
 fn check_current(key: &ObjectKey, current: Option<Current>, expected_rv: Option<u64>) -> Result<Current, StoreError> {
     let current = current.ok_or_else(|| StoreError::NotFound(Box::new(key.clone())))?;
     match expected_rv {
-        Some(expected) if expected != current.rv => {
-            Err(StoreError::Conflict { key: Box::new(key.clone()), expected, actual: current.rv })
-        }
+        Some(expected) if expected != current.rv => Err(StoreError::Conflict {
+            key: Box::new(key.clone()),
+            expected,
+            actual: current.rv,
+        }),
         _ => Ok(current),
     }
 }
@@ -153,18 +179,42 @@ pub(crate) fn run(shared: Arc<Shared>, requests: mpsc::Receiver<Request>, group_
             }
             continue;
         }
-        if let Err(why) = process_batch(&shared, batch) {
-            // redb refuses further writes after a failed commit, and the commit may even have become
-            // durable: refuse everything until the file is reopened rather than risk reusing RVs.
-            tracing::error!(error = %why, "store commit failed; refusing further writes until restart");
-            failed = Some(format!("store is read-only after a failed commit: {why}"));
+        match process_batch(&shared, batch) {
+            Ok(()) => {}
+            Err(TxnError::Aborted(why)) => tracing::error!(error = %why, "store transaction aborted"),
+            Err(TxnError::CommitFailed(why)) => {
+                // redb refuses further writes after a failed commit, and the commit may even have become
+                // durable: refuse everything until the file is reopened rather than risk reusing RVs.
+                tracing::error!(error = %why, "store commit failed; refusing further writes until restart");
+                failed = Some(format!("store is read-only after a failed commit: {why}"));
+            }
         }
     }
 }
 
-/// Runs one batch in one transaction. Returns `Err` (after replying to every caller) only when the
-/// transaction itself failed, i.e. the store can no longer be written.
-pub(crate) fn process_batch(shared: &Shared, batch: Vec<Request>) -> Result<(), StoreError> {
+/// Why a whole batch failed (every caller of the batch gets the error).
+#[derive(Debug)]
+pub(crate) enum TxnError {
+    /// The transaction was rolled back before committing; the store stays writable.
+    Aborted(StoreError),
+    /// The commit itself failed; its outcome is unknown.
+    CommitFailed(StoreError),
+}
+
+impl TxnError {
+    fn error(&self) -> &StoreError {
+        match self {
+            Self::Aborted(e) | Self::CommitFailed(e) => e,
+        }
+    }
+}
+
+fn aborted(e: impl Into<StoreError>) -> TxnError {
+    TxnError::Aborted(e.into())
+}
+
+/// Runs one batch in one transaction and answers every caller.
+pub(crate) fn process_batch(shared: &Shared, batch: Vec<Request>) -> Result<(), TxnError> {
     let base_rv = shared.current_rv.load(Ordering::Acquire);
     let mut replies = Vec::with_capacity(batch.len());
     let outcome = run_transaction(shared, base_rv, batch, &mut replies);
@@ -185,14 +235,17 @@ pub(crate) fn process_batch(shared: &Shared, batch: Vec<Request>) -> Result<(), 
         }
         Err(e) => {
             for (reply, _) in replies {
-                let _ = reply.send(Err(e.clone()));
+                let _ = reply.send(Err(e.error().clone()));
             }
             Err(e)
         }
     }
 }
 
-type Reply = (oneshot::Sender<Result<Vec<Event>, StoreError>>, Result<Vec<Event>, StoreError>);
+type Reply = (
+    oneshot::Sender<Result<Vec<Event>, StoreError>>,
+    Result<Vec<Event>, StoreError>,
+);
 
 /// Plans and applies every call, then commits durably. Returns the last RV assigned.
 fn run_transaction(
@@ -200,12 +253,12 @@ fn run_transaction(
     base_rv: u64,
     batch: Vec<Request>,
     replies: &mut Vec<Reply>,
-) -> Result<u64, StoreError> {
-    let mut txn = shared.db.begin_write()?;
-    txn.set_durability(Durability::Immediate)?;
+) -> Result<u64, TxnError> {
+    let mut txn = shared.db.begin_write().map_err(aborted)?;
+    txn.set_durability(Durability::Immediate).map_err(aborted)?;
     let mut rv = base_rv;
     {
-        let mut objects = txn.open_table(OBJECTS)?;
+        let mut objects = txn.open_table(OBJECTS).map_err(aborted)?;
         // Replies are pushed before any storage error can occur for that call, so that a failing
         // transaction still answers every caller.
         let mut pending = batch.into_iter();
@@ -215,7 +268,10 @@ fn run_transaction(
                     match objects.get(k)? {
                         Some(guard) => {
                             let (rv, object) = decode_value(guard.value())?;
-                            Ok(Some(Current { rv, object: Arc::new(object) }))
+                            Ok(Some(Current {
+                                rv,
+                                object: Arc::new(object),
+                            }))
                         }
                         None => Ok(None),
                     }
@@ -223,11 +279,11 @@ fn run_transaction(
                 plan_call(ops, rv, &mut lookup)
             };
             let plan = match planned {
-                // A failed lookup is a storage failure, not a failure of this call.
-                Err(e @ (StoreError::Storage(_) | StoreError::Corrupt(_))) => {
+                // A failed read is a failure of the transaction, not of this call.
+                Err(e @ StoreError::Storage(_)) => {
                     replies.push((reply, Ok(Vec::new())));
                     replies.extend(pending.map(|r| (r.reply, Ok(Vec::new()))));
-                    return Err(e);
+                    return Err(TxnError::Aborted(e));
                 }
                 Err(e) => {
                     replies.push((reply, Err(e)));
@@ -238,8 +294,9 @@ fn run_transaction(
             replies.push((reply, Ok(Vec::new())));
             let applied = apply(&mut objects, &plan);
             if let Err(e) = applied {
+                // The table may hold part of this call: only dropping the whole transaction undoes it.
                 replies.extend(pending.map(|r| (r.reply, Ok(Vec::new()))));
-                return Err(e);
+                return Err(TxnError::Aborted(e));
             }
             if !plan.created_resources.is_empty() {
                 // Registered before the commit makes the objects visible, so `scan_cluster` never misses
@@ -255,11 +312,14 @@ fn run_transaction(
     }
     if rv == base_rv {
         // Every call failed: nothing to make durable.
-        txn.abort()?;
+        txn.abort().map_err(aborted)?;
         return Ok(rv);
     }
-    txn.open_table(META)?.insert(RV_KEY, rv)?;
-    txn.commit()?;
+    txn.open_table(META)
+        .map_err(aborted)?
+        .insert(RV_KEY, rv)
+        .map_err(aborted)?;
+    txn.commit().map_err(|e| TxnError::CommitFailed(e.into()))?;
     shared.commits.fetch_add(1, Ordering::Relaxed);
     Ok(rv)
 }
@@ -287,6 +347,15 @@ mod tests {
 
     use super::*;
 
+    type EventSummary = (u64, EventType, String);
+    type WriteSummary = (String, Option<u64>);
+    /// (ops, expected events, expected final writes)
+    type Case = (
+        Vec<WriteOp>,
+        Vec<(u64, EventType, &'static str)>,
+        Vec<(&'static str, Option<u64>)>,
+    );
+
     fn key(name: &str) -> ObjectKey {
         ObjectKey::new("", "configmaps", "c", "ns", name)
     }
@@ -298,19 +367,28 @@ mod tests {
     fn stored(rv: u64, name: &str, data: &str) -> Current {
         let mut o = obj(name, data);
         set_resource_version(&mut o, rv).unwrap();
-        Current { rv, object: Arc::new(o) }
+        Current {
+            rv,
+            object: Arc::new(o),
+        }
     }
 
     /// Plans against a map and returns (event summaries, final writes as (name, rv)).
     fn run_plan(
         existing: &[(&str, Current)],
         ops: Vec<WriteOp>,
-    ) -> Result<(Vec<(u64, EventType, String)>, Vec<(String, Option<u64>)>), StoreError> {
-        let db: BTreeMap<Vec<u8>, Current> =
-            existing.iter().map(|(n, c)| (key(n).encode().unwrap(), c.clone())).collect();
+    ) -> Result<(Vec<EventSummary>, Vec<WriteSummary>), StoreError> {
+        let db: BTreeMap<Vec<u8>, Current> = existing
+            .iter()
+            .map(|(n, c)| (key(n).encode().unwrap(), c.clone()))
+            .collect();
         let mut lookup = |k: &[u8]| Ok(db.get(k).cloned());
         let plan = plan_call(ops, 10, &mut lookup)?;
-        let events = plan.events.iter().map(|e| (e.rv, e.event_type, e.key.name.clone())).collect();
+        let events = plan
+            .events
+            .iter()
+            .map(|e| (e.rv, e.event_type, e.key.name.clone()))
+            .collect();
         let writes = plan
             .writes
             .iter()
@@ -323,27 +401,59 @@ mod tests {
     fn plans_successful_calls() {
         use EventType::*;
         let existing = [("a", stored(5, "a", "1"))];
-        let cases: Vec<(Vec<WriteOp>, Vec<(u64, EventType, &str)>, Vec<(&str, Option<u64>)>)> = vec![
+        let cases: Vec<Case> = vec![
             (
-                vec![WriteOp::Create { key: key("b"), object: obj("b", "1") }],
+                vec![WriteOp::Create {
+                    key: key("b"),
+                    object: obj("b", "1"),
+                }],
                 vec![(11, Added, "b")],
                 vec![("b", Some(11))],
             ),
             (
-                vec![WriteOp::Update { key: key("a"), object: obj("a", "2"), expected_rv: Some(5) }],
+                vec![WriteOp::Update {
+                    key: key("a"),
+                    object: obj("a", "2"),
+                    expected_rv: Some(5),
+                }],
                 vec![(11, Modified, "a")],
                 vec![("a", Some(11))],
             ),
-            (vec![WriteOp::Delete { key: key("a"), expected_rv: None }], vec![(11, Deleted, "a")], vec![("a", None)]),
+            (
+                vec![WriteOp::Delete {
+                    key: key("a"),
+                    expected_rv: None,
+                }],
+                vec![(11, Deleted, "a")],
+                vec![("a", None)],
+            ),
             // Later ops of a call see earlier ones; one write per key.
             (
                 vec![
-                    WriteOp::Create { key: key("b"), object: obj("b", "1") },
-                    WriteOp::Update { key: key("b"), object: obj("b", "2"), expected_rv: Some(11) },
-                    WriteOp::Delete { key: key("a"), expected_rv: Some(5) },
-                    WriteOp::Create { key: key("a"), object: obj("a", "3") },
+                    WriteOp::Create {
+                        key: key("b"),
+                        object: obj("b", "1"),
+                    },
+                    WriteOp::Update {
+                        key: key("b"),
+                        object: obj("b", "2"),
+                        expected_rv: Some(11),
+                    },
+                    WriteOp::Delete {
+                        key: key("a"),
+                        expected_rv: Some(5),
+                    },
+                    WriteOp::Create {
+                        key: key("a"),
+                        object: obj("a", "3"),
+                    },
                 ],
-                vec![(11, Added, "b"), (12, Modified, "b"), (13, Deleted, "a"), (14, Added, "a")],
+                vec![
+                    (11, Added, "b"),
+                    (12, Modified, "b"),
+                    (13, Deleted, "a"),
+                    (14, Added, "a"),
+                ],
                 vec![("b", Some(12)), ("a", Some(14))],
             ),
         ];
@@ -359,20 +469,70 @@ mod tests {
     fn plans_failing_calls() {
         let existing = [("a", stored(5, "a", "1"))];
         let cases = vec![
-            (vec![WriteOp::Create { key: key("a"), object: obj("a", "1") }], "AlreadyExists"),
-            (vec![WriteOp::Update { key: key("z"), object: obj("z", "1"), expected_rv: None }], "NotFound"),
-            (vec![WriteOp::Delete { key: key("z"), expected_rv: None }], "NotFound"),
-            (vec![WriteOp::Update { key: key("a"), object: obj("a", "1"), expected_rv: Some(4) }], "Conflict 4 5"),
-            (vec![WriteOp::Delete { key: key("a"), expected_rv: Some(6) }], "Conflict 6 5"),
+            (
+                vec![WriteOp::Create {
+                    key: key("a"),
+                    object: obj("a", "1"),
+                }],
+                "AlreadyExists",
+            ),
+            (
+                vec![WriteOp::Update {
+                    key: key("z"),
+                    object: obj("z", "1"),
+                    expected_rv: None,
+                }],
+                "NotFound",
+            ),
+            (
+                vec![WriteOp::Delete {
+                    key: key("z"),
+                    expected_rv: None,
+                }],
+                "NotFound",
+            ),
+            (
+                vec![WriteOp::Update {
+                    key: key("a"),
+                    object: obj("a", "1"),
+                    expected_rv: Some(4),
+                }],
+                "Conflict 4 5",
+            ),
+            (
+                vec![WriteOp::Delete {
+                    key: key("a"),
+                    expected_rv: Some(6),
+                }],
+                "Conflict 6 5",
+            ),
             (
                 vec![
-                    WriteOp::Create { key: key("b"), object: obj("b", "1") },
-                    WriteOp::Create { key: key("b"), object: obj("b", "1") },
+                    WriteOp::Create {
+                        key: key("b"),
+                        object: obj("b", "1"),
+                    },
+                    WriteOp::Create {
+                        key: key("b"),
+                        object: obj("b", "1"),
+                    },
                 ],
                 "AlreadyExists",
             ),
-            (vec![WriteOp::Create { key: key("b"), object: json!("not an object") }], "InvalidObject"),
-            (vec![WriteOp::Create { key: key(""), object: obj("", "1") }], "InvalidKey"),
+            (
+                vec![WriteOp::Create {
+                    key: key("b"),
+                    object: json!("not an object"),
+                }],
+                "InvalidObject",
+            ),
+            (
+                vec![WriteOp::Create {
+                    key: key(""),
+                    object: obj("", "1"),
+                }],
+                "InvalidKey",
+            ),
         ];
         for (ops, want) in cases {
             let got = match run_plan(&existing, ops.clone()) {
@@ -390,12 +550,25 @@ mod tests {
     #[test]
     fn delete_event_carries_last_state_with_deletion_rv() {
         let existing = [("a", stored(5, "a", "last"))];
-        let db: BTreeMap<Vec<u8>, Current> =
-            existing.iter().map(|(n, c)| (key(n).encode().unwrap(), c.clone())).collect();
+        let db: BTreeMap<Vec<u8>, Current> = existing
+            .iter()
+            .map(|(n, c)| (key(n).encode().unwrap(), c.clone()))
+            .collect();
         let mut lookup = |k: &[u8]| Ok(db.get(k).cloned());
-        let plan = plan_call(vec![WriteOp::Delete { key: key("a"), expected_rv: None }], 10, &mut lookup).unwrap();
+        let plan = plan_call(
+            vec![WriteOp::Delete {
+                key: key("a"),
+                expected_rv: None,
+            }],
+            10,
+            &mut lookup,
+        )
+        .unwrap();
         let event = &plan.events[0];
-        assert_eq!(*event.object, json!({"metadata": {"name": "a", "resourceVersion": "11"}, "data": {"v": "last"}}));
+        assert_eq!(
+            *event.object,
+            json!({"metadata": {"name": "a", "resourceVersion": "11"}, "data": {"v": "last"}})
+        );
         assert_eq!(
             event.prev.as_deref(),
             Some(&json!({"metadata": {"name": "a", "resourceVersion": "5"}, "data": {"v": "last"}}))

@@ -1,0 +1,525 @@
+//! The Provider controller's reconcile: provision (DESIGN §3.1) or tear down one Provider.
+//!
+//! Steps, each idempotent and each mapped to the `Ready` reason that names it when it fails:
+//! 1. finalizer `admin.faros.sh/cleanup`, before anything is created;
+//! 2. workspace `root:faros:providers:<name>` of type `root:faros:provider`, waited Ready
+//!    (`WorkspaceError`);
+//! 3. in that workspace: namespace `default`, ServiceAccount `provider`, ClusterRoleBinding
+//!    `faros:providers:sa:provider` → `cluster-admin` (`ServiceAccountError`);
+//! 4. token Secret `provider-token`, waited until kcp fills the token, and the kubeconfig
+//!    (`KubeconfigError`);
+//! 5. the kubeconfig Secret in `root:faros:system:providers`, and removal of the previous one when
+//!    `spec.secretName` changed (`SecretError`).
+//!
+//! Objects are server-side applied with fixed bodies, so a steady-state reconcile changes nothing;
+//! status is written only when it differs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use faros_core::kcp::Workspace;
+use faros_core::names;
+use faros_core::provider::Provider;
+use faros_core::wait::wait_for;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::{Api, Resource, ResourceExt};
+use serde_json::json;
+
+use super::{Action, Context, ProviderKey, Target};
+use crate::bootstrap;
+use crate::kubeconfig::{self, KubeconfigParams};
+use crate::status::{self, Outcome};
+
+/// A provisioning step that failed; its reason and message go into the `Ready` condition.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}: {message}")]
+pub struct StepError {
+    pub reason: &'static str,
+    pub message: String,
+    /// Known once the workspace was scheduled.
+    pub workspace_cluster: Option<String>,
+}
+
+/// Why a reconcile did not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Provisioning failed; the Provider's status says which step and why.
+    #[error(transparent)]
+    Step(#[from] StepError),
+    #[error("writing Provider {key}: {}", crate::kube_message(.source))]
+    ProviderWrite {
+        key: ProviderKey,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("Provider {key} changed while being updated; retrying with the latest version")]
+    Conflict { key: ProviderKey },
+    #[error("building a client: {0}")]
+    Client(#[from] faros_core::client::ClientError),
+    #[error("tearing down Provider {key}: {message}")]
+    Cleanup { key: ProviderKey, message: String },
+}
+
+impl Error {
+    /// Metric label.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Error::Step(s) => s.reason,
+            Error::ProviderWrite { .. } => "ProviderWriteError",
+            Error::Conflict { .. } => "Conflict",
+            Error::Client(_) => "ClientError",
+            Error::Cleanup { .. } => "CleanupError",
+        }
+    }
+}
+
+/// Requeue delay after a failure: 500 ms doubling per consecutive failure of the key, capped at 60 s;
+/// optimistic-concurrency conflicts retry at once (the newer object is already on its way).
+pub fn error_policy(key: &ProviderKey, error: &Error, ctx: &Context) -> Action {
+    if matches!(error, Error::Conflict { .. }) {
+        return Action::Requeue(Duration::from_millis(50));
+    }
+    let failures = ctx.record_failure(key);
+    Action::Requeue(backoff(failures))
+}
+
+/// The delay after `failures` consecutive failures (1-based).
+pub fn backoff(failures: u32) -> Duration {
+    let exp = failures.saturating_sub(1).min(7);
+    (Duration::from_millis(500) * 2u32.pow(exp)).min(Duration::from_secs(60))
+}
+
+const FIELD_SCOPE: &str = "provider";
+
+fn field_manager(scope: &str) -> PatchParams {
+    PatchParams::apply(&format!("{}/{scope}", names::RECONCILER_FIELD_MANAGER)).force()
+}
+
+/// Reconciles one Provider seen through the virtual workspace `target.endpoint`.
+pub async fn reconcile(provider: Arc<Provider>, target: &Target, ctx: &Context) -> Result<Action, Error> {
+    let api: Api<Provider> = Api::all(ctx.factory.virtual_workspace(&target.endpoint, &target.key.cluster)?);
+    let key = &target.key;
+    if provider.meta().deletion_timestamp.is_some() {
+        if !has_finalizer(&provider) {
+            return Ok(Action::AwaitChange);
+        }
+        return cleanup(&provider, key, &api, ctx).await;
+    }
+    if ctx.is_own_status_write(key, provider.resource_version().as_deref()) {
+        return Ok(Action::Requeue(ctx.settings.resync));
+    }
+    if let Err(e) = names::validate_dns_label(&key.name) {
+        let message = format!(
+            "{e}; the name becomes workspace {}, so it must be a DNS-1123 label of at most {} characters. \
+             Delete this Provider and create it under a valid name.",
+            names::provider_workspace_path(&key.name),
+            names::DNS_LABEL_MAX
+        );
+        write_status(&api, key, &provider, &Outcome::InvalidName { message }, ctx).await?;
+        return Ok(Action::AwaitChange);
+    }
+    let provider = if has_finalizer(&provider) { provider } else { Arc::new(add_finalizer(&api, key, &provider).await?) };
+
+    let outcome = match provision(&provider, key, ctx).await {
+        Ok(outcome) => outcome,
+        Err(step) => {
+            let outcome = Outcome::Failed {
+                reason: step.reason,
+                message: step.message.clone(),
+                workspace_cluster: step.workspace_cluster.clone(),
+            };
+            // The step error is what matters; a failed status write on top is only logged.
+            if let Err(error) = write_status(&api, key, &provider, &outcome, ctx).await {
+                tracing::warn!(%key, %error, "could not record the failure in status");
+            }
+            return Err(step.into());
+        }
+    };
+    write_status(&api, key, &provider, &outcome, ctx).await?;
+    tracing::debug!(%key, "provisioned");
+    Ok(Action::Requeue(ctx.settings.resync))
+}
+
+fn has_finalizer(p: &Provider) -> bool {
+    p.finalizers().iter().any(|f| f == names::PROVIDER_FINALIZER)
+}
+
+/// Merge patch carrying `resourceVersion`, so it fails with 409 instead of clobbering a concurrent
+/// change to the finalizer list.
+async fn patch_finalizers(
+    api: &Api<Provider>,
+    key: &ProviderKey,
+    provider: &Provider,
+    finalizers: Vec<String>,
+) -> Result<Provider, Error> {
+    let patch = json!({"metadata": {"resourceVersion": provider.resource_version(), "finalizers": finalizers}});
+    api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(|source| match source {
+        kube::Error::Api(s) if s.code == 409 => Error::Conflict { key: key.clone() },
+        source => Error::ProviderWrite { key: key.clone(), source },
+    })
+}
+
+async fn add_finalizer(api: &Api<Provider>, key: &ProviderKey, provider: &Provider) -> Result<Provider, Error> {
+    let mut finalizers = provider.finalizers().to_vec();
+    finalizers.push(names::PROVIDER_FINALIZER.to_string());
+    patch_finalizers(api, key, provider, finalizers).await
+}
+
+/// Writes the status for `outcome` if it differs from the stored one; returns the written object.
+async fn write_status(
+    api: &Api<Provider>,
+    key: &ProviderKey,
+    provider: &Provider,
+    outcome: &Outcome,
+    ctx: &Context,
+) -> Result<Option<Provider>, Error> {
+    let current = provider.status.as_ref();
+    let desired = status::desired(current, &key.name, provider.meta().generation, outcome, Timestamp::now());
+    if !status::needs_write(current, &desired) {
+        return Ok(None);
+    }
+    let body = json!({
+        "apiVersion": Provider::api_version(&()),
+        "kind": Provider::kind(&()),
+        "status": desired,
+    });
+    let written = api
+        .patch_status(&key.name, &field_manager("status"), &Patch::Apply(&body))
+        .await
+        .map_err(|source| Error::ProviderWrite { key: key.clone(), source })?;
+    ctx.remember_status_write(key, written.resource_version());
+    Ok(Some(written))
+}
+
+fn step(reason: &'static str, cluster: Option<&str>) -> impl Fn(String) -> StepError + use<> {
+    let cluster = cluster.map(str::to_string);
+    move |message| StepError { reason, message, workspace_cluster: cluster.clone() }
+}
+
+async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Result<Outcome, StepError> {
+    let name = key.name.as_str();
+    let path = names::provider_workspace_path(name);
+
+    let workspace_err = step(names::REASON_WORKSPACE_ERROR, None);
+    let ws = bootstrap::ensure_workspace(
+        &ctx.factory,
+        names::PROVIDERS_PATH,
+        name,
+        bootstrap::faros_type(names::WORKSPACE_TYPE_PROVIDER),
+        ctx.settings.workspace_timeout,
+    )
+    .await
+    .map_err(|e| workspace_err(format!("ensuring provider workspace: {e}")))?;
+    let cluster = cluster_of(&ws)
+        .ok_or_else(|| workspace_err(format!("ensuring provider workspace: {path} is Ready but has no spec.cluster")))?;
+
+    let in_ws = ctx.factory.cluster(&cluster).map_err(|e| {
+        step(names::REASON_SERVICE_ACCOUNT_ERROR, Some(&cluster))(format!("ensuring provider ServiceAccount: {e}"))
+    })?;
+    ensure_service_account(&in_ws, name).await.map_err(|e| {
+        step(names::REASON_SERVICE_ACCOUNT_ERROR, Some(&cluster))(format!("ensuring provider ServiceAccount in {path}: {e}"))
+    })?;
+
+    let kubeconfig_err = step(names::REASON_KUBECONFIG_ERROR, Some(&cluster));
+    let token = ensure_token(&in_ws, name, ctx.settings.token_timeout)
+        .await
+        .map_err(|e| kubeconfig_err(format!("minting kubeconfig: {e}")))?;
+    let yaml = kubeconfig::render(&KubeconfigParams {
+        server_base: kubeconfig::server_base(provider.spec.server_url_override.as_deref(), &ctx.settings.hub_url),
+        cluster_id: &cluster,
+        token: &token,
+        ca_pem: ctx.settings.ca_pem.as_deref(),
+        insecure_skip_tls_verify: ctx.settings.insecure_provider_kubeconfigs,
+    })
+    .map_err(|e| kubeconfig_err(format!("minting kubeconfig: {e}")))?;
+
+    let secret_name = provider.kubeconfig_secret_name();
+    let secret_err = step(names::REASON_SECRET_ERROR, Some(&cluster));
+    let secrets: Api<Secret> = Api::namespaced(
+        ctx.factory
+            .cluster(names::SYSTEM_PROVIDERS_PATH)
+            .map_err(|e| secret_err(format!("writing kubeconfig Secret: {e}")))?,
+        names::PROVIDER_NAMESPACE,
+    );
+    secrets
+        .patch(&secret_name, &field_manager(FIELD_SCOPE), &Patch::Apply(&kubeconfig_secret(name, &secret_name, yaml)))
+        .await
+        .map_err(|e| {
+            secret_err(format!(
+                "writing kubeconfig Secret {}/{secret_name} in {}: {}",
+                names::PROVIDER_NAMESPACE,
+                names::SYSTEM_PROVIDERS_PATH,
+                crate::kube_message(&e)
+            ))
+        })?;
+    if let Some(old) = previous_secret(provider, &secret_name) {
+        delete_ignoring_absent(&secrets, &old).await.map_err(|e| {
+            secret_err(format!(
+                "removing previous kubeconfig Secret {}/{old} after spec.secretName changed: {}",
+                names::PROVIDER_NAMESPACE,
+                crate::kube_message(&e)
+            ))
+        })?;
+        tracing::info!(%key, old = %old, new = %secret_name, "removed the previous kubeconfig Secret");
+    }
+    Ok(Outcome::Provisioned { workspace_cluster: cluster, secret_name })
+}
+
+/// The Secret named in status that is no longer the one the spec asks for.
+fn previous_secret(provider: &Provider, current: &str) -> Option<String> {
+    let old = provider.status.as_ref()?.secret_ref.as_ref()?;
+    (old.namespace == names::PROVIDER_NAMESPACE && old.name != current && !old.name.is_empty())
+        .then(|| old.name.clone())
+}
+
+fn cluster_of(ws: &Workspace) -> Option<String> {
+    ws.spec.cluster.clone().filter(|c| !c.is_empty())
+}
+
+fn meta(name: &str, namespace: Option<&str>, provider: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: namespace.map(str::to_string),
+        labels: Some(names::managed_labels(provider)),
+        ..Default::default()
+    }
+}
+
+/// Namespace, ServiceAccount and ClusterRoleBinding in the provider workspace.
+async fn ensure_service_account(client: &kube::Client, provider: &str) -> Result<(), String> {
+    let pp = field_manager(FIELD_SCOPE);
+    let ns = Namespace { metadata: meta(names::PROVIDER_NAMESPACE, None, provider), ..Default::default() };
+    Api::<Namespace>::all(client.clone())
+        .patch(names::PROVIDER_NAMESPACE, &pp, &Patch::Apply(&ns))
+        .await
+        .map_err(|e| format!("namespace {}: {}", names::PROVIDER_NAMESPACE, crate::kube_message(&e)))?;
+    let sa = ServiceAccount {
+        metadata: meta(names::PROVIDER_SERVICE_ACCOUNT, Some(names::PROVIDER_NAMESPACE), provider),
+        ..Default::default()
+    };
+    Api::<ServiceAccount>::namespaced(client.clone(), names::PROVIDER_NAMESPACE)
+        .patch(names::PROVIDER_SERVICE_ACCOUNT, &pp, &Patch::Apply(&sa))
+        .await
+        .map_err(|e| format!("ServiceAccount {}: {}", names::PROVIDER_SERVICE_ACCOUNT, crate::kube_message(&e)))?;
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .patch(names::PROVIDER_SA_BINDING, &pp, &Patch::Apply(&cluster_role_binding(provider)))
+        .await
+        .map_err(|e| format!("ClusterRoleBinding {}: {}", names::PROVIDER_SA_BINDING, crate::kube_message(&e)))?;
+    Ok(())
+}
+
+/// `faros:providers:sa:provider` → `cluster-admin` for `default/provider`; a ClusterRoleBinding in a
+/// kcp workspace grants only within that workspace.
+pub fn cluster_role_binding(provider: &str) -> ClusterRoleBinding {
+    ClusterRoleBinding {
+        metadata: meta(names::PROVIDER_SA_BINDING, None, provider),
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "ClusterRole".into(),
+            name: names::CLUSTER_ADMIN_ROLE.into(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: names::PROVIDER_SERVICE_ACCOUNT.into(),
+            namespace: Some(names::PROVIDER_NAMESPACE.into()),
+            api_group: None,
+        }]),
+    }
+}
+
+/// The long-lived token Secret (kcp's token controller fills `data.token`).
+pub fn token_secret(provider: &str) -> Secret {
+    let mut metadata = meta(names::PROVIDER_TOKEN_SECRET, Some(names::PROVIDER_NAMESPACE), provider);
+    metadata.annotations = Some(BTreeMap::from([(
+        names::SERVICE_ACCOUNT_NAME_ANNOTATION.to_string(),
+        names::PROVIDER_SERVICE_ACCOUNT.to_string(),
+    )]));
+    Secret {
+        metadata,
+        type_: Some(names::SERVICE_ACCOUNT_TOKEN_SECRET_TYPE.into()),
+        ..Default::default()
+    }
+}
+
+/// The kubeconfig Secret written to `system:providers`. `data`, not `stringData`: SSA tracks
+/// ownership of `stringData` keys on a path that never prunes `data`.
+pub fn kubeconfig_secret(provider: &str, secret_name: &str, kubeconfig: String) -> Secret {
+    Secret {
+        metadata: meta(secret_name, Some(names::PROVIDER_NAMESPACE), provider),
+        type_: Some("Opaque".into()),
+        data: Some(BTreeMap::from([(names::KUBECONFIG_SECRET_KEY.to_string(), ByteString(kubeconfig.into_bytes()))])),
+        ..Default::default()
+    }
+}
+
+fn token_of(secret: &Secret) -> Option<String> {
+    let token = secret.data.as_ref()?.get("token")?;
+    let token = String::from_utf8(token.0.clone()).ok()?;
+    (!token.is_empty()).then_some(token)
+}
+
+async fn ensure_token(client: &kube::Client, provider: &str, timeout: Duration) -> Result<String, String> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), names::PROVIDER_NAMESPACE);
+    let applied = api
+        .patch(names::PROVIDER_TOKEN_SECRET, &field_manager(FIELD_SCOPE), &Patch::Apply(&token_secret(provider)))
+        .await
+        .map_err(|e| format!("token Secret {}: {}", names::PROVIDER_TOKEN_SECRET, crate::kube_message(&e)))?;
+    if let Some(token) = token_of(&applied) {
+        return Ok(token);
+    }
+    let filled = wait_for(api, names::PROVIDER_TOKEN_SECRET, |s| s.and_then(token_of).is_some(), timeout)
+        .await
+        .map_err(|e| format!("waiting for kcp to fill token Secret {}: {e}", names::PROVIDER_TOKEN_SECRET))?;
+    filled
+        .as_ref()
+        .and_then(token_of)
+        .ok_or_else(|| format!("token Secret {} has no token", names::PROVIDER_TOKEN_SECRET))
+}
+
+async fn delete_ignoring_absent<K>(api: &Api<K>, name: &str) -> Result<(), kube::Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Tears down workspace and Secret(s), waits until the workspace is gone, then releases the finalizer.
+async fn cleanup(provider: &Provider, key: &ProviderKey, api: &Api<Provider>, ctx: &Context) -> Result<Action, Error> {
+    let name = key.name.as_str();
+    let valid = names::validate_dns_label(name).is_ok();
+    let path = names::provider_workspace_path(name);
+    let mut secrets_to_delete = vec![provider.kubeconfig_secret_name()];
+    secrets_to_delete.extend(previous_secret(provider, &secrets_to_delete[0]));
+    let message = if valid {
+        format!("Deleting workspace {path} and kubeconfig Secret {}", secrets_to_delete.join(", "))
+    } else {
+        format!("Deleting kubeconfig Secret {}", secrets_to_delete.join(", "))
+    };
+    let mut current = provider.clone();
+    match write_status(api, key, provider, &Outcome::Deleting { message }, ctx).await {
+        Ok(Some(written)) => current = written,
+        Ok(None) => {}
+        Err(error) => tracing::warn!(%key, %error, "could not record the teardown in status"),
+    }
+    let cleanup_err = |message: String| Error::Cleanup { key: key.clone(), message };
+
+    if valid {
+        let workspaces: Api<Workspace> = Api::all(ctx.factory.cluster(names::PROVIDERS_PATH)?);
+        delete_ignoring_absent(&workspaces, name)
+            .await
+            .map_err(|e| cleanup_err(format!("deleting workspace {path}: {}", crate::kube_message(&e))))?;
+        let secrets: Api<Secret> =
+            Api::namespaced(ctx.factory.cluster(names::SYSTEM_PROVIDERS_PATH)?, names::PROVIDER_NAMESPACE);
+        for secret in &secrets_to_delete {
+            delete_ignoring_absent(&secrets, secret).await.map_err(|e| {
+                cleanup_err(format!(
+                    "deleting kubeconfig Secret {}/{secret}: {}",
+                    names::PROVIDER_NAMESPACE,
+                    crate::kube_message(&e)
+                ))
+            })?;
+        }
+        wait_for(workspaces, name, |ws| ws.is_none(), ctx.settings.workspace_timeout)
+            .await
+            .map_err(|e| cleanup_err(format!("waiting for workspace {path} to be deleted: {e}")))?;
+    } else {
+        let secrets: Api<Secret> =
+            Api::namespaced(ctx.factory.cluster(names::SYSTEM_PROVIDERS_PATH)?, names::PROVIDER_NAMESPACE);
+        for secret in &secrets_to_delete {
+            delete_ignoring_absent(&secrets, secret)
+                .await
+                .map_err(|e| cleanup_err(format!("deleting kubeconfig Secret {secret}: {}", crate::kube_message(&e))))?;
+        }
+    }
+
+    let remaining: Vec<String> =
+        current.finalizers().iter().filter(|f| *f != names::PROVIDER_FINALIZER).cloned().collect();
+    match patch_finalizers(api, key, &current, remaining).await {
+        Ok(_) => {}
+        // Gone already: someone else removed the last finalizer.
+        Err(Error::ProviderWrite { source: kube::Error::Api(s), .. }) if s.code == 404 => {}
+        Err(e) => return Err(e),
+    }
+    ctx.forget(key);
+    tracing::info!(%key, "provider torn down; finalizer released");
+    Ok(Action::AwaitChange)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use faros_core::provider::{ProviderSpec, ProviderStatus, SecretKeyRef};
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn backoff_table() {
+        for (failures, ms) in [(0, 500), (1, 500), (2, 1000), (3, 2000), (7, 32_000), (8, 60_000), (100, 60_000)] {
+            assert_eq!(backoff(failures), Duration::from_millis(ms), "{failures}");
+        }
+    }
+
+    #[test]
+    fn bodies() {
+        assert_eq!(
+            serde_json::to_value(cluster_role_binding("q")).unwrap(),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "faros:providers:sa:provider",
+                    "labels": {"app.kubernetes.io/managed-by": "faros", "providers.faros.sh/provider": "q"}},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"kind": "ServiceAccount", "name": "provider", "namespace": "default"}]})
+        );
+        assert_eq!(
+            serde_json::to_value(token_secret("q")).unwrap(),
+            json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "provider-token", "namespace": "default",
+                    "labels": {"app.kubernetes.io/managed-by": "faros", "providers.faros.sh/provider": "q"},
+                    "annotations": {"kubernetes.io/service-account.name": "provider"}},
+                "type": "kubernetes.io/service-account-token"})
+        );
+        assert_eq!(
+            serde_json::to_value(kubeconfig_secret("q", "q-kubeconfig", "yaml".into())).unwrap(),
+            json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "q-kubeconfig", "namespace": "default",
+                    "labels": {"app.kubernetes.io/managed-by": "faros", "providers.faros.sh/provider": "q"}},
+                "type": "Opaque", "data": {"kubeconfig": "eWFtbA=="}})
+        );
+    }
+
+    #[test]
+    fn previous_secret_table() {
+        let with_ref = |ns: &str, name: &str| {
+            let mut p = Provider::new("q", ProviderSpec::default());
+            p.status = Some(ProviderStatus {
+                secret_ref: Some(SecretKeyRef { namespace: ns.into(), name: name.into(), key: "kubeconfig".into() }),
+                ..Default::default()
+            });
+            p
+        };
+        assert_eq!(previous_secret(&Provider::new("q", ProviderSpec::default()), "q-kubeconfig"), None);
+        assert_eq!(previous_secret(&with_ref("default", "q-kubeconfig"), "q-kubeconfig"), None);
+        assert_eq!(previous_secret(&with_ref("default", "old"), "q-kubeconfig"), Some("old".into()));
+        assert_eq!(previous_secret(&with_ref("elsewhere", "old"), "q-kubeconfig"), None);
+        assert_eq!(previous_secret(&with_ref("default", ""), "q-kubeconfig"), None);
+    }
+
+    #[test]
+    fn token_extraction() {
+        let mut s = Secret::default();
+        assert_eq!(token_of(&s), None);
+        s.data = Some(BTreeMap::from([("token".to_string(), ByteString(Vec::new()))]));
+        assert_eq!(token_of(&s), None);
+        s.data = Some(BTreeMap::from([("token".to_string(), ByteString(b"abc".to_vec()))]));
+        assert_eq!(token_of(&s).as_deref(), Some("abc"));
+    }
+}

@@ -1,0 +1,427 @@
+//! `faros-hub-reconciler`: step 1 of the provider lifecycle (DESIGN §2–3).
+//!
+//! On start it bootstraps the faros workspace tree in kcp (retrying until kcp answers), then takes
+//! part in leader election; the leader runs the Provider controller through the `admin.faros.sh`
+//! virtual workspace. It talks to kcp only through kube-rs, so it runs unchanged against real kcp
+//! and against the embedded one (`faros dev` composes it in-process through [`Reconciler`]).
+
+pub mod bootstrap;
+pub mod controller;
+pub mod health;
+pub mod kubeconfig;
+pub mod leader;
+pub mod metrics;
+pub mod status;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use base64::Engine;
+use faros_core::client::{ClientError, ClientFactory};
+use faros_core::kcp::apis::v1alpha1::APIExportEndpointSlice;
+use faros_core::names;
+use faros_core::wait::wait_for;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::bootstrap::BootstrapSettings;
+use crate::leader::{LeaseSettings, Role};
+use crate::metrics::Metrics;
+
+/// Everything the reconciler needs; [`Config::new`] fills defaults that work in `faros dev`.
+#[derive(Clone)]
+pub struct Config {
+    /// Admin access to kcp (any `/clusters/<x>` suffix on its URL is ignored).
+    pub kube: kube::Config,
+    /// Base URL written into provider kubeconfigs (`<hub-url>/clusters/<id>`). `None`: the kcp
+    /// server itself, which is right when providers reach kcp directly (dev).
+    pub hub_url: Option<String>,
+    /// PEM CA written into provider kubeconfigs. `None`: the CA of `kube` (PEM-encoded).
+    pub ca_pem: Option<String>,
+    /// Write `insecure-skip-tls-verify: true` into provider kubeconfigs instead of a CA.
+    pub insecure_provider_kubeconfigs: bool,
+    /// Leader election.
+    pub lease: LeaseSettings,
+    /// Address of `/healthz`, `/readyz` and `/metrics`; `None` serves nothing (the caller may mount
+    /// [`health::router`] itself).
+    pub listen: Option<SocketAddr>,
+    pub bootstrap: BootstrapSettings,
+    pub controller: ControllerSettings,
+}
+
+/// Provider controller settings other than the kubeconfig contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControllerSettings {
+    pub concurrency: usize,
+    pub workspace_timeout: Duration,
+    pub token_timeout: Duration,
+    pub resync: Duration,
+    /// How long to wait for the `admin.faros.sh` endpoint slice to publish a URL.
+    pub endpoint_timeout: Duration,
+}
+
+impl Default for ControllerSettings {
+    fn default() -> Self {
+        Self {
+            concurrency: 16,
+            workspace_timeout: Duration::from_secs(60),
+            token_timeout: Duration::from_secs(30),
+            resync: Duration::from_secs(300),
+            endpoint_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The kube config holds credentials; show only where it points.
+        f.debug_struct("Config")
+            .field("kcp", &self.kube.cluster_url.to_string())
+            .field("hub_url", &self.hub_url)
+            .field("insecure_provider_kubeconfigs", &self.insecure_provider_kubeconfigs)
+            .field("lease", &self.lease)
+            .field("listen", &self.listen)
+            .field("bootstrap", &self.bootstrap)
+            .field("controller", &self.controller)
+            .finish()
+    }
+}
+
+impl Config {
+    /// Defaults: lease `faros-hub-reconciler` (15 s / renew deadline 10 s / retry 2 s) with a random
+    /// identity, no listener, hub URL and CA from `kube`.
+    pub fn new(kube: kube::Config) -> Self {
+        Self {
+            kube,
+            hub_url: None,
+            ca_pem: None,
+            insecure_provider_kubeconfigs: false,
+            lease: LeaseSettings {
+                name: names::RECONCILER_LEASE.into(),
+                namespace: names::SYSTEM_NAMESPACE.into(),
+                identity: default_identity(),
+                duration: Duration::from_secs(15),
+                renew_deadline: Duration::from_secs(10),
+                retry_period: Duration::from_secs(2),
+            },
+            listen: None,
+            bootstrap: BootstrapSettings::default(),
+            controller: ControllerSettings::default(),
+        }
+    }
+}
+
+/// `<HOSTNAME or "faros-hub-reconciler">-<8 random hex>`: unique per process.
+pub fn default_identity() -> String {
+    let host = std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "faros-hub-reconciler".into());
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    format!("{host}-{}", &suffix[..8])
+}
+
+/// Errors that stop the reconciler (everything else is retried and logged).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kcp client: {0}")]
+    Client(#[from] ClientError),
+    #[error("binding {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "invalid lease timings: renew deadline {renew_deadline:?} must be shorter than the lease duration {duration:?}"
+    )]
+    LeaseTimings { duration: Duration, renew_deadline: Duration },
+}
+
+/// Observable state, shared with the health endpoints and with in-process callers.
+#[derive(Debug)]
+pub struct State {
+    pub metrics: Arc<Metrics>,
+    bootstrapped: AtomicBool,
+    role: watch::Sender<Role>,
+}
+
+impl State {
+    fn new() -> Self {
+        let (role, _) = watch::channel(Role::Starting);
+        Self { metrics: Arc::new(Metrics::new()), bootstrapped: AtomicBool::new(false), role }
+    }
+
+    pub fn is_bootstrapped(&self) -> bool {
+        self.bootstrapped.load(Ordering::Acquire)
+    }
+
+    fn set_bootstrapped(&self) {
+        self.bootstrapped.store(true, Ordering::Release);
+        self.metrics.set_bootstrapped(true);
+    }
+
+    pub fn role(&self) -> Role {
+        self.role.borrow().clone()
+    }
+
+    /// Changes of [`Self::role`].
+    pub fn subscribe_role(&self) -> watch::Receiver<Role> {
+        self.role.subscribe()
+    }
+
+    /// Ready = bootstrap done and the election has decided (leader or standby).
+    pub fn is_ready(&self) -> bool {
+        self.is_bootstrapped() && self.role() != Role::Starting
+    }
+}
+
+/// A reconciler ready to run. Build it, keep [`Reconciler::state`] to observe it, then
+/// [`Reconciler::run`] it.
+pub struct Reconciler {
+    config: Config,
+    factory: ClientFactory,
+    state: Arc<State>,
+}
+
+impl Reconciler {
+    pub fn new(config: Config) -> Result<Self, Error> {
+        if config.lease.renew_deadline >= config.lease.duration {
+            return Err(Error::LeaseTimings {
+                duration: config.lease.duration,
+                renew_deadline: config.lease.renew_deadline,
+            });
+        }
+        let factory = ClientFactory::new(config.kube.clone())?;
+        Ok(Self { config, factory, state: Arc::new(State::new()) })
+    }
+
+    pub fn state(&self) -> Arc<State> {
+        self.state.clone()
+    }
+
+    /// Runs until `shutdown` completes: serves health (if configured), bootstraps, elects, and while
+    /// leader runs the Provider controller. A leader releases its Lease on shutdown.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), Error> {
+        let cancel = CancellationToken::new();
+        let mut background = tokio::task::JoinSet::new();
+        if let Some(addr) = self.config.listen {
+            let listener =
+                tokio::net::TcpListener::bind(addr).await.map_err(|source| Error::Listen { addr, source })?;
+            tracing::info!(addr = %listener.local_addr().unwrap_or(addr), "serving /healthz, /readyz, /metrics");
+            let app = health::router(self.state.clone());
+            let stop = cancel.clone();
+            background.spawn(async move {
+                let served = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
+                if let Err(error) = served {
+                    tracing::error!(%error, "health server failed");
+                }
+            });
+        }
+        let mut work = std::pin::pin!(self.work(cancel.clone()));
+        let finished = tokio::select! {
+            _ = shutdown => false,
+            _ = &mut work => true,
+        };
+        cancel.cancel();
+        // Let the work wind down: a leader releases its lease on the way out.
+        if !finished {
+            work.await;
+        }
+        while background.join_next().await.is_some() {}
+        Ok(())
+    }
+
+    /// Bootstrap, then supervise the controller by leadership. Returns only when `cancel` fires.
+    async fn work(&self, cancel: CancellationToken) {
+        tracing::info!(kcp = %self.factory.server(), "bootstrapping the faros workspace tree");
+        if !bootstrap::bootstrap_until_done(&self.factory, self.config.bootstrap, &cancel).await {
+            return;
+        }
+        self.state.set_bootstrapped();
+
+        let lease_api: Api<Lease> = match self.factory.cluster(names::SYSTEM_CONTROLLERS_PATH) {
+            Ok(client) => Api::namespaced(client, &self.config.lease.namespace),
+            Err(error) => {
+                tracing::error!(%error, "cannot build the lease client");
+                return;
+            }
+        };
+        let elector = tokio::spawn(leader::run(
+            lease_api,
+            self.config.lease.clone(),
+            self.state.role.clone(),
+            cancel.clone(),
+        ));
+        let mut roles = self.state.subscribe_role();
+        let metrics = self.state.metrics.clone();
+        loop {
+            // Wait to lead.
+            let leading = roles.wait_for(|r| *r == Role::Leader);
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                r = leading => if r.is_err() { break },
+            }
+            metrics.set_leader(true);
+            let term = cancel.child_token();
+            let controller = self.lead(term.clone());
+            let lost = roles.wait_for(|r| *r != Role::Leader);
+            tokio::select! {
+                _ = cancel.cancelled() => {}
+                _ = lost => tracing::warn!("lost leadership; stopping the Provider controller"),
+                _ = controller => {}
+            }
+            term.cancel();
+            metrics.set_leader(false);
+            if cancel.is_cancelled() {
+                break;
+            }
+        }
+        // The elector sees the same cancellation and releases the lease.
+        let _ = elector.await;
+    }
+
+    /// One leadership term: find the virtual workspace URL(s), run the controller until `term` ends.
+    async fn lead(&self, term: CancellationToken) {
+        let endpoints = loop {
+            match self.admin_endpoints().await {
+                Ok(urls) => break urls,
+                Err(error) => {
+                    tracing::warn!(%error, "waiting for the admin.faros.sh virtual workspace URL");
+                    tokio::select! {
+                        _ = term.cancelled() => return,
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    }
+                }
+            }
+        };
+        tracing::info!(?endpoints, "starting the Provider controller");
+        let settings = controller::Settings {
+            hub_url: self.config.hub_url.clone().unwrap_or_else(|| self.factory.server().to_string()),
+            ca_pem: self.config.ca_pem.clone().or_else(|| ca_pem_of(&self.config.kube)),
+            insecure_provider_kubeconfigs: self.config.insecure_provider_kubeconfigs,
+            workspace_timeout: self.config.controller.workspace_timeout,
+            token_timeout: self.config.controller.token_timeout,
+            resync: self.config.controller.resync,
+            concurrency: self.config.controller.concurrency,
+        };
+        let ctx = Arc::new(controller::Context::new(self.factory.clone(), settings, self.state.metrics.clone()));
+        if let Err(error) = controller::run(ctx, endpoints, term).await {
+            tracing::error!(%error, "the Provider controller could not start");
+        }
+    }
+
+    async fn admin_endpoints(&self) -> Result<Vec<String>, String> {
+        let client = self.factory.cluster(names::SYSTEM_CONTROLLERS_PATH).map_err(|e| e.to_string())?;
+        let slices: Api<APIExportEndpointSlice> = Api::all(client);
+        let slice = wait_for(slices, names::ADMIN_EXPORT, |s| !endpoint_urls(s).is_empty(), self.config.controller.endpoint_timeout)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(endpoint_urls(slice.as_ref()))
+    }
+}
+
+fn endpoint_urls(slice: Option<&APIExportEndpointSlice>) -> Vec<String> {
+    slice
+        .and_then(|s| s.status.as_ref())
+        .and_then(|s| s.endpoints.as_ref())
+        .map(|eps| eps.iter().map(|e| e.url.clone()).filter(|u| !u.is_empty()).collect())
+        .unwrap_or_default()
+}
+
+/// Builds a [`Reconciler`] from `config` and runs it until `shutdown`.
+pub async fn run(config: Config, shutdown: impl Future<Output = ()> + Send) -> Result<(), Error> {
+    Reconciler::new(config)?.run(shutdown).await
+}
+
+/// The CA certificates of a kube config as PEM (kube keeps them as DER).
+pub fn ca_pem_of(config: &kube::Config) -> Option<String> {
+    let certs = config.root_cert.as_ref().filter(|c| !c.is_empty())?;
+    Some(der_to_pem(certs))
+}
+
+/// PEM-encodes DER certificates, 64 base64 characters per line.
+pub fn der_to_pem(ders: &[Vec<u8>]) -> String {
+    let mut out = String::new();
+    for der in ders {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+        out.push_str("-----BEGIN CERTIFICATE-----\n");
+        for chunk in b64.as_bytes().chunks(64) {
+            // base64 output is ASCII, so every chunk is valid UTF-8.
+            out.push_str(std::str::from_utf8(chunk).unwrap_or_default());
+            out.push('\n');
+        }
+        out.push_str("-----END CERTIFICATE-----\n");
+    }
+    out
+}
+
+/// A short, human message for a kube error: the API server's own message for API errors (kube's
+/// Display adds a Debug dump of the whole Status).
+pub fn kube_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(s) => format!("{} ({} {})", s.message, s.code, s.reason),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn pem_encoding() {
+        let der: Vec<u8> = (0u8..60).collect();
+        let pem = der_to_pem(&[der.clone(), vec![1, 2, 3]]);
+        let lines: Vec<&str> = pem.lines().collect();
+        assert_eq!(lines[0], "-----BEGIN CERTIFICATE-----");
+        assert_eq!(lines[1].len(), 64);
+        assert_eq!(lines[3], "-----END CERTIFICATE-----");
+        let body = format!("{}{}", lines[1], lines[2]);
+        assert_eq!(base64::engine::general_purpose::STANDARD.decode(body).unwrap(), der);
+        assert_eq!(&lines[4..], ["-----BEGIN CERTIFICATE-----", "AQID", "-----END CERTIFICATE-----"]);
+    }
+
+    #[test]
+    fn kube_messages_are_short() {
+        let status = kube::core::Status {
+            message: "workspaces \"x\" is forbidden".into(),
+            reason: "Forbidden".into(),
+            code: 403,
+            ..Default::default()
+        };
+        assert_eq!(
+            kube_message(&kube::Error::Api(Box::new(status))),
+            "workspaces \"x\" is forbidden (403 Forbidden)"
+        );
+    }
+
+    #[test]
+    fn lease_timings_are_checked() {
+        let mut config = Config::new(kube::Config::new("https://127.0.0.1:1".parse().unwrap()));
+        config.lease.renew_deadline = config.lease.duration;
+        assert!(matches!(Reconciler::new(config), Err(Error::LeaseTimings { .. })));
+    }
+
+    #[test]
+    fn identities_are_unique() {
+        assert_ne!(default_identity(), default_identity());
+    }
+
+    #[test]
+    fn endpoint_urls_from_slice() {
+        let slice: APIExportEndpointSlice = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExportEndpointSlice",
+            "metadata": {"name": "admin.faros.sh"},
+            "spec": {"export": {"name": "admin.faros.sh"}},
+            "status": {"endpoints": [{"url": "https://kcp/services/apiexport/abc/admin.faros.sh"}, {"url": ""}]}
+        }))
+        .unwrap();
+        assert_eq!(endpoint_urls(Some(&slice)), ["https://kcp/services/apiexport/abc/admin.faros.sh"]);
+        assert!(endpoint_urls(None).is_empty());
+    }
+}
