@@ -48,10 +48,10 @@ impl Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             token_file: None,
             hostnames: Vec::new(),
-            history_capacity: 100_000,
+            history_capacity: 10_000,
             max_body_bytes: 3 * 1024 * 1024,
             group_commit: true,
-            cache_bytes: 64 * 1024 * 1024,
+            cache_bytes: 32 * 1024 * 1024,
         }
     }
 }

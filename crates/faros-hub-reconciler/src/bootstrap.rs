@@ -55,7 +55,7 @@ pub enum BootstrapError {
     Wait {
         step: String,
         #[source]
-        source: WaitError,
+        source: Box<WaitError>,
     },
     #[error("generating APIResourceSchemas: {0}")]
     Schema(#[from] SchemaGenError),
@@ -272,7 +272,7 @@ pub async fn bootstrap(factory: &ClientFactory, settings: BootstrapSettings) -> 
             .await
             .map_err(|source| BootstrapError::Wait {
                 step: format!("waiting for APIBinding {name} in {} to be bound", names::SYSTEM_PROVIDERS_PATH),
-                source,
+                source: Box::new(source),
             })?;
     }
     tracing::info!("bootstrap: system bindings bound");
@@ -357,7 +357,10 @@ pub async fn ensure_workspace(
     }
     let ready = wait_for(api, name, |ws| ws.is_some_and(Workspace::is_ready), timeout)
         .await
-        .map_err(|source| BootstrapError::Wait { step: format!("waiting for workspace {path} to be Ready"), source })?;
+        .map_err(|source| BootstrapError::Wait {
+            step: format!("waiting for workspace {path} to be Ready"),
+            source: Box::new(source),
+        })?;
     let ready = ready.ok_or_else(|| BootstrapError::WorkspaceDeleting { path: path.clone() })?;
     check_type(&ready, &path, &type_)?;
     Ok(ready)

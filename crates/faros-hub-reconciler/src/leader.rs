@@ -176,10 +176,9 @@ pub async fn run(api: Api<Lease>, settings: LeaseSettings, role: watch::Sender<R
             _ = tokio::time::sleep(settings.retry_period) => {}
         }
     }
-    if *role.borrow() == Role::Leader {
-        if let Err(error) = release(&api, &settings).await {
-            tracing::warn!(%error, "leader election: could not release the lease; a standby takes over after it expires");
-        }
+    let leading = *role.borrow() == Role::Leader;
+    if leading && let Err(error) = release(&api, &settings).await {
+        tracing::warn!(%error, "leader election: could not release the lease; a standby takes over after it expires");
     }
     publish(&role, Role::Standby { holder: None }, &settings);
 }

@@ -249,12 +249,10 @@ impl Reconciler {
                 return;
             }
         };
-        let elector = tokio::spawn(leader::run(
-            lease_api,
-            self.config.lease.clone(),
-            self.state.role.clone(),
-            cancel.clone(),
-        ));
+        // In a JoinSet so that dropping this future (a crash, in tests) stops the elector without
+        // releasing the lease, exactly like a dead process.
+        let mut elector = tokio::task::JoinSet::new();
+        elector.spawn(leader::run(lease_api, self.config.lease.clone(), self.state.role.clone(), cancel.clone()));
         let mut roles = self.state.subscribe_role();
         let metrics = self.state.metrics.clone();
         loop {
@@ -280,7 +278,7 @@ impl Reconciler {
             }
         }
         // The elector sees the same cancellation and releases the lease.
-        let _ = elector.await;
+        while elector.join_next().await.is_some() {}
     }
 
     /// One leadership term: find the virtual workspace URL(s), run the controller until `term` ends.

@@ -43,7 +43,7 @@ pub struct DevArgs {
     #[arg(long, env = "FAROS_KCP_MAX_BODY_BYTES", default_value_t = 3 * 1024 * 1024)]
     pub kcp_max_body_bytes: usize,
     /// Number of change events kept in memory for watch resumption.
-    #[arg(long, env = "FAROS_KCP_WATCH_HISTORY", default_value_t = 100_000)]
+    #[arg(long, env = "FAROS_KCP_WATCH_HISTORY", default_value_t = 10_000)]
     pub kcp_watch_history: usize,
     /// Commit each write on its own instead of batching concurrent writes into one durable commit.
     #[arg(long, env = "FAROS_KCP_NO_GROUP_COMMIT")]

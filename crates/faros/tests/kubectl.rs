@@ -110,7 +110,8 @@ fn kubectl_session() {
     );
     let can = carol.run(&["auth", "can-i", "list", "configmaps"]);
     assert_eq!(String::from_utf8_lossy(&can.stdout).trim(), "no");
-    k.ok(&["create", "clusterrolebinding", "viewers", "--clusterrole=view", "--group=viewers"]);
+    let binding = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: viewers\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: view\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: Group\n  name: viewers\n";
+    assert_eq!(k.apply_stdin(&["apply", "-f", "-"], binding).trim(), "clusterrolebinding.rbac.authorization.k8s.io/viewers created");
     assert_eq!(carol.ok(&["auth", "can-i", "list", "configmaps"]).trim(), "yes");
     carol.ok(&["get", "configmaps"]);
 }

@@ -17,6 +17,7 @@ use crate::store::{Event, ObjectKey, Store};
 pub mod discovery;
 pub mod openapi;
 pub mod params;
+pub mod protobuf;
 pub mod read;
 pub mod request;
 pub mod respond;

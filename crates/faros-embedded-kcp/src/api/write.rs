@@ -40,6 +40,11 @@ pub fn store_status(err: StoreError, def: &ResourceDef, name: &str) -> Status {
 
 /// Decodes a request body: JSON, or YAML where the content type says so.
 pub fn decode(body: &[u8], content_type: &str) -> Result<Value, Status> {
+    if !(content_type.contains("json") || content_type.contains("yaml") || content_type.is_empty()) {
+        return Err(Status::unsupported_media_type(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {content_type})"
+        )));
+    }
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(Status::bad_request("the request body is empty"));
     }
