@@ -48,7 +48,11 @@ impl ClientFactory {
         let server = server_root(&config.cluster_url.to_string());
         let connector = config.rustls_https_connector().map_err(ClientError::Config)?;
         let pool = PoolClient::builder(TokioExecutor::new()).build(connector);
-        Ok(Self { config: Arc::new(config), server, pool })
+        Ok(Self {
+            config: Arc::new(config),
+            server,
+            pool,
+        })
     }
 
     /// The server root URL, without a trailing slash or cluster prefix.
@@ -79,10 +83,15 @@ impl ClientFactory {
 
     /// A client whose every request path is prefixed by `url`.
     pub fn at(&self, url: &str) -> Result<Client, ClientError> {
-        let uri: http::Uri =
-            url.parse().map_err(|e: http::uri::InvalidUri| ClientError::Url { url: url.into(), reason: e.to_string() })?;
+        let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| ClientError::Url {
+            url: url.into(),
+            reason: e.to_string(),
+        })?;
         if uri.scheme().is_none() || uri.authority().is_none() {
-            return Err(ClientError::Url { url: url.into(), reason: "must be an absolute http(s) URL".into() });
+            return Err(ClientError::Url {
+                url: url.into(),
+                reason: "must be an absolute http(s) URL".into(),
+            });
         }
         let mut config = (*self.config).clone();
         config.cluster_url = uri;

@@ -7,21 +7,75 @@
 use serde::{Deserialize, Serialize};
 
 /// A `v1 Status` describing a failed (or, for some deletes, successful) request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+///
+/// `kind`, `apiVersion` and the empty `metadata` are constants written on serialization, which keeps
+/// the value small enough to return by value from every handler.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message} ({reason}, {code})")]
-#[serde(rename_all = "camelCase")]
 pub struct Status {
-    pub kind: String,
-    pub api_version: String,
-    pub metadata: serde_json::Map<String, serde_json::Value>,
-    pub status: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// `Success` or `Failure`.
+    pub status: Outcome,
     pub message: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<StatusDetails>,
+    pub details: Option<Box<StatusDetails>>,
     pub code: u16,
+}
+
+/// `Status.status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    Success,
+    Failure,
+}
+
+/// The wire form of [`Status`].
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Wire {
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    metadata: serde_json::Map<String, serde_json::Value>,
+    status: Outcome,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    message: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    details: Option<Box<StatusDetails>>,
+    #[serde(default)]
+    code: u16,
+}
+
+impl Serialize for Status {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Wire {
+            kind: "Status".into(),
+            api_version: "v1".into(),
+            metadata: Default::default(),
+            status: self.status,
+            message: self.message.clone(),
+            reason: self.reason.clone(),
+            details: self.details.clone(),
+            code: self.code,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Status {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let w = Wire::deserialize(deserializer)?;
+        Ok(Self {
+            status: w.status,
+            message: w.message,
+            reason: w.reason,
+            details: w.details,
+            code: w.code,
+        })
+    }
 }
 
 /// `Status.details`: which object the failure is about and the individual causes.
@@ -57,10 +111,7 @@ impl Status {
     /// A failure with the given HTTP code, machine-readable reason and human message.
     pub fn failure(code: u16, reason: &str, message: impl Into<String>) -> Self {
         Self {
-            kind: "Status".into(),
-            api_version: "v1".into(),
-            metadata: Default::default(),
-            status: "Failure".into(),
+            status: Outcome::Failure,
             message: message.into(),
             reason: reason.into(),
             details: None,
@@ -71,14 +122,14 @@ impl Status {
     /// A success Status (as returned by some DELETEs).
     pub fn success(details: StatusDetails) -> Self {
         Self {
-            status: "Success".into(),
-            details: Some(details),
+            status: Outcome::Success,
+            details: Some(Box::new(details)),
             ..Self::failure(200, "", "")
         }
     }
 
     pub fn with_details(mut self, details: StatusDetails) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -99,13 +150,17 @@ impl Status {
 
     /// 404 NotFound for `<resource>[.<group>] "<name>" not found`.
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
-        Self::failure(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, resource)))
-            .with_details(StatusDetails {
-                name: name.into(),
-                group: group.into(),
-                kind: resource.into(),
-                ..Default::default()
-            })
+        Self::failure(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(group, resource)),
+        )
+        .with_details(StatusDetails {
+            name: name.into(),
+            group: group.into(),
+            kind: resource.into(),
+            ..Default::default()
+        })
     }
 
     /// 404 NotFound with a free-form message (unknown paths, unknown resources).
@@ -120,13 +175,17 @@ impl Status {
 
     /// 409 AlreadyExists.
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
-        Self::failure(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(group, resource)))
-            .with_details(StatusDetails {
-                name: name.into(),
-                group: group.into(),
-                kind: resource.into(),
-                ..Default::default()
-            })
+        Self::failure(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(group, resource)),
+        )
+        .with_details(StatusDetails {
+            name: name.into(),
+            group: group.into(),
+            kind: resource.into(),
+            ..Default::default()
+        })
     }
 
     /// 409 Conflict for a stale resourceVersion (optimistic concurrency).
@@ -171,9 +230,19 @@ impl Status {
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<StatusCause>) -> Self {
         let detail = causes
             .iter()
-            .map(|c| if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) })
+            .map(|c| {
+                if c.field.is_empty() {
+                    c.message.clone()
+                } else {
+                    format!("{}: {}", c.field, c.message)
+                }
+            })
             .collect::<Vec<_>>();
-        let detail = if detail.len() == 1 { detail[0].clone() } else { format!("[{}]", detail.join(", ")) };
+        let detail = if detail.len() == 1 {
+            detail[0].clone()
+        } else {
+            format!("[{}]", detail.join(", "))
+        };
         Self::failure(422, "Invalid", format!("{kind} \"{name}\" is invalid: {detail}")).with_details(StatusDetails {
             name: name.into(),
             group: group.into(),
@@ -207,7 +276,11 @@ impl Status {
 
 /// `<resource>.<group>`, or just `<resource>` for the core group, as Kubernetes prints it.
 pub fn qualified(group: &str, resource: &str) -> String {
-    if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
 }
 
 #[cfg(feature = "axum")]
@@ -245,7 +318,11 @@ mod tests {
             "",
             "ConfigMap",
             "x",
-            vec![StatusCause { reason: "FieldValueRequired".into(), message: "Required value".into(), field: "metadata.name".into() }],
+            vec![StatusCause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value".into(),
+                field: "metadata.name".into(),
+            }],
         );
         assert_eq!(s.message, "ConfigMap \"x\" is invalid: metadata.name: Required value");
     }

@@ -20,7 +20,12 @@ pub struct LogArgs {
     #[arg(long, env = "FAROS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
     pub log_format: LogFormat,
     /// Log filter in tracing's EnvFilter syntax (e.g. `info,faros_embedded_kcp=debug`).
-    #[arg(long, env = "FAROS_LOG_LEVEL", default_value = "info,kube=warn,hyper=warn,rustls=warn", global = true)]
+    #[arg(
+        long,
+        env = "FAROS_LOG_LEVEL",
+        default_value = "info,kube=warn,hyper=warn,rustls=warn",
+        global = true
+    )]
     pub log_level: String,
 }
 
@@ -34,9 +39,13 @@ pub enum TelemetryError {
 impl LogArgs {
     /// Installs the global tracing subscriber. Call once, first thing in `main`.
     pub fn init(&self) -> Result<(), TelemetryError> {
-        let filter = EnvFilter::try_new(&self.log_level)
-            .map_err(|e| TelemetryError::Filter { filter: self.log_level.clone(), reason: e.to_string() })?;
-        let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+        let filter = EnvFilter::try_new(&self.log_level).map_err(|e| TelemetryError::Filter {
+            filter: self.log_level.clone(),
+            reason: e.to_string(),
+        })?;
+        let builder = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr);
         // A second init (tests) keeps the first subscriber; that is fine.
         let _ = match self.log_format {
             LogFormat::Json => builder.json().flatten_event(true).try_init(),

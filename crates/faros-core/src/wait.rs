@@ -14,7 +14,12 @@ use serde::de::DeserializeOwned;
 #[derive(Debug, thiserror::Error)]
 pub enum WaitError {
     #[error("timed out after {waited:?} waiting for {kind} {name:?}; last state seen: {last_state}")]
-    Timeout { kind: String, name: String, waited: Duration, last_state: String },
+    Timeout {
+        kind: String,
+        name: String,
+        waited: Duration,
+        last_state: String,
+    },
     #[error("watching {kind} {name:?} failed: {source}")]
     Watch {
         kind: String,
@@ -48,10 +53,11 @@ where
         // Until the initial list completes we cannot tell "absent" from "not listed yet".
         let mut initial: Vec<K> = Vec::new();
         loop {
-            let event = stream
-                .try_next()
-                .await
-                .map_err(|source| WaitError::Watch { kind: kind.clone(), name: name.into(), source })?;
+            let event = stream.try_next().await.map_err(|source| WaitError::Watch {
+                kind: kind.clone(),
+                name: name.into(),
+                source,
+            })?;
             match event {
                 Some(Event::Init) => initial.clear(),
                 Some(Event::InitApply(o)) => initial.push(o),
@@ -74,7 +80,12 @@ where
                     }
                 }
                 Some(_) => {}
-                None => return Err(WaitError::Deleted { kind: kind.clone(), name: name.into() }),
+                None => {
+                    return Err(WaitError::Deleted {
+                        kind: kind.clone(),
+                        name: name.into(),
+                    });
+                }
             }
         }
     };
@@ -94,7 +105,11 @@ fn describe<K: serde::Serialize>(obj: Option<&K>) -> String {
     let Some(obj) = obj else { return "absent".into() };
     let value = serde_json::to_value(obj).unwrap_or_default();
     let status = value.get("status").cloned().unwrap_or(serde_json::Value::Null);
-    let mut text = if status.is_null() { "exists, no status".to_string() } else { status.to_string() };
+    let mut text = if status.is_null() {
+        "exists, no status".to_string()
+    } else {
+        status.to_string()
+    };
     if text.len() > 512 {
         let mut cut = 512;
         while !text.is_char_boundary(cut) {

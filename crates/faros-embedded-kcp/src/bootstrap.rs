@@ -20,17 +20,42 @@ fn object(kind: &str, api_version: &str, name: &str, extra: Value) -> Value {
 pub fn default_objects() -> Vec<(ObjectKey, Value)> {
     let rbac = "rbac.authorization.k8s.io";
     let cr = |name: &str, rules: Value| {
-        (ObjectKey::new(rbac, "clusterroles", "", "", name), object("ClusterRole", "rbac.authorization.k8s.io/v1", name, json!({"rules": rules})))
+        (
+            ObjectKey::new(rbac, "clusterroles", "", "", name),
+            object(
+                "ClusterRole",
+                "rbac.authorization.k8s.io/v1",
+                name,
+                json!({"rules": rules}),
+            ),
+        )
     };
     vec![
         (
             ObjectKey::new("", "namespaces", "", "", "default"),
-            object("Namespace", "v1", "default", json!({"spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})),
+            object(
+                "Namespace",
+                "v1",
+                "default",
+                json!({"spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
+            ),
         ),
-        cr("cluster-admin", json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]}])),
-        cr("admin", json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}])),
-        cr("edit", json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}])),
-        cr("view", json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]}])),
+        cr(
+            "cluster-admin",
+            json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]}]),
+        ),
+        cr(
+            "admin",
+            json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]),
+        ),
+        cr(
+            "edit",
+            json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}]),
+        ),
+        cr(
+            "view",
+            json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]}]),
+        ),
         cr(
             "system:discovery",
             json!([{"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/readyz", "/openapi", "/openapi/*", "/version", "/version/"], "verbs": ["get"]}]),
@@ -54,7 +79,10 @@ pub async fn ensure_cluster(state: &ApiState, cluster: &str) {
         let meta = crate::objects::meta_mut(&mut obj);
         meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
         meta.insert("creationTimestamp".into(), json!(now));
-        meta.insert("annotations".into(), json!({crate::objects::CLUSTER_ANNOTATION: cluster}));
+        meta.insert(
+            "annotations".into(),
+            json!({crate::objects::CLUSTER_ANNOTATION: cluster}),
+        );
         match state.store.write(vec![WriteOp::Create { key, object: obj }]).await {
             Ok(events) => state.committed(&events),
             Err(e) => tracing::warn!(error = %e, cluster, "could not create default object"),

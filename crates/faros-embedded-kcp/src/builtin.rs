@@ -42,28 +42,58 @@ const SPECS: &[Spec] = &[
         selectable: &["status.phase"],
         ..spec("", "v1", "namespaces", "Namespace")
     },
-    Spec { short_names: &["cm"], ..spec("", "v1", "configmaps", "ConfigMap") },
+    Spec {
+        short_names: &["cm"],
+        ..spec("", "v1", "configmaps", "ConfigMap")
+    },
     Spec {
         columns: &[("Type", "string", ".type")],
         selectable: &["type"],
         ..spec("", "v1", "secrets", "Secret")
     },
-    Spec { short_names: &["sa"], ..spec("", "v1", "serviceaccounts", "ServiceAccount") },
+    Spec {
+        short_names: &["sa"],
+        ..spec("", "v1", "serviceaccounts", "ServiceAccount")
+    },
     Spec {
         short_names: &["ev"],
-        columns: &[("Type", "string", ".type"), ("Reason", "string", ".reason"), ("Message", "string", ".message")],
-        selectable: &["involvedObject.kind", "involvedObject.name", "involvedObject.namespace", "reason", "type"],
+        columns: &[
+            ("Type", "string", ".type"),
+            ("Reason", "string", ".reason"),
+            ("Message", "string", ".message"),
+        ],
+        selectable: &[
+            "involvedObject.kind",
+            "involvedObject.name",
+            "involvedObject.namespace",
+            "reason",
+            "type",
+        ],
         ..spec("", "v1", "events", "Event")
     },
-    Spec { short_names: &["ev"], ..spec("events.k8s.io", "v1", "events", "Event") },
+    Spec {
+        short_names: &["ev"],
+        ..spec("events.k8s.io", "v1", "events", "Event")
+    },
     Spec {
         columns: &[("Holder", "string", ".spec.holderIdentity")],
         ..spec("coordination.k8s.io", "v1", "leases", "Lease")
     },
     spec("rbac.authorization.k8s.io", "v1", "roles", "Role"),
     spec("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
-    Spec { namespaced: false, ..spec("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole") },
-    Spec { namespaced: false, ..spec("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding") },
+    Spec {
+        namespaced: false,
+        ..spec("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole")
+    },
+    Spec {
+        namespaced: false,
+        ..spec(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+        )
+    },
     Spec {
         namespaced: false,
         create_only: true,
@@ -72,14 +102,32 @@ const SPECS: &[Spec] = &[
     Spec {
         namespaced: false,
         create_only: true,
-        ..spec("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview")
+        ..spec(
+            "authorization.k8s.io",
+            "v1",
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+        )
     },
     Spec {
         namespaced: false,
         create_only: true,
-        ..spec("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview")
+        ..spec(
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+        )
     },
-    Spec { create_only: true, ..spec("authorization.k8s.io", "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview") },
+    Spec {
+        create_only: true,
+        ..spec(
+            "authorization.k8s.io",
+            "v1",
+            "localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+        )
+    },
 ];
 
 /// Definitions of every built-in resource.
@@ -121,5 +169,9 @@ pub fn builtin_resources() -> Vec<ResourceDef> {
 
 /// Used only if a built-in kind has no schema: accepts anything rather than rejecting valid objects.
 fn permissive() -> Schema {
-    Schema { type_: Some("object".into()), preserve_unknown_fields: true, ..Default::default() }
+    Schema {
+        type_: Some("object".into()),
+        preserve_unknown_fields: true,
+        ..Default::default()
+    }
 }

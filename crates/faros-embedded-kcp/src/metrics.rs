@@ -28,18 +28,36 @@ impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("faros_kcp");
         let requests = Family::<RequestLabels, Counter>::default();
-        registry.register("apiserver_requests", "API requests by method and response code", requests.clone());
+        registry.register(
+            "apiserver_requests",
+            "API requests by method and response code",
+            requests.clone(),
+        );
         let request_duration = Histogram::new(exponential_buckets(0.0005, 2.0, 16));
-        registry.register("apiserver_request_duration_seconds", "Time to first response byte", request_duration.clone());
+        registry.register(
+            "apiserver_request_duration_seconds",
+            "Time to first response byte",
+            request_duration.clone(),
+        );
         let watchers = Gauge::default();
         registry.register("apiserver_watchers", "Open watch streams", watchers.clone());
-        Self { registry: Mutex::new(registry), requests, request_duration, watchers }
+        Self {
+            registry: Mutex::new(registry),
+            requests,
+            request_duration,
+            watchers,
+        }
     }
 }
 
 impl Metrics {
     pub fn observe_request(&self, method: &str, code: u16, elapsed: Duration) {
-        self.requests.get_or_create(&RequestLabels { method: method.to_string(), code }).inc();
+        self.requests
+            .get_or_create(&RequestLabels {
+                method: method.to_string(),
+                code,
+            })
+            .inc();
         self.request_duration.observe(elapsed.as_secs_f64());
     }
 

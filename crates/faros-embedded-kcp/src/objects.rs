@@ -14,7 +14,13 @@ use crate::registry::ResourceDef;
 pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
 
 /// Metadata fields only the server may set.
-const SERVER_OWNED: &[&str] = &["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"];
+const SERVER_OWNED: &[&str] = &[
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+];
 
 /// Characters Kubernetes uses for generated name suffixes (no vowels, no look-alikes).
 const NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -29,12 +35,16 @@ pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj.is_object() {
         *obj = json!({});
     }
-    let Value::Object(map) = obj else { unreachable!("replaced by an object above") };
+    let Value::Object(map) = obj else {
+        unreachable!("replaced by an object above")
+    };
     let meta = map.entry("metadata").or_insert_with(|| json!({}));
     if !meta.is_object() {
         *meta = json!({});
     }
-    let Value::Object(meta) = meta else { unreachable!("replaced by an object above") };
+    let Value::Object(meta) = meta else {
+        unreachable!("replaced by an object above")
+    };
     meta
 }
 
@@ -56,7 +66,11 @@ fn invalid(def: &ResourceDef, name: &str, field: &str, reason: &str, message: im
         &def.group,
         &def.kind,
         name,
-        vec![StatusCause { reason: reason.into(), message: message.into(), field: field.into() }],
+        vec![StatusCause {
+            reason: reason.into(),
+            message: message.into(),
+            field: field.into(),
+        }],
     )
 }
 
@@ -66,7 +80,9 @@ pub fn validate_dns_subdomain(name: &str) -> Option<String> {
         && name.len() <= 253
         && name.split('.').all(|label| {
             !label.is_empty()
-                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 && !label.starts_with('-')
                 && !label.ends_with('-')
         });
@@ -85,7 +101,9 @@ pub fn validate_dns_subdomain(name: &str) -> Option<String> {
 pub fn validate_dns_label(name: &str) -> Option<String> {
     let ok = !name.is_empty()
         && name.len() <= 63
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
         && !name.ends_with('-');
     if ok {
@@ -127,7 +145,9 @@ fn validate_name(def: &ResourceDef, name: &str) -> Result<(), Status> {
 
 fn generated_suffix() -> String {
     let mut rng = rand::rng();
-    (0..5).map(|_| NAME_CHARS[rng.random_range(0..NAME_CHARS.len())] as char).collect()
+    (0..5)
+        .map(|_| NAME_CHARS[rng.random_range(0..NAME_CHARS.len())] as char)
+        .collect()
 }
 
 /// Checks apiVersion/kind of a request body against the resource, filling them when absent.
@@ -164,15 +184,30 @@ pub fn check_type(def: &ResourceDef, obj: &mut Value) -> Result<(), Status> {
 }
 
 /// Prepares an object for creation: type, name, namespace, server-owned metadata.
-pub fn prepare_create(def: &ResourceDef, url_namespace: Option<&str>, obj: &mut Value, now: &str) -> Result<(), Status> {
+pub fn prepare_create(
+    def: &ResourceDef,
+    url_namespace: Option<&str>,
+    obj: &mut Value,
+    now: &str,
+) -> Result<(), Status> {
     check_type(def, obj)?;
     let meta = meta_mut(obj);
-    if meta.get("resourceVersion").and_then(Value::as_str).is_some_and(|rv| !rv.is_empty()) {
-        return Err(Status::bad_request("resourceVersion should not be set on objects to be created"));
+    if meta
+        .get("resourceVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|rv| !rv.is_empty())
+    {
+        return Err(Status::bad_request(
+            "resourceVersion should not be set on objects to be created",
+        ));
     }
     let mut name = meta.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
     if name.is_empty() {
-        match meta.get("generateName").and_then(Value::as_str).filter(|g| !g.is_empty()) {
+        match meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .filter(|g| !g.is_empty())
+        {
             Some(prefix) => {
                 // Kubernetes truncates the prefix so the generated name stays a valid length.
                 let prefix: String = prefix.chars().take(58).collect();
@@ -180,24 +215,36 @@ pub fn prepare_create(def: &ResourceDef, url_namespace: Option<&str>, obj: &mut 
                 meta.insert("name".into(), Value::String(name.clone()));
             }
             None => {
-                return Err(invalid(def, "", "metadata.name", "FieldValueRequired", "Required value: name or generateName is required"));
+                return Err(invalid(
+                    def,
+                    "",
+                    "metadata.name",
+                    "FieldValueRequired",
+                    "Required value: name or generateName is required",
+                ));
             }
         }
     }
     // Namespace: required and consistent for namespaced kinds, cleared for cluster-scoped ones.
     if def.namespaced {
-        let body_ns = meta.get("namespace").and_then(Value::as_str).filter(|s| !s.is_empty()).map(String::from);
+        let body_ns = meta
+            .get("namespace")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(String::from);
         match (url_namespace, body_ns) {
             (Some(u), Some(b)) if u != b => {
-                return Err(Status::bad_request(format!(
-                    "the namespace of the provided object does not match the namespace sent on the request"
-                )));
+                return Err(Status::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request".to_string(),
+                ));
             }
             (Some(u), _) => {
                 meta.insert("namespace".into(), Value::String(u.into()));
             }
             (None, _) => {
-                return Err(Status::bad_request("the namespace of the object must be given in the request path"));
+                return Err(Status::bad_request(
+                    "the namespace of the object must be given in the request path",
+                ));
             }
         }
     } else {
@@ -243,29 +290,53 @@ fn strip_cluster_annotation(meta: &mut Map<String, Value>) {
 fn validate_metadata(def: &ResourceDef, obj: &Value) -> Result<(), Status> {
     let name = meta_str(obj, "name").unwrap_or_default();
     for (field, max_value) in [("labels", Some(63usize)), ("annotations", None)] {
-        let Some(map) = obj.pointer(&format!("/metadata/{field}")) else { continue };
+        let Some(map) = obj.pointer(&format!("/metadata/{field}")) else {
+            continue;
+        };
         let Some(map) = map.as_object() else {
-            return Err(invalid(def, name, &format!("metadata.{field}"), "FieldValueInvalid", "must be a map of strings"));
+            return Err(invalid(
+                def,
+                name,
+                &format!("metadata.{field}"),
+                "FieldValueInvalid",
+                "must be a map of strings",
+            ));
         };
         for (k, v) in map {
             if let Some(msg) = qualified_name_problem(k) {
-                return Err(invalid(def, name, &format!("metadata.{field}"), "FieldValueInvalid", format!("Invalid value: \"{k}\": {msg}")));
+                return Err(invalid(
+                    def,
+                    name,
+                    &format!("metadata.{field}"),
+                    "FieldValueInvalid",
+                    format!("Invalid value: \"{k}\": {msg}"),
+                ));
             }
             let Some(v) = v.as_str() else {
-                return Err(invalid(def, name, &format!("metadata.{field}.{k}"), "FieldValueInvalid", "must be a string"));
+                return Err(invalid(
+                    def,
+                    name,
+                    &format!("metadata.{field}.{k}"),
+                    "FieldValueInvalid",
+                    "must be a string",
+                ));
             };
             if let Some(max) = max_value {
                 let ok = v.len() <= max
-                    && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+                    && v.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
                     && (v.is_empty()
-                        || (v.as_bytes()[0].is_ascii_alphanumeric() && v.as_bytes()[v.len() - 1].is_ascii_alphanumeric()));
+                        || (v.as_bytes()[0].is_ascii_alphanumeric()
+                            && v.as_bytes()[v.len() - 1].is_ascii_alphanumeric()));
                 if !ok {
                     return Err(invalid(
                         def,
                         name,
-                        &format!("metadata.labels"),
+                        "metadata.labels",
                         "FieldValueInvalid",
-                        format!("Invalid value: \"{v}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"),
+                        format!(
+                            "Invalid value: \"{v}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+                        ),
                     ));
                 }
             }
@@ -280,14 +351,16 @@ pub fn qualified_name_problem(key: &str) -> Option<String> {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
     };
-    if let Some(p) = prefix {
-        if p.is_empty() || validate_dns_subdomain(p).is_some() {
-            return Some("prefix part must be a lowercase RFC 1123 subdomain".into());
-        }
+    if let Some(p) = prefix
+        && (p.is_empty() || validate_dns_subdomain(p).is_some())
+    {
+        return Some("prefix part must be a lowercase RFC 1123 subdomain".into());
     }
     let ok = !name.is_empty()
         && name.len() <= 63
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
         && name.as_bytes()[0].is_ascii_alphanumeric()
         && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
     if ok {
@@ -311,7 +384,13 @@ pub enum WritePart {
 /// Prepares an update of `old` into `new`: preserves server-owned metadata, separates status, bumps
 /// generation, enforces finalizer rules. Returns true when `new` should be deleted instead (deletion
 /// pending and no finalizers left).
-pub fn prepare_update(def: &ResourceDef, old: &Value, new: &mut Value, part: WritePart, require_rv: bool) -> Result<bool, Status> {
+pub fn prepare_update(
+    def: &ResourceDef,
+    old: &Value,
+    new: &mut Value,
+    part: WritePart,
+    require_rv: bool,
+) -> Result<bool, Status> {
     check_type(def, new)?;
     let name = meta_str(old, "name").unwrap_or_default().to_string();
     {
@@ -323,7 +402,13 @@ pub fn prepare_update(def: &ResourceDef, old: &Value, new: &mut Value, part: Wri
         }
     }
     if require_rv && meta_str(new, "resourceVersion").is_none_or(str::is_empty) {
-        return Err(invalid(def, &name, "metadata.resourceVersion", "FieldValueInvalid", "Invalid value: 0x0: must be specified for an update"));
+        return Err(invalid(
+            def,
+            &name,
+            "metadata.resourceVersion",
+            "FieldValueInvalid",
+            "Invalid value: 0x0: must be specified for an update",
+        ));
     }
     match part {
         WritePart::Status => {
@@ -353,7 +438,11 @@ pub fn prepare_update(def: &ResourceDef, old: &Value, new: &mut Value, part: Wri
         WritePart::Main => {}
     }
     // Server-owned metadata always comes from the stored object.
-    let old_meta = old.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
+    let old_meta = old
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     {
         let meta = meta_mut(new);
         for field in SERVER_OWNED.iter().chain(["namespace", "name"].iter()) {
@@ -415,7 +504,9 @@ fn set_rv(obj: &mut Value, rv: Option<String>) {
 
 /// Namespaces additionally wait for `spec.finalizers` to drain; other objects have none.
 fn namespace_gone(obj: &Value) -> bool {
-    obj.pointer("/spec/finalizers").and_then(Value::as_array).is_none_or(|a| a.is_empty())
+    obj.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_none_or(|a| a.is_empty())
         && obj.pointer("/metadata/deletionTimestamp").is_some()
         && finalizers(obj).is_empty()
 }
@@ -525,12 +616,42 @@ mod tests {
     fn create_rejections() {
         let cm = def("", "configmaps", "ConfigMap", true, false);
         let cases: Vec<(Value, Option<&str>, u16, &str)> = vec![
-            (json!({"metadata": {}}), Some("d"), 422, "name or generateName is required"),
-            (json!({"metadata": {"name": "Bad_Name"}}), Some("d"), 422, "RFC 1123 subdomain"),
-            (json!({"metadata": {"name": "a", "resourceVersion": "5"}}), Some("d"), 400, "resourceVersion should not be set"),
-            (json!({"metadata": {"name": "a", "namespace": "other"}}), Some("d"), 400, "does not match the namespace"),
-            (json!({"kind": "Secret", "metadata": {"name": "a"}}), Some("d"), 400, "does not match the expected kind"),
-            (json!({"metadata": {"name": "a", "labels": {"k": "bad value"}}}), Some("d"), 422, "valid label"),
+            (
+                json!({"metadata": {}}),
+                Some("d"),
+                422,
+                "name or generateName is required",
+            ),
+            (
+                json!({"metadata": {"name": "Bad_Name"}}),
+                Some("d"),
+                422,
+                "RFC 1123 subdomain",
+            ),
+            (
+                json!({"metadata": {"name": "a", "resourceVersion": "5"}}),
+                Some("d"),
+                400,
+                "resourceVersion should not be set",
+            ),
+            (
+                json!({"metadata": {"name": "a", "namespace": "other"}}),
+                Some("d"),
+                400,
+                "does not match the namespace",
+            ),
+            (
+                json!({"kind": "Secret", "metadata": {"name": "a"}}),
+                Some("d"),
+                400,
+                "does not match the expected kind",
+            ),
+            (
+                json!({"metadata": {"name": "a", "labels": {"k": "bad value"}}}),
+                Some("d"),
+                422,
+                "valid label",
+            ),
         ];
         for (mut obj, ns, code, text) in cases {
             let err = prepare_create(&cm, ns, &mut obj, "t").unwrap_err();
@@ -557,23 +678,38 @@ mod tests {
         assert_eq!(st["metadata"]["generation"], 3);
         // CRs need a resourceVersion on PUT.
         let mut no_rv = json!({"metadata": {"name": "w"}, "spec": {}});
-        assert_eq!(prepare_update(&d, &old, &mut no_rv, WritePart::Main, true).unwrap_err().code, 422);
+        assert_eq!(
+            prepare_update(&d, &old, &mut no_rv, WritePart::Main, true)
+                .unwrap_err()
+                .code,
+            422
+        );
     }
 
     #[test]
     fn finalizer_flow() {
         let d = def("", "configmaps", "ConfigMap", true, false);
         let obj = json!({"metadata": {"name": "c", "finalizers": ["a/b"]}});
-        let DeleteOutcome::Mark(marked) = prepare_delete(&d, &obj, None, "t") else { panic!("expected mark") };
+        let DeleteOutcome::Mark(marked) = prepare_delete(&d, &obj, None, "t") else {
+            panic!("expected mark")
+        };
         assert_eq!(marked["metadata"]["deletionTimestamp"], "t");
         assert_eq!(prepare_delete(&d, &marked, None, "t"), DeleteOutcome::AlreadyDeleting);
         let mut add = marked.clone();
         add["metadata"]["finalizers"] = json!(["a/b", "c/d"]);
-        assert_eq!(prepare_update(&d, &marked, &mut add, WritePart::Main, false).unwrap_err().code, 422);
+        assert_eq!(
+            prepare_update(&d, &marked, &mut add, WritePart::Main, false)
+                .unwrap_err()
+                .code,
+            422
+        );
         let mut remove = marked.clone();
         remove["metadata"]["finalizers"] = json!([]);
         assert!(prepare_update(&d, &marked, &mut remove, WritePart::Main, false).unwrap());
-        assert_eq!(prepare_delete(&d, &json!({"metadata": {"name": "x"}}), None, "t"), DeleteOutcome::Remove);
+        assert_eq!(
+            prepare_delete(&d, &json!({"metadata": {"name": "x"}}), None, "t"),
+            DeleteOutcome::Remove
+        );
     }
 
     #[test]
@@ -583,7 +719,9 @@ mod tests {
         prepare_create(&d, None, &mut ns, "t").unwrap();
         assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
         assert_eq!(ns["status"]["phase"], "Active");
-        let DeleteOutcome::Mark(term) = prepare_delete(&d, &ns, None, "t") else { panic!("expected mark") };
+        let DeleteOutcome::Mark(term) = prepare_delete(&d, &ns, None, "t") else {
+            panic!("expected mark")
+        };
         assert_eq!(term["status"]["phase"], "Terminating");
         let mut fin = json!({"metadata": {"name": "team-a"}, "spec": {"finalizers": []}});
         assert!(prepare_update(&d, &term, &mut fin, WritePart::Finalize, false).unwrap());

@@ -55,7 +55,11 @@ pub struct ResourceDef {
 impl ResourceDef {
     /// `group/version`, or `version` for the core group.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
     }
 
     /// The verbs advertised in discovery.
@@ -63,7 +67,16 @@ impl ResourceDef {
         if self.create_only {
             vec!["create"]
         } else {
-            vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+            vec![
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ]
         }
     }
 }
@@ -85,7 +98,10 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(builtin: Vec<ResourceDef>) -> Self {
-        Self { builtin: builtin.into_iter().map(Arc::new).collect(), per_cluster: RwLock::default() }
+        Self {
+            builtin: builtin.into_iter().map(Arc::new).collect(),
+            per_cluster: RwLock::default(),
+        }
     }
 
     /// Every resource served in `cluster`, built-ins first.
@@ -103,7 +119,9 @@ impl Registry {
         if let Some(d) = self.builtin.iter().find(|d| matches(d)) {
             return Some(d.clone());
         }
-        self.read().get(cluster).and_then(|extra| extra.iter().find(|d| matches(d)).cloned())
+        self.read()
+            .get(cluster)
+            .and_then(|extra| extra.iter().find(|d| matches(d)).cloned())
     }
 
     /// Whether any cluster serves this group-version-resource (for wildcard requests).
@@ -112,7 +130,11 @@ impl Registry {
         if let Some(d) = self.builtin.iter().find(|d| matches(d)) {
             return Some(d.clone());
         }
-        self.read().values().flat_map(|v| v.iter()).find(|d| matches(d)).cloned()
+        self.read()
+            .values()
+            .flat_map(|v| v.iter())
+            .find(|d| matches(d))
+            .cloned()
     }
 
     /// Replaces the schema-defined resources of `cluster`.

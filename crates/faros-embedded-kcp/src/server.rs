@@ -94,7 +94,10 @@ fn read_or_create(path: &Path, create: impl FnOnce() -> Vec<u8>) -> Result<Vec<u
             write_private(path, &bytes)?;
             Ok(bytes)
         }
-        Err(source) => Err(ServerError::File { path: path.into(), source }),
+        Err(source) => Err(ServerError::File {
+            path: path.into(),
+            source,
+        }),
     }
 }
 
@@ -108,7 +111,10 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), ServerError> {
     opts.write(true).create(true).truncate(true);
     #[cfg(unix)]
     opts.mode(0o600);
-    let err = |source| ServerError::File { path: path.into(), source };
+    let err = |source| ServerError::File {
+        path: path.into(),
+        source,
+    };
     let mut f = opts.open(&tmp).map_err(err)?;
     f.write_all(bytes).map_err(err)?;
     f.sync_all().map_err(err)?;
@@ -117,24 +123,45 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), ServerError> {
 
 impl Server {
     pub async fn start(config: Config) -> Result<Self, ServerError> {
-        std::fs::create_dir_all(&config.state_dir).map_err(|source| ServerError::StateDir { path: config.state_dir.clone(), source })?;
+        std::fs::create_dir_all(&config.state_dir).map_err(|source| ServerError::StateDir {
+            path: config.state_dir.clone(),
+            source,
+        })?;
         let dir = &config.state_dir;
         let tls = TlsMaterial::load_or_create(dir, &config.hostnames).map_err(|e| ServerError::Tls(e.to_string()))?;
-        let admin_token = String::from_utf8_lossy(&read_or_create(&dir.join("admin.token"), || generate_token().into_bytes())?).trim().to_string();
-        let sa_key_bytes = read_or_create(&dir.join("service-account.key"), || ServiceAccountTokens::generate_key().to_vec())?;
-        let sa_key: [u8; 32] = sa_key_bytes
-            .as_slice()
-            .try_into()
-            .map_err(|_| ServerError::Auth(format!("{} must hold exactly 32 bytes", dir.join("service-account.key").display())))?;
+        let admin_token = String::from_utf8_lossy(&read_or_create(&dir.join("admin.token"), || {
+            generate_token().into_bytes()
+        })?)
+        .trim()
+        .to_string();
+        let sa_key_bytes = read_or_create(&dir.join("service-account.key"), || {
+            ServiceAccountTokens::generate_key().to_vec()
+        })?;
+        let sa_key: [u8; 32] = sa_key_bytes.as_slice().try_into().map_err(|_| {
+            ServerError::Auth(format!(
+                "{} must hold exactly 32 bytes",
+                dir.join("service-account.key").display()
+            ))
+        })?;
         let static_tokens = match &config.token_file {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| ServerError::File { path: path.clone(), source })?;
-                parse_token_file(&text).map_err(|e| ServerError::TokenFile { path: path.clone(), message: e.to_string() })?
+                let text = std::fs::read_to_string(path).map_err(|source| ServerError::File {
+                    path: path.clone(),
+                    source,
+                })?;
+                parse_token_file(&text).map_err(|e| ServerError::TokenFile {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?
             }
             None => Vec::new(),
         };
-        let authn = Authenticator::new(Some(&admin_token), &static_tokens, Some(ServiceAccountTokens::new(sa_key)))
-            .map_err(|e| ServerError::Auth(e.to_string()))?;
+        let authn = Authenticator::new(
+            Some(&admin_token),
+            &static_tokens,
+            Some(ServiceAccountTokens::new(sa_key)),
+        )
+        .map_err(|e| ServerError::Auth(e.to_string()))?;
         let db_path = dir.join("kcp.redb");
         let store_opts = StoreOptions {
             path: db_path.clone(),
@@ -144,8 +171,14 @@ impl Server {
         };
         let store = tokio::task::spawn_blocking(move || Store::open(store_opts))
             .await
-            .map_err(|e| ServerError::Store { path: db_path.clone(), message: e.to_string() })?
-            .map_err(|e| ServerError::Store { path: db_path.clone(), message: e.to_string() })?;
+            .map_err(|e| ServerError::Store {
+                path: db_path.clone(),
+                message: e.to_string(),
+            })?
+            .map_err(|e| ServerError::Store {
+                path: db_path.clone(),
+                message: e.to_string(),
+            })?;
         let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
         let state = Arc::new(ApiState {
             store,
@@ -162,14 +195,30 @@ impl Server {
         crate::bootstrap::ensure_root(&state).await;
         let controllers = tokio::spawn(crate::controllers::run(state.clone(), events_rx));
 
-        let listener = TcpListener::bind(config.listen).await.map_err(|source| ServerError::Listen { addr: config.listen, source })?;
-        let addr = listener.local_addr().map_err(|source| ServerError::Listen { addr: config.listen, source })?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| ServerError::Listen {
+                addr: config.listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| ServerError::Listen {
+            addr: config.listen,
+            source,
+        })?;
         let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config());
         let router = router(state.clone());
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(serve(listener, acceptor, router, stopped));
         tracing::info!(%addr, state_dir = %dir.display(), "embedded kcp serving");
-        Ok(Self { addr, ca_pem: tls.ca_pem().to_string(), admin_token, state, stop, task, controllers })
+        Ok(Self {
+            addr,
+            ca_pem: tls.ca_pem().to_string(),
+            admin_token,
+            state,
+            stop,
+            task,
+            controllers,
+        })
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -247,7 +296,12 @@ async fn metrics(State(state): State<Arc<ApiState>>, headers: http::HeaderMap) -
     resp
 }
 
-async fn serve(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor, router: Router, mut stopped: watch::Receiver<bool>) {
+async fn serve(
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    router: Router,
+    mut stopped: watch::Receiver<bool>,
+) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {

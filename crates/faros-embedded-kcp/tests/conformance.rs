@@ -1,4 +1,5 @@
 //! kube-rs conformance suite against an in-process embedded kcp on 127.0.0.1:0.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod common;
 
@@ -16,7 +17,8 @@ use serde_json::{Value, json};
 const WAIT: Duration = Duration::from_secs(20);
 
 fn cm(name: &str, data: Value) -> ConfigMap {
-    serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})).unwrap()
+    serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}))
+        .unwrap()
 }
 
 fn api_err(e: kube::Error) -> kube::core::Status {
@@ -31,14 +33,21 @@ async fn crud_conflicts_and_generate_name() {
     let t = TestServer::start().await;
     let cms: Api<ConfigMap> = Api::namespaced(t.admin().await, "default");
 
-    let created = cms.create(&PostParams::default(), &cm("a", json!({"k": "v"}))).await.unwrap();
+    let created = cms
+        .create(&PostParams::default(), &cm("a", json!({"k": "v"})))
+        .await
+        .unwrap();
     let meta = &created.metadata;
     assert!(meta.uid.as_deref().is_some_and(|u| u.len() == 36));
     assert!(meta.creation_timestamp.is_some());
     assert_eq!(meta.annotations.as_ref().unwrap()["kcp.io/cluster"], "root");
     let rv1: u64 = meta.resource_version.as_deref().unwrap().parse().unwrap();
 
-    let err = api_err(cms.create(&PostParams::default(), &cm("a", json!({}))).await.unwrap_err());
+    let err = api_err(
+        cms.create(&PostParams::default(), &cm("a", json!({})))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!((err.code, err.reason.as_str()), (409, "AlreadyExists"));
     assert_eq!(err.message, "configmaps \"a\" already exists");
 
@@ -58,7 +67,10 @@ async fn crud_conflicts_and_generate_name() {
     let got = cms.get("a").await.unwrap();
     assert_eq!(got.data.unwrap()["k"], "w");
     let err = api_err(cms.get("missing").await.unwrap_err());
-    assert_eq!((err.code, err.reason.as_str(), err.message.as_str()), (404, "NotFound", "configmaps \"missing\" not found"));
+    assert_eq!(
+        (err.code, err.reason.as_str(), err.message.as_str()),
+        (404, "NotFound", "configmaps \"missing\" not found")
+    );
 
     let generated: ConfigMap = serde_json::from_value(json!({"metadata": {"generateName": "gen-"}})).unwrap();
     let g = cms.create(&PostParams::default(), &generated).await.unwrap();
@@ -66,13 +78,21 @@ async fn crud_conflicts_and_generate_name() {
     assert!(name.starts_with("gen-") && name.len() == 9, "{name}");
 
     // dryRun=All validates and returns the object without persisting it.
-    let dry = PostParams { dry_run: true, ..Default::default() };
+    let dry = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
     cms.create(&dry, &cm("dry", json!({}))).await.unwrap();
     assert_eq!(api_err(cms.get("dry").await.unwrap_err()).code, 404);
 
     // Namespace must exist.
     let missing: Api<ConfigMap> = Api::namespaced(t.admin().await, "nope");
-    let err = api_err(missing.create(&PostParams::default(), &cm("x", json!({}))).await.unwrap_err());
+    let err = api_err(
+        missing
+            .create(&PostParams::default(), &cm("x", json!({})))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!((err.code, err.message.as_str()), (404, "namespaces \"nope\" not found"));
 
     cms.delete("a", &DeleteParams::default()).await.unwrap();
@@ -84,12 +104,19 @@ async fn finalizers_and_namespace_cascade() {
     let t = TestServer::start().await;
     let client = t.admin().await;
     let nss: Api<Namespace> = Api::all(client.clone());
-    nss.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap()).await.unwrap();
+    nss.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap(),
+    )
+    .await
+    .unwrap();
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
     let mut held = cm("held", json!({}));
     held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
     cms.create(&PostParams::default(), &held).await.unwrap();
-    cms.create(&PostParams::default(), &cm("plain", json!({}))).await.unwrap();
+    cms.create(&PostParams::default(), &cm("plain", json!({})))
+        .await
+        .unwrap();
 
     // Deleting an object with a finalizer only marks it.
     cms.delete("held", &DeleteParams::default()).await.unwrap();
@@ -97,24 +124,46 @@ async fn finalizers_and_namespace_cascade() {
     assert!(marked.metadata.deletion_timestamp.is_some());
     // No new finalizers while deleting.
     let err = api_err(
-        cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold", "x.io/y"]}})))
-            .await
-            .unwrap_err(),
+        cms.patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold", "x.io/y"]}})),
+        )
+        .await
+        .unwrap_err(),
     );
     assert_eq!(err.code, 422);
-    assert!(err.message.contains("no new finalizers can be added if the object is being deleted"), "{}", err.message);
+    assert!(
+        err.message
+            .contains("no new finalizers can be added if the object is being deleted"),
+        "{}",
+        err.message
+    );
 
     // Namespace deletion: Terminating, content removed, creates forbidden.
     nss.delete("team", &DeleteParams::default()).await.unwrap();
     let ns = nss.get("team").await.unwrap();
     assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Terminating"));
     wait_for(cms.clone(), "plain", |o| o.is_none(), WAIT).await.unwrap();
-    let err = api_err(cms.create(&PostParams::default(), &cm("late", json!({}))).await.unwrap_err());
+    let err = api_err(
+        cms.create(&PostParams::default(), &cm("late", json!({})))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(err.code, 403);
-    assert_eq!(err.message, "configmaps \"late\" is forbidden: unable to create new content in namespace team because it is being terminated");
+    assert_eq!(
+        err.message,
+        "configmaps \"late\" is forbidden: unable to create new content in namespace team because it is being terminated"
+    );
     // The namespace waits for the finalizer; releasing it lets both go.
     assert!(nss.get("team").await.is_ok());
-    cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
     wait_for(cms.clone(), "held", |o| o.is_none(), WAIT).await.unwrap();
     wait_for(nss.clone(), "team", |o| o.is_none(), WAIT).await.unwrap();
 }
@@ -123,7 +172,10 @@ async fn finalizers_and_namespace_cascade() {
 async fn garbage_collection_by_owner_references() {
     let t = TestServer::start().await;
     let cms: Api<ConfigMap> = Api::namespaced(t.admin().await, "default");
-    let owner = cms.create(&PostParams::default(), &cm("owner", json!({}))).await.unwrap();
+    let owner = cms
+        .create(&PostParams::default(), &cm("owner", json!({})))
+        .await
+        .unwrap();
     let mut dep = cm("dependent", json!({}));
     dep.metadata.owner_references = Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
         api_version: "v1".into(),
@@ -137,7 +189,10 @@ async fn garbage_collection_by_owner_references() {
     orphan.metadata.name = Some("orphaned".into());
     cms.create(&PostParams::default(), &orphan).await.unwrap();
     // Orphan propagation strips the reference instead of deleting.
-    let owner2 = cms.create(&PostParams::default(), &cm("owner2", json!({}))).await.unwrap();
+    let owner2 = cms
+        .create(&PostParams::default(), &cm("owner2", json!({})))
+        .await
+        .unwrap();
     let mut kept = cm("kept", json!({}));
     kept.metadata.owner_references = Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
         api_version: "v1".into(),
@@ -162,10 +217,15 @@ async fn garbage_collection_by_owner_references() {
 async fn every_patch_type() {
     let t = TestServer::start().await;
     let cms: Api<ConfigMap> = Api::namespaced(t.admin().await, "default");
-    cms.create(&PostParams::default(), &cm("p", json!({"a": "1", "b": "2"}))).await.unwrap();
+    cms.create(&PostParams::default(), &cm("p", json!({"a": "1", "b": "2"})))
+        .await
+        .unwrap();
     let pp = PatchParams::default();
 
-    let merged = cms.patch("p", &pp, &Patch::Merge(json!({"data": {"a": null, "c": "3"}}))).await.unwrap();
+    let merged = cms
+        .patch("p", &pp, &Patch::Merge(json!({"data": {"a": null, "c": "3"}})))
+        .await
+        .unwrap();
     assert_eq!(serde_json::to_value(merged.data).unwrap(), json!({"b": "2", "c": "3"}));
 
     // RFC 6902 JSON patch over the wire (kube's Patch::Json needs an extra crate feature).
@@ -188,30 +248,49 @@ async fn every_patch_type() {
     let patched = cms.get("p").await.unwrap();
     assert_eq!(patched.data.unwrap()["b"], "20");
     assert_eq!(patched.metadata.labels.unwrap()["x"], "y");
-    let failing = json_patch(json!([{"op": "test", "path": "/data/b", "value": "nope"}])).await.unwrap();
+    let failing = json_patch(json!([{"op": "test", "path": "/data/b", "value": "nope"}]))
+        .await
+        .unwrap();
     assert_eq!(failing.status(), 422);
     let body: Value = failing.json().await.unwrap();
     assert_eq!(body["kind"], "Status");
 
     let smp = cms
-        .patch("p", &pp, &Patch::Strategic(json!({"metadata": {"finalizers": ["a.io/one"]}, "data": {"d": "4"}})))
+        .patch(
+            "p",
+            &pp,
+            &Patch::Strategic(json!({"metadata": {"finalizers": ["a.io/one"]}, "data": {"d": "4"}})),
+        )
         .await
         .unwrap();
     assert_eq!(smp.data.unwrap()["d"], "4");
-    let smp = cms.patch("p", &pp, &Patch::Strategic(json!({"metadata": {"finalizers": ["b.io/two"]}}))).await.unwrap();
+    let smp = cms
+        .patch(
+            "p",
+            &pp,
+            &Patch::Strategic(json!({"metadata": {"finalizers": ["b.io/two"]}})),
+        )
+        .await
+        .unwrap();
     // Finalizers merge as a set under strategic merge patch.
     let mut finalizers = smp.metadata.finalizers.unwrap();
     finalizers.sort();
     assert_eq!(finalizers, vec!["a.io/one".to_string(), "b.io/two".to_string()]);
-    cms.patch("p", &pp, &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
+    cms.patch("p", &pp, &Patch::Merge(json!({"metadata": {"finalizers": null}})))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
 async fn server_side_apply_conflicts_and_force() {
     let t = TestServer::start().await;
     let cms: Api<ConfigMap> = Api::namespaced(t.admin().await, "default");
-    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}, "data": {"a": "1", "b": "2"}});
-    let created = cms.patch("s", &PatchParams::apply("alpha"), &Patch::Apply(&body)).await.unwrap();
+    let body =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}, "data": {"a": "1", "b": "2"}});
+    let created = cms
+        .patch("s", &PatchParams::apply("alpha"), &Patch::Apply(&body))
+        .await
+        .unwrap();
     let mf = created.metadata.managed_fields.unwrap();
     assert_eq!(mf.len(), 1);
     assert_eq!(mf[0].manager.as_deref(), Some("alpha"));
@@ -219,27 +298,53 @@ async fn server_side_apply_conflicts_and_force() {
 
     // Another manager changing an owned field conflicts with a FieldManagerConflict cause.
     let other = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}, "data": {"a": "9"}});
-    let err = api_err(cms.patch("s", &PatchParams::apply("beta"), &Patch::Apply(&other)).await.unwrap_err());
+    let err = api_err(
+        cms.patch("s", &PatchParams::apply("beta"), &Patch::Apply(&other))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
-    assert!(err.message.starts_with("Apply failed with 1 conflict"), "{}", err.message);
+    assert!(
+        err.message.starts_with("Apply failed with 1 conflict"),
+        "{}",
+        err.message
+    );
     assert!(err.message.contains("conflict with \"alpha\""), "{}", err.message);
     let causes = err.details.unwrap().causes;
     assert_eq!(causes[0].reason, "FieldManagerConflict");
     assert_eq!(causes[0].field, ".data.a");
 
     // force takes ownership.
-    let forced = cms.patch("s", &PatchParams::apply("beta").force(), &Patch::Apply(&other)).await.unwrap();
+    let forced = cms
+        .patch("s", &PatchParams::apply("beta").force(), &Patch::Apply(&other))
+        .await
+        .unwrap();
     assert_eq!(forced.data.as_ref().unwrap()["a"], "9");
     // alpha stops applying b: it is removed because nobody else owns it.
     let alpha2 = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}, "data": {}});
-    let after = cms.patch("s", &PatchParams::apply("alpha"), &Patch::Apply(&alpha2)).await.unwrap();
+    let after = cms
+        .patch("s", &PatchParams::apply("alpha"), &Patch::Apply(&alpha2))
+        .await
+        .unwrap();
     assert_eq!(serde_json::to_value(after.data).unwrap(), json!({"a": "9"}));
     // Missing fieldManager and a wrong apiVersion are 400s.
-    let err = api_err(cms.patch("s", &PatchParams::default(), &Patch::Apply(&other)).await.unwrap_err());
+    let err = api_err(
+        cms.patch("s", &PatchParams::default(), &Patch::Apply(&other))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(err.code, 400);
     let bad = json!({"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "s"}});
-    let err = api_err(cms.patch("s", &PatchParams::apply("alpha"), &Patch::Apply(&bad)).await.unwrap_err());
-    assert!(err.message.contains("Incorrect version specified in apply patch"), "{}", err.message);
+    let err = api_err(
+        cms.patch("s", &PatchParams::apply("alpha"), &Patch::Apply(&bad))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        err.message.contains("Incorrect version specified in apply patch"),
+        "{}",
+        err.message
+    );
 }
 
 #[tokio::test]
@@ -247,18 +352,25 @@ async fn pagination_is_consistent_under_concurrent_writes() {
     let t = TestServer::start().await;
     let cms: Api<ConfigMap> = Api::namespaced(t.admin().await, "default");
     for i in 0..25 {
-        cms.create(&PostParams::default(), &cm(&format!("item-{i:02}"), json!({}))).await.unwrap();
+        cms.create(&PostParams::default(), &cm(&format!("item-{i:02}"), json!({})))
+            .await
+            .unwrap();
     }
     let first = cms.list(&ListParams::default().limit(10)).await.unwrap();
     assert_eq!(first.items.len(), 10);
     let token = first.metadata.continue_.clone().unwrap();
     // Writes after the first page must not show up in later pages of the same list.
-    cms.create(&PostParams::default(), &cm("item-99", json!({}))).await.unwrap();
+    cms.create(&PostParams::default(), &cm("item-99", json!({})))
+        .await
+        .unwrap();
     cms.delete("item-20", &DeleteParams::default()).await.unwrap();
     let mut names: Vec<String> = first.items.iter().map(|c| c.metadata.name.clone().unwrap()).collect();
     let mut cont = Some(token);
     while let Some(c) = cont {
-        let page = cms.list(&ListParams::default().limit(10).continue_token(&c)).await.unwrap();
+        let page = cms
+            .list(&ListParams::default().limit(10).continue_token(&c))
+            .await
+            .unwrap();
         names.extend(page.items.iter().map(|c| c.metadata.name.clone().unwrap()));
         cont = page.metadata.continue_.filter(|c| !c.is_empty());
     }
@@ -270,19 +382,58 @@ async fn pagination_is_consistent_under_concurrent_writes() {
 async fn selectors() {
     let t = TestServer::start().await;
     let cms: Api<ConfigMap> = Api::namespaced(t.admin().await, "default");
-    for (name, labels) in [("a", json!({"app": "web", "tier": "front"})), ("b", json!({"app": "db"})), ("c", json!({}))] {
+    for (name, labels) in [
+        ("a", json!({"app": "web", "tier": "front"})),
+        ("b", json!({"app": "db"})),
+        ("c", json!({})),
+    ] {
         let mut c = cm(name, json!({}));
         c.metadata.labels = serde_json::from_value(labels).unwrap();
         cms.create(&PostParams::default(), &c).await.unwrap();
     }
-    let names = |l: kube::core::ObjectList<ConfigMap>| l.items.into_iter().map(|c| c.metadata.name.unwrap()).collect::<Vec<_>>();
-    assert_eq!(names(cms.list(&ListParams::default().labels("app=web")).await.unwrap()), ["a"]);
-    assert_eq!(names(cms.list(&ListParams::default().labels("app in (web,db)")).await.unwrap()), ["a", "b"]);
-    assert_eq!(names(cms.list(&ListParams::default().labels("!app")).await.unwrap()), ["c"]);
-    assert_eq!(names(cms.list(&ListParams::default().labels("app!=web")).await.unwrap()), ["b", "c"]);
-    assert_eq!(names(cms.list(&ListParams::default().fields("metadata.name=b")).await.unwrap()), ["b"]);
-    let err = api_err(cms.list(&ListParams::default().fields("spec.foo=bar")).await.unwrap_err());
-    assert_eq!((err.code, err.message.as_str()), (400, "field label not supported: spec.foo"));
+    let names = |l: kube::core::ObjectList<ConfigMap>| {
+        l.items
+            .into_iter()
+            .map(|c| c.metadata.name.unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(cms.list(&ListParams::default().labels("app=web")).await.unwrap()),
+        ["a"]
+    );
+    assert_eq!(
+        names(
+            cms.list(&ListParams::default().labels("app in (web,db)"))
+                .await
+                .unwrap()
+        ),
+        ["a", "b"]
+    );
+    assert_eq!(
+        names(cms.list(&ListParams::default().labels("!app")).await.unwrap()),
+        ["c"]
+    );
+    assert_eq!(
+        names(cms.list(&ListParams::default().labels("app!=web")).await.unwrap()),
+        ["b", "c"]
+    );
+    assert_eq!(
+        names(
+            cms.list(&ListParams::default().fields("metadata.name=b"))
+                .await
+                .unwrap()
+        ),
+        ["b"]
+    );
+    let err = api_err(
+        cms.list(&ListParams::default().fields("spec.foo=bar"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (400, "field label not supported: spec.foo")
+    );
     let err = api_err(cms.list(&ListParams::default().labels("app in (")).await.unwrap_err());
     assert_eq!(err.code, 400);
     // Cross-namespace list.
@@ -301,9 +452,23 @@ async fn watch_resume_selector_transitions_and_bookmarks() {
     let mut c = cm("w", json!({}));
     c.metadata.labels = Some([("watched".to_string(), "yes".to_string())].into());
     cms.create(&PostParams::default(), &c).await.unwrap();
-    cms.patch("w", &PatchParams::default(), &Patch::Merge(json!({"data": {"x": "1"}}))).await.unwrap();
-    cms.patch("w", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"watched": "no"}}}))).await.unwrap();
-    cms.patch("w", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"watched": "yes"}}}))).await.unwrap();
+    cms.patch("w", &PatchParams::default(), &Patch::Merge(json!({"data": {"x": "1"}})))
+        .await
+        .unwrap();
+    cms.patch(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"watched": "no"}}})),
+    )
+    .await
+    .unwrap();
+    cms.patch(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"watched": "yes"}}})),
+    )
+    .await
+    .unwrap();
     cms.delete("w", &DeleteParams::default()).await.unwrap();
     let mut seen = Vec::new();
     while seen.len() < 5 {
@@ -318,7 +483,11 @@ async fn watch_resume_selector_transitions_and_bookmarks() {
     assert_eq!(seen, ["ADDED", "MODIFIED", "DELETED", "ADDED", "DELETED"]);
 
     // Resuming from a resourceVersion replays exactly what happened after it.
-    let mut resumed = cms.watch(&WatchParams::default().timeout(5), &rv).await.unwrap().boxed();
+    let mut resumed = cms
+        .watch(&WatchParams::default().timeout(5), &rv)
+        .await
+        .unwrap()
+        .boxed();
     let first = resumed.try_next().await.unwrap().unwrap();
     assert!(matches!(first, WatchEvent::Added(ref o) if o.metadata.name.as_deref() == Some("w")));
 
@@ -328,7 +497,12 @@ async fn watch_resume_selector_transitions_and_bookmarks() {
     let mut got_end = false;
     while let Some(ev) = s.try_next().await.unwrap() {
         if let WatchEvent::Bookmark(b) = ev {
-            got_end = b.metadata.annotations.get("k8s.io/initial-events-end").map(String::as_str) == Some("true");
+            got_end = b
+                .metadata
+                .annotations
+                .get("k8s.io/initial-events-end")
+                .map(String::as_str)
+                == Some("true");
             break;
         }
     }
@@ -340,10 +514,16 @@ async fn too_old_resource_version_makes_kube_runtime_relist() {
     let t = TestServer::start_with(|c| c.history_capacity = 5).await;
     let cms: Api<ConfigMap> = Api::namespaced(t.admin().await, "default");
     for i in 0..20 {
-        cms.create(&PostParams::default(), &cm(&format!("old-{i}"), json!({}))).await.unwrap();
+        cms.create(&PostParams::default(), &cm(&format!("old-{i}"), json!({})))
+            .await
+            .unwrap();
     }
     // A watch from RV 1 is far behind the 5-event history: HTTP 200 with an in-stream 410 ERROR.
-    let mut stream = cms.watch(&WatchParams::default().timeout(5), "1").await.unwrap().boxed();
+    let mut stream = cms
+        .watch(&WatchParams::default().timeout(5), "1")
+        .await
+        .unwrap()
+        .boxed();
     match stream.try_next().await.unwrap() {
         Some(WatchEvent::Error(e)) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
         other => panic!("expected a 410 ERROR event, got {other:?}"),
@@ -352,7 +532,10 @@ async fn too_old_resource_version_makes_kube_runtime_relist() {
     let (reader, writer) = kube::runtime::reflector::store::<ConfigMap>();
     let w = watcher(cms.clone(), watcher::Config::default()).default_backoff();
     let handle = tokio::spawn(kube::runtime::reflector(writer, w).for_each(|_| futures::future::ready(())));
-    tokio::time::timeout(WAIT, reader.wait_until_ready()).await.unwrap().unwrap();
+    tokio::time::timeout(WAIT, reader.wait_until_ready())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(reader.state().len(), 20);
     handle.abort();
 }
@@ -365,9 +548,15 @@ async fn token_review_sar_and_rbac_denials() {
     let alice_cms: Api<ConfigMap> = Api::namespaced(alice.clone(), "default");
     let err = api_err(alice_cms.list(&ListParams::default()).await.unwrap_err());
     assert_eq!(err.code, 403);
-    assert_eq!(err.message, "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\"");
+    assert_eq!(
+        err.message,
+        "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""
+    );
     let err = api_err(alice_cms.get("x").await.unwrap_err());
-    assert_eq!(err.message, "configmaps \"x\" is forbidden: User \"alice\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"default\"");
+    assert_eq!(
+        err.message,
+        "configmaps \"x\" is forbidden: User \"alice\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"default\""
+    );
 
     // A group binding grants access immediately.
     let crs: Api<ClusterRole> = Api::all(admin.clone());
@@ -375,8 +564,16 @@ async fn token_review_sar_and_rbac_denials() {
     let crbs: Api<ClusterRoleBinding> = Api::all(admin.clone());
     crbs.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "devs-read"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cm-reader"}, "subjects": [{"kind": "Group", "name": "devs", "apiGroup": "rbac.authorization.k8s.io"}]})).unwrap()).await.unwrap();
     alice_cms.list(&ListParams::default()).await.unwrap();
-    let err = api_err(alice_cms.create(&PostParams::default(), &cm("no", json!({}))).await.unwrap_err());
-    assert_eq!(err.message, "configmaps is forbidden: User \"alice\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"default\"");
+    let err = api_err(
+        alice_cms
+            .create(&PostParams::default(), &cm("no", json!({})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        err.message,
+        "configmaps is forbidden: User \"alice\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"default\""
+    );
 
     // SelfSubjectAccessReview (kubectl auth can-i) and SubjectAccessReview.
     let http = t.http();
@@ -385,37 +582,101 @@ async fn token_review_sar_and_rbac_denials() {
         let url = t.url("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews");
         async move {
             let body = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": {"resourceAttributes": {"verb": verb, "resource": "configmaps", "namespace": "default"}}});
-            let resp: Value = http.post(url).bearer_auth(token).json(&body).send().await.unwrap().json().await.unwrap();
+            let resp: Value = http
+                .post(url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
             resp["status"]["allowed"].as_bool().unwrap()
         }
     };
     assert!(can(common::USER_TOKEN.into(), "list").await);
     assert!(!can(common::USER_TOKEN.into(), "delete").await);
     let sar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {"user": "bob", "resourceAttributes": {"verb": "get", "resource": "configmaps", "namespace": "default"}}});
-    let resp: Value = http.post(t.url("/apis/authorization.k8s.io/v1/subjectaccessreviews")).bearer_auth(t.admin_token()).json(&sar).send().await.unwrap().json().await.unwrap();
+    let resp: Value = http
+        .post(t.url("/apis/authorization.k8s.io/v1/subjectaccessreviews"))
+        .bearer_auth(t.admin_token())
+        .json(&sar)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(resp["status"]["allowed"], false);
     // Alice may not review others.
-    let resp = http.post(t.url("/apis/authorization.k8s.io/v1/subjectaccessreviews")).bearer_auth(common::USER_TOKEN).json(&sar).send().await.unwrap();
+    let resp = http
+        .post(t.url("/apis/authorization.k8s.io/v1/subjectaccessreviews"))
+        .bearer_auth(common::USER_TOKEN)
+        .json(&sar)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 403);
 
     // ServiceAccount tokens: filled by the token controller, valid in TokenReview, invalid after deletion.
     let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), "default");
-    sas.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "robot"}})).unwrap()).await.unwrap();
+    sas.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "robot"}})).unwrap(),
+    )
+    .await
+    .unwrap();
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), "default");
     secrets.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "robot-token", "annotations": {"kubernetes.io/service-account.name": "robot"}}, "type": "kubernetes.io/service-account-token"})).unwrap()).await.unwrap();
-    let secret = wait_for(secrets.clone(), "robot-token", |s| s.is_some_and(|s: &Secret| s.data.as_ref().is_some_and(|d| d.contains_key("token"))), WAIT).await.unwrap().unwrap();
+    let secret = wait_for(
+        secrets.clone(),
+        "robot-token",
+        |s| s.is_some_and(|s: &Secret| s.data.as_ref().is_some_and(|d| d.contains_key("token"))),
+        WAIT,
+    )
+    .await
+    .unwrap()
+    .unwrap();
     let data = secret.data.unwrap();
     let token = String::from_utf8(data["token"].0.clone()).unwrap();
     assert_eq!(String::from_utf8(data["namespace"].0.clone()).unwrap(), "default");
-    assert!(String::from_utf8(data["ca.crt"].0.clone()).unwrap().contains("BEGIN CERTIFICATE"));
+    assert!(
+        String::from_utf8(data["ca.crt"].0.clone())
+            .unwrap()
+            .contains("BEGIN CERTIFICATE")
+    );
     let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}});
-    let resp: Value = http.post(t.url("/apis/authentication.k8s.io/v1/tokenreviews")).bearer_auth(t.admin_token()).json(&review).send().await.unwrap().json().await.unwrap();
+    let resp: Value = http
+        .post(t.url("/apis/authentication.k8s.io/v1/tokenreviews"))
+        .bearer_auth(t.admin_token())
+        .json(&review)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(resp["status"]["authenticated"], true);
-    assert_eq!(resp["status"]["user"]["username"], "system:serviceaccount:default:robot");
+    assert_eq!(
+        resp["status"]["user"]["username"],
+        "system:serviceaccount:default:robot"
+    );
     let groups = resp["status"]["user"]["groups"].as_array().unwrap();
-    assert!(groups.contains(&json!("system:serviceaccounts:default")) && groups.contains(&json!("system:authenticated")));
+    assert!(
+        groups.contains(&json!("system:serviceaccounts:default")) && groups.contains(&json!("system:authenticated"))
+    );
     secrets.delete("robot-token", &DeleteParams::default()).await.unwrap();
-    let resp: Value = http.post(t.url("/apis/authentication.k8s.io/v1/tokenreviews")).bearer_auth(t.admin_token()).json(&review).send().await.unwrap().json().await.unwrap();
+    let resp: Value = http
+        .post(t.url("/apis/authentication.k8s.io/v1/tokenreviews"))
+        .bearer_auth(t.admin_token())
+        .json(&review)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(resp["status"]["authenticated"], false);
 }
 
@@ -425,17 +686,49 @@ async fn bad_input_gets_status_errors_and_server_keeps_serving() {
     let http = t.http();
     let token = t.admin_token();
     let post = |path: &str, body: Vec<u8>, query: &str| {
-        http.post(format!("{}{path}{query}", t.server.url())).bearer_auth(&token).header("content-type", "application/json").body(body)
+        http.post(format!("{}{path}{query}", t.server.url()))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(body)
     };
     let cases: Vec<(reqwest::RequestBuilder, u16, &str)> = vec![
-        (post("/api/v1/namespaces/default/configmaps", b"{not json".to_vec(), ""), 400, "BadRequest"),
-        (post("/api/v1/namespaces/default/configmaps", br#"{"metadata":{"name":"u"},"datax":{}}"#.to_vec(), "?fieldValidation=Strict"), 400, "BadRequest"),
-        (post("/api/v1/namespaces/default/configmaps", vec![b' '; 100 * 1024], ""), 413, "RequestEntityTooLarge"),
-        (post("/api/v1/namespaces/default/widgets", b"{}".to_vec(), ""), 404, "NotFound"),
-        (http.get(t.url("/api/v1/namespaces/default/configmaps?labelSelector=a%20in%20(")).bearer_auth(&token), 400, "BadRequest"),
+        (
+            post("/api/v1/namespaces/default/configmaps", b"{not json".to_vec(), ""),
+            400,
+            "BadRequest",
+        ),
+        (
+            post(
+                "/api/v1/namespaces/default/configmaps",
+                br#"{"metadata":{"name":"u"},"datax":{}}"#.to_vec(),
+                "?fieldValidation=Strict",
+            ),
+            400,
+            "BadRequest",
+        ),
+        (
+            post("/api/v1/namespaces/default/configmaps", vec![b' '; 100 * 1024], ""),
+            413,
+            "RequestEntityTooLarge",
+        ),
+        (
+            post("/api/v1/namespaces/default/widgets", b"{}".to_vec(), ""),
+            404,
+            "NotFound",
+        ),
+        (
+            http.get(t.url("/api/v1/namespaces/default/configmaps?labelSelector=a%20in%20("))
+                .bearer_auth(&token),
+            400,
+            "BadRequest",
+        ),
         (http.get(t.url("/no/such/path")).bearer_auth(&token), 404, "NotFound"),
         (http.get(t.url("/api/v1/namespaces")), 401, "Unauthorized"),
-        (http.get(t.url("/api/v1/namespaces")).bearer_auth("wrong"), 401, "Unauthorized"),
+        (
+            http.get(t.url("/api/v1/namespaces")).bearer_auth("wrong"),
+            401,
+            "Unauthorized",
+        ),
     ];
     for (req, code, reason) in cases {
         let resp = req.send().await.unwrap();
@@ -445,13 +738,34 @@ async fn bad_input_gets_status_errors_and_server_keeps_serving() {
         assert_eq!(body["reason"], reason, "{body}");
         assert_eq!(body["code"], code, "{body}");
     }
-    let strict = post("/api/v1/namespaces/default/configmaps", br#"{"metadata":{"name":"u"},"datax":{}}"#.to_vec(), "?fieldValidation=Strict").send().await.unwrap();
+    let strict = post(
+        "/api/v1/namespaces/default/configmaps",
+        br#"{"metadata":{"name":"u"},"datax":{}}"#.to_vec(),
+        "?fieldValidation=Strict",
+    )
+    .send()
+    .await
+    .unwrap();
     let body: Value = strict.json().await.unwrap();
     assert_eq!(body["message"], "strict decoding error: unknown field \"datax\"");
     // Warn keeps the object (minus the unknown field) and says so in a Warning header.
-    let warn = post("/api/v1/namespaces/default/configmaps", br#"{"metadata":{"name":"u"},"datax":{}}"#.to_vec(), "?fieldValidation=Warn").send().await.unwrap();
+    let warn = post(
+        "/api/v1/namespaces/default/configmaps",
+        br#"{"metadata":{"name":"u"},"datax":{}}"#.to_vec(),
+        "?fieldValidation=Warn",
+    )
+    .send()
+    .await
+    .unwrap();
     assert_eq!(warn.status(), 201);
-    assert!(warn.headers().get("warning").unwrap().to_str().unwrap().contains("unknown field"));
+    assert!(
+        warn.headers()
+            .get("warning")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .contains("unknown field")
+    );
     // Still serving.
     assert_eq!(http.get(t.url("/healthz")).send().await.unwrap().status(), 200);
 }
@@ -462,21 +776,51 @@ async fn discovery_openapi_tables_and_metrics() {
     let client = t.admin().await;
     let discovery = kube::Discovery::new(client.clone()).run().await.unwrap();
     let groups: Vec<String> = discovery.groups().map(|g| g.name().to_string()).collect();
-    for g in ["", "rbac.authorization.k8s.io", "coordination.k8s.io", "authorization.k8s.io"] {
+    for g in [
+        "",
+        "rbac.authorization.k8s.io",
+        "coordination.k8s.io",
+        "authorization.k8s.io",
+    ] {
         assert!(groups.iter().any(|x| x == g), "missing group {g:?} in {groups:?}");
     }
     let http = t.http();
     let token = t.admin_token();
-    let index: Value = http.get(t.url("/openapi/v3")).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+    let index: Value = http
+        .get(t.url("/openapi/v3"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let core = index["paths"]["api/v1"]["serverRelativeURL"].as_str().unwrap();
-    let doc: Value = http.get(t.url(core)).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+    let doc: Value = http
+        .get(t.url(core))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
     assert_eq!(patch["x-kubernetes-group-version-kind"]["kind"], "ConfigMap");
-    assert!(patch["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation"));
+    assert!(
+        patch["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "fieldValidation")
+    );
     let table: Value = http
         .get(t.url("/api/v1/namespaces"))
         .bearer_auth(&token)
-        .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+        .header(
+            "accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )
         .send()
         .await
         .unwrap()
@@ -484,14 +828,35 @@ async fn discovery_openapi_tables_and_metrics() {
         .await
         .unwrap();
     assert_eq!(table["kind"], "Table");
-    let cols: Vec<&str> = table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let cols: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert_eq!(cols, ["Name", "Status", "Age"]);
     assert_eq!(table["rows"][0]["cells"][0], "default");
     assert_eq!(table["rows"][0]["cells"][1], "Active");
-    let metrics = http.get(t.url("/metrics")).bearer_auth(&token).send().await.unwrap().text().await.unwrap();
+    let metrics = http
+        .get(t.url("/metrics"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(metrics.contains("faros_kcp_apiserver_requests_total"), "{metrics}");
     assert_eq!(http.get(t.url("/metrics")).send().await.unwrap().status(), 401);
-    let version: Value = http.get(t.url("/version")).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+    let version: Value = http
+        .get(t.url("/version"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(version["major"], "1");
 }
 
@@ -504,20 +869,36 @@ async fn state_survives_restart() {
     let token = server.admin_token().to_string();
     let client = {
         let kc = kube::config::Kubeconfig::from_yaml(&server.admin_kubeconfig()).unwrap();
-        kube::Client::try_from(kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap()).unwrap()
+        kube::Client::try_from(
+            kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                .await
+                .unwrap(),
+        )
+        .unwrap()
     };
     let cms: Api<ConfigMap> = Api::namespaced(client, "default");
-    let created = cms.create(&PostParams::default(), &cm("persist", json!({"k": "v"}))).await.unwrap();
+    let created = cms
+        .create(&PostParams::default(), &cm("persist", json!({"k": "v"})))
+        .await
+        .unwrap();
     server.shutdown().await;
     config.listen = "127.0.0.1:0".parse().unwrap();
     let server = faros_embedded_kcp::Server::start(config).await.unwrap();
     assert_eq!(server.admin_token(), token);
     let kc = kube::config::Kubeconfig::from_yaml(&server.admin_kubeconfig()).unwrap();
-    let client = kube::Client::try_from(kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap()).unwrap();
+    let client = kube::Client::try_from(
+        kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     let cms: Api<ConfigMap> = Api::namespaced(client, "default");
     let got = cms.get("persist").await.unwrap();
     assert_eq!(got.metadata.uid, created.metadata.uid);
-    let next = cms.create(&PostParams::default(), &cm("after", json!({}))).await.unwrap();
+    let next = cms
+        .create(&PostParams::default(), &cm("after", json!({})))
+        .await
+        .unwrap();
     let rv = |c: &ConfigMap| c.metadata.resource_version.as_deref().unwrap().parse::<u64>().unwrap();
     assert!(rv(&next) > rv(&got));
     server.shutdown().await;

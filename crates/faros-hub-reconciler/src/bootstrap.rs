@@ -21,7 +21,9 @@ use std::time::Duration;
 use faros_core::client::{ClientError, ClientFactory};
 use faros_core::kcp::apis::v1alpha1::APIExportEndpointSlice;
 use faros_core::kcp::apis::v1alpha1::{APIExportEndpointSliceSpec, ExportBindingReference};
-use faros_core::kcp::apis::v1alpha2::{APIBinding, APIBindingSpec, APIExport, APIExportSpec, BindingReference, ResourceSchema};
+use faros_core::kcp::apis::v1alpha2::{
+    APIBinding, APIBindingSpec, APIExport, APIExportSpec, BindingReference, ResourceSchema,
+};
 use faros_core::kcp::tenancy::{APIExportReference, WorkspaceTypeExtension, WorkspaceTypeSelector};
 use faros_core::kcp::{Workspace, WorkspaceSpec, WorkspaceType, WorkspaceTypeReference, WorkspaceTypeSpec};
 use faros_core::names;
@@ -63,7 +65,11 @@ pub enum BootstrapError {
         "workspace {path} exists with type {found}, expected {expected}; delete it or fix its type \
          (workspace types are immutable)"
     )]
-    WrongWorkspaceType { path: String, found: String, expected: String },
+    WrongWorkspaceType {
+        path: String,
+        found: String,
+        expected: String,
+    },
     #[error("workspace {path} is being deleted; it is recreated once it is gone")]
     WorkspaceDeleting { path: String },
 }
@@ -96,12 +102,18 @@ pub fn workspace_tree() -> Vec<TreeWorkspace> {
 
 /// kcp's `universal` type in `root`.
 fn universal() -> WorkspaceTypeReference {
-    WorkspaceTypeReference { name: names::WORKSPACE_TYPE_UNIVERSAL.into(), path: Some(names::ROOT_PATH.into()) }
+    WorkspaceTypeReference {
+        name: names::WORKSPACE_TYPE_UNIVERSAL.into(),
+        path: Some(names::ROOT_PATH.into()),
+    }
 }
 
 /// A reference to one of faros' WorkspaceTypes.
 pub fn faros_type(name: &str) -> WorkspaceTypeReference {
-    WorkspaceTypeReference { name: name.into(), path: Some(names::WORKSPACE_TYPES_PATH.into()) }
+    WorkspaceTypeReference {
+        name: name.into(),
+        path: Some(names::WORKSPACE_TYPES_PATH.into()),
+    }
 }
 
 fn managed_meta(name: &str) -> ObjectMeta {
@@ -115,24 +127,36 @@ fn managed_meta(name: &str) -> ObjectMeta {
 /// The Workspace object for a tree entry (explicitly `root:universal`: `root`'s default child type
 /// may be `organization` on a kcp with the workspace-types battery).
 pub fn workspace(name: &str, type_: WorkspaceTypeReference) -> Workspace {
-    let mut ws = Workspace::new(name, WorkspaceSpec { type_: Some(type_), ..Default::default() });
+    let mut ws = Workspace::new(
+        name,
+        WorkspaceSpec {
+            type_: Some(type_),
+            ..Default::default()
+        },
+    );
     ws.metadata = managed_meta(name);
     ws
 }
 
 /// The exported resources: (export = group, plural).
 pub fn exports() -> Vec<APIExport> {
-    [(names::ADMIN_EXPORT, names::ADMIN_GROUP, names::PROVIDERS_RESOURCE), (
-        names::PROVIDERS_EXPORT,
-        names::PROVIDERS_GROUP,
-        names::CATALOG_ENTRIES_RESOURCE,
-    )]
+    [
+        (names::ADMIN_EXPORT, names::ADMIN_GROUP, names::PROVIDERS_RESOURCE),
+        (
+            names::PROVIDERS_EXPORT,
+            names::PROVIDERS_GROUP,
+            names::CATALOG_ENTRIES_RESOURCE,
+        ),
+    ]
     .into_iter()
     .map(|(export, group, plural)| {
         let schema = schema_gen::schema_name(names::SCHEMA_PREFIX, plural, group);
         let mut e = APIExport::new(
             export,
-            APIExportSpec { resources: Some(vec![ResourceSchema::crd(group, plural, &schema)]), ..Default::default() },
+            APIExportSpec {
+                resources: Some(vec![ResourceSchema::crd(group, plural, &schema)]),
+                ..Default::default()
+            },
         );
         e.metadata = managed_meta(export);
         e
@@ -162,8 +186,14 @@ pub fn system_provider_bindings() -> Vec<APIBinding> {
 pub fn workspace_types() -> Vec<WorkspaceType> {
     let provider = WorkspaceTypeSpec {
         // Deliberately not extending universal: no tenancy API, so a provider cannot make workspaces.
-        limit_allowed_children: Some(WorkspaceTypeSelector { none: Some(true), types: None }),
-        limit_allowed_parents: Some(WorkspaceTypeSelector { none: None, types: Some(vec![universal()]) }),
+        limit_allowed_children: Some(WorkspaceTypeSelector {
+            none: Some(true),
+            types: None,
+        }),
+        limit_allowed_parents: Some(WorkspaceTypeSelector {
+            none: None,
+            types: Some(vec![universal()]),
+        }),
         default_api_bindings: Some(vec![APIExportReference {
             path: Some(names::SYSTEM_CONTROLLERS_PATH.into()),
             export: names::PROVIDERS_EXPORT.into(),
@@ -171,18 +201,28 @@ pub fn workspace_types() -> Vec<WorkspaceType> {
         ..Default::default()
     };
     let organization = WorkspaceTypeSpec {
-        extend: Some(WorkspaceTypeExtension { with: Some(vec![universal()]) }),
+        extend: Some(WorkspaceTypeExtension {
+            with: Some(vec![universal()]),
+        }),
         default_child_workspace_type: Some(faros_type(names::WORKSPACE_TYPE_WORKSPACE)),
         limit_allowed_children: Some(WorkspaceTypeSelector {
             none: None,
             types: Some(vec![faros_type(names::WORKSPACE_TYPE_WORKSPACE)]),
         }),
-        limit_allowed_parents: Some(WorkspaceTypeSelector { none: None, types: Some(vec![universal()]) }),
+        limit_allowed_parents: Some(WorkspaceTypeSelector {
+            none: None,
+            types: Some(vec![universal()]),
+        }),
         ..Default::default()
     };
     let team = WorkspaceTypeSpec {
-        extend: Some(WorkspaceTypeExtension { with: Some(vec![universal()]) }),
-        limit_allowed_children: Some(WorkspaceTypeSelector { none: Some(true), types: None }),
+        extend: Some(WorkspaceTypeExtension {
+            with: Some(vec![universal()]),
+        }),
+        limit_allowed_children: Some(WorkspaceTypeSelector {
+            none: Some(true),
+            types: None,
+        }),
         limit_allowed_parents: Some(WorkspaceTypeSelector {
             none: None,
             types: Some(vec![faros_type(names::WORKSPACE_TYPE_ORGANIZATION)]),
@@ -205,7 +245,10 @@ pub fn workspace_types() -> Vec<WorkspaceType> {
 
 /// The leader-election namespace.
 pub fn system_namespace() -> Namespace {
-    Namespace { metadata: managed_meta(names::SYSTEM_NAMESPACE), ..Default::default() }
+    Namespace {
+        metadata: managed_meta(names::SYSTEM_NAMESPACE),
+        ..Default::default()
+    }
 }
 
 /// The endpoint slice the Provider controller reads its virtual workspace URL from.
@@ -233,7 +276,9 @@ pub struct BootstrapSettings {
 
 impl Default for BootstrapSettings {
     fn default() -> Self {
-        Self { wait: Duration::from_secs(60) }
+        Self {
+            wait: Duration::from_secs(60),
+        }
     }
 }
 
@@ -259,7 +304,14 @@ pub async fn bootstrap(factory: &ClientFactory, settings: BootstrapSettings) -> 
     }
     let exports_api: Api<APIExport> = Api::all(controllers.clone());
     for export in exports() {
-        apply(&exports_api, &export, "bootstrap", "APIExport", names::SYSTEM_CONTROLLERS_PATH).await?;
+        apply(
+            &exports_api,
+            &export,
+            "bootstrap",
+            "APIExport",
+            names::SYSTEM_CONTROLLERS_PATH,
+        )
+        .await?;
     }
     tracing::info!("bootstrap: schemas and exports applied");
 
@@ -267,13 +319,28 @@ pub async fn bootstrap(factory: &ClientFactory, settings: BootstrapSettings) -> 
     let bindings: Api<APIBinding> = Api::all(providers);
     for binding in system_provider_bindings() {
         let name = binding.name_any();
-        apply(&bindings, &binding, "bootstrap", "APIBinding", names::SYSTEM_PROVIDERS_PATH).await?;
-        wait_for(bindings.clone(), &name, |b| b.is_some_and(APIBinding::is_ready), settings.wait)
-            .await
-            .map_err(|source| BootstrapError::Wait {
-                step: format!("waiting for APIBinding {name} in {} to be bound", names::SYSTEM_PROVIDERS_PATH),
-                source: Box::new(source),
-            })?;
+        apply(
+            &bindings,
+            &binding,
+            "bootstrap",
+            "APIBinding",
+            names::SYSTEM_PROVIDERS_PATH,
+        )
+        .await?;
+        wait_for(
+            bindings.clone(),
+            &name,
+            |b| b.is_some_and(APIBinding::is_ready),
+            settings.wait,
+        )
+        .await
+        .map_err(|source| BootstrapError::Wait {
+            step: format!(
+                "waiting for APIBinding {name} in {} to be bound",
+                names::SYSTEM_PROVIDERS_PATH
+            ),
+            source: Box::new(source),
+        })?;
     }
     tracing::info!("bootstrap: system bindings bound");
 
@@ -282,7 +349,14 @@ pub async fn bootstrap(factory: &ClientFactory, settings: BootstrapSettings) -> 
         apply(&types, &wt, "bootstrap", "WorkspaceType", names::FAROS_PATH).await?;
     }
     let namespaces: Api<Namespace> = Api::all(controllers.clone());
-    apply(&namespaces, &system_namespace(), "bootstrap", "Namespace", names::SYSTEM_CONTROLLERS_PATH).await?;
+    apply(
+        &namespaces,
+        &system_namespace(),
+        "bootstrap",
+        "Namespace",
+        names::SYSTEM_CONTROLLERS_PATH,
+    )
+    .await?;
     let slices: Api<APIExportEndpointSlice> = Api::all(controllers);
     create_if_absent(&slices, &admin_endpoint_slice(), "APIExportEndpointSlice").await?;
     tracing::info!("bootstrap: complete");
@@ -319,7 +393,10 @@ pub async fn bootstrap_until_done(
 }
 
 fn client(factory: &ClientFactory, cluster: &str) -> Result<kube::Client, BootstrapError> {
-    factory.cluster(cluster).map_err(|source| BootstrapError::Client { cluster: cluster.into(), source })
+    factory.cluster(cluster).map_err(|source| BootstrapError::Client {
+        cluster: cluster.into(),
+        source,
+    })
 }
 
 /// Creates workspace `name` in `parent` with `type_` unless it exists, then waits for Ready.
@@ -334,16 +411,27 @@ pub async fn ensure_workspace(
     let path = format!("{parent}:{name}");
     let api: Api<Workspace> = Api::all(client(factory, parent)?);
     let step = |what: &str| format!("{what} workspace {path}");
-    let existing = api.get_opt(name).await.map_err(|source| BootstrapError::Kube { step: step("reading"), source })?;
+    let existing = api.get_opt(name).await.map_err(|source| BootstrapError::Kube {
+        step: step("reading"),
+        source,
+    })?;
     let existing = match existing {
         Some(ws) => Some(ws),
-        None => match api.create(&PostParams::default(), &workspace(name, type_.clone())).await {
+        None => match api
+            .create(&PostParams::default(), &workspace(name, type_.clone()))
+            .await
+        {
             Ok(_) => {
                 tracing::info!(%path, "created workspace");
                 None
             }
             Err(kube::Error::Api(s)) if s.code == 409 => None,
-            Err(source) => return Err(BootstrapError::Kube { step: step("creating"), source }),
+            Err(source) => {
+                return Err(BootstrapError::Kube {
+                    step: step("creating"),
+                    source,
+                });
+            }
         },
     };
     if let Some(ws) = &existing {
@@ -370,8 +458,7 @@ fn check_type(ws: &Workspace, path: &str, want: &WorkspaceTypeReference) -> Resu
     match &ws.spec.type_ {
         // kcp fills the path on admission; compare what both sides state.
         Some(found)
-            if found.name != want.name
-                || (found.path.is_some() && want.path.is_some() && found.path != want.path) =>
+            if found.name != want.name || (found.path.is_some() && want.path.is_some() && found.path != want.path) =>
         {
             Err(BootstrapError::WrongWorkspaceType {
                 path: path.into(),
@@ -392,7 +479,10 @@ where
     let params = PatchParams::apply(&format!("{}/{scope}", names::RECONCILER_FIELD_MANAGER)).force();
     api.patch(&name, &params, &Patch::Apply(obj))
         .await
-        .map_err(|source| BootstrapError::Kube { step: format!("applying {kind} {name} in {cluster}"), source })
+        .map_err(|source| BootstrapError::Kube {
+            step: format!("applying {kind} {name} in {cluster}"),
+            source,
+        })
 }
 
 /// Creates `obj` unless an object of that name exists (used for immutable objects).
@@ -402,7 +492,15 @@ where
 {
     let name = obj.meta().name.clone().unwrap_or_default();
     let step = |verb: &str| format!("{verb} {kind} {name}");
-    if api.get_opt(&name).await.map_err(|source| BootstrapError::Kube { step: step("reading"), source })?.is_some() {
+    if api
+        .get_opt(&name)
+        .await
+        .map_err(|source| BootstrapError::Kube {
+            step: step("reading"),
+            source,
+        })?
+        .is_some()
+    {
         return Ok(());
     }
     match api.create(&PostParams::default(), obj).await {
@@ -411,7 +509,10 @@ where
             Ok(())
         }
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(source) => Err(BootstrapError::Kube { step: step("creating"), source }),
+        Err(source) => Err(BootstrapError::Kube {
+            step: step("creating"),
+            source,
+        }),
     }
 }
 
@@ -442,8 +543,12 @@ mod tests {
             assert!(parent_known, "{} created before its parent", ws.path());
         }
         // The names the rest of faros uses must be in the tree.
-        for p in [names::SYSTEM_CONTROLLERS_PATH, names::SYSTEM_PROVIDERS_PATH, names::PROVIDERS_PATH, names::TENANTS_PATH]
-        {
+        for p in [
+            names::SYSTEM_CONTROLLERS_PATH,
+            names::SYSTEM_PROVIDERS_PATH,
+            names::PROVIDERS_PATH,
+            names::TENANTS_PATH,
+        ] {
             assert!(paths.iter().any(|x| x == p), "{p}");
         }
     }
@@ -489,8 +594,10 @@ mod tests {
 
     #[test]
     fn binding_bodies() {
-        let got: Vec<serde_json::Value> =
-            system_provider_bindings().iter().map(|b| serde_json::to_value(b).unwrap()).collect();
+        let got: Vec<serde_json::Value> = system_provider_bindings()
+            .iter()
+            .map(|b| serde_json::to_value(b).unwrap())
+            .collect();
         let want = |name: &str| {
             json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
                 "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "faros"}},
@@ -501,8 +608,10 @@ mod tests {
 
     #[test]
     fn workspace_type_bodies() {
-        let got: Vec<serde_json::Value> =
-            workspace_types().iter().map(|t| serde_json::to_value(&t.spec).unwrap()).collect();
+        let got: Vec<serde_json::Value> = workspace_types()
+            .iter()
+            .map(|t| serde_json::to_value(&t.spec).unwrap())
+            .collect();
         assert_eq!(
             got,
             [
@@ -537,12 +646,21 @@ mod tests {
     fn type_check() {
         let mut ws = workspace("x", universal());
         assert!(check_type(&ws, "root:x", &universal()).is_ok());
-        ws.spec.type_ = Some(WorkspaceTypeReference { name: "universal".into(), path: None });
-        assert!(check_type(&ws, "root:x", &universal()).is_ok(), "a missing path is not a mismatch");
+        ws.spec.type_ = Some(WorkspaceTypeReference {
+            name: "universal".into(),
+            path: None,
+        });
+        assert!(
+            check_type(&ws, "root:x", &universal()).is_ok(),
+            "a missing path is not a mismatch"
+        );
         ws.spec.type_ = Some(faros_type("organization"));
         match check_type(&ws, "root:x", &universal()) {
             Err(BootstrapError::WrongWorkspaceType { found, expected, .. }) => {
-                assert_eq!((found.as_str(), expected.as_str()), ("root:faros:organization", "root:universal"));
+                assert_eq!(
+                    (found.as_str(), expected.as_str()),
+                    ("root:faros:organization", "root:universal")
+                );
             }
             other => panic!("{other:?}"),
         }

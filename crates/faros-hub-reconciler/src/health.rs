@@ -23,7 +23,11 @@ pub fn router(state: Arc<State>) -> Router {
 
 async fn readyz(AxumState(state): AxumState<Arc<State>>) -> Response {
     if !state.is_bootstrapped() {
-        return (StatusCode::SERVICE_UNAVAILABLE, "bootstrapping the faros workspace tree\n").into_response();
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "bootstrapping the faros workspace tree\n",
+        )
+            .into_response();
     }
     match state.role() {
         Role::Starting => (StatusCode::SERVICE_UNAVAILABLE, "waiting for the leader election\n").into_response(),
@@ -34,9 +38,14 @@ async fn readyz(AxumState(state): AxumState<Arc<State>>) -> Response {
 
 async fn metrics(AxumState(state): AxumState<Arc<State>>) -> Response {
     match state.metrics.encode() {
-        Ok(text) => {
-            ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
-        }
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "encoding metrics failed\n").into_response(),
     }
 }
@@ -62,17 +71,31 @@ mod tests {
         assert_eq!(get_path(&state, "/healthz").await, (StatusCode::OK, "ok".into()));
         assert_eq!(
             get_path(&state, "/readyz").await,
-            (StatusCode::SERVICE_UNAVAILABLE, "bootstrapping the faros workspace tree\n".into())
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "bootstrapping the faros workspace tree\n".into()
+            )
         );
         state.set_bootstrapped();
         assert_eq!(
             get_path(&state, "/readyz").await,
-            (StatusCode::SERVICE_UNAVAILABLE, "waiting for the leader election\n".into())
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "waiting for the leader election\n".into()
+            )
         );
-        state.role.send_replace(Role::Standby { holder: Some("other".into()) });
-        assert_eq!(get_path(&state, "/readyz").await, (StatusCode::OK, "ok: standby\n".into()));
+        state.role.send_replace(Role::Standby {
+            holder: Some("other".into()),
+        });
+        assert_eq!(
+            get_path(&state, "/readyz").await,
+            (StatusCode::OK, "ok: standby\n".into())
+        );
         state.role.send_replace(Role::Leader);
-        assert_eq!(get_path(&state, "/readyz").await, (StatusCode::OK, "ok: leader\n".into()));
+        assert_eq!(
+            get_path(&state, "/readyz").await,
+            (StatusCode::OK, "ok: leader\n".into())
+        );
         let (code, text) = get_path(&state, "/metrics").await;
         assert_eq!(code, StatusCode::OK);
         assert!(text.contains("faros_hub_reconciler_bootstrapped 1"), "{text}");

@@ -14,9 +14,7 @@ use serde::Serialize;
 /// Why a kubeconfig could not be rendered. Each message names the offending input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KubeconfigError {
-    #[error(
-        "no server URL: set spec.serverURLOverride on the Provider or --hub-url (FAROS_HUB_URL) on the reconciler"
-    )]
+    #[error("no server URL: set spec.serverURLOverride on the Provider or --hub-url (FAROS_HUB_URL) on the reconciler")]
     NoServer,
     #[error("server URL {url:?} is not an absolute http(s) URL: {reason}")]
     InvalidServer { url: String, reason: String },
@@ -58,7 +56,10 @@ pub fn server_url(base: &str, cluster_id: &str) -> Result<String, KubeconfigErro
     }
     let uri: http::Uri = base
         .parse()
-        .map_err(|e: http::uri::InvalidUri| KubeconfigError::InvalidServer { url: base.into(), reason: e.to_string() })?;
+        .map_err(|e: http::uri::InvalidUri| KubeconfigError::InvalidServer {
+            url: base.into(),
+            reason: e.to_string(),
+        })?;
     match uri.scheme_str() {
         Some("http" | "https") if uri.authority().is_some() => {}
         _ => {
@@ -69,7 +70,11 @@ pub fn server_url(base: &str, cluster_id: &str) -> Result<String, KubeconfigErro
         }
     }
     let id = ClusterName::new(cluster_id).map_err(|_| KubeconfigError::InvalidClusterId { id: cluster_id.into() })?;
-    Ok(format!("{}/clusters/{}", faros_core::client::server_root(base), id.as_str()))
+    Ok(format!(
+        "{}/clusters/{}",
+        faros_core::client::server_root(base),
+        id.as_str()
+    ))
 }
 
 /// Renders the kubeconfig YAML. Cluster, user and context are all named
@@ -82,7 +87,13 @@ pub fn render(params: &KubeconfigParams<'_>) -> Result<String, KubeconfigError> 
     let (ca_data, insecure) = if params.insecure_skip_tls_verify {
         (None, Some(true))
     } else {
-        (params.ca_pem.filter(|p| !p.trim().is_empty()).map(|p| STANDARD.encode(p)), None)
+        (
+            params
+                .ca_pem
+                .filter(|p| !p.trim().is_empty())
+                .map(|p| STANDARD.encode(p)),
+            None,
+        )
     };
     let entry = names::KUBECONFIG_ENTRY_NAME;
     let doc = Kubeconfig {
@@ -90,21 +101,36 @@ pub fn render(params: &KubeconfigParams<'_>) -> Result<String, KubeconfigError> 
         kind: "Config",
         clusters: vec![Named {
             name: entry,
-            cluster: Some(Cluster { server, certificate_authority_data: ca_data, insecure_skip_tls_verify: insecure }),
+            cluster: Some(Cluster {
+                server,
+                certificate_authority_data: ca_data,
+                insecure_skip_tls_verify: insecure,
+            }),
             context: None,
             user: None,
         }],
         contexts: vec![Named {
             name: entry,
             cluster: None,
-            context: Some(Context { cluster: entry, user: entry }),
+            context: Some(Context {
+                cluster: entry,
+                user: entry,
+            }),
             user: None,
         }],
         current_context: entry,
-        users: vec![Named { name: entry, cluster: None, context: None, user: Some(User { token: params.token }) }],
+        users: vec![Named {
+            name: entry,
+            cluster: None,
+            context: None,
+            user: Some(User { token: params.token }),
+        }],
     };
     // Serialising plain strings and lists cannot fail; map it anyway rather than panic.
-    serde_saphyr::to_string(&doc).map_err(|e| KubeconfigError::InvalidServer { url: String::new(), reason: e.to_string() })
+    serde_saphyr::to_string(&doc).map_err(|e| KubeconfigError::InvalidServer {
+        url: String::new(),
+        reason: e.to_string(),
+    })
 }
 
 #[derive(Serialize)]
@@ -175,10 +201,22 @@ mod tests {
     #[test]
     fn server_url_table() {
         for (base, id, want) in [
-            ("https://hub.example", "2cynbfy2m0wtjqcs", Ok("https://hub.example/clusters/2cynbfy2m0wtjqcs")),
+            (
+                "https://hub.example",
+                "2cynbfy2m0wtjqcs",
+                Ok("https://hub.example/clusters/2cynbfy2m0wtjqcs"),
+            ),
             ("https://hub.example/", "abc", Ok("https://hub.example/clusters/abc")),
-            ("http://127.0.0.1:6443/clusters/root:x", "abc", Ok("http://127.0.0.1:6443/clusters/abc")),
-            ("https://hub.example/prefix", "abc", Ok("https://hub.example/prefix/clusters/abc")),
+            (
+                "http://127.0.0.1:6443/clusters/root:x",
+                "abc",
+                Ok("http://127.0.0.1:6443/clusters/abc"),
+            ),
+            (
+                "https://hub.example/prefix",
+                "abc",
+                Ok("https://hub.example/prefix/clusters/abc"),
+            ),
             ("", "abc", Err(KubeconfigError::NoServer)),
             (
                 "hub.example",
@@ -196,8 +234,18 @@ mod tests {
                     reason: "expected http:// or https:// followed by a host".into(),
                 }),
             ),
-            ("https://hub", "root:faros", Err(KubeconfigError::InvalidClusterId { id: "root:faros".into() })),
-            ("https://hub", "", Err(KubeconfigError::InvalidClusterId { id: String::new() })),
+            (
+                "https://hub",
+                "root:faros",
+                Err(KubeconfigError::InvalidClusterId {
+                    id: "root:faros".into(),
+                }),
+            ),
+            (
+                "https://hub",
+                "",
+                Err(KubeconfigError::InvalidClusterId { id: String::new() }),
+            ),
         ] {
             assert_eq!(server_url(base, id), want.map(str::to_string), "{base:?} {id:?}");
         }
@@ -233,10 +281,34 @@ mod tests {
             want_insecure: Option<bool>,
         }
         for c in [
-            Case { name: "ca", insecure: false, ca: Some(CA), want_ca: Some(STANDARD.encode(CA)), want_insecure: None },
-            Case { name: "system roots", insecure: false, ca: None, want_ca: None, want_insecure: None },
-            Case { name: "blank ca", insecure: false, ca: Some(" \n"), want_ca: None, want_insecure: None },
-            Case { name: "insecure drops ca", insecure: true, ca: Some(CA), want_ca: None, want_insecure: Some(true) },
+            Case {
+                name: "ca",
+                insecure: false,
+                ca: Some(CA),
+                want_ca: Some(STANDARD.encode(CA)),
+                want_insecure: None,
+            },
+            Case {
+                name: "system roots",
+                insecure: false,
+                ca: None,
+                want_ca: None,
+                want_insecure: None,
+            },
+            Case {
+                name: "blank ca",
+                insecure: false,
+                ca: Some(" \n"),
+                want_ca: None,
+                want_insecure: None,
+            },
+            Case {
+                name: "insecure drops ca",
+                insecure: true,
+                ca: Some(CA),
+                want_ca: None,
+                want_insecure: Some(true),
+            },
         ] {
             let yaml = render(&params(c.insecure, c.ca)).unwrap();
             let kc = KubeKubeconfig::from_yaml(&yaml).unwrap();
@@ -252,7 +324,12 @@ mod tests {
             assert_eq!(cluster.insecure_skip_tls_verify, c.want_insecure, "{}", c.name);
             assert_eq!(yaml.contains("insecure-skip-tls-verify"), c.insecure, "{}", c.name);
             let ctx = kc.contexts[0].context.as_ref().unwrap();
-            assert_eq!((ctx.cluster.as_str(), ctx.user.as_deref()), ("faros", Some("faros")), "{}", c.name);
+            assert_eq!(
+                (ctx.cluster.as_str(), ctx.user.as_deref()),
+                ("faros", Some("faros")),
+                "{}",
+                c.name
+            );
             assert_eq!(kc.auth_infos[0].name, "faros", "{}", c.name);
         }
     }

@@ -39,7 +39,9 @@ pub enum Role {
     Starting,
     Leader,
     /// Another replica (`holder`) leads, or leadership is undecided (`None`).
-    Standby { holder: Option<String> },
+    Standby {
+        holder: Option<String>,
+    },
 }
 
 /// The parts of a Lease that decide leadership.
@@ -98,7 +100,9 @@ impl Observer {
                 if now.saturating_duration_since(observed_at) >= duration {
                     Decision::Acquire
                 } else {
-                    Decision::Standby { holder: holder.to_string() }
+                    Decision::Standby {
+                        holder: holder.to_string(),
+                    }
                 }
             }
         };
@@ -205,13 +209,23 @@ async fn try_acquire_or_renew(
     settings: &LeaseSettings,
     observer: &mut Observer,
 ) -> Result<Decision, LeaseError> {
-    let read_err = |source| LeaseError::Read { namespace: settings.namespace.clone(), name: settings.name.clone(), source };
-    let write_err =
-        |source| LeaseError::Write { namespace: settings.namespace.clone(), name: settings.name.clone(), source };
+    let read_err = |source| LeaseError::Read {
+        namespace: settings.namespace.clone(),
+        name: settings.name.clone(),
+        source,
+    };
+    let write_err = |source| LeaseError::Write {
+        namespace: settings.namespace.clone(),
+        name: settings.name.clone(),
+        source,
+    };
     let now = Timestamp::now();
     let Some(current) = api.get_opt(&settings.name).await.map_err(read_err)? else {
         let lease = Lease {
-            metadata: ObjectMeta { name: Some(settings.name.clone()), ..Default::default() },
+            metadata: ObjectMeta {
+                name: Some(settings.name.clone()),
+                ..Default::default()
+            },
             spec: Some(lease_spec(&Record::default(), settings, true, now)),
         };
         return match api.create(&PostParams::default(), &lease).await {
@@ -239,12 +253,17 @@ async fn try_acquire_or_renew(
     match api.replace(&settings.name, &PostParams::default(), &updated).await {
         Ok(written) => {
             // Seeing our own write must not count as someone else's renewal later.
-            observer.decide(Record::of(&written), &settings.identity, Instant::now(), settings.duration);
+            observer.decide(
+                Record::of(&written),
+                &settings.identity,
+                Instant::now(),
+                settings.duration,
+            );
             Ok(decision)
         }
-        Err(kube::Error::Api(s)) if s.code == 409 => {
-            Ok(Decision::Standby { holder: record.holder.unwrap_or_default() })
-        }
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(Decision::Standby {
+            holder: record.holder.unwrap_or_default(),
+        }),
         Err(e) => Err(write_err(e)),
     }
 }
@@ -264,11 +283,13 @@ async fn release(api: &Api<Lease>, settings: &LeaseSettings) -> Result<(), Lease
         spec.lease_duration_seconds = Some(1);
         spec.renew_time = Some(MicroTime(Timestamp::now()));
     }
-    api.replace(&settings.name, &PostParams::default(), &lease).await.map_err(|source| LeaseError::Write {
-        namespace: settings.namespace.clone(),
-        name: settings.name.clone(),
-        source,
-    })?;
+    api.replace(&settings.name, &PostParams::default(), &lease)
+        .await
+        .map_err(|source| LeaseError::Write {
+            namespace: settings.namespace.clone(),
+            name: settings.name.clone(),
+            source,
+        })?;
     tracing::info!(identity = %settings.identity, "released the leader lease");
     Ok(())
 }
@@ -296,11 +317,36 @@ mod tests {
         let steps: Vec<(&str, Record, Instant, Decision)> = vec![
             ("nobody holds it", rec(None, 1), t0, Decision::Acquire),
             ("we hold it", rec(Some("me"), 2), t0 + s(1), Decision::Renew),
-            ("other holder, first seen", rec(Some("b"), 3), t0 + s(2), Decision::Standby { holder: "b".into() }),
-            ("unchanged for 9s", rec(Some("b"), 3), t0 + s(11), Decision::Standby { holder: "b".into() }),
-            ("b renewed: clock restarts", rec(Some("b"), 4), t0 + s(12), Decision::Standby { holder: "b".into() }),
-            ("9s after renewal", rec(Some("b"), 4), t0 + s(21), Decision::Standby { holder: "b".into() }),
-            ("10s after renewal: expired", rec(Some("b"), 4), t0 + s(22), Decision::Acquire),
+            (
+                "other holder, first seen",
+                rec(Some("b"), 3),
+                t0 + s(2),
+                Decision::Standby { holder: "b".into() },
+            ),
+            (
+                "unchanged for 9s",
+                rec(Some("b"), 3),
+                t0 + s(11),
+                Decision::Standby { holder: "b".into() },
+            ),
+            (
+                "b renewed: clock restarts",
+                rec(Some("b"), 4),
+                t0 + s(12),
+                Decision::Standby { holder: "b".into() },
+            ),
+            (
+                "9s after renewal",
+                rec(Some("b"), 4),
+                t0 + s(21),
+                Decision::Standby { holder: "b".into() },
+            ),
+            (
+                "10s after renewal: expired",
+                rec(Some("b"), 4),
+                t0 + s(22),
+                Decision::Acquire,
+            ),
         ];
         let mut obs = Observer::default();
         for (name, record, now, want) in steps {
@@ -329,7 +375,10 @@ mod tests {
             obs.decide(r.clone(), "me", t0, Duration::from_secs(3)),
             Decision::Standby { holder: "b".into() }
         );
-        assert_eq!(obs.decide(r, "me", t0 + Duration::from_secs(3), Duration::from_secs(3)), Decision::Acquire);
+        assert_eq!(
+            obs.decide(r, "me", t0 + Duration::from_secs(3), Duration::from_secs(3)),
+            Decision::Acquire
+        );
     }
 
     #[test]
@@ -355,6 +404,9 @@ mod tests {
         assert_eq!(renewed.lease_transitions, Some(0));
         assert_eq!(renewed.acquire_time, None);
         // First acquisition of a fresh lease is not a transition.
-        assert_eq!(lease_spec(&Record::default(), &settings, true, now).lease_transitions, Some(0));
+        assert_eq!(
+            lease_spec(&Record::default(), &settings, true, now).lease_transitions,
+            Some(0)
+        );
     }
 }

@@ -118,7 +118,10 @@ impl Config {
 
 /// `<HOSTNAME or "faros-hub-reconciler">-<8 random hex>`: unique per process.
 pub fn default_identity() -> String {
-    let host = std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "faros-hub-reconciler".into());
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "faros-hub-reconciler".into());
     let suffix = uuid::Uuid::new_v4().simple().to_string();
     format!("{host}-{}", &suffix[..8])
 }
@@ -137,7 +140,10 @@ pub enum Error {
     #[error(
         "invalid lease timings: renew deadline {renew_deadline:?} must be shorter than the lease duration {duration:?}"
     )]
-    LeaseTimings { duration: Duration, renew_deadline: Duration },
+    LeaseTimings {
+        duration: Duration,
+        renew_deadline: Duration,
+    },
 }
 
 /// Observable state, shared with the health endpoints and with in-process callers.
@@ -151,7 +157,11 @@ pub struct State {
 impl State {
     fn new() -> Self {
         let (role, _) = watch::channel(Role::Starting);
-        Self { metrics: Arc::new(Metrics::new()), bootstrapped: AtomicBool::new(false), role }
+        Self {
+            metrics: Arc::new(Metrics::new()),
+            bootstrapped: AtomicBool::new(false),
+            role,
+        }
     }
 
     pub fn is_bootstrapped(&self) -> bool {
@@ -195,7 +205,11 @@ impl Reconciler {
             });
         }
         let factory = ClientFactory::new(config.kube.clone())?;
-        Ok(Self { config, factory, state: Arc::new(State::new()) })
+        Ok(Self {
+            config,
+            factory,
+            state: Arc::new(State::new()),
+        })
     }
 
     pub fn state(&self) -> Arc<State> {
@@ -208,13 +222,16 @@ impl Reconciler {
         let cancel = CancellationToken::new();
         let mut background = tokio::task::JoinSet::new();
         if let Some(addr) = self.config.listen {
-            let listener =
-                tokio::net::TcpListener::bind(addr).await.map_err(|source| Error::Listen { addr, source })?;
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| Error::Listen { addr, source })?;
             tracing::info!(addr = %listener.local_addr().unwrap_or(addr), "serving /healthz, /readyz, /metrics");
             let app = health::router(self.state.clone());
             let stop = cancel.clone();
             background.spawn(async move {
-                let served = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
+                let served = axum::serve(listener, app)
+                    .with_graceful_shutdown(stop.cancelled_owned())
+                    .await;
                 if let Err(error) = served {
                     tracing::error!(%error, "health server failed");
                 }
@@ -252,7 +269,12 @@ impl Reconciler {
         // In a JoinSet so that dropping this future (a crash, in tests) stops the elector without
         // releasing the lease, exactly like a dead process.
         let mut elector = tokio::task::JoinSet::new();
-        elector.spawn(leader::run(lease_api, self.config.lease.clone(), self.state.role.clone(), cancel.clone()));
+        elector.spawn(leader::run(
+            lease_api,
+            self.config.lease.clone(),
+            self.state.role.clone(),
+            cancel.clone(),
+        ));
         let mut roles = self.state.subscribe_role();
         let metrics = self.state.metrics.clone();
         loop {
@@ -297,7 +319,11 @@ impl Reconciler {
         };
         tracing::info!(?endpoints, "starting the Provider controller");
         let settings = controller::Settings {
-            hub_url: self.config.hub_url.clone().unwrap_or_else(|| self.factory.server().to_string()),
+            hub_url: self
+                .config
+                .hub_url
+                .clone()
+                .unwrap_or_else(|| self.factory.server().to_string()),
             ca_pem: self.config.ca_pem.clone().or_else(|| ca_pem_of(&self.config.kube)),
             insecure_provider_kubeconfigs: self.config.insecure_provider_kubeconfigs,
             workspace_timeout: self.config.controller.workspace_timeout,
@@ -305,18 +331,30 @@ impl Reconciler {
             resync: self.config.controller.resync,
             concurrency: self.config.controller.concurrency,
         };
-        let ctx = Arc::new(controller::Context::new(self.factory.clone(), settings, self.state.metrics.clone()));
+        let ctx = Arc::new(controller::Context::new(
+            self.factory.clone(),
+            settings,
+            self.state.metrics.clone(),
+        ));
         if let Err(error) = controller::run(ctx, endpoints, term).await {
             tracing::error!(%error, "the Provider controller could not start");
         }
     }
 
     async fn admin_endpoints(&self) -> Result<Vec<String>, String> {
-        let client = self.factory.cluster(names::SYSTEM_CONTROLLERS_PATH).map_err(|e| e.to_string())?;
-        let slices: Api<APIExportEndpointSlice> = Api::all(client);
-        let slice = wait_for(slices, names::ADMIN_EXPORT, |s| !endpoint_urls(s).is_empty(), self.config.controller.endpoint_timeout)
-            .await
+        let client = self
+            .factory
+            .cluster(names::SYSTEM_CONTROLLERS_PATH)
             .map_err(|e| e.to_string())?;
+        let slices: Api<APIExportEndpointSlice> = Api::all(client);
+        let slice = wait_for(
+            slices,
+            names::ADMIN_EXPORT,
+            |s| !endpoint_urls(s).is_empty(),
+            self.config.controller.endpoint_timeout,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         Ok(endpoint_urls(slice.as_ref()))
     }
 }
@@ -381,7 +419,10 @@ mod tests {
         assert_eq!(lines[3], "-----END CERTIFICATE-----");
         let body = format!("{}{}", lines[1], lines[2]);
         assert_eq!(base64::engine::general_purpose::STANDARD.decode(body).unwrap(), der);
-        assert_eq!(&lines[4..], ["-----BEGIN CERTIFICATE-----", "AQID", "-----END CERTIFICATE-----"]);
+        assert_eq!(
+            &lines[4..],
+            ["-----BEGIN CERTIFICATE-----", "AQID", "-----END CERTIFICATE-----"]
+        );
     }
 
     #[test]
@@ -419,7 +460,10 @@ mod tests {
             "status": {"endpoints": [{"url": "https://kcp/services/apiexport/abc/admin.faros.sh"}, {"url": ""}]}
         }))
         .unwrap();
-        assert_eq!(endpoint_urls(Some(&slice)), ["https://kcp/services/apiexport/abc/admin.faros.sh"]);
+        assert_eq!(
+            endpoint_urls(Some(&slice)),
+            ["https://kcp/services/apiexport/abc/admin.faros.sh"]
+        );
         assert!(endpoint_urls(None).is_empty());
     }
 }

@@ -59,7 +59,10 @@ struct Args {
 }
 
 async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
-    let options = KubeConfigOptions { context: args.context.clone(), ..Default::default() };
+    let options = KubeConfigOptions {
+        context: args.context.clone(),
+        ..Default::default()
+    };
     match &args.kubeconfig {
         Some(path) => {
             let kubeconfig =
@@ -68,10 +71,12 @@ async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
                 .await
                 .with_context(|| format!("loading kubeconfig {}", path.display()))
         }
-        None if args.context.is_some() => {
-            kube::Config::from_kubeconfig(&options).await.context("loading the default kubeconfig")
-        }
-        None => kube::Config::infer().await.context("finding kcp credentials (set --kubeconfig)"),
+        None if args.context.is_some() => kube::Config::from_kubeconfig(&options)
+            .await
+            .context("loading the default kubeconfig"),
+        None => kube::Config::infer()
+            .await
+            .context("finding kcp credentials (set --kubeconfig)"),
     }
 }
 

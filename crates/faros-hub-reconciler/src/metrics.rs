@@ -38,8 +38,16 @@ impl Metrics {
         let queue_depth = Gauge::default();
         let leader = Gauge::default();
         let bootstrapped = Gauge::default();
-        registry.register("reconciles", "Provider reconciles by result (success, error)", reconciles.clone());
-        registry.register("reconcile_errors", "Failed Provider reconciles by reason", errors.clone());
+        registry.register(
+            "reconciles",
+            "Provider reconciles by result (success, error)",
+            reconciles.clone(),
+        );
+        registry.register(
+            "reconcile_errors",
+            "Failed Provider reconciles by reason",
+            errors.clone(),
+        );
         registry.register_with_unit(
             "reconcile_duration",
             "Duration of one Provider reconcile",
@@ -48,8 +56,20 @@ impl Metrics {
         );
         registry.register("queue_depth", "Providers waiting to be reconciled", queue_depth.clone());
         registry.register("leader", "1 while this replica holds the leader Lease", leader.clone());
-        registry.register("bootstrapped", "1 once the workspace tree bootstrap has completed", bootstrapped.clone());
-        Self { registry, reconciles, errors, duration, queue_depth, leader, bootstrapped }
+        registry.register(
+            "bootstrapped",
+            "1 once the workspace tree bootstrap has completed",
+            bootstrapped.clone(),
+        );
+        Self {
+            registry,
+            reconciles,
+            errors,
+            duration,
+            queue_depth,
+            leader,
+            bootstrapped,
+        }
     }
 
     /// Records one reconcile; `error_reason` is `None` on success.

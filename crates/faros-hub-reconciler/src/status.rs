@@ -13,10 +13,17 @@ use k8s_openapi::jiff::Timestamp;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Workspace, ServiceAccount and kubeconfig Secret are in place.
-    Provisioned { workspace_cluster: String, secret_name: String },
+    Provisioned {
+        workspace_cluster: String,
+        secret_name: String,
+    },
     /// A step failed. `reason` is one of the `names::REASON_*_ERROR` constants. `workspace_cluster`
     /// is known once the workspace was scheduled, even if a later step failed.
-    Failed { reason: &'static str, message: String, workspace_cluster: Option<String> },
+    Failed {
+        reason: &'static str,
+        message: String,
+        workspace_cluster: Option<String>,
+    },
     /// The name cannot be a workspace name; nothing was created.
     InvalidName { message: String },
     /// The finalizer is tearing things down.
@@ -35,7 +42,10 @@ pub fn desired(
     let mut status = current.cloned().unwrap_or_default();
     status.observed_generation = generation;
     let (ready, reason, message) = match outcome {
-        Outcome::Provisioned { workspace_cluster, secret_name } => {
+        Outcome::Provisioned {
+            workspace_cluster,
+            secret_name,
+        } => {
             status.workspace_path = Some(names::provider_workspace_path(provider));
             status.workspace_cluster = Some(workspace_cluster.clone());
             status.secret_ref = Some(SecretKeyRef {
@@ -43,9 +53,17 @@ pub fn desired(
                 name: secret_name.clone(),
                 key: names::KUBECONFIG_SECRET_KEY.to_string(),
             });
-            (ConditionStatus::True, names::REASON_PROVISIONED, names::MESSAGE_PROVISIONED.to_string())
+            (
+                ConditionStatus::True,
+                names::REASON_PROVISIONED,
+                names::MESSAGE_PROVISIONED.to_string(),
+            )
         }
-        Outcome::Failed { reason, message, workspace_cluster } => {
+        Outcome::Failed {
+            reason,
+            message,
+            workspace_cluster,
+        } => {
             status.workspace_path = Some(names::provider_workspace_path(provider));
             if let Some(cluster) = workspace_cluster {
                 status.workspace_cluster = Some(cluster.clone());
@@ -121,8 +139,10 @@ mod tests {
             want: ProviderStatus,
             write: bool,
         }
-        let provisioned =
-            Outcome::Provisioned { workspace_cluster: "abc".into(), secret_name: "q-kubeconfig".into() };
+        let provisioned = Outcome::Provisioned {
+            workspace_cluster: "abc".into(),
+            secret_name: "q-kubeconfig".into(),
+        };
         let cases = [
             Case {
                 name: "first success",
@@ -156,7 +176,10 @@ mod tests {
                 name: "secret rename moves secretRef",
                 current: Some(provisioned_status(1, 50)),
                 generation: 2,
-                outcome: Outcome::Provisioned { workspace_cluster: "abc".into(), secret_name: "mine".into() },
+                outcome: Outcome::Provisioned {
+                    workspace_cluster: "abc".into(),
+                    secret_name: "mine".into(),
+                },
                 want: {
                     let mut s = provisioned_status(2, 50);
                     s.secret_ref.as_mut().unwrap().name = "mine".into();
@@ -176,7 +199,13 @@ mod tests {
                 want: ProviderStatus {
                     workspace_path: Some("root:faros:providers:q".into()),
                     observed_generation: Some(1),
-                    conditions: vec![ready("False", "WorkspaceError", "ensuring provider workspace: boom", 1, 100)],
+                    conditions: vec![ready(
+                        "False",
+                        "WorkspaceError",
+                        "ensuring provider workspace: boom",
+                        1,
+                        100,
+                    )],
                     ..Default::default()
                 },
                 write: true,
@@ -192,7 +221,13 @@ mod tests {
                 },
                 want: {
                     let mut s = provisioned_status(1, 50);
-                    s.conditions = vec![ready("False", "SecretError", "writing kubeconfig Secret: denied", 1, 100)];
+                    s.conditions = vec![ready(
+                        "False",
+                        "SecretError",
+                        "writing kubeconfig Secret: denied",
+                        1,
+                        100,
+                    )];
                     s
                 },
                 write: true,
@@ -213,7 +248,9 @@ mod tests {
                 name: "deleting keeps the refs for the record",
                 current: Some(provisioned_status(1, 50)),
                 generation: 1,
-                outcome: Outcome::Deleting { message: "tearing down".into() },
+                outcome: Outcome::Deleting {
+                    message: "tearing down".into(),
+                },
                 want: {
                     let mut s = provisioned_status(1, 50);
                     s.conditions = vec![ready("False", "Deleting", "tearing down", 1, 100)];

@@ -23,7 +23,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     println!("faros dev is running");
     println!("  embedded kcp:      {}/clusters/root", server.url());
     println!("  admin kubeconfig:  {}", kubeconfig_display.display());
-    println!("  try:               KUBECONFIG={} kubectl get namespaces", kubeconfig_display.display());
+    println!(
+        "  try:               KUBECONFIG={} kubectl get namespaces",
+        kubeconfig_display.display()
+    );
     println!("  state directory:   {}", args.state_dir.display());
     println!("Press Ctrl-C to stop.");
     shutdown_signal().await;

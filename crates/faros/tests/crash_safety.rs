@@ -1,5 +1,6 @@
 //! SIGKILL a `faros dev` process mid-stream of writes, 20 times; every acknowledged write must be
 //! there after restart and the resourceVersion must never go backwards.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod devproc;
 
@@ -24,10 +25,16 @@ async fn acknowledged_writes_survive_sigkill() {
         // Everything acknowledged before must be present, and the RV must not have gone back.
         let list = cms.list(&ListParams::default()).await.unwrap();
         let rv: u64 = list.metadata.resource_version.unwrap().parse().unwrap();
-        assert!(rv >= last_rv, "round {round}: resourceVersion went backwards ({rv} < {last_rv})");
+        assert!(
+            rv >= last_rv,
+            "round {round}: resourceVersion went backwards ({rv} < {last_rv})"
+        );
         let present: BTreeSet<String> = list.items.into_iter().filter_map(|c| c.metadata.name).collect();
         let missing: Vec<_> = acked.lock().unwrap().difference(&present).cloned().collect();
-        assert!(missing.is_empty(), "round {round}: acknowledged writes lost: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "round {round}: acknowledged writes lost: {missing:?}"
+        );
 
         // Four concurrent writers; kill the process while they are mid-stream.
         let mut writers = Vec::new();
@@ -39,7 +46,9 @@ async fn acknowledged_writes_survive_sigkill() {
                 let mut max_rv = 0u64;
                 for i in 0.. {
                     let name = format!("r{round}-w{w}-{i}");
-                    let obj: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}, "data": {"i": i.to_string()}})).unwrap();
+                    let obj: ConfigMap =
+                        serde_json::from_value(json!({"metadata": {"name": name}, "data": {"i": i.to_string()}}))
+                            .unwrap();
                     match cms.create(&PostParams::default(), &obj).await {
                         Ok(c) => {
                             acked.lock().unwrap().insert(name);
@@ -64,7 +73,14 @@ async fn acknowledged_writes_survive_sigkill() {
     }
     let dev = devproc::start(&state, &[]);
     let cms: Api<ConfigMap> = Api::namespaced(dev.client().await, "default");
-    let present: BTreeSet<String> = cms.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|c| c.metadata.name).collect();
+    let present: BTreeSet<String> = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
     let acked = acked.lock().unwrap();
     assert!(acked.len() >= 200, "only {} writes were acknowledged", acked.len());
     assert!(acked.is_subset(&present));

@@ -1,4 +1,5 @@
 //! The installed kubectl against `faros dev`'s admin kubeconfig and against a static-token user.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
 mod devproc;
 
@@ -16,7 +17,10 @@ struct Kubectl<'a> {
 impl Kubectl<'_> {
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new("kubectl");
-        c.arg("--kubeconfig").arg(self.kubeconfig).arg("--cache-dir").arg(self.cache);
+        c.arg("--kubeconfig")
+            .arg(self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.cache);
         if let Some(t) = self.token {
             c.arg("--token").arg(t).arg("--user").arg("");
         }
@@ -31,16 +35,31 @@ impl Kubectl<'_> {
     /// Runs and expects success; returns stdout.
     fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert!(out.status.success(), "kubectl {args:?} failed:\nstdout: {}\nstderr: {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed:\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).to_string()
     }
 
     fn apply_stdin(&self, args: &[&str], yaml: &str) -> String {
         use std::io::Write;
-        let mut child = self.cmd(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = self
+            .cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         child.stdin.take().unwrap().write_all(yaml.as_bytes()).unwrap();
         let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).to_string()
     }
 }
@@ -52,28 +71,89 @@ fn kubectl_session() {
     std::fs::write(&tokens, "carol-token-0123456789,carol,carol-uid,\"viewers\"\n").unwrap();
     let dev = devproc::start(&dir.path().join("state"), &["--token-file", tokens.to_str().unwrap()]);
     let cache = dir.path().join("kubectl-cache");
-    let k = Kubectl { kubeconfig: &dev.kubeconfig, cache: &cache, token: None };
+    let k = Kubectl {
+        kubeconfig: &dev.kubeconfig,
+        cache: &cache,
+        token: None,
+    };
 
     let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  greeting: hello\n";
-    assert_eq!(k.apply_stdin(&["apply", "-f", "-"], cm).trim(), "configmap/demo created");
-    assert_eq!(k.apply_stdin(&["apply", "-f", "-"], cm).trim(), "configmap/demo unchanged");
+    assert_eq!(
+        k.apply_stdin(&["apply", "-f", "-"], cm).trim(),
+        "configmap/demo created"
+    );
+    assert_eq!(
+        k.apply_stdin(&["apply", "-f", "-"], cm).trim(),
+        "configmap/demo unchanged"
+    );
     let changed = cm.replace("hello", "bonjour");
-    assert_eq!(k.apply_stdin(&["apply", "-f", "-"], &changed).trim(), "configmap/demo configured");
+    assert_eq!(
+        k.apply_stdin(&["apply", "-f", "-"], &changed).trim(),
+        "configmap/demo configured"
+    );
     let ssa = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: b\n";
-    assert_eq!(k.apply_stdin(&["apply", "--server-side", "-f", "-"], ssa).trim(), "configmap/ssa serverside-applied");
+    assert_eq!(
+        k.apply_stdin(&["apply", "--server-side", "-f", "-"], ssa).trim(),
+        "configmap/ssa serverside-applied"
+    );
 
     let json: Value = serde_json::from_str(&k.ok(&["get", "configmap", "demo", "-o", "json"])).unwrap();
     assert_eq!(json["data"]["greeting"], "bonjour");
     assert!(json["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].is_string());
     assert!(k.ok(&["get", "configmap", "demo", "-o", "yaml"]).contains("name: demo"));
     let table = k.ok(&["get", "configmaps"]);
-    assert!(table.starts_with("NAME") && table.contains("demo") && table.contains("ssa"), "{table}");
+    assert!(
+        table.starts_with("NAME") && table.contains("demo") && table.contains("ssa"),
+        "{table}"
+    );
 
-    assert_eq!(k.ok(&["label", "configmap", "demo", "env=dev"]).trim(), "configmap/demo labeled");
-    assert_eq!(k.ok(&["annotate", "configmap", "demo", "note=x"]).trim(), "configmap/demo annotated");
-    assert_eq!(k.ok(&["patch", "configmap", "demo", "--type", "merge", "-p", r#"{"data":{"m":"1"}}"#]).trim(), "configmap/demo patched");
-    assert_eq!(k.ok(&["patch", "configmap", "demo", "--type", "json", "-p", r#"[{"op":"add","path":"/data/j","value":"2"}]"#]).trim(), "configmap/demo patched");
-    assert_eq!(k.ok(&["patch", "configmap", "demo", "--type", "strategic", "-p", r#"{"data":{"s":"3"}}"#]).trim(), "configmap/demo patched");
+    assert_eq!(
+        k.ok(&["label", "configmap", "demo", "env=dev"]).trim(),
+        "configmap/demo labeled"
+    );
+    assert_eq!(
+        k.ok(&["annotate", "configmap", "demo", "note=x"]).trim(),
+        "configmap/demo annotated"
+    );
+    assert_eq!(
+        k.ok(&[
+            "patch",
+            "configmap",
+            "demo",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"data":{"m":"1"}}"#
+        ])
+        .trim(),
+        "configmap/demo patched"
+    );
+    assert_eq!(
+        k.ok(&[
+            "patch",
+            "configmap",
+            "demo",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"add","path":"/data/j","value":"2"}]"#
+        ])
+        .trim(),
+        "configmap/demo patched"
+    );
+    assert_eq!(
+        k.ok(&[
+            "patch",
+            "configmap",
+            "demo",
+            "--type",
+            "strategic",
+            "-p",
+            r#"{"data":{"s":"3"}}"#
+        ])
+        .trim(),
+        "configmap/demo patched"
+    );
     let json: Value = serde_json::from_str(&k.ok(&["get", "configmap", "demo", "-o", "json"])).unwrap();
     assert_eq!(json["metadata"]["labels"]["env"], "dev");
     assert_eq!(json["metadata"]["annotations"]["note"], "x");
@@ -87,11 +167,26 @@ fn kubectl_session() {
     assert!(out.contains("demo"), "{out}");
 
     // wait --for=delete with a concurrent delete.
-    let waiter = k.cmd(&["wait", "--for=delete", "configmap/ssa", "--timeout=30s"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    assert_eq!(k.ok(&["delete", "configmap", "ssa", "--wait"]).trim(), "configmap \"ssa\" deleted");
+    let waiter = k
+        .cmd(&["wait", "--for=delete", "configmap/ssa", "--timeout=30s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert_eq!(
+        k.ok(&["delete", "configmap", "ssa", "--wait"]).trim(),
+        "configmap \"ssa\" deleted"
+    );
     let waited = waiter.wait_with_output().unwrap();
-    assert!(waited.status.success(), "wait failed: {}", String::from_utf8_lossy(&waited.stderr));
-    assert_eq!(k.ok(&["delete", "configmap", "demo", "--wait"]).trim(), "configmap \"demo\" deleted");
+    assert!(
+        waited.status.success(),
+        "wait failed: {}",
+        String::from_utf8_lossy(&waited.stderr)
+    );
+    assert_eq!(
+        k.ok(&["delete", "configmap", "demo", "--wait"]).trim(),
+        "configmap \"demo\" deleted"
+    );
 
     assert_eq!(k.ok(&["auth", "can-i", "create", "secrets"]).trim(), "yes");
     let resources = k.ok(&["api-resources"]);
@@ -100,7 +195,11 @@ fn kubectl_session() {
     }
 
     // A static-token user without bindings is denied with Kubernetes' text.
-    let carol = Kubectl { kubeconfig: &dev.kubeconfig, cache: &cache, token: Some("carol-token-0123456789") };
+    let carol = Kubectl {
+        kubeconfig: &dev.kubeconfig,
+        cache: &cache,
+        token: Some("carol-token-0123456789"),
+    };
     let denied = carol.run(&["get", "configmaps"]);
     assert!(!denied.status.success());
     let stderr = String::from_utf8_lossy(&denied.stderr);
@@ -111,7 +210,10 @@ fn kubectl_session() {
     let can = carol.run(&["auth", "can-i", "list", "configmaps"]);
     assert_eq!(String::from_utf8_lossy(&can.stdout).trim(), "no");
     let binding = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: viewers\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: view\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: Group\n  name: viewers\n";
-    assert_eq!(k.apply_stdin(&["apply", "-f", "-"], binding).trim(), "clusterrolebinding.rbac.authorization.k8s.io/viewers created");
+    assert_eq!(
+        k.apply_stdin(&["apply", "-f", "-"], binding).trim(),
+        "clusterrolebinding.rbac.authorization.k8s.io/viewers created"
+    );
     assert_eq!(carol.ok(&["auth", "can-i", "list", "configmaps"]).trim(), "yes");
     carol.ok(&["get", "configmaps"]);
 }

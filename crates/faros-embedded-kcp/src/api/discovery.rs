@@ -21,7 +21,9 @@ pub fn version() -> Response {
 }
 
 pub fn legacy_versions() -> Response {
-    ok(&json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}))
+    ok(
+        &json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}),
+    )
 }
 
 /// group → versions served in `cluster`, in registration order.
@@ -40,18 +42,26 @@ fn group_versions(state: &ApiState, cluster: &str) -> BTreeMap<String, Vec<Strin
 }
 
 fn api_group(name: &str, versions: &[String]) -> Value {
-    let vs: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v})).collect();
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
     json!({"name": name, "versions": vs, "preferredVersion": vs.first().cloned().unwrap_or(Value::Null)})
 }
 
 pub fn groups(state: &ApiState, cluster: &str) -> Response {
-    let groups: Vec<Value> = group_versions(state, cluster).iter().map(|(g, v)| api_group(g, v)).collect();
+    let groups: Vec<Value> = group_versions(state, cluster)
+        .iter()
+        .map(|(g, v)| api_group(g, v))
+        .collect();
     ok(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
 }
 
 pub fn group(state: &ApiState, cluster: &str, name: &str) -> Result<Response, Status> {
     let all = group_versions(state, cluster);
-    let versions = all.get(name).ok_or_else(|| Status::not_found_message("the server could not find the requested resource"))?;
+    let versions = all
+        .get(name)
+        .ok_or_else(|| Status::not_found_message("the server could not find the requested resource"))?;
     let mut g = api_group(name, versions);
     g["kind"] = json!("APIGroup");
     g["apiVersion"] = json!("v1");
@@ -59,9 +69,16 @@ pub fn group(state: &ApiState, cluster: &str, name: &str) -> Result<Response, St
 }
 
 pub fn resources(state: &ApiState, cluster: &str, group: &str, version: &str) -> Result<Response, Status> {
-    let defs: Vec<_> = state.registry.resources(cluster).into_iter().filter(|d| d.group == group && d.version == version).collect();
+    let defs: Vec<_> = state
+        .registry
+        .resources(cluster)
+        .into_iter()
+        .filter(|d| d.group == group && d.version == version)
+        .collect();
     if defs.is_empty() {
-        return Err(Status::not_found_message("the server could not find the requested resource"));
+        return Err(Status::not_found_message(
+            "the server could not find the requested resource",
+        ));
     }
     let mut resources = Vec::new();
     for d in &defs {
@@ -80,6 +97,12 @@ pub fn resources(state: &ApiState, cluster: &str, group: &str, version: &str) ->
             resources.push(json!({"name": "namespaces/finalize", "singularName": "", "namespaced": false, "kind": "Namespace", "verbs": ["update"]}));
         }
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    Ok(ok(&json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources})))
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Ok(ok(
+        &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    ))
 }

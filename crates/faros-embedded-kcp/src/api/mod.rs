@@ -66,7 +66,11 @@ pub fn verb(method: &Method, path: &ResourcePath, params: &Params) -> Result<&'s
         Method::PATCH if path.name.is_some() => "patch",
         Method::DELETE if path.name.is_some() => "delete",
         Method::DELETE => "deletecollection",
-        _ => return Err(Status::method_not_allowed(format!("the server does not allow this method on the requested resource"))),
+        _ => {
+            return Err(Status::method_not_allowed(
+                "the server does not allow this method on the requested resource".to_string(),
+            ));
+        }
     })
 }
 
@@ -78,7 +82,9 @@ pub async fn handle(State(state): State<Arc<ApiState>>, req: Request) -> Respons
         Ok(r) => r,
         Err(status) => status.into_response(),
     };
-    state.metrics.observe_request(method.as_str(), resp.status().as_u16(), started.elapsed());
+    state
+        .metrics
+        .observe_request(method.as_str(), resp.status().as_u16(), started.elapsed());
     resp
 }
 
@@ -90,7 +96,14 @@ async fn serve(state: &Arc<ApiState>, req: Request) -> Result<Response, Status> 
     let params = Params::parse(parts.uri.query());
     match path.target {
         Target::Resource(rp) => {
-            let ctx = RequestContext { state: state.clone(), user, cluster, params, headers: parts.headers, method: parts.method };
+            let ctx = RequestContext {
+                state: state.clone(),
+                user,
+                cluster,
+                params,
+                headers: parts.headers,
+                method: parts.method,
+            };
             resource(ctx, rp, body).await
         }
         // Discovery is readable by every authenticated user, like Kubernetes' system:discovery role.
@@ -98,14 +111,22 @@ async fn serve(state: &Arc<ApiState>, req: Request) -> Result<Response, Status> 
         Target::Groups => Ok(discovery::groups(state, &cluster)),
         Target::Group(g) => discovery::group(state, &cluster, &g),
         Target::ResourceList { group, version } => discovery::resources(state, &cluster, &group, &version),
-        Target::OpenApiV3(None) => Ok(openapi::index(state, &cluster, path.explicit_cluster.then_some(&path.cluster))),
+        Target::OpenApiV3(None) => Ok(openapi::index(
+            state,
+            &cluster,
+            path.explicit_cluster.then_some(&path.cluster),
+        )),
         Target::OpenApiV3(Some(gv)) => openapi::document(state, &cluster, &gv),
-        Target::OpenApiV2 => Err(Status::not_found_message("the server could not find the requested resource")),
+        Target::OpenApiV2 => Err(Status::not_found_message(
+            "the server could not find the requested resource",
+        )),
         Target::NonResource(p) if p == "/version" => Ok(discovery::version()),
         Target::NonResource(p) => {
             let attrs = Attributes::non_resource(&user, "get", &p);
             authorize(state, &cluster, &attrs)?;
-            Err(Status::not_found_message("the server could not find the requested resource"))
+            Err(Status::not_found_message(
+                "the server could not find the requested resource",
+            ))
         }
     }
 }
@@ -131,7 +152,11 @@ impl RequestContext {
             group: def.group.clone(),
             resource: def.resource.clone(),
             cluster: self.cluster.clone(),
-            namespace: if def.namespaced { namespace.unwrap_or_default().to_string() } else { String::new() },
+            namespace: if def.namespaced {
+                namespace.unwrap_or_default().to_string()
+            } else {
+                String::new()
+            },
             name: name.to_string(),
         }
     }
@@ -159,7 +184,8 @@ pub fn authenticate(state: &ApiState, headers: &HeaderMap) -> Result<UserInfo, S
         };
         let secret = state.store.get(&key).map_err(|e| Status::internal(e.to_string()))?;
         let valid = secret.is_some_and(|s| {
-            s.pointer("/metadata/annotations/kubernetes.io~1service-account.uid").and_then(|v| v.as_str())
+            s.pointer("/metadata/annotations/kubernetes.io~1service-account.uid")
+                .and_then(|v| v.as_str())
                 == Some(claims.service_account_uid.as_str())
         });
         if !valid {
@@ -205,19 +231,29 @@ async fn resource(ctx: RequestContext, rp: ResourcePath, body: Body) -> Result<R
     let lookup = if ctx.is_wildcard() {
         state.registry.lookup_any(&rp.group, &rp.version, &rp.resource)
     } else {
-        state.registry.lookup(&ctx.cluster, &rp.group, &rp.version, &rp.resource)
+        state
+            .registry
+            .lookup(&ctx.cluster, &rp.group, &rp.version, &rp.resource)
     };
     let Some(def) = lookup else {
-        return Err(Status::not_found_message("the server could not find the requested resource"));
+        return Err(Status::not_found_message(
+            "the server could not find the requested resource",
+        ));
     };
     if !def.namespaced && rp.namespace.is_some() {
-        return Err(Status::not_found_message("the server could not find the requested resource"));
+        return Err(Status::not_found_message(
+            "the server could not find the requested resource",
+        ));
     }
     match rp.subresource.as_deref() {
         None => {}
         Some("status") if def.status_subresource => {}
         Some("finalize") if def.group.is_empty() && def.resource == "namespaces" => {}
-        Some(_) => return Err(Status::not_found_message("the server could not find the requested resource")),
+        Some(_) => {
+            return Err(Status::not_found_message(
+                "the server could not find the requested resource",
+            ));
+        }
     }
     let verb = verb(&ctx.method, &rp, &ctx.params)?;
     if def.create_only && verb != "create" {
@@ -227,7 +263,9 @@ async fn resource(ctx: RequestContext, rp: ResourcePath, body: Body) -> Result<R
         )));
     }
     if ctx.is_wildcard() && !matches!(verb, "list" | "watch") {
-        return Err(Status::method_not_allowed("only list and watch are served across all logical clusters"));
+        return Err(Status::method_not_allowed(
+            "only list and watch are served across all logical clusters",
+        ));
     }
     let attrs = Attributes {
         subresource: rp.subresource.as_deref().unwrap_or_default(),
@@ -255,13 +293,17 @@ async fn resource(ctx: RequestContext, rp: ResourcePath, body: Body) -> Result<R
         "patch" => write::patch(&ctx, &def, ns, name, sub, &body).await,
         "delete" => write::delete(&ctx, &def, ns, name, &body).await,
         "deletecollection" => write::delete_collection(&ctx, &def, ns, &body).await,
-        _ => Err(Status::method_not_allowed("the server does not allow this method on the requested resource")),
+        _ => Err(Status::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
     }
 }
 
 async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, Status> {
     axum::body::to_bytes(body, limit).await.map_err(|_| {
-        Status::too_large(format!("the request body is larger than the server's limit of {limit} bytes"))
+        Status::too_large(format!(
+            "the request body is larger than the server's limit of {limit} bytes"
+        ))
     })
 }
 

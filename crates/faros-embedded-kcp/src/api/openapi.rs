@@ -10,7 +10,11 @@ use super::{ApiState, ok};
 use crate::registry::ResourceDef;
 
 fn gv_path(def: &ResourceDef) -> String {
-    if def.group.is_empty() { format!("api/{}", def.version) } else { format!("apis/{}/{}", def.group, def.version) }
+    if def.group.is_empty() {
+        format!("api/{}", def.version)
+    } else {
+        format!("apis/{}/{}", def.group, def.version)
+    }
 }
 
 /// `/openapi/v3`: one entry per group-version with a content hash, as kube-apiserver serves it.
@@ -25,8 +29,13 @@ pub fn index(state: &ApiState, cluster: &str, prefix_cluster: Option<&String>) -
         }
     }
     for gv in gvs {
-        let hash = document_value(state, cluster, &gv).map(|d| hash(&d)).unwrap_or_default();
-        paths.insert(gv.clone(), json!({"serverRelativeURL": format!("{prefix}/openapi/v3/{gv}?hash={hash}")}));
+        let hash = document_value(state, cluster, &gv)
+            .map(|d| hash(&d))
+            .unwrap_or_default();
+        paths.insert(
+            gv.clone(),
+            json!({"serverRelativeURL": format!("{prefix}/openapi/v3/{gv}?hash={hash}")}),
+        );
     }
     ok(&json!({"paths": paths}))
 }
@@ -43,12 +52,21 @@ pub fn document(state: &ApiState, cluster: &str, gv: &str) -> Result<Response, S
 }
 
 fn schema_name(def: &ResourceDef) -> String {
-    let group = if def.group.is_empty() { "core".to_string() } else { def.group.clone() };
+    let group = if def.group.is_empty() {
+        "core".to_string()
+    } else {
+        def.group.clone()
+    };
     format!("{group}.{}.{}", def.version, def.kind)
 }
 
 fn document_value(state: &ApiState, cluster: &str, gv: &str) -> Option<Value> {
-    let defs: Vec<_> = state.registry.resources(cluster).into_iter().filter(|d| gv_path(d) == gv).collect();
+    let defs: Vec<_> = state
+        .registry
+        .resources(cluster)
+        .into_iter()
+        .filter(|d| gv_path(d) == gv)
+        .collect();
     if defs.is_empty() {
         return None;
     }
@@ -77,11 +95,22 @@ fn document_value(state: &ApiState, cluster: &str, gv: &str) -> Option<Value> {
                 "x-kubernetes-group-version-kind": gvk[0],
             })
         };
-        let base = if def.group.is_empty() { format!("/api/{}", def.version) } else { format!("/apis/{}/{}", def.group, def.version) };
-        let collection = if def.namespaced { format!("{base}/namespaces/{{namespace}}/{}", def.resource) } else { format!("{base}/{}", def.resource) };
+        let base = if def.group.is_empty() {
+            format!("/api/{}", def.version)
+        } else {
+            format!("/apis/{}/{}", def.group, def.version)
+        };
+        let collection = if def.namespaced {
+            format!("{base}/namespaces/{{namespace}}/{}", def.resource)
+        } else {
+            format!("{base}/{}", def.resource)
+        };
         paths.insert(collection.clone(), json!({"post": op("post")}));
         if !def.create_only {
-            paths.insert(format!("{collection}/{{name}}"), json!({"put": op("put"), "patch": op("patch")}));
+            paths.insert(
+                format!("{collection}/{{name}}"),
+                json!({"put": op("put"), "patch": op("patch")}),
+            );
         }
     }
     Some(json!({

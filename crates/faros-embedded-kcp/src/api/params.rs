@@ -25,7 +25,9 @@ impl Params {
         for pair in query.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             let decode = |s: &str| {
-                percent_encoding::percent_decode_str(&s.replace('+', " ")).decode_utf8_lossy().into_owned()
+                percent_encoding::percent_decode_str(&s.replace('+', " "))
+                    .decode_utf8_lossy()
+                    .into_owned()
             };
             raw.insert(decode(k), decode(v));
         }
@@ -37,8 +39,7 @@ impl Params {
     }
 
     fn flag(&self, key: &str) -> bool {
-        matches!(self.raw.get(key).map(String::as_str), Some("true" | "1" | ""))
-            && self.raw.contains_key(key)
+        matches!(self.raw.get(key).map(String::as_str), Some("true" | "1" | "")) && self.raw.contains_key(key)
     }
 
     pub fn watch(&self) -> bool {
@@ -49,7 +50,9 @@ impl Params {
         match self.get("dryRun") {
             None => Ok(false),
             Some("All") => Ok(true),
-            Some(other) => Err(Status::bad_request(format!("unsupported dryRun value {other:?}: supported values: \"All\""))),
+            Some(other) => Err(Status::bad_request(format!(
+                "unsupported dryRun value {other:?}: supported values: \"All\""
+            ))),
         }
     }
 
@@ -99,10 +102,9 @@ impl Params {
     pub fn resource_version(&self) -> Result<Option<u64>, Status> {
         match self.get("resourceVersion") {
             None => Ok(None),
-            Some(rv) => rv
-                .parse::<u64>()
-                .map(Some)
-                .map_err(|_| Status::bad_request(format!("invalid resource version {rv:?}: must be a decimal integer"))),
+            Some(rv) => rv.parse::<u64>().map(Some).map_err(|_| {
+                Status::bad_request(format!("invalid resource version {rv:?}: must be a decimal integer"))
+            }),
         }
     }
 
@@ -113,10 +115,9 @@ impl Params {
     pub fn timeout_seconds(&self) -> Result<Option<u64>, Status> {
         match self.get("timeoutSeconds") {
             None => Ok(None),
-            Some(t) => t
-                .parse::<u64>()
-                .map(Some)
-                .map_err(|_| Status::bad_request(format!("invalid timeoutSeconds {t:?}: must be a non-negative integer"))),
+            Some(t) => t.parse::<u64>().map(Some).map_err(|_| {
+                Status::bad_request(format!("invalid timeoutSeconds {t:?}: must be a non-negative integer"))
+            }),
         }
     }
 
@@ -139,7 +140,9 @@ mod tests {
 
     #[test]
     fn parses_kube_rs_queries() {
-        let p = Params::parse(Some("&watch=true&timeoutSeconds=290&allowWatchBookmarks=true&resourceVersion=12&labelSelector=a%3Db%2Cc"));
+        let p = Params::parse(Some(
+            "&watch=true&timeoutSeconds=290&allowWatchBookmarks=true&resourceVersion=12&labelSelector=a%3Db%2Cc",
+        ));
         assert!(p.watch());
         assert_eq!(p.timeout_seconds().unwrap(), Some(290));
         assert!(p.allow_bookmarks());
@@ -148,8 +151,13 @@ mod tests {
         assert!(!Params::parse(Some("watch=false")).watch());
         assert!(Params::parse(Some("watch=1")).watch());
         assert_eq!(Params::parse(Some("limit=abc")).limit().unwrap_err().code, 400);
-        assert_eq!(Params::parse(Some("fieldValidation=Strict")).field_validation().unwrap(), FieldValidation::Strict);
+        assert_eq!(
+            Params::parse(Some("fieldValidation=Strict"))
+                .field_validation()
+                .unwrap(),
+            FieldValidation::Strict
+        );
         assert_eq!(Params::parse(None).field_validation().unwrap(), FieldValidation::Warn);
-        assert_eq!(Params::parse(Some("dryRun=All")).dry_run().unwrap(), true);
+        assert!(Params::parse(Some("dryRun=All")).dry_run().unwrap());
     }
 }

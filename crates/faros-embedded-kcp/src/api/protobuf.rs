@@ -31,9 +31,15 @@ const RESOURCE_ATTRIBUTES: &[(u64, &str, Shape)] = &[
     (7, "name", Shape::Str),
 ];
 const NON_RESOURCE_ATTRIBUTES: &[(u64, &str, Shape)] = &[(1, "path", Shape::Str), (2, "verb", Shape::Str)];
-const OBJECT_META: &[(u64, &str, Shape)] = &[(1, "name", Shape::Str), (2, "generateName", Shape::Str), (3, "namespace", Shape::Str)];
-const SSAR_SPEC: &[(u64, &str, Shape)] =
-    &[(1, "resourceAttributes", Shape::Msg(RESOURCE_ATTRIBUTES)), (2, "nonResourceAttributes", Shape::Msg(NON_RESOURCE_ATTRIBUTES))];
+const OBJECT_META: &[(u64, &str, Shape)] = &[
+    (1, "name", Shape::Str),
+    (2, "generateName", Shape::Str),
+    (3, "namespace", Shape::Str),
+];
+const SSAR_SPEC: &[(u64, &str, Shape)] = &[
+    (1, "resourceAttributes", Shape::Msg(RESOURCE_ATTRIBUTES)),
+    (2, "nonResourceAttributes", Shape::Msg(NON_RESOURCE_ATTRIBUTES)),
+];
 const SAR_SPEC: &[(u64, &str, Shape)] = &[
     (1, "resourceAttributes", Shape::Msg(RESOURCE_ATTRIBUTES)),
     (2, "nonResourceAttributes", Shape::Msg(NON_RESOURCE_ATTRIBUTES)),
@@ -46,11 +52,18 @@ const TOKEN_REVIEW_SPEC: &[(u64, &str, Shape)] = &[(1, "token", Shape::Str), (2,
 
 fn review_shape(kind: &str) -> Option<&'static [(u64, &'static str, Shape)]> {
     Some(match kind {
-        "SelfSubjectAccessReview" => &[(1, "metadata", Shape::Msg(OBJECT_META)), (2, "spec", Shape::Msg(SSAR_SPEC))],
-        "SubjectAccessReview" | "LocalSubjectAccessReview" => {
-            &[(1, "metadata", Shape::Msg(OBJECT_META)), (2, "spec", Shape::Msg(SAR_SPEC))]
-        }
-        "TokenReview" => &[(1, "metadata", Shape::Msg(OBJECT_META)), (2, "spec", Shape::Msg(TOKEN_REVIEW_SPEC))],
+        "SelfSubjectAccessReview" => &[
+            (1, "metadata", Shape::Msg(OBJECT_META)),
+            (2, "spec", Shape::Msg(SSAR_SPEC)),
+        ],
+        "SubjectAccessReview" | "LocalSubjectAccessReview" => &[
+            (1, "metadata", Shape::Msg(OBJECT_META)),
+            (2, "spec", Shape::Msg(SAR_SPEC)),
+        ],
+        "TokenReview" => &[
+            (1, "metadata", Shape::Msg(OBJECT_META)),
+            (2, "spec", Shape::Msg(TOKEN_REVIEW_SPEC)),
+        ],
         _ => return None,
     })
 }
@@ -86,7 +99,10 @@ fn fields(buf: &[u8]) -> Result<Vec<(u64, &[u8])>, Status> {
             5 => pos += 4,
             2 => {
                 let len = usize::try_from(varint(buf, &mut pos)?).map_err(|_| bad("length overflow"))?;
-                let end = pos.checked_add(len).filter(|e| *e <= buf.len()).ok_or_else(|| bad("truncated field"))?;
+                let end = pos
+                    .checked_add(len)
+                    .filter(|e| *e <= buf.len())
+                    .ok_or_else(|| bad("truncated field"))?;
                 out.push((tag >> 3, &buf[pos..end]));
                 pos = end;
             }
@@ -106,7 +122,9 @@ fn text(b: &[u8]) -> Result<String, Status> {
 fn message(buf: &[u8], shape: &[(u64, &str, Shape)]) -> Result<Value, Status> {
     let mut out = Map::new();
     for (number, bytes) in fields(buf)? {
-        let Some((_, name, kind)) = shape.iter().find(|(n, _, _)| *n == number) else { continue };
+        let Some((_, name, kind)) = shape.iter().find(|(n, _, _)| *n == number) else {
+            continue;
+        };
         match kind {
             Shape::Str => {
                 out.insert(name.to_string(), Value::String(text(bytes)?));
@@ -146,7 +164,9 @@ fn message(buf: &[u8], shape: &[(u64, &str, Shape)]) -> Result<Value, Status> {
 
 /// Decodes a protobuf-encoded review into its JSON form.
 pub fn decode_review(body: &[u8]) -> Result<Value, Status> {
-    let unknown = body.strip_prefix(MAGIC).ok_or_else(|| bad("missing the k8s protobuf magic prefix"))?;
+    let unknown = body
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| bad("missing the k8s protobuf magic prefix"))?;
     let mut api_version = String::new();
     let mut kind = String::new();
     let mut raw: &[u8] = &[];
@@ -166,7 +186,9 @@ pub fn decode_review(body: &[u8]) -> Result<Value, Status> {
         }
     }
     let shape = review_shape(&kind).ok_or_else(|| {
-        Status::unsupported_media_type(format!("protobuf is only accepted for review requests, not {kind:?}; send application/json"))
+        Status::unsupported_media_type(format!(
+            "protobuf is only accepted for review requests, not {kind:?}; send application/json"
+        ))
     })?;
     let mut obj = message(raw, shape)?;
     obj["apiVersion"] = json!(api_version);
@@ -189,12 +211,19 @@ mod tests {
         let attrs = [field(1, b"default"), field(2, b"create"), field(5, b"secrets")].concat();
         let spec = field(1, &attrs);
         let raw = [field(1, b""), field(2, &spec)].concat();
-        let type_meta = [field(1, b"authorization.k8s.io/v1"), field(2, b"SelfSubjectAccessReview")].concat();
+        let type_meta = [
+            field(1, b"authorization.k8s.io/v1"),
+            field(2, b"SelfSubjectAccessReview"),
+        ]
+        .concat();
         let body = [MAGIC.to_vec(), field(1, &type_meta), field(2, &raw)].concat();
         let got = decode_review(&body).unwrap();
         assert_eq!(got["kind"], "SelfSubjectAccessReview");
         assert_eq!(got["apiVersion"], "authorization.k8s.io/v1");
-        assert_eq!(got["spec"]["resourceAttributes"], json!({"namespace": "default", "verb": "create", "resource": "secrets"}));
+        assert_eq!(
+            got["spec"]["resourceAttributes"],
+            json!({"namespace": "default", "verb": "create", "resource": "secrets"})
+        );
     }
 
     #[test]

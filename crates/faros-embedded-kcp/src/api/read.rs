@@ -14,8 +14,14 @@ use crate::store::ListQuery;
 
 pub fn get(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: &str) -> Result<Response, Status> {
     let key = ctx.key(def, ns, name);
-    let obj = ctx.state.store.get(&key).map_err(|e| super::write::store_status(e, def, name))?;
-    let Some(obj) = obj else { return Err(Status::not_found(&def.group, &def.resource, name)) };
+    let obj = ctx
+        .state
+        .store
+        .get(&key)
+        .map_err(|e| super::write::store_status(e, def, name))?;
+    let Some(obj) = obj else {
+        return Err(Status::not_found(&def.group, &def.resource, name));
+    };
     let repr = Representation::from_headers(&ctx.headers);
     let rv = ctx.state.store.current_rv();
     Ok(json_response(http::StatusCode::OK, &object_repr(def, obj, repr, rv)))
@@ -27,14 +33,18 @@ pub type ObjectFilter = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
 /// Parses `labelSelector` and `fieldSelector`; unsupported field labels are a 400 like Kubernetes'.
 pub fn selector_filter(ctx: &RequestContext, def: &ResourceDef) -> Result<Option<ObjectFilter>, Status> {
     let labels = match ctx.params.label_selector() {
-        Some(s) => Some(LabelSelector::parse(s).map_err(|e| Status::bad_request(format!("unable to parse requirement: {e}")))?),
+        Some(s) => Some(
+            LabelSelector::parse(s).map_err(|e| Status::bad_request(format!("unable to parse requirement: {e}")))?,
+        ),
         None => None,
     };
     let fields = match ctx.params.field_selector() {
         Some(s) => {
-            let sel = FieldSelector::parse(s).map_err(|e| Status::bad_request(format!("invalid field selector: {e}")))?;
+            let sel =
+                FieldSelector::parse(s).map_err(|e| Status::bad_request(format!("invalid field selector: {e}")))?;
             for f in sel.fields() {
-                let known = f == "metadata.name" || f == "metadata.namespace" || def.selectable_fields.iter().any(|s| s == f);
+                let known =
+                    f == "metadata.name" || f == "metadata.namespace" || def.selectable_fields.iter().any(|s| s == f);
                 if !known {
                     return Err(Status::bad_request(format!("field label not supported: {f}")));
                 }
@@ -47,10 +57,10 @@ pub fn selector_filter(ctx: &RequestContext, def: &ResourceDef) -> Result<Option
         return Ok(None);
     }
     Ok(Some(Arc::new(move |obj: &Value| {
-        if let Some(l) = &labels {
-            if !l.matches(obj.pointer("/metadata/labels").and_then(Value::as_object)) {
-                return false;
-            }
+        if let Some(l) = &labels
+            && !l.matches(obj.pointer("/metadata/labels").and_then(Value::as_object))
+        {
+            return false;
         }
         if let Some(f) = &fields {
             return f.matches(|field| field_value(obj, field));
@@ -86,14 +96,29 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
     let query = ListQuery {
         group: def.group.clone(),
         resource: def.resource.clone(),
-        cluster: if ctx.is_wildcard() { None } else { Some(ctx.cluster.clone()) },
+        cluster: if ctx.is_wildcard() {
+            None
+        } else {
+            Some(ctx.cluster.clone())
+        },
         namespace: if def.namespaced { ns.map(String::from) } else { None },
         limit: ctx.params.limit()?,
         continue_token: ctx.params.continue_token().map(String::from),
         filter,
     };
-    let page = ctx.state.store.list(&query).map_err(|e| super::write::store_status(e, def, ""))?;
+    let page = ctx
+        .state
+        .store
+        .list(&query)
+        .map_err(|e| super::write::store_status(e, def, ""))?;
     let repr = Representation::from_headers(&ctx.headers);
-    let body = list_repr(def, page.items, page.resource_version, page.continue_token, page.remaining_item_count, repr);
+    let body = list_repr(
+        def,
+        page.items,
+        page.resource_version,
+        page.continue_token,
+        page.remaining_item_count,
+        repr,
+    );
     Ok(json_response(http::StatusCode::OK, &body))
 }

@@ -52,15 +52,24 @@ pub struct RequestPath {
 pub fn parse(path: &str) -> Result<RequestPath, Status> {
     let (cluster, explicit, rest) = match path.strip_prefix("/clusters/") {
         Some(after) => {
-            let (c, rest) = after.split_once('/').map(|(c, r)| (c, format!("/{r}"))).unwrap_or((after, "/".into()));
+            let (c, rest) = after
+                .split_once('/')
+                .map(|(c, r)| (c, format!("/{r}")))
+                .unwrap_or((after, "/".into()));
             if c.is_empty() {
-                return Err(Status::not_found_message("the server could not find the requested resource"));
+                return Err(Status::not_found_message(
+                    "the server could not find the requested resource",
+                ));
             }
             (c.to_string(), true, rest)
         }
         None => (ROOT_CLUSTER.to_string(), false, path.to_string()),
     };
-    Ok(RequestPath { cluster, explicit_cluster: explicit, target: parse_target(&rest) })
+    Ok(RequestPath {
+        cluster,
+        explicit_cluster: explicit,
+        target: parse_target(&rest),
+    })
 }
 
 fn parse_target(path: &str) -> Target {
@@ -70,23 +79,43 @@ fn parse_target(path: &str) -> Target {
         ["api"] => Target::LegacyVersions,
         ["apis"] => Target::Groups,
         ["apis", g] => Target::Group(g.to_string()),
-        ["api", v] => Target::ResourceList { group: String::new(), version: v.to_string() },
-        ["apis", g, v] => Target::ResourceList { group: g.to_string(), version: v.to_string() },
+        ["api", v] => Target::ResourceList {
+            group: String::new(),
+            version: v.to_string(),
+        },
+        ["apis", g, v] => Target::ResourceList {
+            group: g.to_string(),
+            version: v.to_string(),
+        },
         ["api", v, rest @ ..] => resource_target("", v, rest, trimmed),
         ["apis", g, v, rest @ ..] => resource_target(g, v, rest, trimmed),
         ["openapi", "v3"] => Target::OpenApiV3(None),
         ["openapi", "v3", rest @ ..] => Target::OpenApiV3(Some(rest.join("/"))),
         ["openapi", "v2"] => Target::OpenApiV2,
-        _ => Target::NonResource(if trimmed.is_empty() { "/".into() } else { trimmed.to_string() }),
+        _ => Target::NonResource(if trimmed.is_empty() {
+            "/".into()
+        } else {
+            trimmed.to_string()
+        }),
     }
 }
 
 fn resource_target(group: &str, version: &str, rest: &[&str], whole: &str) -> Target {
-    let mut p = ResourcePath { group: group.into(), version: version.into(), ..Default::default() };
+    let mut p = ResourcePath {
+        group: group.into(),
+        version: version.into(),
+        ..Default::default()
+    };
     // Mirrors Kubernetes' RequestInfoFactory: `namespaces/<ns>/<resource>...` scopes to a namespace,
     // while `namespaces/<name>[/<sub>]` addresses the Namespace object itself.
     let rest: Vec<String> = rest.iter().map(|s| decode(s)).collect();
     match rest.as_slice() {
+        // `status` and `finalize` after a namespace name are subresources of the Namespace itself.
+        [ns, name, sub] if ns == "namespaces" && (sub == "status" || sub == "finalize") => {
+            p.resource = "namespaces".into();
+            p.name = Some(name.clone());
+            p.subresource = Some(sub.clone());
+        }
         [ns, name, resource, tail @ ..] if ns == "namespaces" => {
             p.namespace = Some(name.clone());
             p.resource = resource.clone();
@@ -116,7 +145,9 @@ fn resource_target(group: &str, version: &str, rest: &[&str], whole: &str) -> Ta
 }
 
 fn decode(segment: &str) -> String {
-    percent_encoding::percent_decode_str(segment).decode_utf8_lossy().into_owned()
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]
@@ -139,12 +170,39 @@ mod tests {
         let cases: Vec<(&str, &str, Target)> = vec![
             ("/api", "root", Target::LegacyVersions),
             ("/clusters/root:org/apis", "root:org", Target::Groups),
-            ("/apis/rbac.authorization.k8s.io", "root", Target::Group("rbac.authorization.k8s.io".into())),
-            ("/api/v1", "root", Target::ResourceList { group: "".into(), version: "v1".into() }),
-            ("/clusters/*/api/v1/configmaps", "*", res("", "v1", None, "configmaps", None, None)),
-            ("/api/v1/namespaces", "root", res("", "v1", None, "namespaces", None, None)),
-            ("/api/v1/namespaces/default", "root", res("", "v1", None, "namespaces", Some("default"), None)),
-            ("/api/v1/namespaces/x/status", "root", res("", "v1", None, "namespaces", Some("x"), Some("status"))),
+            (
+                "/apis/rbac.authorization.k8s.io",
+                "root",
+                Target::Group("rbac.authorization.k8s.io".into()),
+            ),
+            (
+                "/api/v1",
+                "root",
+                Target::ResourceList {
+                    group: "".into(),
+                    version: "v1".into(),
+                },
+            ),
+            (
+                "/clusters/*/api/v1/configmaps",
+                "*",
+                res("", "v1", None, "configmaps", None, None),
+            ),
+            (
+                "/api/v1/namespaces",
+                "root",
+                res("", "v1", None, "namespaces", None, None),
+            ),
+            (
+                "/api/v1/namespaces/default",
+                "root",
+                res("", "v1", None, "namespaces", Some("default"), None),
+            ),
+            (
+                "/api/v1/namespaces/x/status",
+                "root",
+                res("", "v1", None, "namespaces", Some("x"), Some("status")),
+            ),
             (
                 "/api/v1/namespaces/default/configmaps/a",
                 "root",
@@ -153,11 +211,26 @@ mod tests {
             (
                 "/apis/coordination.k8s.io/v1/namespaces/d/leases/l/status",
                 "root",
-                res("coordination.k8s.io", "v1", Some("d"), "leases", Some("l"), Some("status")),
+                res(
+                    "coordination.k8s.io",
+                    "v1",
+                    Some("d"),
+                    "leases",
+                    Some("l"),
+                    Some("status"),
+                ),
             ),
-            ("/apis/g/v1/widgets/w/status/", "root", res("g", "v1", None, "widgets", Some("w"), Some("status"))),
+            (
+                "/apis/g/v1/widgets/w/status/",
+                "root",
+                res("g", "v1", None, "widgets", Some("w"), Some("status")),
+            ),
             ("/openapi/v3", "root", Target::OpenApiV3(None)),
-            ("/openapi/v3/apis/g/v1", "root", Target::OpenApiV3(Some("apis/g/v1".into()))),
+            (
+                "/openapi/v3/apis/g/v1",
+                "root",
+                Target::OpenApiV3(Some("apis/g/v1".into())),
+            ),
             ("/version", "root", Target::NonResource("/version".into())),
             ("/api/v1/a/b/c/d", "root", Target::NonResource("/api/v1/a/b/c/d".into())),
         ];

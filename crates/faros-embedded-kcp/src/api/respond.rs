@@ -19,7 +19,10 @@ pub enum Representation {
 
 impl Representation {
     pub fn from_headers(headers: &HeaderMap) -> Self {
-        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let accept = headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
         // Clients list alternatives in preference order; the first we support wins.
         for alt in accept.split(',') {
             if alt.contains("as=Table") {
@@ -53,7 +56,8 @@ pub fn json_response(code: StatusCode, body: &Value) -> Response {
 pub fn json_bytes(code: StatusCode, body: Vec<u8>) -> Response {
     let mut resp = Response::new(Body::from(body));
     *resp.status_mut() = code;
-    resp.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
     resp
 }
 
@@ -67,7 +71,14 @@ pub fn object_repr(def: &ResourceDef, obj: Value, repr: Representation, rv: u64)
 }
 
 /// A list in the requested representation.
-pub fn list_repr(def: &ResourceDef, items: Vec<Value>, rv: u64, cont: Option<String>, remaining: Option<u64>, repr: Representation) -> Value {
+pub fn list_repr(
+    def: &ResourceDef,
+    items: Vec<Value>,
+    rv: u64,
+    cont: Option<String>,
+    remaining: Option<u64>,
+    repr: Representation,
+) -> Value {
     let mut metadata = json!({"resourceVersion": rv.to_string()});
     if let Some(c) = &cont {
         metadata["continue"] = json!(c);
@@ -76,7 +87,9 @@ pub fn list_repr(def: &ResourceDef, items: Vec<Value>, rv: u64, cont: Option<Str
         metadata["remainingItemCount"] = json!(r);
     }
     match repr {
-        Representation::Object => json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": metadata, "items": items}),
+        Representation::Object => {
+            json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": metadata, "items": items})
+        }
         Representation::PartialMetadata => json!({
             "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
             "items": items.iter().map(partial).collect::<Vec<_>>()
@@ -91,7 +104,9 @@ fn partial(obj: &Value) -> Value {
 
 /// A `meta.k8s.io/v1` Table: Name, the resource's printer columns, Age.
 pub fn table(def: &ResourceDef, items: Vec<Value>, rv: u64, cont: Option<String>) -> Value {
-    let mut columns = vec![json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0})];
+    let mut columns = vec![
+        json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}),
+    ];
     let age_in_columns = def.printer_columns.iter().any(|c| c.name == "Age");
     for c in &def.printer_columns {
         columns.push(json!({"name": c.name, "type": c.type_, "format": c.format, "description": c.description, "priority": c.priority}));
@@ -108,7 +123,10 @@ pub fn table(def: &ResourceDef, items: Vec<Value>, rv: u64, cont: Option<String>
                 cells.push(cell(c, obj, now));
             }
             if !age_in_columns {
-                cells.push(json!(age(obj.pointer("/metadata/creationTimestamp").and_then(Value::as_str), now)));
+                cells.push(json!(age(
+                    obj.pointer("/metadata/creationTimestamp").and_then(Value::as_str),
+                    now
+                )));
             }
             json!({"cells": cells, "object": partial(obj)})
         })
@@ -122,7 +140,9 @@ pub fn table(def: &ResourceDef, items: Vec<Value>, rv: u64, cont: Option<String>
 
 fn cell(c: &PrinterColumn, obj: &Value, now: jiff::Timestamp) -> Value {
     let values = json_path(obj, &c.json_path);
-    let Some(first) = values.first() else { return json!("<none>") };
+    let Some(first) = values.first() else {
+        return json!("<none>");
+    };
     if c.type_ == "date" {
         return json!(age(first.as_str(), now));
     }
@@ -134,7 +154,9 @@ fn cell(c: &PrinterColumn, obj: &Value, now: jiff::Timestamp) -> Value {
 
 /// A human age like kubectl prints: `45s`, `12m`, `3h5m`, `4d`.
 pub fn age(created: Option<&str>, now: jiff::Timestamp) -> String {
-    let Some(t) = created.and_then(|s| s.parse::<jiff::Timestamp>().ok()) else { return "<unknown>".into() };
+    let Some(t) = created.and_then(|s| s.parse::<jiff::Timestamp>().ok()) else {
+        return "<unknown>".into();
+    };
     let secs = (now.as_second() - t.as_second()).max(0);
     match secs {
         s if s < 120 => format!("{s}s"),
@@ -150,7 +172,11 @@ pub fn age(created: Option<&str>, now: jiff::Timestamp) -> String {
 /// Evaluates the JSONPath subset printer columns use: `.a.b`, `[0]`, `[*]`, and
 /// `[?(@.field=="value")]` filters.
 pub fn json_path<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
-    let path = path.trim().trim_start_matches('{').trim_end_matches('}').trim_start_matches('$');
+    let path = path
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .trim_start_matches('$');
     let mut current: Vec<&Value> = vec![obj];
     let mut rest = path;
     while !rest.is_empty() {
@@ -168,7 +194,9 @@ pub fn json_path<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
             } else if let Ok(i) = inner.parse::<usize>() {
                 current = current.into_iter().filter_map(|v| v.get(i)).collect();
             } else if let Some(filter) = inner.strip_prefix("?(@.").and_then(|f| f.strip_suffix(')')) {
-                let Some((field, want)) = filter.split_once("==") else { return vec![] };
+                let Some((field, want)) = filter.split_once("==") else {
+                    return vec![];
+                };
                 let want = want.trim().trim_matches('"').trim_matches('\'');
                 current = current
                     .into_iter()
@@ -224,9 +252,19 @@ mod tests {
     #[test]
     fn negotiates_representation() {
         let mut h = HeaderMap::new();
-        h.insert(header::ACCEPT, "application/json;as=Table;v=v1;g=meta.k8s.io,application/json".parse().unwrap());
+        h.insert(
+            header::ACCEPT,
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+                .parse()
+                .unwrap(),
+        );
         assert_eq!(Representation::from_headers(&h), Representation::Table);
-        h.insert(header::ACCEPT, "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1".parse().unwrap());
+        h.insert(
+            header::ACCEPT,
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+                .parse()
+                .unwrap(),
+        );
         assert_eq!(Representation::from_headers(&h), Representation::PartialMetadata);
         h.insert(header::ACCEPT, "application/json".parse().unwrap());
         assert_eq!(Representation::from_headers(&h), Representation::Object);

@@ -12,7 +12,11 @@ use crate::auth::{Attributes, UserInfo};
 use crate::registry::ResourceDef;
 
 pub fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &[u8]) -> Result<Response, Status> {
-    let content_type = ctx.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json");
+    let content_type = ctx
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
     let mut review = if content_type.starts_with("application/vnd.kubernetes.protobuf") {
         super::protobuf::decode_review(body)?
     } else {
@@ -22,7 +26,10 @@ pub fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &
     // Asking about yourself is open to every authenticated user (system:basic-user); the other reviews
     // reveal other identities' rights and need RBAC `create` on the review resource.
     if def.resource != "selfsubjectaccessreviews" {
-        let attrs = Attributes { namespace: ns.unwrap_or_default(), ..Attributes::resource(&ctx.user, "create", &def.group, &def.resource) };
+        let attrs = Attributes {
+            namespace: ns.unwrap_or_default(),
+            ..Attributes::resource(&ctx.user, "create", &def.group, &def.resource)
+        };
         authorize(&ctx.state, &ctx.cluster, &attrs)?;
     }
     let status = match def.resource.as_str() {
@@ -34,8 +41,14 @@ pub fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &
         "localsubjectaccessreviews" => {
             let user = subject(&review)?;
             let ns = ns.unwrap_or_default();
-            if review.pointer("/spec/resourceAttributes/namespace").and_then(Value::as_str).is_some_and(|n| n != ns) {
-                return Err(Status::bad_request("spec.resourceAttributes.namespace must match the namespace of the request"));
+            if review
+                .pointer("/spec/resourceAttributes/namespace")
+                .and_then(Value::as_str)
+                .is_some_and(|n| n != ns)
+            {
+                return Err(Status::bad_request(
+                    "spec.resourceAttributes.namespace must match the namespace of the request",
+                ));
             }
             access_review(ctx, &review, &user, Some(ns))?
         }
@@ -47,7 +60,10 @@ pub fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &
 }
 
 fn token_review(ctx: &RequestContext, review: &Value) -> Value {
-    let token = review.pointer("/spec/token").and_then(Value::as_str).unwrap_or_default();
+    let token = review
+        .pointer("/spec/token")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let mut headers = http::HeaderMap::new();
     match http::HeaderValue::from_str(&format!("Bearer {token}")) {
         Ok(v) => {
@@ -56,7 +72,9 @@ fn token_review(ctx: &RequestContext, review: &Value) -> Value {
         Err(_) => return json!({"authenticated": false, "error": "invalid token"}),
     }
     match super::authenticate(&ctx.state, &headers) {
-        Ok(user) => json!({"authenticated": true, "user": user, "audiences": review.pointer("/spec/audiences").cloned().unwrap_or(json!([]))}),
+        Ok(user) => {
+            json!({"authenticated": true, "user": user, "audiences": review.pointer("/spec/audiences").cloned().unwrap_or(json!([]))})
+        }
         Err(_) => json!({"authenticated": false, "error": "invalid bearer token"}),
     }
 }
@@ -64,32 +82,87 @@ fn token_review(ctx: &RequestContext, review: &Value) -> Value {
 fn subject(review: &Value) -> Result<UserInfo, Status> {
     let spec = review.get("spec").cloned().unwrap_or(json!({}));
     let user = spec.get("user").and_then(Value::as_str).unwrap_or_default().to_string();
-    let groups: Vec<String> = spec.get("groups").and_then(Value::as_array).map(|a| a.iter().filter_map(|g| g.as_str().map(String::from)).collect()).unwrap_or_default();
+    let groups: Vec<String> = spec
+        .get("groups")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|g| g.as_str().map(String::from)).collect())
+        .unwrap_or_default();
     if user.is_empty() && groups.is_empty() {
         return Err(Status::invalid(
             "authorization.k8s.io",
             "SubjectAccessReview",
             "",
-            vec![faros_core::status::StatusCause { reason: "FieldValueRequired".into(), message: "Required value: at least one of user or group must be specified".into(), field: "spec.user".into() }],
+            vec![faros_core::status::StatusCause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value: at least one of user or group must be specified".into(),
+                field: "spec.user".into(),
+            }],
         ));
     }
-    let extra: BTreeMap<String, Vec<String>> = spec.get("extra").and_then(|e| serde_json::from_value(e.clone()).ok()).unwrap_or_default();
-    Ok(UserInfo { username: user, uid: spec.get("uid").and_then(Value::as_str).unwrap_or_default().into(), groups, extra })
+    let extra: BTreeMap<String, Vec<String>> = spec
+        .get("extra")
+        .and_then(|e| serde_json::from_value(e.clone()).ok())
+        .unwrap_or_default();
+    Ok(UserInfo {
+        username: user,
+        uid: spec.get("uid").and_then(Value::as_str).unwrap_or_default().into(),
+        groups,
+        extra,
+    })
 }
 
-fn access_review(ctx: &RequestContext, review: &Value, user: &UserInfo, ns_override: Option<&str>) -> Result<Value, Status> {
+fn access_review(
+    ctx: &RequestContext,
+    review: &Value,
+    user: &UserInfo,
+    ns_override: Option<&str>,
+) -> Result<Value, Status> {
     let spec = review.get("spec").cloned().unwrap_or(json!({}));
     let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
     let (attrs_owned, resource_request) = if let Some(ra) = spec.get("resourceAttributes") {
         let ns = ns_override.map(String::from).unwrap_or_else(|| s(ra, "namespace"));
-        ((s(ra, "verb"), s(ra, "group"), s(ra, "resource"), s(ra, "subresource"), s(ra, "name"), ns, String::new()), true)
+        (
+            (
+                s(ra, "verb"),
+                s(ra, "group"),
+                s(ra, "resource"),
+                s(ra, "subresource"),
+                s(ra, "name"),
+                ns,
+                String::new(),
+            ),
+            true,
+        )
     } else if let Some(nra) = spec.get("nonResourceAttributes") {
-        ((s(nra, "verb"), String::new(), String::new(), String::new(), String::new(), String::new(), s(nra, "path")), false)
+        (
+            (
+                s(nra, "verb"),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                s(nra, "path"),
+            ),
+            false,
+        )
     } else {
-        return Err(Status::bad_request("exactly one of spec.resourceAttributes and spec.nonResourceAttributes must be set"));
+        return Err(Status::bad_request(
+            "exactly one of spec.resourceAttributes and spec.nonResourceAttributes must be set",
+        ));
     };
     let (verb, group, resource, sub, name, ns, path) = &attrs_owned;
-    let attrs = Attributes { user, verb, api_group: group, resource, subresource: sub, name, namespace: ns, path, resource_request };
+    let attrs = Attributes {
+        user,
+        verb,
+        api_group: group,
+        resource,
+        subresource: sub,
+        name,
+        namespace: ns,
+        path,
+        resource_request,
+    };
     Ok(match authorize(&ctx.state, &ctx.cluster, &attrs) {
         Ok(()) => json!({"allowed": true, "reason": "allowed by RBAC"}),
         Err(_) => json!({"allowed": false}),

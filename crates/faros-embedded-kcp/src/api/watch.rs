@@ -39,28 +39,54 @@ pub fn watch(ctx: RequestContext, def: Arc<ResourceDef>, ns: Option<String>) -> 
             "sendInitialEvents is only supported with resourceVersionMatch=NotOlderThan",
         ));
     }
-    let timeout = ctx.params.timeout_seconds()?.map(Duration::from_secs).unwrap_or(DEFAULT_TIMEOUT);
+    let timeout = ctx
+        .params
+        .timeout_seconds()?
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_TIMEOUT);
     let bookmarks = ctx.params.allow_bookmarks();
     let repr = Representation::from_headers(&ctx.headers);
-    let cluster = if ctx.is_wildcard() { None } else { Some(ctx.cluster.clone()) };
+    let cluster = if ctx.is_wildcard() {
+        None
+    } else {
+        Some(ctx.cluster.clone())
+    };
     let namespace = if def.namespaced { ns } else { None };
     let initial = send_initial || requested.is_none_or(|rv| rv == 0);
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let state = ctx.state.clone();
     state.metrics.watchers.inc();
     tokio::spawn(async move {
-        let sink = Sink { tx, def: def.clone(), repr };
+        let sink = Sink {
+            tx,
+            def: def.clone(),
+            repr,
+        };
         let deadline = tokio::time::Instant::now() + timeout;
         let _ = tokio::time::timeout_at(
             deadline,
-            run(&state, &sink, &def, cluster, namespace, filter, requested, initial, send_initial, bookmarks),
+            run(
+                &state,
+                &sink,
+                &def,
+                cluster,
+                namespace,
+                filter,
+                requested,
+                initial,
+                send_initial,
+                bookmarks,
+            ),
         )
         .await;
         state.metrics.watchers.dec();
     });
     let stream = tokio_stream::wrappers::ReceiverStream::new(rx).map(Ok::<_, std::convert::Infallible>);
     let mut resp = Response::new(Body::from_stream(stream));
-    resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
     Ok(resp)
 }
 
@@ -73,7 +99,11 @@ struct Sink {
 impl Sink {
     /// Sends one event line; false when the client went away.
     async fn send(&self, event_type: &str, object: Value, rv: u64) -> bool {
-        let object = if event_type == "ERROR" || event_type == "BOOKMARK" { object } else { object_repr(&self.def, object, self.repr, rv) };
+        let object = if event_type == "ERROR" || event_type == "BOOKMARK" {
+            object
+        } else {
+            object_repr(&self.def, object, self.repr, rv)
+        };
         let mut line = serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default();
         line.push(b'\n');
         self.tx.send(Bytes::from(line)).await.is_ok()
@@ -85,7 +115,9 @@ impl Sink {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let object = match self.repr {
-            Representation::Object => json!({"kind": self.def.kind, "apiVersion": self.def.api_version(), "metadata": metadata}),
+            Representation::Object => {
+                json!({"kind": self.def.kind, "apiVersion": self.def.api_version(), "metadata": metadata})
+            }
             _ => json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata}),
         };
         self.send("BOOKMARK", object, rv).await
@@ -93,7 +125,8 @@ impl Sink {
 
     async fn too_old(&self, message: String) {
         let status = Status::expired(message);
-        self.send("ERROR", serde_json::to_value(&status).unwrap_or_default(), 0).await;
+        self.send("ERROR", serde_json::to_value(&status).unwrap_or_default(), 0)
+            .await;
     }
 }
 
@@ -139,7 +172,12 @@ async fn run(
             return;
         }
     }
-    let watch_filter = WatchFilter { group: def.group.clone(), resource: def.resource.clone(), cluster, namespace };
+    let watch_filter = WatchFilter {
+        group: def.group.clone(),
+        resource: def.resource.clone(),
+        cluster,
+        namespace,
+    };
     let mut stream = match state.store.watch(start, watch_filter) {
         Ok(s) => s,
         Err(e) => {
@@ -161,7 +199,7 @@ async fn run(
                     Some(Ok(e)) => e,
                 };
                 let now = matches(&event.object);
-                let before = event.prev.as_deref().is_some_and(|p| matches(p));
+                let before = event.prev.as_deref().is_some_and(&matches);
                 let kind = match event.event_type {
                     EventType::Added if now => "ADDED",
                     EventType::Modified if now && before => "MODIFIED",

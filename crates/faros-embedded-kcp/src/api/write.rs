@@ -29,7 +29,9 @@ pub fn store_status(err: StoreError, def: &ResourceDef, name: &str) -> Status {
         StoreError::Expired { .. } => Status::expired(
             "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
         ),
-        StoreError::TooOld { requested, oldest } => Status::expired(format!("too old resource version: {requested} ({oldest})")),
+        StoreError::TooOld { requested, oldest } => {
+            Status::expired(format!("too old resource version: {requested} ({oldest})"))
+        }
         StoreError::InvalidContinue(m) => Status::bad_request(format!("invalid continue token: {m}")),
         other => {
             tracing::error!(error = %other, resource = %def.resource, name, "storage failure");
@@ -59,7 +61,11 @@ pub fn decode(body: &[u8], content_type: &str) -> Result<Value, Status> {
 }
 
 fn content_type(ctx: &RequestContext) -> String {
-    ctx.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json").to_ascii_lowercase()
+    ctx.headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_ascii_lowercase()
 }
 
 /// The field manager of a non-apply write: `fieldManager`, else the user agent's product name.
@@ -67,7 +73,11 @@ fn manager(ctx: &RequestContext) -> String {
     if let Some(m) = ctx.params.field_manager() {
         return m.chars().take(128).collect();
     }
-    let ua = ctx.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("unknown");
+    let ua = ctx
+        .headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("unknown");
     ua.split('/').next().unwrap_or("unknown").chars().take(128).collect()
 }
 
@@ -78,11 +88,21 @@ fn admit(ctx: &RequestContext, def: &ResourceDef, obj: &mut Value) -> Result<Vec
     if !unknown.is_empty() {
         match ctx.params.field_validation()? {
             FieldValidation::Strict => {
-                let list = unknown.iter().map(|f| format!("unknown field {:?}", f.trim_start_matches('.'))).collect::<Vec<_>>();
-                return Err(Status::bad_request(format!("strict decoding error: {}", list.join(", "))));
+                let list = unknown
+                    .iter()
+                    .map(|f| format!("unknown field {:?}", f.trim_start_matches('.')))
+                    .collect::<Vec<_>>();
+                return Err(Status::bad_request(format!(
+                    "strict decoding error: {}",
+                    list.join(", ")
+                )));
             }
             FieldValidation::Warn => {
-                warnings.extend(unknown.iter().map(|f| format!("unknown field {:?}", f.trim_start_matches('.'))));
+                warnings.extend(
+                    unknown
+                        .iter()
+                        .map(|f| format!("unknown field {:?}", f.trim_start_matches('.'))),
+                );
             }
             FieldValidation::Ignore => {}
         }
@@ -117,7 +137,13 @@ fn stamp_cluster(obj: &mut Value, cluster: &str) {
 
 /// Namespaced creates need an existing, non-terminating namespace.
 fn check_namespace(ctx: &RequestContext, def: &ResourceDef, ns: &str, name: &str) -> Result<(), Status> {
-    let key = ObjectKey { group: String::new(), resource: "namespaces".into(), cluster: ctx.cluster.clone(), namespace: String::new(), name: ns.into() };
+    let key = ObjectKey {
+        group: String::new(),
+        resource: "namespaces".into(),
+        cluster: ctx.cluster.clone(),
+        namespace: String::new(),
+        name: ns.into(),
+    };
     let found = ctx.state.store.get(&key).map_err(|e| store_status(e, def, name))?;
     match found {
         None => Err(Status::not_found("", "namespaces", ns)),
@@ -130,17 +156,32 @@ fn check_namespace(ctx: &RequestContext, def: &ResourceDef, ns: &str, name: &str
 }
 
 async fn commit(ctx: &RequestContext, def: &ResourceDef, name: &str, op: WriteOp) -> Result<Value, Status> {
-    let events = ctx.state.store.write(vec![op]).await.map_err(|e| store_status(e, def, name))?;
+    let events = ctx
+        .state
+        .store
+        .write(vec![op])
+        .await
+        .map_err(|e| store_status(e, def, name))?;
     let object = events.first().map(|e| (*e.object).clone()).unwrap_or(Value::Null);
     ctx.state.committed(&events);
     Ok(object)
 }
 
 /// Creates `obj` (already decoded) after admission; shared by POST and apply-creates.
-async fn create_object(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, mut obj: Value, managed: Option<&str>) -> Result<Response, Status> {
+async fn create_object(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    mut obj: Value,
+    managed: Option<&str>,
+) -> Result<Response, Status> {
     let now = objects::now_rfc3339();
     // Server-side apply computed managedFields already; metadata rules would otherwise drop them.
-    let applied_fields = if managed.is_none() { obj.pointer("/metadata/managedFields").cloned() } else { None };
+    let applied_fields = if managed.is_none() {
+        obj.pointer("/metadata/managedFields").cloned()
+    } else {
+        None
+    };
     objects::prepare_create(def, ns, &mut obj, &now)?;
     if let Some(fields) = applied_fields {
         meta_mut(&mut obj).insert("managedFields".into(), fields);
@@ -162,7 +203,12 @@ async fn create_object(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>
     Ok(respond(StatusCode::CREATED, &stored, &warnings))
 }
 
-pub async fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &[u8]) -> Result<Response, Status> {
+pub async fn create(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    body: &[u8],
+) -> Result<Response, Status> {
     let obj = decode(body, &content_type(ctx))?;
     let m = manager(ctx);
     create_object(ctx, def, ns, obj, Some(&m)).await
@@ -189,14 +235,25 @@ async fn commit_update(
     let name = meta_str(old, "name").unwrap_or_default().to_string();
     let ns = meta_str(old, "namespace").map(String::from);
     let expected_rv = match meta_str(&new, "resourceVersion").filter(|s| !s.is_empty()) {
-        Some(rv) => Some(rv.parse::<u64>().map_err(|_| Status::bad_request(format!("invalid resourceVersion {rv:?}")))?),
+        Some(rv) => Some(
+            rv.parse::<u64>()
+                .map_err(|_| Status::bad_request(format!("invalid resourceVersion {rv:?}")))?,
+        ),
         None => None,
     };
     let remove = objects::prepare_update(def, old, &mut new, part(sub), require_rv)?;
     let warnings = admit(ctx, def, &mut new)?;
     let now = objects::now_rfc3339();
     if let Some(m) = manager {
-        patch::managed_fields::update_managed_fields(Some(old), &mut new, m, &def.schema, sub, &def.api_version(), &now);
+        patch::managed_fields::update_managed_fields(
+            Some(old),
+            &mut new,
+            m,
+            &def.schema,
+            sub,
+            &def.api_version(),
+            &now,
+        );
     }
     stamp_cluster(&mut new, &ctx.cluster);
     let key = ctx.key(def, ns.as_deref(), &name);
@@ -206,20 +263,43 @@ async fn commit_update(
     let stored = if remove {
         commit(ctx, def, &name, WriteOp::Delete { key, expected_rv }).await?
     } else {
-        commit(ctx, def, &name, WriteOp::Update { key, object: new, expected_rv }).await?
+        commit(
+            ctx,
+            def,
+            &name,
+            WriteOp::Update {
+                key,
+                object: new,
+                expected_rv,
+            },
+        )
+        .await?
     };
     Ok((stored, warnings))
 }
 
 fn load(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: &str) -> Result<Value, Status> {
     let key = ctx.key(def, ns, name);
-    ctx.state.store.get(&key).map_err(|e| store_status(e, def, name))?.ok_or_else(|| Status::not_found(&def.group, &def.resource, name))
+    ctx.state
+        .store
+        .get(&key)
+        .map_err(|e| store_status(e, def, name))?
+        .ok_or_else(|| Status::not_found(&def.group, &def.resource, name))
 }
 
-pub async fn update(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: &str, sub: Option<&str>, body: &[u8]) -> Result<Response, Status> {
+pub async fn update(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    name: &str,
+    sub: Option<&str>,
+    body: &[u8],
+) -> Result<Response, Status> {
     let new = decode(body, &content_type(ctx))?;
     if let Some(body_name) = meta_str(&new, "name").filter(|n| !n.is_empty() && *n != name) {
-        return Err(Status::bad_request(format!("the name of the object ({body_name}) does not match the name on the URL ({name})")));
+        return Err(Status::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
     }
     let old = load(ctx, def, ns, name)?;
     let m = manager(ctx);
@@ -242,7 +322,9 @@ fn patch_kind(content_type: &str, def: &ResourceDef) -> Result<PatchKind, Status
         "application/merge-patch+json" => Ok(PatchKind::Merge),
         "application/json-patch+json" => Ok(PatchKind::Json),
         "application/strategic-merge-patch+json" if def.strategic_merge => Ok(PatchKind::Strategic),
-        "application/apply-patch+yaml" | "application/apply-patch+json" | "application/apply-patch+cbor" => Ok(PatchKind::Apply),
+        "application/apply-patch+yaml" | "application/apply-patch+json" | "application/apply-patch+cbor" => {
+            Ok(PatchKind::Apply)
+        }
         _ => Err(Status::unsupported_media_type(if def.strategic_merge {
             "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json"
         } else {
@@ -251,7 +333,14 @@ fn patch_kind(content_type: &str, def: &ResourceDef) -> Result<PatchKind, Status
     }
 }
 
-pub async fn patch(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: &str, sub: Option<&str>, body: &[u8]) -> Result<Response, Status> {
+pub async fn patch(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    name: &str,
+    sub: Option<&str>,
+    body: &[u8],
+) -> Result<Response, Status> {
     let ct = content_type(ctx);
     let kind = patch_kind(&ct, def)?;
     let patch_body = match kind {
@@ -263,7 +352,10 @@ pub async fn patch(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, na
     }
     let m = manager(ctx);
     let explicit_rv = matches!(kind, PatchKind::Merge | PatchKind::Strategic)
-        && patch_body.pointer("/metadata/resourceVersion").and_then(Value::as_str).is_some();
+        && patch_body
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .is_some();
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -271,14 +363,19 @@ pub async fn patch(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, na
         let mut new = old.clone();
         match kind {
             PatchKind::Merge => patch::merge_patch(&mut new, &patch_body),
-            PatchKind::Json => patch::json_patch(&mut new, &patch_body).map_err(|e| Status::failure(422, "Invalid", e.to_string()))?,
+            PatchKind::Json => {
+                patch::json_patch(&mut new, &patch_body).map_err(|e| Status::failure(422, "Invalid", e.to_string()))?
+            }
             PatchKind::Strategic => {
-                new = patch::strategic_merge_patch(&old, &patch_body, &def.schema).map_err(|e| Status::failure(422, "Invalid", e.to_string()))?
+                new = patch::strategic_merge_patch(&old, &patch_body, &def.schema)
+                    .map_err(|e| Status::failure(422, "Invalid", e.to_string()))?
             }
             PatchKind::Apply => unreachable!("handled above"),
         }
         if meta_str(&new, "name").is_some_and(|n| n != name) || meta_str(&new, "uid") != meta_str(&old, "uid") {
-            return Err(Status::bad_request("metadata.name and metadata.uid cannot be changed by a patch"));
+            return Err(Status::bad_request(
+                "metadata.name and metadata.uid cannot be changed by a patch",
+            ));
         }
         if !explicit_rv {
             // The patch applies to the version just read; a concurrent write means re-applying it.
@@ -293,9 +390,18 @@ pub async fn patch(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, na
     }
 }
 
-async fn apply(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: &str, sub: Option<&str>, applied: Value) -> Result<Response, Status> {
+async fn apply(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    name: &str,
+    sub: Option<&str>,
+    applied: Value,
+) -> Result<Response, Status> {
     let Some(manager) = ctx.params.field_manager().map(String::from) else {
-        return Err(Status::bad_request("PATCH, application/apply-patch+yaml requests must have a fieldManager query parameter"));
+        return Err(Status::bad_request(
+            "PATCH, application/apply-patch+yaml requests must have a fieldManager query parameter",
+        ));
     };
     let api_version = def.api_version();
     if applied.get("apiVersion").and_then(Value::as_str) != Some(api_version.as_str()) {
@@ -312,7 +418,9 @@ async fn apply(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: 
         )));
     }
     if let Some(n) = meta_str(&applied, "name").filter(|n| *n != name) {
-        return Err(Status::bad_request(format!("the name of the object ({n}) does not match the name on the URL ({name})")));
+        return Err(Status::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        )));
     }
     let mut attempt = 0;
     loop {
@@ -320,9 +428,18 @@ async fn apply(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: 
         let now = objects::now_rfc3339();
         let key = ctx.key(def, ns, name);
         let live = ctx.state.store.get(&key).map_err(|e| store_status(e, def, name))?;
-        let opts = patch::apply::ApplyOptions { manager: &manager, force: ctx.params.force(), schema: &def.schema, subresource: sub, api_version: &api_version, now: &now };
+        let opts = patch::apply::ApplyOptions {
+            manager: &manager,
+            force: ctx.params.force(),
+            schema: &def.schema,
+            subresource: sub,
+            api_version: &api_version,
+            now: &now,
+        };
         let mut merged = patch::apply::server_side_apply(live.as_ref(), &applied, &opts).map_err(|e| match e {
-            patch::apply::ApplyError::Conflicts(c) => patch::apply::conflict_status(&def.group, &def.resource, name, &c),
+            patch::apply::ApplyError::Conflicts(c) => {
+                patch::apply::conflict_status(&def.group, &def.resource, name, &c)
+            }
             other => Status::failure(422, "Invalid", other.to_string()),
         })?;
         let result = match &live {
@@ -342,7 +459,13 @@ async fn apply(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: 
             }
         };
         match result {
-            Err(s) if s.code == 409 && (s.reason == "Conflict" || s.reason == "AlreadyExists") && attempt < PATCH_RETRIES => continue,
+            Err(s)
+                if s.code == 409
+                    && (s.reason == "Conflict" || s.reason == "AlreadyExists")
+                    && attempt < PATCH_RETRIES =>
+            {
+                continue;
+            }
             other => return other,
         }
     }
@@ -378,16 +501,24 @@ fn delete_options(ctx: &RequestContext, body: &[u8]) -> Result<DeleteOptions, St
     if opts.propagation_policy.is_none() && opts.orphan_dependents == Some(true) {
         opts.propagation_policy = Some("Orphan".into());
     }
-    if let Some(p) = opts.propagation_policy.as_deref() {
-        if !matches!(p, "Background" | "Foreground" | "Orphan") {
-            return Err(Status::bad_request(format!("unsupported propagationPolicy {p:?}: supported values: \"Background\", \"Foreground\", \"Orphan\"")));
-        }
+    if let Some(p) = opts.propagation_policy.as_deref()
+        && !matches!(p, "Background" | "Foreground" | "Orphan")
+    {
+        return Err(Status::bad_request(format!(
+            "unsupported propagationPolicy {p:?}: supported values: \"Background\", \"Foreground\", \"Orphan\""
+        )));
     }
     Ok(opts)
 }
 
 /// Deletes (or marks for deletion) one object; returns the response body and status code.
-async fn delete_one(ctx: &RequestContext, def: &ResourceDef, obj: Value, opts: &DeleteOptions, dry_run: bool) -> Result<(StatusCode, Value), Status> {
+async fn delete_one(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+    obj: Value,
+    opts: &DeleteOptions,
+    dry_run: bool,
+) -> Result<(StatusCode, Value), Status> {
     let name = meta_str(&obj, "name").unwrap_or_default().to_string();
     let ns = meta_str(&obj, "namespace").map(String::from);
     if let Some(p) = &opts.preconditions {
@@ -398,7 +529,10 @@ async fn delete_one(ctx: &RequestContext, def: &ResourceDef, obj: Value, opts: &
                 meta_str(&obj, "uid").unwrap_or_default()
             )));
         }
-        if p.resource_version.as_deref().is_some_and(|r| Some(r) != meta_str(&obj, "resourceVersion")) {
+        if p.resource_version
+            .as_deref()
+            .is_some_and(|r| Some(r) != meta_str(&obj, "resourceVersion"))
+        {
             return Err(Status::conflict_message(format!(
                 "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}",
                 p.resource_version.as_deref().unwrap_or_default(),
@@ -414,7 +548,17 @@ async fn delete_one(ctx: &RequestContext, def: &ResourceDef, obj: Value, opts: &
             if dry_run {
                 return Ok((StatusCode::OK, marked));
             }
-            let stored = commit(ctx, def, &name, WriteOp::Update { key, object: marked, expected_rv: rv }).await?;
+            let stored = commit(
+                ctx,
+                def,
+                &name,
+                WriteOp::Update {
+                    key,
+                    object: marked,
+                    expected_rv: rv,
+                },
+            )
+            .await?;
             Ok((StatusCode::OK, stored))
         }
         DeleteOutcome::Remove => {
@@ -422,13 +566,23 @@ async fn delete_one(ctx: &RequestContext, def: &ResourceDef, obj: Value, opts: &
                 commit(ctx, def, &name, WriteOp::Delete { key, expected_rv: rv }).await?;
             }
             // CR-like kinds return the deleted object, built-ins a success Status (both parse in kube-rs).
-            let body = if def.generation { obj } else { super::success_status(def, &name, meta_str(&obj, "uid").unwrap_or_default()) };
+            let body = if def.generation {
+                obj
+            } else {
+                super::success_status(def, &name, meta_str(&obj, "uid").unwrap_or_default())
+            };
             Ok((StatusCode::OK, body))
         }
     }
 }
 
-pub async fn delete(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: &str, body: &[u8]) -> Result<Response, Status> {
+pub async fn delete(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    name: &str,
+    body: &[u8],
+) -> Result<Response, Status> {
     let opts = delete_options(ctx, body)?;
     let dry_run = ctx.params.dry_run()? || opts.dry_run.iter().any(|d| d == "All");
     let mut attempt = 0;
@@ -436,14 +590,26 @@ pub async fn delete(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, n
         attempt += 1;
         let obj = load(ctx, def, ns, name)?;
         match delete_one(ctx, def, obj, &opts, dry_run).await {
-            Err(s) if s.code == 409 && s.reason == "Conflict" && opts.preconditions.is_none() && attempt < PATCH_RETRIES => continue,
+            Err(s)
+                if s.code == 409
+                    && s.reason == "Conflict"
+                    && opts.preconditions.is_none()
+                    && attempt < PATCH_RETRIES =>
+            {
+                continue;
+            }
             Err(s) => return Err(s),
             Ok((code, body)) => return Ok(json_response(code, &body)),
         }
     }
 }
 
-pub async fn delete_collection(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &[u8]) -> Result<Response, Status> {
+pub async fn delete_collection(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    body: &[u8],
+) -> Result<Response, Status> {
     let opts = delete_options(ctx, body)?;
     let dry_run = ctx.params.dry_run()? || opts.dry_run.iter().any(|d| d == "All");
     let filter = super::read::selector_filter(ctx, def)?;
@@ -467,5 +633,8 @@ pub async fn delete_collection(ctx: &RequestContext, def: &ResourceDef, ns: Opti
         }
     }
     let rv = ctx.state.store.current_rv();
-    Ok(json_response(StatusCode::OK, &json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": {"resourceVersion": rv.to_string()}, "items": deleted})))
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": {"resourceVersion": rv.to_string()}, "items": deleted}),
+    ))
 }

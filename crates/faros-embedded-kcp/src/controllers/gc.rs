@@ -22,7 +22,11 @@ pub struct Collector {
 fn owner_uids(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
-        .map(|refs| refs.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from)).collect())
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -37,7 +41,10 @@ impl Collector {
             }
         }
         for uid in obj.map(owner_uids).unwrap_or_default() {
-            self.dependents.entry((key.cluster.clone(), uid)).or_default().insert(key.clone());
+            self.dependents
+                .entry((key.cluster.clone(), uid))
+                .or_default()
+                .insert(key.clone());
         }
     }
 
@@ -75,7 +82,11 @@ impl Collector {
             EventType::Deleted => {
                 self.index(key, None, event.prev.as_deref().or(Some(&event.object)));
                 let uid = objects::meta_str(&event.object, "uid").unwrap_or_default().to_string();
-                let deps: Vec<ObjectKey> = self.dependents.get(&(key.cluster.clone(), uid)).map(|s| s.iter().cloned().collect()).unwrap_or_default();
+                let deps: Vec<ObjectKey> = self
+                    .dependents
+                    .get(&(key.cluster.clone(), uid))
+                    .map(|s| s.iter().cloned().collect())
+                    .unwrap_or_default();
                 for dep in deps {
                     self.collect_if_orphaned(state, &dep).await;
                 }
@@ -96,7 +107,11 @@ impl Collector {
     /// Deletes `dep` when none of its owners exist any more.
     async fn collect_if_orphaned(&mut self, state: &ApiState, dep: &ObjectKey) {
         let Ok(Some(obj)) = state.store.get(dep) else { return };
-        let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
+        let refs = obj
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         if refs.is_empty() {
             return;
         }
@@ -105,13 +120,30 @@ impl Collector {
                 return;
             }
         }
-        let Some(def) = def_for(state, &dep.cluster, &dep.group, &dep.resource) else { return };
+        let Some(def) = def_for(state, &dep.cluster, &dep.group, &dep.resource) else {
+            return;
+        };
         match objects::prepare_delete(&def, &obj, Some("Background"), &objects::now_rfc3339()) {
             DeleteOutcome::Remove => {
-                write(state, WriteOp::Delete { key: dep.clone(), expected_rv: rv(&obj) }).await;
+                write(
+                    state,
+                    WriteOp::Delete {
+                        key: dep.clone(),
+                        expected_rv: rv(&obj),
+                    },
+                )
+                .await;
             }
             DeleteOutcome::Mark(marked) => {
-                write(state, WriteOp::Update { key: dep.clone(), object: marked, expected_rv: rv(&obj) }).await;
+                write(
+                    state,
+                    WriteOp::Update {
+                        key: dep.clone(),
+                        object: marked,
+                        expected_rv: rv(&obj),
+                    },
+                )
+                .await;
             }
             DeleteOutcome::AlreadyDeleting => {}
         }
@@ -121,7 +153,9 @@ impl Collector {
         // Owners are found through their dependents' references; scan the few kinds with deletion pending.
         for def in all_defs(state) {
             for obj in list_all(state, &def.group, &def.resource, Some(cluster), None) {
-                if objects::meta_str(&obj, "uid") == Some(owner_uid) && obj.pointer("/metadata/deletionTimestamp").is_some() {
+                if objects::meta_str(&obj, "uid") == Some(owner_uid)
+                    && obj.pointer("/metadata/deletionTimestamp").is_some()
+                {
                     let key = key_of(&def.group, &def.resource, &obj);
                     self.process_finalizers(state, &key, &obj).await;
                     return;
@@ -134,7 +168,11 @@ impl Collector {
     async fn process_finalizers(&mut self, state: &ApiState, key: &ObjectKey, obj: &Value) {
         let finalizers = objects::finalizers(obj);
         let uid = objects::meta_str(obj, "uid").unwrap_or_default().to_string();
-        let deps: Vec<ObjectKey> = self.dependents.get(&(key.cluster.clone(), uid.clone())).map(|s| s.iter().cloned().collect()).unwrap_or_default();
+        let deps: Vec<ObjectKey> = self
+            .dependents
+            .get(&(key.cluster.clone(), uid.clone()))
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
         let drop_finalizer = |name: &str| {
             let mut updated = obj.clone();
             let remaining: Vec<String> = finalizers.iter().filter(|f| *f != name).cloned().collect();
@@ -145,10 +183,21 @@ impl Collector {
             for dep in &deps {
                 let Ok(Some(d)) = state.store.get(dep) else { continue };
                 let mut updated = d.clone();
-                if let Some(refs) = updated.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) {
+                if let Some(refs) = updated
+                    .pointer_mut("/metadata/ownerReferences")
+                    .and_then(Value::as_array_mut)
+                {
                     refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
                 }
-                write(state, WriteOp::Update { key: dep.clone(), object: updated, expected_rv: rv(&d) }).await;
+                write(
+                    state,
+                    WriteOp::Update {
+                        key: dep.clone(),
+                        object: updated,
+                        expected_rv: rv(&d),
+                    },
+                )
+                .await;
             }
             let updated = drop_finalizer("orphan");
             write(state, finish_or_update(key, updated, rv(obj))).await;
@@ -157,13 +206,30 @@ impl Collector {
             for dep in &deps {
                 let Ok(Some(d)) = state.store.get(dep) else { continue };
                 waiting = true;
-                let Some(def) = def_for(state, &dep.cluster, &dep.group, &dep.resource) else { continue };
+                let Some(def) = def_for(state, &dep.cluster, &dep.group, &dep.resource) else {
+                    continue;
+                };
                 match objects::prepare_delete(&def, &d, Some("Background"), &objects::now_rfc3339()) {
                     DeleteOutcome::Remove => {
-                        write(state, WriteOp::Delete { key: dep.clone(), expected_rv: rv(&d) }).await;
+                        write(
+                            state,
+                            WriteOp::Delete {
+                                key: dep.clone(),
+                                expected_rv: rv(&d),
+                            },
+                        )
+                        .await;
                     }
                     DeleteOutcome::Mark(marked) => {
-                        write(state, WriteOp::Update { key: dep.clone(), object: marked, expected_rv: rv(&d) }).await;
+                        write(
+                            state,
+                            WriteOp::Update {
+                                key: dep.clone(),
+                                object: marked,
+                                expected_rv: rv(&d),
+                            },
+                        )
+                        .await;
                     }
                     DeleteOutcome::AlreadyDeleting => {}
                 }
@@ -179,9 +245,16 @@ impl Collector {
 /// An object being deleted whose last finalizer went is removed; otherwise it is updated.
 fn finish_or_update(key: &ObjectKey, updated: Value, expected_rv: Option<u64>) -> WriteOp {
     if objects::finalizers(&updated).is_empty() {
-        WriteOp::Delete { key: key.clone(), expected_rv }
+        WriteOp::Delete {
+            key: key.clone(),
+            expected_rv,
+        }
     } else {
-        WriteOp::Update { key: key.clone(), object: updated, expected_rv }
+        WriteOp::Update {
+            key: key.clone(),
+            object: updated,
+            expected_rv,
+        }
     }
 }
 
@@ -192,14 +265,23 @@ fn all_defs(state: &ApiState) -> Vec<Arc<ResourceDef>> {
 }
 
 fn def_for(state: &ApiState, cluster: &str, group: &str, resource: &str) -> Option<Arc<ResourceDef>> {
-    state.registry.resources(cluster).into_iter().find(|d| d.group == group && d.resource == resource)
+    state
+        .registry
+        .resources(cluster)
+        .into_iter()
+        .find(|d| d.group == group && d.resource == resource)
 }
 
 /// Whether the owner an ownerReference names still exists with that uid.
 fn owner_exists(state: &ApiState, dep: &ObjectKey, reference: &Value) -> bool {
     let s = |k: &str| reference.get(k).and_then(Value::as_str).unwrap_or_default();
     let group = s("apiVersion").rsplit_once('/').map(|(g, _)| g).unwrap_or_default();
-    let Some(def) = state.registry.resources(&dep.cluster).into_iter().find(|d| d.group == group && d.kind == s("kind")) else {
+    let Some(def) = state
+        .registry
+        .resources(&dep.cluster)
+        .into_iter()
+        .find(|d| d.group == group && d.kind == s("kind"))
+    else {
         // An owner of a kind this cluster does not serve cannot be verified; keep the dependent.
         return true;
     };
@@ -207,7 +289,11 @@ fn owner_exists(state: &ApiState, dep: &ObjectKey, reference: &Value) -> bool {
         group: def.group.clone(),
         resource: def.resource.clone(),
         cluster: dep.cluster.clone(),
-        namespace: if def.namespaced { dep.namespace.clone() } else { String::new() },
+        namespace: if def.namespaced {
+            dep.namespace.clone()
+        } else {
+            String::new()
+        },
         name: s("name").into(),
     };
     match state.store.get(&key) {

@@ -41,7 +41,13 @@ pub async fn run(state: Arc<ApiState>, mut events: tokio::sync::mpsc::UnboundedR
 }
 
 /// Lists every object of `group/resource` in `cluster` (all clusters with None).
-pub fn list_all(state: &ApiState, group: &str, resource: &str, cluster: Option<&str>, namespace: Option<&str>) -> Vec<Value> {
+pub fn list_all(
+    state: &ApiState,
+    group: &str,
+    resource: &str,
+    cluster: Option<&str>,
+    namespace: Option<&str>,
+) -> Vec<Value> {
     let q = ListQuery {
         group: group.into(),
         resource: resource.into(),
@@ -88,5 +94,7 @@ pub async fn write(state: &ApiState, op: WriteOp) -> bool {
 
 /// The resourceVersion of a stored object.
 pub fn rv(obj: &Value) -> Option<u64> {
-    obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|r| r.parse().ok())
+    obj.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .and_then(|r| r.parse().ok())
 }

@@ -23,10 +23,25 @@ pub async fn reconcile(state: &ApiState, cluster: &str, ns: &Value) {
             let key = key_of(&def.group, &def.resource, &obj);
             match objects::prepare_delete(&def, &obj, None, &objects::now_rfc3339()) {
                 DeleteOutcome::Remove => {
-                    write(state, WriteOp::Delete { key, expected_rv: rv(&obj) }).await;
+                    write(
+                        state,
+                        WriteOp::Delete {
+                            key,
+                            expected_rv: rv(&obj),
+                        },
+                    )
+                    .await;
                 }
                 DeleteOutcome::Mark(marked) => {
-                    write(state, WriteOp::Update { key, object: marked, expected_rv: rv(&obj) }).await;
+                    write(
+                        state,
+                        WriteOp::Update {
+                            key,
+                            object: marked,
+                            expected_rv: rv(&obj),
+                        },
+                    )
+                    .await;
                 }
                 DeleteOutcome::AlreadyDeleting => {}
             }
@@ -51,7 +66,13 @@ pub async fn reconcile(state: &ApiState, cluster: &str, ns: &Value) {
 /// Removes the `kubernetes` finalizer once the namespace is empty; removes the namespace when nothing
 /// else holds it.
 async fn finalize(state: &ApiState, cluster: &str, name: &str) {
-    let key = ObjectKey { group: String::new(), resource: "namespaces".into(), cluster: cluster.into(), namespace: String::new(), name: name.into() };
+    let key = ObjectKey {
+        group: String::new(),
+        resource: "namespaces".into(),
+        cluster: cluster.into(),
+        namespace: String::new(),
+        name: name.into(),
+    };
     let Ok(Some(ns)) = state.store.get(&key) else { return };
     let spec_finalizers: Vec<Value> = ns
         .pointer("/spec/finalizers")
@@ -65,14 +86,28 @@ async fn finalize(state: &ApiState, cluster: &str, name: &str) {
         let mut updated = ns.clone();
         updated["spec"]["finalizers"] = json!(spec_finalizers);
         if updated != ns {
-            write(state, WriteOp::Update { key, object: updated, expected_rv }).await;
+            write(
+                state,
+                WriteOp::Update {
+                    key,
+                    object: updated,
+                    expected_rv,
+                },
+            )
+            .await;
         }
     }
 }
 
 /// Called when namespaced content is deleted: the namespace may now be empty.
 pub async fn recheck(state: &ApiState, cluster: &str, namespace: &str) {
-    let key = ObjectKey { group: String::new(), resource: "namespaces".into(), cluster: cluster.into(), namespace: String::new(), name: namespace.into() };
+    let key = ObjectKey {
+        group: String::new(),
+        resource: "namespaces".into(),
+        cluster: cluster.into(),
+        namespace: String::new(),
+        name: namespace.into(),
+    };
     if let Ok(Some(ns)) = state.store.get(&key) {
         reconcile(state, cluster, &ns).await;
     }

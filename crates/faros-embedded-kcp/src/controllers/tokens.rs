@@ -15,22 +15,45 @@ const SA_NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
 const SA_UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
 
 pub async fn reconcile(state: &ApiState, key: &ObjectKey, secret: &Value) {
-    if secret.get("type").and_then(Value::as_str) != Some(TOKEN_SECRET_TYPE) || secret.pointer("/metadata/deletionTimestamp").is_some() {
+    if secret.get("type").and_then(Value::as_str) != Some(TOKEN_SECRET_TYPE)
+        || secret.pointer("/metadata/deletionTimestamp").is_some()
+    {
         return;
     }
-    if secret.pointer("/data/token").and_then(Value::as_str).is_some_and(|t| !t.is_empty()) {
+    if secret
+        .pointer("/data/token")
+        .and_then(Value::as_str)
+        .is_some_and(|t| !t.is_empty())
+    {
         return;
     }
-    let Some(sa_name) = secret.pointer("/metadata/annotations").and_then(|a| a.get(SA_NAME_ANNOTATION)).and_then(Value::as_str) else {
+    let Some(sa_name) = secret
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(SA_NAME_ANNOTATION))
+        .and_then(Value::as_str)
+    else {
         return;
     };
-    let sa_key = ObjectKey { group: String::new(), resource: "serviceaccounts".into(), cluster: key.cluster.clone(), namespace: key.namespace.clone(), name: sa_name.into() };
+    let sa_key = ObjectKey {
+        group: String::new(),
+        resource: "serviceaccounts".into(),
+        cluster: key.cluster.clone(),
+        namespace: key.namespace.clone(),
+        name: sa_name.into(),
+    };
     let sa = match state.store.get(&sa_key) {
         Ok(Some(sa)) => sa,
         Ok(None) => {
             // Like kube-controller-manager: a token secret for a missing ServiceAccount is removed.
             tracing::info!(secret = %key.name, namespace = %key.namespace, service_account = sa_name, "deleting token secret of a missing ServiceAccount");
-            write(state, WriteOp::Delete { key: key.clone(), expected_rv: rv(secret) }).await;
+            write(
+                state,
+                WriteOp::Delete {
+                    key: key.clone(),
+                    expected_rv: rv(secret),
+                },
+            )
+            .await;
             return;
         }
         Err(e) => {
@@ -39,10 +62,13 @@ pub async fn reconcile(state: &ApiState, key: &ObjectKey, secret: &Value) {
         }
     };
     let sa_uid = sa.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-    if let Some(want) = secret.pointer("/metadata/annotations").and_then(|a| a.get(SA_UID_ANNOTATION)).and_then(Value::as_str) {
-        if want != sa_uid {
-            return;
-        }
+    if let Some(want) = secret
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(SA_UID_ANNOTATION))
+        .and_then(Value::as_str)
+        && want != sa_uid
+    {
+        return;
     }
     let claims = SaClaims::new(&key.cluster, &key.namespace, sa_name, sa_uid, &key.name);
     let token = state.sa_tokens.issue(&claims);
@@ -54,7 +80,15 @@ pub async fn reconcile(state: &ApiState, key: &ObjectKey, secret: &Value) {
     updated["data"]["token"] = json!(STANDARD.encode(token));
     updated["data"]["ca.crt"] = json!(STANDARD.encode(&state.ca_pem));
     updated["data"]["namespace"] = json!(STANDARD.encode(&key.namespace));
-    write(state, WriteOp::Update { key: key.clone(), object: updated, expected_rv: rv(secret) }).await;
+    write(
+        state,
+        WriteOp::Update {
+            key: key.clone(),
+            object: updated,
+            expected_rv: rv(secret),
+        },
+    )
+    .await;
 }
 
 /// Fills token secrets created while the server was down (or before a crash).

@@ -36,7 +36,11 @@ pub enum PatchError {
     OperationFailed { index: usize, op: String, reason: String },
     /// A `test` operation found a different value.
     #[error("json patch test operation at index {index} failed: the value at {path:?} is not {expected}")]
-    TestFailed { index: usize, path: String, expected: String },
+    TestFailed {
+        index: usize,
+        path: String,
+        expected: String,
+    },
     /// The strategic merge patch is malformed (bad directive, missing merge key, wrong type).
     #[error("invalid strategic merge patch: {0}")]
     InvalidStrategicPatch(String),

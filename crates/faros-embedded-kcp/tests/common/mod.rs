@@ -1,5 +1,5 @@
 //! Test harness: a real embedded kcp on 127.0.0.1:0 with real kube clients.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
@@ -23,7 +23,11 @@ impl TestServer {
         faros_core::telemetry::install_crypto_provider();
         let dir = tempfile::tempdir().unwrap();
         let token_file = dir.path().join("tokens.csv");
-        std::fs::write(&token_file, format!("{USER_TOKEN},alice,alice-uid,\"devs,testers\"\n{BOB_TOKEN},bob,bob-uid\n")).unwrap();
+        std::fs::write(
+            &token_file,
+            format!("{USER_TOKEN},alice,alice-uid,\"devs,testers\"\n{BOB_TOKEN},bob,bob-uid\n"),
+        )
+        .unwrap();
         let mut config = Config::new(dir.path().join("state"));
         config.token_file = Some(token_file);
         tweak(&mut config);
@@ -34,7 +38,9 @@ impl TestServer {
     pub async fn client_as(&self, cluster: &str, user: &str, token: &str) -> kube::Client {
         let yaml = self.server.kubeconfig(cluster, user, token);
         let kubeconfig = Kubeconfig::from_yaml(&yaml).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .unwrap();
         kube::Client::try_from(config).unwrap()
     }
 
@@ -49,7 +55,11 @@ impl TestServer {
     /// A raw HTTPS client trusting the server's CA, for wire-level assertions.
     pub fn http(&self) -> reqwest::Client {
         let ca = reqwest::Certificate::from_pem(self.server.ca_pem().as_bytes()).unwrap();
-        reqwest::Client::builder().add_root_certificate(ca).timeout(Duration::from_secs(30)).build().unwrap()
+        reqwest::Client::builder()
+            .add_root_certificate(ca)
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap()
     }
 
     pub fn url(&self, path: &str) -> String {

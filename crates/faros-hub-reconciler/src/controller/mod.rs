@@ -55,7 +55,10 @@ impl ProviderKey {
     /// The key of an object from a wildcard watch; `None` without a `kcp.io/cluster` annotation.
     pub fn of(p: &Provider) -> Option<Self> {
         let cluster = p.annotations().get(ANNOTATION_CLUSTER).filter(|c| !c.is_empty())?;
-        Some(Self { cluster: cluster.clone(), name: p.name_any() })
+        Some(Self {
+            cluster: cluster.clone(),
+            name: p.name_any(),
+        })
     }
 }
 
@@ -97,7 +100,10 @@ pub struct Context {
 
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context").field("factory", &self.factory).field("settings", &self.settings).finish()
+        f.debug_struct("Context")
+            .field("factory", &self.factory)
+            .field("settings", &self.settings)
+            .finish()
     }
 }
 
@@ -108,7 +114,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Context {
     pub fn new(factory: ClientFactory, settings: Settings, metrics: Arc<Metrics>) -> Self {
-        Self { factory, settings, metrics, own_writes: Mutex::default(), failures: Mutex::default() }
+        Self {
+            factory,
+            settings,
+            metrics,
+            own_writes: Mutex::default(),
+            failures: Mutex::default(),
+        }
     }
 
     fn remember_status_write(&self, key: &ProviderKey, rv: Option<String>) {
@@ -166,7 +178,14 @@ pub async fn run(
     let mut tasks = JoinSet::new();
     for url in endpoints {
         let api: Api<Provider> = Api::all(ctx.factory.virtual_workspace(&url, "*")?);
-        tasks.spawn(watch(api, Arc::from(url.as_str()), store.clone(), queue.clone(), ctx.clone(), cancel.clone()));
+        tasks.spawn(watch(
+            api,
+            Arc::from(url.as_str()),
+            store.clone(),
+            queue.clone(),
+            ctx.clone(),
+            cancel.clone(),
+        ));
     }
     for _ in 0..ctx.settings.concurrency.max(1) {
         tasks.spawn(worker(ctx.clone(), store.clone(), queue.clone(), cancel.clone()));
@@ -204,7 +223,13 @@ async fn watch(
             Ok(Event::Init) => relisted.clear(),
             Ok(Event::InitApply(p) | Event::Apply(p)) => {
                 let Some((key, p)) = keyed(p) else { continue };
-                lock(&store).insert(key.clone(), Cached { provider: Arc::new(p), endpoint: endpoint.clone() });
+                lock(&store).insert(
+                    key.clone(),
+                    Cached {
+                        provider: Arc::new(p),
+                        endpoint: endpoint.clone(),
+                    },
+                );
                 relisted.insert(key.clone());
                 queue.add(key);
             }
@@ -238,7 +263,10 @@ async fn worker(ctx: Arc<Context>, store: Store, queue: Arc<WorkQueue<ProviderKe
             queue.done(&key);
             continue;
         };
-        let target = Target { key: key.clone(), endpoint: cached.endpoint };
+        let target = Target {
+            key: key.clone(),
+            endpoint: cached.endpoint,
+        };
         let started = Instant::now();
         let result = tokio::select! {
             _ = cancel.cancelled() => {
@@ -257,7 +285,10 @@ async fn worker(ctx: Arc<Context>, store: Store, queue: Arc<WorkQueue<ProviderKe
                 provider::error_policy(&key, error, &ctx)
             }
         };
-        ctx.metrics.reconciled(started.elapsed().as_secs_f64(), result.as_ref().err().map(provider::Error::reason));
+        ctx.metrics.reconciled(
+            started.elapsed().as_secs_f64(),
+            result.as_ref().err().map(provider::Error::reason),
+        );
         if let Action::Requeue(after) = action {
             queue.add_after(key.clone(), after);
         }
@@ -279,7 +310,13 @@ mod tests {
         assert_eq!(ProviderKey::of(&p), None);
         p.annotations_mut().insert(ANNOTATION_CLUSTER.into(), "abc".into());
         let key = ProviderKey::of(&p).unwrap();
-        assert_eq!(key, ProviderKey { cluster: "abc".into(), name: "q".into() });
+        assert_eq!(
+            key,
+            ProviderKey {
+                cluster: "abc".into(),
+                name: "q".into()
+            }
+        );
         assert_eq!(key.to_string(), "abc|q");
     }
 
@@ -307,12 +344,18 @@ mod tests {
             concurrency: 1,
         };
         let ctx = Context::new(factory, settings, Arc::new(Metrics::new()));
-        let key = ProviderKey { cluster: "c".into(), name: "q".into() };
+        let key = ProviderKey {
+            cluster: "c".into(),
+            name: "q".into(),
+        };
         assert!(!ctx.is_own_status_write(&key, Some("5")));
         ctx.remember_status_write(&key, Some("5".into()));
         assert!(!ctx.is_own_status_write(&key, Some("4")), "an older event is not ours");
         assert!(ctx.is_own_status_write(&key, Some("5")));
-        assert!(!ctx.is_own_status_write(&key, Some("5")), "only once: a resync must do the full work");
+        assert!(
+            !ctx.is_own_status_write(&key, Some("5")),
+            "only once: a resync must do the full work"
+        );
         assert_eq!(ctx.record_failure(&key), 1);
         assert_eq!(ctx.record_failure(&key), 2);
         ctx.reset_failures(&key);

@@ -124,7 +124,11 @@ pub async fn reconcile(provider: Arc<Provider>, target: &Target, ctx: &Context) 
         write_status(&api, key, &provider, &Outcome::InvalidName { message }, ctx).await?;
         return Ok(Action::AwaitChange);
     }
-    let provider = if has_finalizer(&provider) { provider } else { Arc::new(add_finalizer(&api, key, &provider).await?) };
+    let provider = if has_finalizer(&provider) {
+        provider
+    } else {
+        Arc::new(add_finalizer(&api, key, &provider).await?)
+    };
 
     let outcome = match provision(&provider, key, ctx).await {
         Ok(outcome) => outcome,
@@ -159,10 +163,15 @@ async fn patch_finalizers(
     finalizers: Vec<String>,
 ) -> Result<Provider, Error> {
     let patch = json!({"metadata": {"resourceVersion": provider.resource_version(), "finalizers": finalizers}});
-    api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(|source| match source {
-        kube::Error::Api(s) if s.code == 409 => Error::Conflict { key: key.clone() },
-        source => Error::ProviderWrite { key: key.clone(), source },
-    })
+    api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| match source {
+            kube::Error::Api(s) if s.code == 409 => Error::Conflict { key: key.clone() },
+            source => Error::ProviderWrite {
+                key: key.clone(),
+                source,
+            },
+        })
 }
 
 async fn add_finalizer(api: &Api<Provider>, key: &ProviderKey, provider: &Provider) -> Result<Provider, Error> {
@@ -180,7 +189,13 @@ async fn write_status(
     ctx: &Context,
 ) -> Result<Option<Provider>, Error> {
     let current = provider.status.as_ref();
-    let desired = status::desired(current, &key.name, provider.meta().generation, outcome, Timestamp::now());
+    let desired = status::desired(
+        current,
+        &key.name,
+        provider.meta().generation,
+        outcome,
+        Timestamp::now(),
+    );
     if !status::needs_write(current, &desired) {
         return Ok(None);
     }
@@ -192,14 +207,21 @@ async fn write_status(
     let written = api
         .patch_status(&key.name, &field_manager("status"), &Patch::Apply(&body))
         .await
-        .map_err(|source| Error::ProviderWrite { key: key.clone(), source })?;
+        .map_err(|source| Error::ProviderWrite {
+            key: key.clone(),
+            source,
+        })?;
     ctx.remember_status_write(key, written.resource_version());
     Ok(Some(written))
 }
 
 fn step(reason: &'static str, cluster: Option<&str>) -> impl Fn(String) -> StepError + use<> {
     let cluster = cluster.map(str::to_string);
-    move |message| StepError { reason, message, workspace_cluster: cluster.clone() }
+    move |message| StepError {
+        reason,
+        message,
+        workspace_cluster: cluster.clone(),
+    }
 }
 
 async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Result<Outcome, StepError> {
@@ -216,14 +238,19 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
     )
     .await
     .map_err(|e| workspace_err(format!("ensuring provider workspace: {e}")))?;
-    let cluster = cluster_of(&ws)
-        .ok_or_else(|| workspace_err(format!("ensuring provider workspace: {path} is Ready but has no spec.cluster")))?;
+    let cluster = cluster_of(&ws).ok_or_else(|| {
+        workspace_err(format!(
+            "ensuring provider workspace: {path} is Ready but has no spec.cluster"
+        ))
+    })?;
 
     let in_ws = ctx.factory.cluster(&cluster).map_err(|e| {
         step(names::REASON_SERVICE_ACCOUNT_ERROR, Some(&cluster))(format!("ensuring provider ServiceAccount: {e}"))
     })?;
     ensure_service_account(&in_ws, name).await.map_err(|e| {
-        step(names::REASON_SERVICE_ACCOUNT_ERROR, Some(&cluster))(format!("ensuring provider ServiceAccount in {path}: {e}"))
+        step(names::REASON_SERVICE_ACCOUNT_ERROR, Some(&cluster))(format!(
+            "ensuring provider ServiceAccount in {path}: {e}"
+        ))
     })?;
 
     let kubeconfig_err = step(names::REASON_KUBECONFIG_ERROR, Some(&cluster));
@@ -248,7 +275,11 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
         names::PROVIDER_NAMESPACE,
     );
     secrets
-        .patch(&secret_name, &field_manager(FIELD_SCOPE), &Patch::Apply(&kubeconfig_secret(name, &secret_name, yaml)))
+        .patch(
+            &secret_name,
+            &field_manager(FIELD_SCOPE),
+            &Patch::Apply(&kubeconfig_secret(name, &secret_name, yaml)),
+        )
         .await
         .map_err(|e| {
             secret_err(format!(
@@ -268,7 +299,10 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
         })?;
         tracing::info!(%key, old = %old, new = %secret_name, "removed the previous kubeconfig Secret");
     }
-    Ok(Outcome::Provisioned { workspace_cluster: cluster, secret_name })
+    Ok(Outcome::Provisioned {
+        workspace_cluster: cluster,
+        secret_name,
+    })
 }
 
 /// The Secret named in status that is no longer the one the spec asks for.
@@ -294,23 +328,46 @@ fn meta(name: &str, namespace: Option<&str>, provider: &str) -> ObjectMeta {
 /// Namespace, ServiceAccount and ClusterRoleBinding in the provider workspace.
 async fn ensure_service_account(client: &kube::Client, provider: &str) -> Result<(), String> {
     let pp = field_manager(FIELD_SCOPE);
-    let ns = Namespace { metadata: meta(names::PROVIDER_NAMESPACE, None, provider), ..Default::default() };
+    let ns = Namespace {
+        metadata: meta(names::PROVIDER_NAMESPACE, None, provider),
+        ..Default::default()
+    };
     Api::<Namespace>::all(client.clone())
         .patch(names::PROVIDER_NAMESPACE, &pp, &Patch::Apply(&ns))
         .await
         .map_err(|e| format!("namespace {}: {}", names::PROVIDER_NAMESPACE, crate::kube_message(&e)))?;
     let sa = ServiceAccount {
-        metadata: meta(names::PROVIDER_SERVICE_ACCOUNT, Some(names::PROVIDER_NAMESPACE), provider),
+        metadata: meta(
+            names::PROVIDER_SERVICE_ACCOUNT,
+            Some(names::PROVIDER_NAMESPACE),
+            provider,
+        ),
         ..Default::default()
     };
     Api::<ServiceAccount>::namespaced(client.clone(), names::PROVIDER_NAMESPACE)
         .patch(names::PROVIDER_SERVICE_ACCOUNT, &pp, &Patch::Apply(&sa))
         .await
-        .map_err(|e| format!("ServiceAccount {}: {}", names::PROVIDER_SERVICE_ACCOUNT, crate::kube_message(&e)))?;
+        .map_err(|e| {
+            format!(
+                "ServiceAccount {}: {}",
+                names::PROVIDER_SERVICE_ACCOUNT,
+                crate::kube_message(&e)
+            )
+        })?;
     Api::<ClusterRoleBinding>::all(client.clone())
-        .patch(names::PROVIDER_SA_BINDING, &pp, &Patch::Apply(&cluster_role_binding(provider)))
+        .patch(
+            names::PROVIDER_SA_BINDING,
+            &pp,
+            &Patch::Apply(&cluster_role_binding(provider)),
+        )
         .await
-        .map_err(|e| format!("ClusterRoleBinding {}: {}", names::PROVIDER_SA_BINDING, crate::kube_message(&e)))?;
+        .map_err(|e| {
+            format!(
+                "ClusterRoleBinding {}: {}",
+                names::PROVIDER_SA_BINDING,
+                crate::kube_message(&e)
+            )
+        })?;
     Ok(())
 }
 
@@ -353,7 +410,10 @@ pub fn kubeconfig_secret(provider: &str, secret_name: &str, kubeconfig: String) 
     Secret {
         metadata: meta(secret_name, Some(names::PROVIDER_NAMESPACE), provider),
         type_: Some("Opaque".into()),
-        data: Some(BTreeMap::from([(names::KUBECONFIG_SECRET_KEY.to_string(), ByteString(kubeconfig.into_bytes()))])),
+        data: Some(BTreeMap::from([(
+            names::KUBECONFIG_SECRET_KEY.to_string(),
+            ByteString(kubeconfig.into_bytes()),
+        )])),
         ..Default::default()
     }
 }
@@ -367,15 +427,35 @@ fn token_of(secret: &Secret) -> Option<String> {
 async fn ensure_token(client: &kube::Client, provider: &str, timeout: Duration) -> Result<String, String> {
     let api: Api<Secret> = Api::namespaced(client.clone(), names::PROVIDER_NAMESPACE);
     let applied = api
-        .patch(names::PROVIDER_TOKEN_SECRET, &field_manager(FIELD_SCOPE), &Patch::Apply(&token_secret(provider)))
+        .patch(
+            names::PROVIDER_TOKEN_SECRET,
+            &field_manager(FIELD_SCOPE),
+            &Patch::Apply(&token_secret(provider)),
+        )
         .await
-        .map_err(|e| format!("token Secret {}: {}", names::PROVIDER_TOKEN_SECRET, crate::kube_message(&e)))?;
+        .map_err(|e| {
+            format!(
+                "token Secret {}: {}",
+                names::PROVIDER_TOKEN_SECRET,
+                crate::kube_message(&e)
+            )
+        })?;
     if let Some(token) = token_of(&applied) {
         return Ok(token);
     }
-    let filled = wait_for(api, names::PROVIDER_TOKEN_SECRET, |s| s.and_then(token_of).is_some(), timeout)
-        .await
-        .map_err(|e| format!("waiting for kcp to fill token Secret {}: {e}", names::PROVIDER_TOKEN_SECRET))?;
+    let filled = wait_for(
+        api,
+        names::PROVIDER_TOKEN_SECRET,
+        |s| s.and_then(token_of).is_some(),
+        timeout,
+    )
+    .await
+    .map_err(|e| {
+        format!(
+            "waiting for kcp to fill token Secret {}: {e}",
+            names::PROVIDER_TOKEN_SECRET
+        )
+    })?;
     filled
         .as_ref()
         .and_then(token_of)
@@ -401,7 +481,10 @@ async fn cleanup(provider: &Provider, key: &ProviderKey, api: &Api<Provider>, ct
     let mut secrets_to_delete = vec![provider.kubeconfig_secret_name()];
     secrets_to_delete.extend(previous_secret(provider, &secrets_to_delete[0]));
     let message = if valid {
-        format!("Deleting workspace {path} and kubeconfig Secret {}", secrets_to_delete.join(", "))
+        format!(
+            "Deleting workspace {path} and kubeconfig Secret {}",
+            secrets_to_delete.join(", ")
+        )
     } else {
         format!("Deleting kubeconfig Secret {}", secrets_to_delete.join(", "))
     };
@@ -411,15 +494,20 @@ async fn cleanup(provider: &Provider, key: &ProviderKey, api: &Api<Provider>, ct
         Ok(None) => {}
         Err(error) => tracing::warn!(%key, %error, "could not record the teardown in status"),
     }
-    let cleanup_err = |message: String| Error::Cleanup { key: key.clone(), message };
+    let cleanup_err = |message: String| Error::Cleanup {
+        key: key.clone(),
+        message,
+    };
 
     if valid {
         let workspaces: Api<Workspace> = Api::all(ctx.factory.cluster(names::PROVIDERS_PATH)?);
         delete_ignoring_absent(&workspaces, name)
             .await
             .map_err(|e| cleanup_err(format!("deleting workspace {path}: {}", crate::kube_message(&e))))?;
-        let secrets: Api<Secret> =
-            Api::namespaced(ctx.factory.cluster(names::SYSTEM_PROVIDERS_PATH)?, names::PROVIDER_NAMESPACE);
+        let secrets: Api<Secret> = Api::namespaced(
+            ctx.factory.cluster(names::SYSTEM_PROVIDERS_PATH)?,
+            names::PROVIDER_NAMESPACE,
+        );
         for secret in &secrets_to_delete {
             delete_ignoring_absent(&secrets, secret).await.map_err(|e| {
                 cleanup_err(format!(
@@ -433,21 +521,33 @@ async fn cleanup(provider: &Provider, key: &ProviderKey, api: &Api<Provider>, ct
             .await
             .map_err(|e| cleanup_err(format!("waiting for workspace {path} to be deleted: {e}")))?;
     } else {
-        let secrets: Api<Secret> =
-            Api::namespaced(ctx.factory.cluster(names::SYSTEM_PROVIDERS_PATH)?, names::PROVIDER_NAMESPACE);
+        let secrets: Api<Secret> = Api::namespaced(
+            ctx.factory.cluster(names::SYSTEM_PROVIDERS_PATH)?,
+            names::PROVIDER_NAMESPACE,
+        );
         for secret in &secrets_to_delete {
-            delete_ignoring_absent(&secrets, secret)
-                .await
-                .map_err(|e| cleanup_err(format!("deleting kubeconfig Secret {secret}: {}", crate::kube_message(&e))))?;
+            delete_ignoring_absent(&secrets, secret).await.map_err(|e| {
+                cleanup_err(format!(
+                    "deleting kubeconfig Secret {secret}: {}",
+                    crate::kube_message(&e)
+                ))
+            })?;
         }
     }
 
-    let remaining: Vec<String> =
-        current.finalizers().iter().filter(|f| *f != names::PROVIDER_FINALIZER).cloned().collect();
+    let remaining: Vec<String> = current
+        .finalizers()
+        .iter()
+        .filter(|f| *f != names::PROVIDER_FINALIZER)
+        .cloned()
+        .collect();
     match patch_finalizers(api, key, &current, remaining).await {
         Ok(_) => {}
         // Gone already: someone else removed the last finalizer.
-        Err(Error::ProviderWrite { source: kube::Error::Api(s), .. }) if s.code == 404 => {}
+        Err(Error::ProviderWrite {
+            source: kube::Error::Api(s),
+            ..
+        }) if s.code == 404 => {}
         Err(e) => return Err(e),
     }
     ctx.forget(key);
@@ -464,7 +564,15 @@ mod tests {
 
     #[test]
     fn backoff_table() {
-        for (failures, ms) in [(0, 500), (1, 500), (2, 1000), (3, 2000), (7, 32_000), (8, 60_000), (100, 60_000)] {
+        for (failures, ms) in [
+            (0, 500),
+            (1, 500),
+            (2, 1000),
+            (3, 2000),
+            (7, 32_000),
+            (8, 60_000),
+            (100, 60_000),
+        ] {
             assert_eq!(backoff(failures), Duration::from_millis(ms), "{failures}");
         }
     }
@@ -501,14 +609,27 @@ mod tests {
         let with_ref = |ns: &str, name: &str| {
             let mut p = Provider::new("q", ProviderSpec::default());
             p.status = Some(ProviderStatus {
-                secret_ref: Some(SecretKeyRef { namespace: ns.into(), name: name.into(), key: "kubeconfig".into() }),
+                secret_ref: Some(SecretKeyRef {
+                    namespace: ns.into(),
+                    name: name.into(),
+                    key: "kubeconfig".into(),
+                }),
                 ..Default::default()
             });
             p
         };
-        assert_eq!(previous_secret(&Provider::new("q", ProviderSpec::default()), "q-kubeconfig"), None);
-        assert_eq!(previous_secret(&with_ref("default", "q-kubeconfig"), "q-kubeconfig"), None);
-        assert_eq!(previous_secret(&with_ref("default", "old"), "q-kubeconfig"), Some("old".into()));
+        assert_eq!(
+            previous_secret(&Provider::new("q", ProviderSpec::default()), "q-kubeconfig"),
+            None
+        );
+        assert_eq!(
+            previous_secret(&with_ref("default", "q-kubeconfig"), "q-kubeconfig"),
+            None
+        );
+        assert_eq!(
+            previous_secret(&with_ref("default", "old"), "q-kubeconfig"),
+            Some("old".into())
+        );
         assert_eq!(previous_secret(&with_ref("elsewhere", "old"), "q-kubeconfig"), None);
         assert_eq!(previous_secret(&with_ref("default", ""), "q-kubeconfig"), None);
     }

@@ -39,7 +39,11 @@ impl<K: Clone + Eq + Hash> Default for WorkQueue<K> {
 impl<K: Clone + Eq + Hash> WorkQueue<K> {
     pub fn new() -> Self {
         Self {
-            state: Mutex::new(State { due: HashMap::new(), active: HashSet::new(), closed: false }),
+            state: Mutex::new(State {
+                due: HashMap::new(),
+                active: HashSet::new(),
+                closed: false,
+            }),
             notify: Notify::new(),
         }
     }

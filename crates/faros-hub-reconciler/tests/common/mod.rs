@@ -64,7 +64,9 @@ impl Kcp {
 
 pub async fn config_from_yaml(yaml: &str) -> kube::Config {
     let kubeconfig = Kubeconfig::from_yaml(yaml).unwrap();
-    kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap()
+    kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap()
 }
 
 /// A reconciler running in a task. `stop` shuts it down gracefully (releases the lease); `kill` aborts
@@ -88,14 +90,21 @@ impl Running {
                 .await
                 .unwrap();
         });
-        Self { state, stop: Some(tx), task }
+        Self {
+            state,
+            stop: Some(tx),
+            task,
+        }
     }
 
     pub async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
-        tokio::time::timeout(WAIT, &mut self.task).await.expect("reconciler did not stop").unwrap();
+        tokio::time::timeout(WAIT, &mut self.task)
+            .await
+            .expect("reconciler did not stop")
+            .unwrap();
     }
 
     pub async fn kill(self) {
@@ -106,12 +115,11 @@ impl Running {
     /// Waits until this replica's role satisfies `f`.
     pub async fn wait_role(&self, what: &str, f: impl Fn(&Role) -> bool) -> Role {
         let mut rx = self.state.subscribe_role();
-        let role = tokio::time::timeout(WAIT, rx.wait_for(|r| f(r)))
+        tokio::time::timeout(WAIT, rx.wait_for(|r| f(r)))
             .await
             .unwrap_or_else(|_| panic!("timed out waiting for role: {what}; now {:?}", self.state.role()))
             .unwrap()
-            .clone();
-        role
+            .clone()
     }
 
     /// `reconciles_total` (success + error) from this replica's metrics.
@@ -130,22 +138,36 @@ pub fn providers_api(client: kube::Client) -> Api<Provider> {
 
 pub async fn create_provider(kcp: &Kcp, name: &str, spec: ProviderSpec) -> Provider {
     let api = providers_api(kcp.client(names::SYSTEM_PROVIDERS_PATH).await);
-    api.create(&PostParams::default(), &Provider::new(name, spec)).await.unwrap()
+    api.create(&PostParams::default(), &Provider::new(name, spec))
+        .await
+        .unwrap()
 }
 
 pub fn is_ready(p: &Provider) -> bool {
-    p.status.as_ref().is_some_and(|s| conditions::is_true(&s.conditions, names::CONDITION_READY))
+    p.status
+        .as_ref()
+        .is_some_and(|s| conditions::is_true(&s.conditions, names::CONDITION_READY))
 }
 
 /// Waits for the Provider's Ready condition to be True, failing with its last status.
 pub async fn wait_ready(kcp: &Kcp, name: &str) -> Provider {
     let api = providers_api(kcp.client(names::SYSTEM_PROVIDERS_PATH).await);
-    wait_for(api, name, |p| p.is_some_and(is_ready), WAIT).await.unwrap().unwrap()
+    wait_for(api, name, |p| p.is_some_and(is_ready), WAIT)
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 pub async fn wait_gone<K>(api: Api<K>, name: &str)
 where
-    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + serde::Serialize + Send + Sync + 'static,
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + Send
+        + Sync
+        + 'static,
     K::DynamicType: Default,
 {
     wait_for(api, name, |o| o.is_none(), WAIT).await.unwrap();

@@ -1,5 +1,5 @@
 //! Runs the real `faros dev` binary as a child process for black-box tests.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -53,7 +53,9 @@ pub fn start(state_dir: &Path, extra: &[&str]) -> DevProcess {
 impl DevProcess {
     pub async fn client(&self) -> kube::Client {
         let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).unwrap();
-        let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+        let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap();
         kube::Client::try_from(cfg).unwrap()
     }
 
@@ -65,7 +67,10 @@ impl DevProcess {
 
     /// SIGTERM and wait for a clean exit.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
         self.child.wait().unwrap()
     }
 }
