@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod codegen;
 
 #[derive(Parser)]
@@ -22,12 +23,15 @@ struct Cli {
 enum Command {
     /// Regenerate CRD and APIResourceSchema YAML under config/ from the Rust types.
     Codegen(codegen::Codegen),
-    // Later: `bench`, `e2e`, `lint`, each in its own module.
+    /// Measure performance targets against baselines taken in the same run (release builds).
+    Bench(bench::Bench),
+    // Later: `e2e`, `lint`, each in its own module.
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Codegen(cmd) => cmd.run(&project_root()),
+        Command::Bench(cmd) => cmd.run(&project_root()),
     }
 }
 

@@ -106,12 +106,20 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
         continue_token: ctx.params.continue_token().map(String::from),
         filter,
     };
+    let repr = Representation::from_headers(&ctx.headers);
+    if repr == Representation::Object && query.filter.is_none() {
+        let page = ctx
+            .state
+            .store
+            .list_raw(&query)
+            .map_err(|e| super::write::store_status(e, def, ""))?;
+        return Ok(raw_list(def, page));
+    }
     let page = ctx
         .state
         .store
         .list(&query)
         .map_err(|e| super::write::store_status(e, def, ""))?;
-    let repr = Representation::from_headers(&ctx.headers);
     let body = list_repr(
         def,
         page.items,
@@ -121,4 +129,36 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
         repr,
     );
     Ok(json_response(http::StatusCode::OK, &body))
+}
+
+/// A list response assembled from stored JSON text without parsing it.
+fn raw_list(def: &ResourceDef, page: crate::store::ListPage) -> Response {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Meta {
+        resource_version: String,
+        #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+        continue_token: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        remaining_item_count: Option<u64>,
+    }
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Body<'a> {
+        kind: &'a str,
+        api_version: String,
+        metadata: Meta,
+        items: &'a [Box<serde_json::value::RawValue>],
+    }
+    let body = Body {
+        kind: &def.list_kind,
+        api_version: def.api_version(),
+        metadata: Meta {
+            resource_version: page.resource_version.to_string(),
+            continue_token: page.continue_token,
+            remaining_item_count: page.remaining_item_count,
+        },
+        items: &page.raw_items,
+    };
+    super::respond::json_bytes(http::StatusCode::OK, serde_json::to_vec(&body).unwrap_or_default())
 }

@@ -14,6 +14,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::Value;
 
 use super::history::History;
+use serde_json::value::RawValue;
+
 use super::key::{decode_value, namespace_of, prefix_range};
 use super::{ObjectKey, StoreError};
 
@@ -56,14 +58,27 @@ impl std::fmt::Debug for ListQuery {
 }
 
 /// One page of a list.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct ListPage {
     pub items: Vec<Value>,
+    /// Items as stored JSON text, filled instead of `items` by `Store::list_raw` without a filter.
+    pub raw_items: Vec<Box<RawValue>>,
     /// The RV the page reflects: the snapshot's for a first page, the first page's for later ones.
     pub resource_version: u64,
     pub continue_token: Option<String>,
     /// Matching items after this page; set only when the query has no filter and at most 1000 remain.
     pub remaining_item_count: Option<u64>,
+}
+
+impl PartialEq for ListPage {
+    fn eq(&self, other: &Self) -> bool {
+        let raw = |p: &Self| p.raw_items.iter().map(|r| r.get().to_string()).collect::<Vec<_>>();
+        self.items == other.items
+            && raw(self) == raw(other)
+            && self.resource_version == other.resource_version
+            && self.continue_token == other.continue_token
+            && self.remaining_item_count == other.remaining_item_count
+    }
 }
 
 /// The decoded content of a continue token.
@@ -189,6 +204,7 @@ pub(crate) fn read_page(
     undo: &BTreeMap<Vec<u8>, Option<Arc<Value>>>,
     after: Option<&[u8]>,
     page_rv: u64,
+    raw: bool,
 ) -> Result<ListPage, StoreError> {
     let lower = match after {
         Some(k) => Bound::Excluded(k),
@@ -198,7 +214,7 @@ pub(crate) fn read_page(
     let mut stored = table.range::<&[u8]>(bounds)?;
     let mut restored = undo.range::<[u8], _>(bounds).peekable();
     let mut next_stored = stored.next().transpose()?;
-    let mut page = PageBuilder::new(scan, q);
+    let mut page = PageBuilder::new(scan, q, raw);
     while !page.finished() {
         // Merge the two ordered sources; an undo entry replaces the snapshot's entry for its key.
         let order = match (&next_stored, restored.peek()) {
@@ -230,6 +246,9 @@ struct PageBuilder<'q> {
     q: &'q ListQuery,
     limit: usize,
     items: Vec<Value>,
+    /// With `raw`, matching stored items are kept as their JSON text instead of being parsed.
+    raw: bool,
+    raw_items: Vec<Box<RawValue>>,
     last_key: Option<Vec<u8>>,
     /// A matching entry exists after the page.
     more: bool,
@@ -238,13 +257,15 @@ struct PageBuilder<'q> {
 }
 
 impl<'q> PageBuilder<'q> {
-    fn new(scan: &'q Scan, q: &'q ListQuery) -> Self {
+    fn new(scan: &'q Scan, q: &'q ListQuery, raw: bool) -> Self {
         let limit = q.limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
         Self {
             scan,
             q,
             limit,
             items: Vec::new(),
+            raw: raw && q.filter.is_none(),
+            raw_items: Vec::new(),
             last_key: None,
             more: false,
             remaining: 0,
@@ -262,11 +283,24 @@ impl<'q> PageBuilder<'q> {
         if !self.scan.wants(key) {
             return Ok(());
         }
-        let full = self.items.len() == self.limit;
+        let full = self.items.len() + self.raw_items.len() == self.limit;
         if full && self.q.filter.is_none() {
             // Without a filter every further entry matches: count it without parsing.
             self.more = true;
             self.remaining += 1;
+            return Ok(());
+        }
+        if self.raw && !full {
+            // Lists are the hot path for big collections: keep stored JSON verbatim (it already carries
+            // its resourceVersion) instead of parsing and re-serializing it.
+            let text = match item {
+                Item::Stored(bytes) => String::from_utf8(bytes.get(8..).unwrap_or_default().to_vec())
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                Item::Restored(value) => value.to_string(),
+            };
+            self.raw_items
+                .push(RawValue::from_string(text).map_err(|e| StoreError::Corrupt(e.to_string()))?);
+            self.last_key = Some(key.to_vec());
             return Ok(());
         }
         let value = match item {
@@ -294,6 +328,7 @@ impl<'q> PageBuilder<'q> {
             (self.more && self.q.filter.is_none() && self.remaining <= REMAINING_COUNT_CAP).then_some(self.remaining);
         ListPage {
             items: self.items,
+            raw_items: self.raw_items,
             resource_version: page_rv,
             continue_token,
             remaining_item_count,

@@ -290,6 +290,16 @@ impl Store {
 
     /// One page of a list; later pages (via the continue token) reflect the first page's RV.
     pub fn list(&self, q: &ListQuery) -> Result<ListPage, StoreError> {
+        self.list_page(q, false)
+    }
+
+    /// Like [`Store::list`], but without a filter the items come back unparsed in
+    /// `ListPage::raw_items` (the JSON text as stored), which is what a plain LIST response needs.
+    pub fn list_raw(&self, q: &ListQuery) -> Result<ListPage, StoreError> {
+        self.list_page(q, true)
+    }
+
+    fn list_page(&self, q: &ListQuery, raw: bool) -> Result<ListPage, StoreError> {
         let scan = Scan::for_query(q)?;
         let token = q.continue_token.as_deref().map(ContinueToken::decode).transpose()?;
         if let Some(t) = &token
@@ -303,7 +313,7 @@ impl Store {
         let snapshot_rv = read.open_table(META)?.get(RV_KEY)?.map_or(0, |g| g.value());
         let table = read.open_table(OBJECTS)?;
         match token {
-            None => list::read_page(&table, &scan, q, &BTreeMap::new(), None, snapshot_rv),
+            None => list::read_page(&table, &scan, q, &BTreeMap::new(), None, snapshot_rv, raw),
             Some(t) if t.rv > snapshot_rv => Err(StoreError::InvalidContinue(format!(
                 "continue token is from the future ({})",
                 t.rv
@@ -315,7 +325,7 @@ impl Store {
                     let hub = self.shared().hub.lock_caught_up(snapshot_rv)?;
                     list::undo_map(&hub.history, t.rv, &scan, q)?
                 };
-                list::read_page(&table, &scan, q, &undo, Some(&t.last_key), t.rv)
+                list::read_page(&table, &scan, q, &undo, Some(&t.last_key), t.rv, raw)
             }
         }
     }

@@ -974,3 +974,36 @@ fn rss(when: &str) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     println!("{when}: {}", status.lines().find(|l| l.starts_with("VmRSS")).unwrap());
 }
+
+#[tokio::test]
+async fn raw_lists_match_parsed_lists_across_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, 100);
+    for i in 0..5 {
+        create(&store, key("c1", "", &format!("o{i}")), i).await;
+    }
+    let mut q = query(Some("c1"), None);
+    q.limit = Some(3);
+    let parsed = store.list(&q).unwrap();
+    let raw = store.list_raw(&q).unwrap();
+    assert!(raw.items.is_empty());
+    let reparsed: Vec<Value> = raw
+        .raw_items
+        .iter()
+        .map(|r| serde_json::from_str(r.get()).unwrap())
+        .collect();
+    assert_eq!(reparsed, parsed.items);
+    assert_eq!(raw.continue_token, parsed.continue_token);
+    // A later page after a concurrent update shows the first page's state, from history, in raw form too.
+    update(&store, key("c1", "", "o4"), 40).await;
+    q.continue_token = raw.continue_token.clone();
+    let parsed = store.list(&q).unwrap();
+    let raw = store.list_raw(&q).unwrap();
+    let reparsed: Vec<Value> = raw
+        .raw_items
+        .iter()
+        .map(|r| serde_json::from_str(r.get()).unwrap())
+        .collect();
+    assert_eq!(reparsed, parsed.items);
+    assert_eq!(reparsed.len(), 2);
+}

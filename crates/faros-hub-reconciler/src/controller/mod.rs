@@ -93,7 +93,8 @@ pub struct Context {
     pub factory: ClientFactory,
     pub settings: Settings,
     pub metrics: Arc<Metrics>,
-    /// resourceVersion of our own last status write per Provider: the watch event it causes needs no work.
+    /// resourceVersion of our own last write (status, or the finalizer before provisioning) per
+    /// Provider: the watch event it causes needs no work.
     own_writes: Mutex<HashMap<ProviderKey, String>>,
     failures: Mutex<HashMap<ProviderKey, u32>>,
 }
@@ -123,14 +124,14 @@ impl Context {
         }
     }
 
-    fn remember_status_write(&self, key: &ProviderKey, rv: Option<String>) {
+    fn remember_own_write(&self, key: &ProviderKey, rv: Option<String>) {
         if let Some(rv) = rv {
             lock(&self.own_writes).insert(key.clone(), rv);
         }
     }
 
     /// True once for the resourceVersion our last status write produced.
-    fn is_own_status_write(&self, key: &ProviderKey, rv: Option<&str>) -> bool {
+    fn is_own_write(&self, key: &ProviderKey, rv: Option<&str>) -> bool {
         let mut writes = lock(&self.own_writes);
         match (writes.get(key), rv) {
             (Some(ours), Some(rv)) if ours == rv => {
@@ -221,17 +222,29 @@ async fn watch(
         let Some(event) = event else { return };
         match event {
             Ok(Event::Init) => relisted.clear(),
-            Ok(Event::InitApply(p) | Event::Apply(p)) => {
+            Ok(Event::InitApply(p)) => {
                 let Some((key, p)) = keyed(p) else { continue };
-                lock(&store).insert(
-                    key.clone(),
-                    Cached {
-                        provider: Arc::new(p),
-                        endpoint: endpoint.clone(),
-                    },
-                );
+                let cached = Cached {
+                    provider: Arc::new(p),
+                    endpoint: endpoint.clone(),
+                };
+                lock(&store).insert(key.clone(), cached);
                 relisted.insert(key.clone());
                 queue.add(key);
+            }
+            Ok(Event::Apply(p)) => {
+                let Some((key, p)) = keyed(p) else { continue };
+                // The echo of our own status write needs no work; queueing it would also cut short a
+                // pending backoff (the queue keeps the earliest due time).
+                let echo = ctx.is_own_write(&key, p.resource_version().as_deref());
+                let cached = Cached {
+                    provider: Arc::new(p),
+                    endpoint: endpoint.clone(),
+                };
+                lock(&store).insert(key.clone(), cached);
+                if !echo {
+                    queue.add(key);
+                }
             }
             Ok(Event::InitDone) => {
                 // Objects deleted while the watch was down vanish here.
@@ -348,12 +361,12 @@ mod tests {
             cluster: "c".into(),
             name: "q".into(),
         };
-        assert!(!ctx.is_own_status_write(&key, Some("5")));
-        ctx.remember_status_write(&key, Some("5".into()));
-        assert!(!ctx.is_own_status_write(&key, Some("4")), "an older event is not ours");
-        assert!(ctx.is_own_status_write(&key, Some("5")));
+        assert!(!ctx.is_own_write(&key, Some("5")));
+        ctx.remember_own_write(&key, Some("5".into()));
+        assert!(!ctx.is_own_write(&key, Some("4")), "an older event is not ours");
+        assert!(ctx.is_own_write(&key, Some("5")));
         assert!(
-            !ctx.is_own_status_write(&key, Some("5")),
+            !ctx.is_own_write(&key, Some("5")),
             "only once: a resync must do the full work"
         );
         assert_eq!(ctx.record_failure(&key), 1);

@@ -111,9 +111,6 @@ pub async fn reconcile(provider: Arc<Provider>, target: &Target, ctx: &Context) 
         }
         return cleanup(&provider, key, &api, ctx).await;
     }
-    if ctx.is_own_status_write(key, provider.resource_version().as_deref()) {
-        return Ok(Action::Requeue(ctx.settings.resync));
-    }
     if let Err(e) = names::validate_dns_label(&key.name) {
         let message = format!(
             "{e}; the name becomes workspace {}, so it must be a DNS-1123 label of at most {} characters. \
@@ -127,7 +124,7 @@ pub async fn reconcile(provider: Arc<Provider>, target: &Target, ctx: &Context) 
     let provider = if has_finalizer(&provider) {
         provider
     } else {
-        Arc::new(add_finalizer(&api, key, &provider).await?)
+        Arc::new(add_finalizer(&api, key, &provider, ctx).await?)
     };
 
     let outcome = match provision(&provider, key, ctx).await {
@@ -174,10 +171,19 @@ async fn patch_finalizers(
         })
 }
 
-async fn add_finalizer(api: &Api<Provider>, key: &ProviderKey, provider: &Provider) -> Result<Provider, Error> {
+/// Adds the finalizer. Provisioning continues in the same reconcile, so the watch echo of this write
+/// is marked as our own and does not queue another pass.
+async fn add_finalizer(
+    api: &Api<Provider>,
+    key: &ProviderKey,
+    provider: &Provider,
+    ctx: &Context,
+) -> Result<Provider, Error> {
     let mut finalizers = provider.finalizers().to_vec();
     finalizers.push(names::PROVIDER_FINALIZER.to_string());
-    patch_finalizers(api, key, provider, finalizers).await
+    let written = patch_finalizers(api, key, provider, finalizers).await?;
+    ctx.remember_own_write(key, written.resource_version());
+    Ok(written)
 }
 
 /// Writes the status for `outcome` if it differs from the stored one; returns the written object.
@@ -211,7 +217,7 @@ async fn write_status(
             key: key.clone(),
             source,
         })?;
-    ctx.remember_status_write(key, written.resource_version());
+    ctx.remember_own_write(key, written.resource_version());
     Ok(Some(written))
 }
 

@@ -1,0 +1,369 @@
+//! Benchmarks of the embedded kcp, each next to a baseline from the same run:
+//! - creates/s of 1 KiB ConfigMaps from 8 concurrent clients, with and without group commit, against
+//!   redb's own durable-commit rate on this disk (the physical limit for one-commit-per-write);
+//! - watch event latency p50/p99 with 100 watchers, against one GET round trip;
+//! - list latency for 10k objects;
+//! - resident memory at N objects (default 100k), read from /proc of the server process.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, anyhow, bail};
+use base64::Engine;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::stats::{ms, percentile};
+
+const CLIENTS: usize = 8;
+const CREATES: usize = 4000;
+const WATCHERS: usize = 100;
+const WATCH_EVENTS: usize = 200;
+const LIST_OBJECTS: usize = 10_000;
+
+/// A `faros dev` child process and a client for it.
+struct Faros {
+    child: Child,
+    url: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Drop for Faros {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Faros {
+    fn start(root: &Path, state: PathBuf, extra: &[&str]) -> anyhow::Result<Self> {
+        let mut child = Command::new(root.join("target/release/faros"))
+            .args([
+                "dev",
+                "--kcp-port",
+                "0",
+                "--log-level",
+                &std::env::var("BENCH_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
+                "--state-dir",
+            ])
+            .arg(&state)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("starting target/release/faros")?;
+        let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
+        let mut kubeconfig = None;
+        for line in BufReader::new(stdout).lines() {
+            let line = line?;
+            if let Some(p) = line.trim().strip_prefix("admin kubeconfig:") {
+                kubeconfig = Some(PathBuf::from(p.trim()));
+            }
+            if line.starts_with("Press Ctrl-C") {
+                break;
+            }
+        }
+        let path = kubeconfig.ok_or_else(|| anyhow!("faros dev did not print its kubeconfig"))?;
+        let kc: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path)?)?;
+        let server = kc
+            .pointer("/clusters/0/cluster/server")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("no server"))?;
+        let ca = kc
+            .pointer("/clusters/0/cluster/certificate-authority-data")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("no CA"))?;
+        let token = kc
+            .pointer("/users/0/user/token")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("no token"))?;
+        let ca = base64::engine::general_purpose::STANDARD.decode(ca)?;
+        let http = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&ca)?)
+            .pool_max_idle_per_host(256)
+            .build()?;
+        let url = server.trim_end_matches("/clusters/root").to_string();
+        Ok(Self {
+            child,
+            url,
+            token: token.to_string(),
+            http,
+        })
+    }
+
+    fn rss_mib(&self) -> anyhow::Result<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        let kb: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| anyhow!("no VmRSS in /proc status"))?;
+        Ok(kb / 1024.0)
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> anyhow::Result<()> {
+        let resp = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .json(body)
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            bail!(
+                "POST {path}: {} {}",
+                resp.status(),
+                resp.text().await.unwrap_or_default()
+            );
+        }
+        // Read the body: dropping it cancels the HTTP/2 stream, and a client that cancels thousands of
+        // streams is (rightly) cut off by the server's rapid-reset protection.
+        resp.bytes().await?;
+        Ok(())
+    }
+
+    async fn namespace(&self, name: &str) -> anyhow::Result<()> {
+        self.post("/api/v1/namespaces", &json!({"metadata": {"name": name}}))
+            .await
+    }
+
+    /// Creates `count` 1 KiB ConfigMaps in `ns` from `CLIENTS` concurrent clients; returns elapsed time.
+    async fn create_many(self: &Arc<Self>, ns: &str, prefix: &str, count: usize) -> anyhow::Result<Duration> {
+        let next = Arc::new(AtomicUsize::new(0));
+        let payload = "x".repeat(1024);
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..CLIENTS {
+            let (me, next, payload, ns, prefix) = (
+                self.clone(),
+                next.clone(),
+                payload.clone(),
+                ns.to_string(),
+                prefix.to_string(),
+            );
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= count {
+                        return anyhow::Ok(());
+                    }
+                    let body = json!({"metadata": {"name": format!("{prefix}-{i}")}, "data": {"payload": payload}});
+                    me.post(&format!("/api/v1/namespaces/{ns}/configmaps"), &body).await?;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await??;
+        }
+        Ok(started.elapsed())
+    }
+}
+
+/// redb's durable commit rate on this disk: sequential transactions of one 1 KiB insert each.
+fn redb_commit_rate(path: &Path, commits: usize) -> anyhow::Result<f64> {
+    const TABLE: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("bench");
+    let db = redb::Database::create(path)?;
+    let value = vec![b'x'; 1024];
+    let started = Instant::now();
+    for i in 0..commits as u64 {
+        let txn = db.begin_write()?;
+        {
+            let mut table = txn.open_table(TABLE)?;
+            table.insert(i, value.as_slice())?;
+        }
+        txn.commit()?;
+    }
+    Ok(commits as f64 / started.elapsed().as_secs_f64())
+}
+
+fn now_nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default()
+}
+
+async fn watch_latency(f: &Arc<Faros>) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+    f.namespace("watch").await?;
+    let list: Value = f
+        .http
+        .get(format!("{}/api/v1/namespaces/watch/configmaps", f.url))
+        .bearer_auth(&f.token)
+        .send()
+        .await?
+        .json()
+        .await?;
+    let rv = list
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("0")
+        .to_string();
+    let mut watchers = Vec::new();
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(WATCHERS);
+    for _ in 0..WATCHERS {
+        let (f, rv, ready) = (f.clone(), rv.clone(), ready_tx.clone());
+        watchers.push(tokio::spawn(async move {
+            let url = format!(
+                "{}/api/v1/namespaces/watch/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=120",
+                f.url
+            );
+            let resp = f.http.get(url).bearer_auth(&f.token).send().await?;
+            let _ = ready.send(()).await;
+            let mut body = resp.bytes_stream();
+            let mut buf = Vec::new();
+            let mut latencies = Vec::with_capacity(WATCH_EVENTS);
+            while latencies.len() < WATCH_EVENTS {
+                let Some(chunk) = body.next().await else {
+                    bail!("watch ended early")
+                };
+                buf.extend_from_slice(&chunk?);
+                while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = buf.drain(..=nl).collect();
+                    let received = now_nanos();
+                    let event: Value = serde_json::from_slice(&line)?;
+                    if let Some(sent) = event
+                        .pointer("/object/metadata/annotations/bench~1sent")
+                        .and_then(Value::as_str)
+                    {
+                        let sent: u128 = sent.parse()?;
+                        latencies.push(Duration::from_nanos(received.saturating_sub(sent) as u64));
+                    }
+                }
+            }
+            anyhow::Ok(latencies)
+        }));
+    }
+    for _ in 0..WATCHERS {
+        ready_rx.recv().await;
+    }
+    let mut round_trips = Vec::new();
+    for i in 0..WATCH_EVENTS {
+        let body = json!({"metadata": {"name": format!("w-{i}"), "annotations": {"bench/sent": now_nanos().to_string()}}, "data": {"i": i.to_string()}});
+        f.post("/api/v1/namespaces/watch/configmaps", &body).await?;
+        let started = Instant::now();
+        f.http
+            .get(format!("{}/api/v1/namespaces/watch/configmaps/w-{i}", f.url))
+            .bearer_auth(&f.token)
+            .send()
+            .await?
+            .bytes()
+            .await?;
+        round_trips.push(started.elapsed());
+    }
+    let mut all = Vec::new();
+    for w in watchers {
+        all.extend(w.await??);
+    }
+    Ok((all, round_trips))
+}
+
+async fn list_latency(f: &Arc<Faros>) -> anyhow::Result<Vec<Duration>> {
+    f.namespace("list").await?;
+    f.create_many("list", "l", LIST_OBJECTS).await?;
+    let mut samples = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        let body = f
+            .http
+            .get(format!("{}/api/v1/namespaces/list/configmaps", f.url))
+            .bearer_auth(&f.token)
+            .send()
+            .await?
+            .bytes()
+            .await?;
+        samples.push(started.elapsed());
+        let v: Value = serde_json::from_slice(&body)?;
+        let n = v["items"].as_array().map(Vec::len).unwrap_or_default();
+        if n != LIST_OBJECTS {
+            bail!("list returned {n} items, expected {LIST_OBJECTS}");
+        }
+    }
+    Ok(samples)
+}
+
+pub async fn run(root: &Path, rss_objects: usize) -> anyhow::Result<()> {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let target = root.join("target");
+    std::fs::create_dir_all(&target)?;
+    // Same disk as the project, so the baseline and the server share the physical limit.
+    let dir = tempfile::tempdir_in(&target)?;
+    println!(
+        "faros embedded kcp benchmark (release builds, {} CPUs)",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    );
+
+    let limit = redb_commit_rate(&dir.path().join("baseline.redb"), 2000)?;
+    println!("\nbaseline: redb durable commits/s (1 KiB, one per txn)      {limit:>10.0}");
+
+    let mut rates = Vec::new();
+    for (label, flags) in [
+        ("group commit", vec![]),
+        ("no group commit", vec!["--kcp-no-group-commit"]),
+    ] {
+        let f = Arc::new(Faros::start(root, dir.path().join(label.replace(' ', "-")), &flags)?);
+        f.namespace("bench").await?;
+        let elapsed = f.create_many("bench", "c", CREATES).await?;
+        let rate = CREATES as f64 / elapsed.as_secs_f64();
+        rates.push((label, rate));
+        println!(
+            "creates/s, {CLIENTS} clients, {label:<16}                 {rate:>10.0}   ratio to redb limit {:.2}",
+            rate / limit
+        );
+    }
+
+    let f = Arc::new(Faros::start(root, dir.path().join("latency"), &[])?);
+    let (mut watch, mut rtt) = watch_latency(&f).await?;
+    let (w50, w99, r50) = (
+        percentile(&mut watch, 50.0),
+        percentile(&mut watch, 99.0),
+        percentile(&mut rtt, 50.0),
+    );
+    println!(
+        "\nbaseline: GET round trip p50                               {:>9.2}ms",
+        ms(r50)
+    );
+    println!(
+        "watch latency, {WATCHERS} watchers, {} events: p50 {:.2}ms  p99 {:.2}ms   p99 ratio to target 10ms {:.2}",
+        watch.len(),
+        ms(w50),
+        ms(w99),
+        ms(w99) / 10.0
+    );
+    let mut list = list_latency(&f).await?;
+    let (l50, l99) = (percentile(&mut list, 50.0), percentile(&mut list, 99.0));
+    println!(
+        "list of {LIST_OBJECTS} objects: p50 {:.1}ms  max {:.1}ms   ratio to target 100ms {:.2}",
+        ms(l50),
+        ms(l99),
+        ms(l99) / 100.0
+    );
+    drop(f);
+
+    let f = Arc::new(Faros::start(root, dir.path().join("rss"), &[])?);
+    f.namespace("rss").await?;
+    let idle = f.rss_mib()?;
+    f.create_many("rss", "r", rss_objects).await?;
+    let rss = f.rss_mib()?;
+    println!("\nbaseline: RSS idle                                          {idle:>8.1}MiB");
+    println!(
+        "RSS at {rss_objects} objects                                    {rss:>8.1}MiB   ratio to target 200MiB {:.2}",
+        rss / 200.0
+    );
+
+    let (_, gc) = rates[0];
+    let (_, nogc) = rates[1];
+    println!(
+        "\nsummary: creates/s {:.2}x redb limit with group commit (target >= 1.00), {:.2}x without (target >= 0.50); watch p99 {:.2}ms (< 10); list {:.1}ms (< 100); RSS {:.0}MiB (< 200)",
+        gc / limit,
+        nogc / limit,
+        ms(w99),
+        ms(l99),
+        rss
+    );
+    Ok(())
+}
