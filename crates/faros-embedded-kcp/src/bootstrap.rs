@@ -63,15 +63,64 @@ pub fn default_objects() -> Vec<(ObjectKey, Value)> {
     ]
 }
 
-/// Creates the default objects of `root` that are missing (idempotent across restarts).
+/// Creates the default objects of `root` that are missing (idempotent across restarts): the defaults
+/// every logical cluster has, the root LogicalCluster, and access to root for authenticated users.
 pub async fn ensure_root(state: &ApiState) {
     ensure_cluster(state, "root").await;
+    let extra = vec![
+        (
+            ObjectKey::new(
+                "rbac.authorization.k8s.io",
+                "clusterroles",
+                "",
+                "",
+                "system:kcp:workspace:access",
+            ),
+            object(
+                "ClusterRole",
+                "rbac.authorization.k8s.io/v1",
+                "system:kcp:workspace:access",
+                json!({"rules": [{"nonResourceURLs": ["/"], "verbs": ["access"]}]}),
+            ),
+        ),
+        (
+            ObjectKey::new(
+                "rbac.authorization.k8s.io",
+                "clusterrolebindings",
+                "",
+                "",
+                "system:kcp:authenticated:access",
+            ),
+            object(
+                "ClusterRoleBinding",
+                "rbac.authorization.k8s.io/v1",
+                "system:kcp:authenticated:access",
+                json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:kcp:workspace:access"},
+                       "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}]}),
+            ),
+        ),
+        (
+            ObjectKey::new("core.kcp.io", "logicalclusters", "", "", "cluster"),
+            object(
+                "LogicalCluster",
+                "core.kcp.io/v1alpha1",
+                "cluster",
+                json!({"metadata": {"name": "cluster", "annotations": {"kcp.io/path": "root"}, "generation": 1},
+                       "spec": {}, "status": {"phase": "Ready", "URL": ""}}),
+            ),
+        ),
+    ];
+    create_missing(state, "root", extra).await;
 }
 
 /// Creates the default objects of `cluster` that are missing.
 pub async fn ensure_cluster(state: &ApiState, cluster: &str) {
+    create_missing(state, cluster, default_objects()).await;
+}
+
+async fn create_missing(state: &ApiState, cluster: &str, objects: Vec<(ObjectKey, Value)>) {
     let now = crate::objects::now_rfc3339();
-    for (mut key, mut obj) in default_objects() {
+    for (mut key, mut obj) in objects {
         key.cluster = cluster.to_string();
         if matches!(state.store.get(&key), Ok(Some(_))) {
             continue;
@@ -79,10 +128,8 @@ pub async fn ensure_cluster(state: &ApiState, cluster: &str) {
         let meta = crate::objects::meta_mut(&mut obj);
         meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
         meta.insert("creationTimestamp".into(), json!(now));
-        meta.insert(
-            "annotations".into(),
-            json!({crate::objects::CLUSTER_ANNOTATION: cluster}),
-        );
+        let ann = meta.entry("annotations").or_insert_with(|| json!({}));
+        ann[crate::objects::CLUSTER_ANNOTATION] = json!(cluster);
         match state.store.write(vec![WriteOp::Create { key, object: obj }]).await {
             Ok(events) => state.committed(&events),
             Err(e) => tracing::warn!(error = %e, cluster, "could not create default object"),

@@ -18,6 +18,7 @@ pub mod auth;
 pub mod bootstrap;
 pub mod builtin;
 pub mod controllers;
+pub mod kcp;
 pub mod metrics;
 pub mod objects;
 pub mod patch;

@@ -593,6 +593,7 @@ mod tests {
             printer_columns: vec![],
             schema: Arc::new(Schema::default()),
             prune_unknown: cr,
+            conversion: None,
         }
     }
 

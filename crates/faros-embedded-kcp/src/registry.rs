@@ -50,6 +50,19 @@ pub struct ResourceDef {
     pub schema: Arc<Schema>,
     /// Unknown fields are pruned on write (CR semantics) instead of being kept.
     pub prune_unknown: bool,
+    /// Set when this version is served from another stored version (kcp's APIExport/APIBinding).
+    pub conversion: Option<Conversion>,
+}
+
+/// Conversion between a served version and the stored version of a resource.
+#[derive(Clone, Copy, Debug)]
+pub struct Conversion {
+    /// The version objects are stored in.
+    pub storage_version: &'static str,
+    /// Served → stored (request bodies).
+    pub to_storage: fn(&serde_json::Value) -> Result<serde_json::Value, String>,
+    /// Stored → served (responses and watch events).
+    pub to_served: fn(&serde_json::Value) -> Result<serde_json::Value, String>,
 }
 
 impl ResourceDef {
@@ -59,6 +72,34 @@ impl ResourceDef {
             self.version.clone()
         } else {
             format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// A stored object as this version serves it.
+    pub fn served(&self, obj: serde_json::Value) -> Result<serde_json::Value, faros_core::status::Status> {
+        match &self.conversion {
+            None => Ok(obj),
+            Some(c) => (c.to_served)(&obj).map_err(|e| {
+                faros_core::status::Status::internal(format!(
+                    "converting {} to {}: {e}",
+                    self.resource,
+                    self.api_version()
+                ))
+            }),
+        }
+    }
+
+    /// A request body of this version as it is stored.
+    pub fn stored(&self, obj: serde_json::Value) -> Result<serde_json::Value, faros_core::status::Status> {
+        match &self.conversion {
+            None => Ok(obj),
+            Some(c) => (c.to_storage)(&obj).map_err(|e| {
+                faros_core::status::Status::bad_request(format!(
+                    "converting {} from {}: {e}",
+                    self.resource,
+                    self.api_version()
+                ))
+            }),
         }
     }
 
@@ -137,6 +178,16 @@ impl Registry {
             .cloned()
     }
 
+    /// The definition objects of `def`'s resource are stored as (itself unless it is converted).
+    pub fn storage_def(&self, cluster: &str, def: &Arc<ResourceDef>) -> Arc<ResourceDef> {
+        match &def.conversion {
+            None => def.clone(),
+            Some(c) => self
+                .lookup(cluster, &def.group, c.storage_version, &def.resource)
+                .unwrap_or_else(|| def.clone()),
+        }
+    }
+
     /// Replaces the schema-defined resources of `cluster`.
     pub fn set_cluster_resources(&self, cluster: &str, defs: Vec<ResourceDef>) {
         let mut guard = self.per_cluster.write().unwrap_or_else(|p| p.into_inner());
@@ -165,5 +216,106 @@ impl Registry {
             }
         }
         out
+    }
+}
+
+/// Errors building a resource definition from a CRD-like description.
+#[derive(Debug, thiserror::Error)]
+pub enum DefinitionError {
+    #[error("missing or invalid field {0}")]
+    Missing(&'static str),
+    #[error("version {version}: invalid schema: {reason}")]
+    Schema { version: String, reason: String },
+}
+
+impl ResourceDef {
+    /// A resource served like a CustomResource from CRD-shaped `spec` (a CRD spec or an
+    /// APIResourceSchema spec) and one of its `versions[]` entries. `schema_at` is the JSON pointer of
+    /// the OpenAPI schema inside the version (`/schema/openAPIV3Schema` for CRDs, `/schema` for
+    /// APIResourceSchemas).
+    pub fn from_crd_like(
+        spec: &serde_json::Value,
+        version: &serde_json::Value,
+        schema_at: &str,
+    ) -> Result<Self, DefinitionError> {
+        use serde_json::Value;
+        let s = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(String::from);
+        let list = |v: &Value, p: &str| -> Vec<String> {
+            v.pointer(p)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+                .unwrap_or_default()
+        };
+        let group = s(spec, "/group").ok_or(DefinitionError::Missing("spec.group"))?;
+        let kind = s(spec, "/names/kind").ok_or(DefinitionError::Missing("spec.names.kind"))?;
+        let plural = s(spec, "/names/plural").ok_or(DefinitionError::Missing("spec.names.plural"))?;
+        let version_name = s(version, "/name").ok_or(DefinitionError::Missing("spec.versions[].name"))?;
+        let raw_schema = version
+            .pointer(schema_at)
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+        let mut schema = Schema::from_openapi_v3(&raw_schema).map_err(|e| DefinitionError::Schema {
+            version: version_name.clone(),
+            reason: e.to_string(),
+        })?;
+        // The structural schema of a CR never describes metadata beyond ObjectMeta; apiVersion/kind are implicit.
+        schema
+            .properties
+            .insert("metadata".into(), crate::schema::object_meta_schema());
+        schema.properties.entry("apiVersion".into()).or_insert_with(|| Schema {
+            type_: Some("string".into()),
+            ..Default::default()
+        });
+        schema.properties.entry("kind".into()).or_insert_with(|| Schema {
+            type_: Some("string".into()),
+            ..Default::default()
+        });
+        let printer_columns = version
+            .pointer("/additionalPrinterColumns")
+            .and_then(Value::as_array)
+            .map(|cols| {
+                cols.iter()
+                    .filter(|c| c.get("name").and_then(Value::as_str) != Some("Age"))
+                    .map(|c| PrinterColumn {
+                        name: s(c, "/name").unwrap_or_default(),
+                        type_: s(c, "/type").unwrap_or_else(|| "string".into()),
+                        format: s(c, "/format").unwrap_or_default(),
+                        description: s(c, "/description").unwrap_or_default(),
+                        priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0) as i32,
+                        json_path: s(c, "/jsonPath").unwrap_or_default(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let selectable_fields = version
+            .pointer("/selectableFields")
+            .and_then(Value::as_array)
+            .map(|f| {
+                f.iter()
+                    .filter_map(|x| x.get("jsonPath").and_then(Value::as_str))
+                    .map(|p| p.trim_start_matches('.').to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Self {
+            singular: s(spec, "/names/singular").unwrap_or_else(|| kind.to_lowercase()),
+            list_kind: s(spec, "/names/listKind").unwrap_or_else(|| format!("{kind}List")),
+            namespaced: s(spec, "/scope").as_deref() != Some("Cluster"),
+            short_names: list(spec, "/names/shortNames"),
+            categories: list(spec, "/names/categories"),
+            status_subresource: version.pointer("/subresources/status").is_some(),
+            generation: true,
+            strategic_merge: false,
+            create_only: false,
+            selectable_fields,
+            printer_columns,
+            schema: Arc::new(schema),
+            prune_unknown: true,
+            conversion: None,
+            group,
+            version: version_name,
+            resource: plural,
+            kind,
+        })
     }
 }

@@ -83,7 +83,7 @@ pub struct Server {
     state: Arc<ApiState>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
-    controllers: tokio::task::JoinHandle<()>,
+    controllers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 fn read_or_create(path: &Path, create: impl FnOnce() -> Vec<u8>) -> Result<Vec<u8>, ServerError> {
@@ -182,9 +182,16 @@ impl Server {
         let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
         let state = Arc::new(ApiState {
             store,
-            registry: Registry::new(crate::builtin::builtin_resources()),
+            registry: Registry::new(
+                [
+                    crate::builtin::builtin_resources(),
+                    crate::kcp::resources::kcp_resources(),
+                ]
+                .concat(),
+            ),
             authn,
             rbac: RwLock::new(RbacIndex::default()),
+            clusters: RwLock::default(),
             sa_tokens: ServiceAccountTokens::new(sa_key),
             ca_pem: tls.ca_pem().to_string(),
             max_body_bytes: config.max_body_bytes,
@@ -192,8 +199,10 @@ impl Server {
             metrics: crate::metrics::Metrics::default(),
         });
         crate::controllers::rbac::rebuild(&state);
+        crate::controllers::rebuild_cluster_index(&state);
         crate::bootstrap::ensure_root(&state).await;
-        let controllers = tokio::spawn(crate::controllers::run(state.clone(), events_rx));
+        let mut controllers = vec![tokio::spawn(crate::controllers::run(state.clone(), events_rx))];
+        controllers.extend(crate::kcp::spawn_controllers(&state));
 
         let listener = TcpListener::bind(config.listen)
             .await
@@ -268,8 +277,12 @@ impl Server {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.task.await;
-        self.controllers.abort();
-        let _ = self.controllers.await;
+        for c in &self.controllers {
+            c.abort();
+        }
+        for c in self.controllers {
+            let _ = c.await;
+        }
     }
 }
 

@@ -34,6 +34,8 @@ pub struct ApiState {
     pub registry: Registry,
     pub authn: Authenticator,
     pub rbac: RwLock<RbacIndex>,
+    /// Logical clusters by name and path (from LogicalCluster objects).
+    pub clusters: RwLock<crate::kcp::clusters::ClusterIndex>,
     pub sa_tokens: ServiceAccountTokens,
     pub ca_pem: String,
     pub max_body_bytes: usize,
@@ -49,6 +51,12 @@ impl ApiState {
         for event in events {
             if event.key.group == "rbac.authorization.k8s.io" {
                 crate::controllers::rbac::apply_event(&self.rbac, event);
+            }
+            if event.key.group == crate::kcp::clusters::LOGICAL_CLUSTER_GROUP {
+                self.clusters
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .apply_event(event);
             }
             let _ = self.events.send(Arc::new(event.clone()));
         }
@@ -92,7 +100,7 @@ async fn serve(state: &Arc<ApiState>, req: Request) -> Result<Response, Status> 
     let (parts, body) = req.into_parts();
     let path = request::parse(parts.uri.path())?;
     let user = authenticate(state, &parts.headers)?;
-    let cluster = resolve_cluster(&path.cluster, &user)?;
+    let cluster = resolve_cluster(state, &path.cluster, &user)?;
     let params = Params::parse(parts.uri.query());
     match path.target {
         Target::Resource(rp) => {
@@ -195,8 +203,9 @@ pub fn authenticate(state: &ApiState, headers: &HeaderMap) -> Result<UserInfo, S
     Ok(authenticated.user)
 }
 
-/// Turns the cluster segment of the URL into a logical cluster name.
-fn resolve_cluster(segment: &str, user: &UserInfo) -> Result<String, Status> {
+/// Turns the cluster segment of the URL into a logical cluster name (kcp: a single segment is a name
+/// taken as is, a multi-segment value is a workspace path that must exist, `*` is the wildcard).
+fn resolve_cluster(state: &ApiState, segment: &str, user: &UserInfo) -> Result<String, Status> {
     if segment == "*" {
         // kcp serves wildcard requests to privileged users only; everyone else uses virtual workspaces.
         if !user.in_group(crate::auth::GROUP_MASTERS) {
@@ -207,18 +216,47 @@ fn resolve_cluster(segment: &str, user: &UserInfo) -> Result<String, Status> {
         }
         return Ok("*".into());
     }
-    if segment.contains(':') {
-        // Multi-segment paths are resolved through workspaces; without them only `root` exists.
-        return Err(Status::not_found("tenancy.kcp.io", "workspaces", segment));
+    let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+    match clusters.resolve(segment) {
+        Some(name) => Ok(name.to_string()),
+        None => Err(Status::not_found("tenancy.kcp.io", "workspaces", segment)),
     }
-    Ok(segment.to_string())
 }
 
-/// RBAC check in `cluster`; system:masters bypasses inside the index.
+/// kcp's workspace content authorizer: the logical cluster must exist and be serving, and the user
+/// needs the `access` verb on `/` inside it, before ordinary RBAC applies.
+fn authorize_content(state: &ApiState, cluster: &str, attrs: &Attributes<'_>) -> Result<(), Status> {
+    if cluster == "*" || attrs.user.in_group(crate::auth::GROUP_MASTERS) {
+        return Ok(());
+    }
+    let deny = || Err(crate::auth::forbidden_status(attrs, "workspace access not permitted"));
+    let serving = {
+        let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+        match clusters.get(cluster) {
+            None => return deny(),
+            Some(info) => !matches!(info.phase.as_str(), "Scheduling" | "Initializing"),
+        }
+    };
+    // ServiceAccounts of the cluster itself are always admitted (kcp's service-account authorizer).
+    let own_sa = attrs.user.cluster_name() == Some(cluster) && attrs.user.service_account().is_some();
+    if !serving || !(own_sa || can_access(state, cluster, attrs.user)) {
+        return deny();
+    }
+    Ok(())
+}
+
+fn can_access(state: &ApiState, cluster: &str, user: &UserInfo) -> bool {
+    let access = Attributes::non_resource(user, "access", "/");
+    let rbac = state.rbac.read().unwrap_or_else(|p| p.into_inner());
+    rbac.authorize(cluster, &access) == crate::auth::Decision::Allow
+}
+
+/// Workspace content check, then RBAC in `cluster`; system:masters bypasses both.
 pub fn authorize(state: &ApiState, cluster: &str, attrs: &Attributes<'_>) -> Result<(), Status> {
     if attrs.user.in_group(crate::auth::GROUP_MASTERS) {
         return Ok(());
     }
+    authorize_content(state, cluster, attrs)?;
     let rbac = state.rbac.read().unwrap_or_else(|p| p.into_inner());
     match rbac.authorize(cluster, attrs) {
         crate::auth::Decision::Allow => Ok(()),
@@ -283,6 +321,9 @@ async fn resource(ctx: RequestContext, rp: ResourcePath, body: Body) -> Result<R
     let ns = rp.namespace.as_deref();
     let name = rp.name.as_deref().unwrap_or_default();
     let sub = rp.subresource.as_deref();
+    if def.conversion.is_some() && matches!(verb, "create" | "update" | "patch" | "delete") {
+        return converted_write(&ctx, &def, verb, ns, name, sub, body).await;
+    }
     match verb {
         "get" => read::get(&ctx, &def, ns, name),
         "list" => read::list(&ctx, &def, ns),
@@ -290,13 +331,62 @@ async fn resource(ctx: RequestContext, rp: ResourcePath, body: Body) -> Result<R
         "create" if def.create_only => reviews::create(&ctx, &def, ns, &body),
         "create" => write::create(&ctx, &def, ns, &body).await,
         "update" => write::update(&ctx, &def, ns, name, sub, &body).await,
-        "patch" => write::patch(&ctx, &def, ns, name, sub, &body).await,
+        "patch" => write::patch(&ctx, &def, None, ns, name, sub, &body).await,
         "delete" => write::delete(&ctx, &def, ns, name, &body).await,
         "deletecollection" => write::delete_collection(&ctx, &def, ns, &body).await,
         _ => Err(Status::method_not_allowed(
             "the server does not allow this method on the requested resource",
         )),
     }
+}
+
+/// Writes through a version that is converted to another stored version: the body is converted to the
+/// stored version, the write runs against the storage definition, and the response is converted back.
+async fn converted_write(
+    ctx: &RequestContext,
+    def: &Arc<ResourceDef>,
+    verb: &str,
+    ns: Option<&str>,
+    name: &str,
+    sub: Option<&str>,
+    body: bytes::Bytes,
+) -> Result<Response, Status> {
+    let sdef = ctx.state.registry.storage_def(&ctx.cluster, def);
+    let content_type = ctx
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let resp = match verb {
+        "create" | "update" => {
+            let mut obj = write::decode(&body, &content_type)?;
+            crate::objects::check_type(def, &mut obj)?;
+            let stored = serde_json::to_vec(&def.stored(obj)?).unwrap_or_default();
+            if verb == "create" {
+                write::create(ctx, &sdef, ns, &stored).await?
+            } else {
+                write::update(ctx, &sdef, ns, name, sub, &stored).await?
+            }
+        }
+        "patch" => write::patch(ctx, &sdef, Some(def), ns, name, sub, &body).await?,
+        _ => write::delete(ctx, &sdef, ns, name, &body).await?,
+    };
+    let (mut parts, body) = resp.into_parts();
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| Status::internal(e.to_string()))?;
+    let value = if value.get("kind").and_then(|k| k.as_str()) == Some(sdef.kind.as_str()) {
+        def.served(value)?
+    } else {
+        value
+    };
+    Ok(Response::from_parts(
+        parts,
+        Body::from(serde_json::to_vec(&value).unwrap_or_default()),
+    ))
 }
 
 async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, Status> {

@@ -107,7 +107,7 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
         filter,
     };
     let repr = Representation::from_headers(&ctx.headers);
-    if repr == Representation::Object && query.filter.is_none() {
+    if repr == Representation::Object && query.filter.is_none() && def.conversion.is_none() {
         let page = ctx
             .state
             .store

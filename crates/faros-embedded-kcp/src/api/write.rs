@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::RequestContext;
 use super::params::FieldValidation;
 use super::respond::json_response;
+use crate::kcp::admission::Operation;
 use crate::objects::{self, CLUSTER_ANNOTATION, DeleteOutcome, WritePart, meta_mut, meta_str};
 use crate::patch;
 use crate::registry::ResourceDef;
@@ -117,6 +118,25 @@ fn admit(ctx: &RequestContext, def: &ResourceDef, obj: &mut Value) -> Result<Vec
     Ok(warnings)
 }
 
+fn kcp_admit(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+    operation: Operation,
+    old: Option<&Value>,
+    subresource: Option<&str>,
+    obj: &mut Value,
+) -> Result<(), Status> {
+    let req = crate::kcp::admission::Request {
+        operation,
+        user: &ctx.user,
+        cluster: &ctx.cluster,
+        def,
+        old,
+        subresource,
+    };
+    crate::kcp::admission::admit(&ctx.state, &req, obj)
+}
+
 fn respond(code: StatusCode, body: &Value, warnings: &[String]) -> Response {
     let mut resp = json_response(code, body);
     for w in warnings {
@@ -194,6 +214,7 @@ async fn create_object(
     if let Some(m) = managed {
         patch::managed_fields::update_managed_fields(None, &mut obj, m, &def.schema, None, &def.api_version(), &now);
     }
+    kcp_admit(ctx, def, Operation::Create, None, None, &mut obj)?;
     stamp_cluster(&mut obj, &ctx.cluster);
     if ctx.params.dry_run()? {
         return Ok(respond(StatusCode::CREATED, &obj, &warnings));
@@ -255,6 +276,7 @@ async fn commit_update(
             &now,
         );
     }
+    kcp_admit(ctx, def, Operation::Update, Some(old), sub, &mut new)?;
     stamp_cluster(&mut new, &ctx.cluster);
     let key = ctx.key(def, ns.as_deref(), &name);
     if ctx.params.dry_run()? {
@@ -333,9 +355,12 @@ fn patch_kind(content_type: &str, def: &ResourceDef) -> Result<PatchKind, Status
     }
 }
 
+/// PATCH. `served` is the version the client addressed when it differs from the stored `def`: the patch
+/// then applies to the object converted to that version, and the result is converted back.
 pub async fn patch(
     ctx: &RequestContext,
     def: &ResourceDef,
+    served: Option<&ResourceDef>,
     ns: Option<&str>,
     name: &str,
     sub: Option<&str>,
@@ -343,6 +368,14 @@ pub async fn patch(
 ) -> Result<Response, Status> {
     let ct = content_type(ctx);
     let kind = patch_kind(&ct, def)?;
+    if let (Some(v), PatchKind::Apply) = (served, &kind) {
+        return Err(Status::unsupported_media_type(format!(
+            "server-side apply is served for {}/{} only in its storage version {}; use that version",
+            v.group,
+            v.resource,
+            def.api_version()
+        )));
+    }
     let patch_body = match kind {
         PatchKind::Apply => decode(body, "yaml")?,
         _ => decode(body, "json")?,
@@ -360,7 +393,10 @@ pub async fn patch(
     loop {
         attempt += 1;
         let old = load(ctx, def, ns, name)?;
-        let mut new = old.clone();
+        let mut new = match served {
+            Some(v) => v.served(old.clone())?,
+            None => old.clone(),
+        };
         match kind {
             PatchKind::Merge => patch::merge_patch(&mut new, &patch_body),
             PatchKind::Json => {
@@ -376,6 +412,9 @@ pub async fn patch(
             return Err(Status::bad_request(
                 "metadata.name and metadata.uid cannot be changed by a patch",
             ));
+        }
+        if let Some(v) = served {
+            new = v.stored(new)?;
         }
         if !explicit_rv {
             // The patch applies to the version just read; a concurrent write means re-applying it.
@@ -541,6 +580,8 @@ async fn delete_one(
         }
     }
     let rv = meta_str(&obj, "resourceVersion").and_then(|r| r.parse::<u64>().ok());
+    let mut admitted = obj.clone();
+    kcp_admit(ctx, def, Operation::Delete, Some(&obj), None, &mut admitted)?;
     let key = ctx.key(def, ns.as_deref(), &name);
     match objects::prepare_delete(def, &obj, opts.propagation_policy.as_deref(), &objects::now_rfc3339()) {
         DeleteOutcome::AlreadyDeleting => Ok((StatusCode::OK, obj)),

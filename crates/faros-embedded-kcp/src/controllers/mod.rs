@@ -98,3 +98,60 @@ pub fn rv(obj: &Value) -> Option<u64> {
         .and_then(Value::as_str)
         .and_then(|r| r.parse().ok())
 }
+
+/// Loads every LogicalCluster into the cluster index (startup).
+pub fn rebuild_cluster_index(state: &ApiState) {
+    use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE};
+    let items = list_all(state, LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, None, None);
+    let mut index = state.clusters.write().unwrap_or_else(|p| p.into_inner());
+    for obj in items {
+        let key = key_of(LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, &obj);
+        index.upsert(&key.cluster, &obj);
+    }
+}
+
+/// Creates an object on behalf of a controller: the same metadata rules as an API create (uid,
+/// creationTimestamp, generation, name validation, cluster annotation), no authorization.
+/// `group`/`resource` must be served in `cluster`.
+pub async fn create_object(
+    state: &ApiState,
+    cluster: &str,
+    group: &str,
+    resource: &str,
+    mut obj: Value,
+) -> Result<Value, faros_core::status::Status> {
+    use faros_core::status::Status;
+    let def = state
+        .registry
+        .resources(cluster)
+        .into_iter()
+        .find(|d| d.group == group && d.resource == resource && d.conversion.is_none())
+        .ok_or_else(|| {
+            Status::not_found_message(format!("{resource}.{group} is not served in logical cluster {cluster}"))
+        })?;
+    let ns = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .map(String::from);
+    crate::objects::prepare_create(&def, ns.as_deref(), &mut obj, &crate::objects::now_rfc3339())?;
+    let meta = crate::objects::meta_mut(&mut obj);
+    let ann = meta.entry("annotations").or_insert_with(|| serde_json::json!({}));
+    if let Some(a) = ann.as_object_mut() {
+        a.insert(crate::objects::CLUSTER_ANNOTATION.into(), Value::String(cluster.into()));
+    }
+    let name = crate::objects::meta_str(&obj, "name").unwrap_or_default().to_string();
+    let key = ObjectKey {
+        group: group.into(),
+        resource: resource.into(),
+        cluster: cluster.into(),
+        namespace: ns.unwrap_or_default(),
+        name: name.clone(),
+    };
+    let events = state
+        .store
+        .write(vec![WriteOp::Create { key, object: obj }])
+        .await
+        .map_err(|e| crate::api::write::store_status(e, &def, &name))?;
+    state.committed(&events);
+    Ok(events.first().map(|e| (*e.object).clone()).unwrap_or(Value::Null))
+}

@@ -1,0 +1,69 @@
+//! kcp admission: checks and defaults kcp applies to its own objects before they are stored
+//! (workspace types and parents, bind permission, path annotations). Called by the write pipeline
+//! for every create, update and delete after the generic metadata rules and schema validation.
+
+use faros_core::status::Status;
+use serde_json::Value;
+
+use super::clusters::PATH_ANNOTATION;
+use crate::api::ApiState;
+use crate::auth::UserInfo;
+use crate::registry::ResourceDef;
+
+/// The kind of write being admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+}
+
+/// A write under admission.
+pub struct Request<'a> {
+    pub operation: Operation,
+    pub user: &'a UserInfo,
+    /// Logical cluster name the object lives in.
+    pub cluster: &'a str,
+    pub def: &'a ResourceDef,
+    /// The stored object for updates and deletes.
+    pub old: Option<&'a Value>,
+    /// Set for writes to a subresource (`status`): kcp admission skips most checks for them.
+    pub subresource: Option<&'a str>,
+}
+
+/// Runs kcp admission for `obj` (which may be mutated). Deletes pass the stored object as `obj`.
+pub fn admit(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
+    if req.subresource.is_some() {
+        return Ok(());
+    }
+    match (req.def.group.as_str(), req.def.resource.as_str()) {
+        ("apis.kcp.io", "apiexports") | ("tenancy.kcp.io", "workspacetypes") => annotate_path(state, req, obj),
+        ("apis.kcp.io", "apibindings") => {
+            annotate_path(state, req, obj)?;
+            super::apis::admit_binding(state, req, obj)
+        }
+        ("tenancy.kcp.io", "workspaces") => super::tenancy::admit_workspace(state, req, obj),
+        _ => Ok(()),
+    }
+}
+
+/// kcp's pathannotation admission: APIExports, APIBindings and WorkspaceTypes carry their workspace's
+/// canonical path in `kcp.io/path`.
+fn annotate_path(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
+    if req.operation == Operation::Delete {
+        return Ok(());
+    }
+    let path = state
+        .clusters
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(req.cluster)
+        .map(|c| c.path.clone());
+    let path = path.unwrap_or_else(|| req.cluster.to_string());
+    let meta = crate::objects::meta_mut(obj);
+    let ann = meta.entry("annotations").or_insert_with(|| serde_json::json!({}));
+    if let Some(a) = ann.as_object_mut() {
+        a.insert(PATH_ANNOTATION.into(), Value::String(path));
+    }
+    Ok(())
+}

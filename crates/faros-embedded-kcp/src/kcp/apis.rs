@@ -1,0 +1,15 @@
+//! APIExports, endpoint slices, APIBindings and permission claims. (Being written.)
+
+use faros_core::status::Status;
+use serde_json::Value;
+
+use super::admission::Request;
+use crate::api::ApiState;
+
+/// APIBinding admission: the `bind` check on the referenced export.
+pub fn admit_binding(_state: &ApiState, _req: &Request<'_>, _obj: &mut Value) -> Result<(), Status> {
+    Ok(())
+}
+
+/// Runs the API export/binding controllers until the process ends.
+pub async fn run(_state: std::sync::Arc<ApiState>) {}

@@ -1,0 +1,120 @@
+//! kcp's own resources (tenancy, core and apis groups) as served resource definitions, derived from
+//! the hand-written types in `faros_core::kcp` so the schemas cannot drift from the client side.
+//! APIExport and APIBinding are stored as v1alpha2 and also served as v1alpha1, converted both ways
+//! with kcp's own rules (`faros_core::kcp::apis::conversion`).
+
+use faros_core::kcp::apis::{conversion, v1alpha1, v1alpha2};
+use faros_core::kcp::core::LogicalCluster;
+use faros_core::kcp::tenancy::{Workspace, WorkspaceType};
+use kube::CustomResourceExt;
+use serde_json::Value;
+
+use crate::registry::{Conversion, ResourceDef};
+
+fn def_from<K: CustomResourceExt>() -> ResourceDef {
+    let crd = serde_json::to_value(K::crd()).unwrap_or_default();
+    let spec = crd.get("spec").cloned().unwrap_or_default();
+    let version = spec.pointer("/versions/0").cloned().unwrap_or_default();
+    match ResourceDef::from_crd_like(&spec, &version, "/schema/openAPIV3Schema") {
+        Ok(def) => def,
+        // The CRDs come from our own types and are covered by tests; a failure is a programming error.
+        Err(e) => unreachable!("kcp type {} has an invalid CRD: {e}", K::crd_name()),
+    }
+}
+
+fn convert<From, To>(obj: &Value, f: fn(&From) -> Result<To, conversion::ConversionError>) -> Result<Value, String>
+where
+    From: serde::de::DeserializeOwned,
+    To: serde::Serialize,
+{
+    let typed: From = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
+    let converted = f(&typed).map_err(|e| e.to_string())?;
+    serde_json::to_value(converted).map_err(|e| e.to_string())
+}
+
+fn export_to_storage(obj: &Value) -> Result<Value, String> {
+    convert::<v1alpha1::APIExport, v1alpha2::APIExport>(obj, conversion::export_to_v1alpha2)
+}
+fn export_to_served(obj: &Value) -> Result<Value, String> {
+    convert::<v1alpha2::APIExport, v1alpha1::APIExport>(obj, conversion::export_to_v1alpha1)
+}
+fn binding_to_storage(obj: &Value) -> Result<Value, String> {
+    convert::<v1alpha1::APIBinding, v1alpha2::APIBinding>(obj, conversion::binding_to_v1alpha2)
+}
+fn binding_to_served(obj: &Value) -> Result<Value, String> {
+    convert::<v1alpha2::APIBinding, v1alpha1::APIBinding>(obj, conversion::binding_to_v1alpha1)
+}
+
+/// Every kcp resource the embedded server serves in every logical cluster. Storage versions come
+/// first so discovery prefers them.
+pub fn kcp_resources() -> Vec<ResourceDef> {
+    let mut export_v1 = def_from::<v1alpha1::APIExport>();
+    export_v1.conversion = Some(Conversion {
+        storage_version: "v1alpha2",
+        to_storage: export_to_storage,
+        to_served: export_to_served,
+    });
+    let mut binding_v1 = def_from::<v1alpha1::APIBinding>();
+    binding_v1.conversion = Some(Conversion {
+        storage_version: "v1alpha2",
+        to_storage: binding_to_storage,
+        to_served: binding_to_served,
+    });
+    let mut defs = vec![
+        def_from::<Workspace>(),
+        def_from::<WorkspaceType>(),
+        def_from::<LogicalCluster>(),
+        def_from::<v1alpha2::APIExport>(),
+        def_from::<v1alpha2::APIBinding>(),
+        def_from::<v1alpha1::APIResourceSchema>(),
+        def_from::<v1alpha1::APIExportEndpointSlice>(),
+        export_v1,
+        binding_v1,
+    ];
+    for d in &mut defs {
+        d.categories = vec!["kcp".into()];
+    }
+    defs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serves_every_kcp_kind_with_schemas_and_conversions() {
+        let defs = kcp_resources();
+        let names: Vec<String> = defs
+            .iter()
+            .map(|d| format!("{}/{}/{}", d.group, d.version, d.resource))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "tenancy.kcp.io/v1alpha1/workspaces",
+                "tenancy.kcp.io/v1alpha1/workspacetypes",
+                "core.kcp.io/v1alpha1/logicalclusters",
+                "apis.kcp.io/v1alpha2/apiexports",
+                "apis.kcp.io/v1alpha2/apibindings",
+                "apis.kcp.io/v1alpha1/apiresourceschemas",
+                "apis.kcp.io/v1alpha1/apiexportendpointslices",
+                "apis.kcp.io/v1alpha1/apiexports",
+                "apis.kcp.io/v1alpha1/apibindings",
+            ]
+        );
+        assert!(defs.iter().all(|d| !d.namespaced && d.generation));
+        let ws = &defs[0];
+        assert!(ws.status_subresource);
+        assert!(ws.schema.field("spec").is_some());
+        // v1alpha1 exports convert to the stored v1alpha2 shape and back.
+        let v1 = serde_json::json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport", "metadata": {"name": "e"},
+            "spec": {"latestResourceSchemas": ["v1.widgets.example.io"]}});
+        let stored = defs[7].stored(v1.clone()).unwrap();
+        assert_eq!(stored["apiVersion"], "apis.kcp.io/v1alpha2");
+        let back = defs[7].served(stored).unwrap();
+        assert_eq!(
+            back["spec"]["latestResourceSchemas"],
+            v1["spec"]["latestResourceSchemas"]
+        );
+    }
+}
