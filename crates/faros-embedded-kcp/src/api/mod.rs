@@ -23,6 +23,7 @@ pub mod request;
 pub mod respond;
 pub mod reviews;
 pub mod watch;
+pub mod virtual_workspace;
 pub mod write;
 
 use params::Params;
@@ -98,6 +99,10 @@ pub async fn handle(State(state): State<Arc<ApiState>>, req: Request) -> Respons
 
 async fn serve(state: &Arc<ApiState>, req: Request) -> Result<Response, Status> {
     let (parts, body) = req.into_parts();
+    if let Some(rest) = parts.uri.path().strip_prefix(virtual_workspace::PREFIX) {
+        let user = authenticate(state, &parts.headers)?;
+        return virtual_workspace::serve(state, user, rest.to_string(), parts, body).await;
+    }
     let path = request::parse(parts.uri.path())?;
     let user = authenticate(state, &parts.headers)?;
     let cluster = resolve_cluster(state, &path.cluster, &user)?;
@@ -111,6 +116,7 @@ async fn serve(state: &Arc<ApiState>, req: Request) -> Result<Response, Status> 
                 params,
                 headers: parts.headers,
                 method: parts.method,
+                visible: None,
             };
             resource(ctx, rp, body).await
         }
@@ -148,6 +154,8 @@ pub struct RequestContext {
     pub params: Params,
     pub headers: HeaderMap,
     pub method: Method,
+    /// Objects outside this filter do not exist for the request (virtual workspace views).
+    pub visible: Option<read::ObjectFilter>,
 }
 
 impl RequestContext {
@@ -293,6 +301,19 @@ async fn resource(ctx: RequestContext, rp: ResourcePath, body: Body) -> Result<R
             ));
         }
     }
+    serve_resource(ctx, def, rp, body, true).await
+}
+
+/// Serves a resource request for an already resolved definition. `check_rbac` is false when the caller
+/// (the virtual workspace) has authorized the request itself.
+pub async fn serve_resource(
+    ctx: RequestContext,
+    def: Arc<ResourceDef>,
+    rp: ResourcePath,
+    body: Body,
+    check_rbac: bool,
+) -> Result<Response, Status> {
+    let state = ctx.state.clone();
     let verb = verb(&ctx.method, &rp, &ctx.params)?;
     if def.create_only && verb != "create" {
         return Err(Status::method_not_allowed(format!(
@@ -311,7 +332,7 @@ async fn resource(ctx: RequestContext, rp: ResourcePath, body: Body) -> Result<R
         namespace: rp.namespace.as_deref().unwrap_or_default(),
         ..Attributes::resource(&ctx.user, verb, &def.group, &def.resource)
     };
-    if !def.create_only {
+    if check_rbac && !def.create_only {
         authorize(&state, &ctx.cluster, &attrs)?;
     }
     let body = match verb {

@@ -19,9 +19,10 @@ pub fn get(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: &str
         .store
         .get(&key)
         .map_err(|e| super::write::store_status(e, def, name))?;
-    let Some(obj) = obj else {
+    let Some(obj) = obj.filter(|o| ctx.visible.as_ref().is_none_or(|v| v(o))) else {
         return Err(Status::not_found(&def.group, &def.resource, name));
     };
+    let obj = def.served(obj)?;
     let repr = Representation::from_headers(&ctx.headers);
     let rv = ctx.state.store.current_rv();
     Ok(json_response(http::StatusCode::OK, &object_repr(def, obj, repr, rv)))
@@ -53,10 +54,14 @@ pub fn selector_filter(ctx: &RequestContext, def: &ResourceDef) -> Result<Option
         }
         None => None,
     };
+    let visible = ctx.visible.clone();
     if labels.as_ref().is_none_or(|l| l.is_empty()) && fields.as_ref().is_none_or(|f| f.is_empty()) {
-        return Ok(None);
+        return Ok(visible);
     }
     Ok(Some(Arc::new(move |obj: &Value| {
+        if visible.as_ref().is_some_and(|v| !v(obj)) {
+            return false;
+        }
         if let Some(l) = &labels
             && !l.matches(obj.pointer("/metadata/labels").and_then(Value::as_object))
         {
@@ -115,11 +120,10 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
             .map_err(|e| super::write::store_status(e, def, ""))?;
         return Ok(raw_list(def, page));
     }
-    let page = ctx
-        .state
-        .store
-        .list(&query)
-        .map_err(|e| super::write::store_status(e, def, ""))?;
+    let mut page = ctx.state.store.list(&query).map_err(|e| super::write::store_status(e, def, ""))?;
+    if def.conversion.is_some() {
+        page.items = page.items.into_iter().map(|o| def.served(o)).collect::<Result<_, _>>()?;
+    }
     let body = list_repr(
         def,
         page.items,

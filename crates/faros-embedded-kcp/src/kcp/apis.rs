@@ -13,3 +13,8 @@ pub fn admit_binding(_state: &ApiState, _req: &Request<'_>, _obj: &mut Value) ->
 
 /// Runs the API export/binding controllers until the process ends.
 pub async fn run(_state: std::sync::Arc<ApiState>) {}
+
+/// The virtual-workspace view of one export (stub until the binding controller lands).
+pub fn export_view(_state: &ApiState, _export_cluster: &str, _export_name: &str) -> Option<super::ExportView> {
+    None
+}

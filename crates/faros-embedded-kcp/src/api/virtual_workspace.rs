@@ -1,0 +1,275 @@
+//! The APIExport virtual workspace:
+//! `/services/apiexport/<export cluster>/<export name>/clusters/{*|<cluster>}/...`.
+//!
+//! A provider sees, through one URL, the exported resources of every workspace that bound its export
+//! (wildcard list and watch in one resourceVersion space, objects carrying `kcp.io/cluster`), can read
+//! and write them per workspace, and can use the resources its consumers accepted as permission claims
+//! (filtered by the claim's selector, limited to the effective verbs). Authorization is the same verb
+//! on `apiexports/content` in the export's workspace; the consumers' own RBAC does not apply.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::response::Response;
+use faros_core::status::Status;
+use serde_json::{Value, json};
+
+use super::params::Params;
+use super::read::ObjectFilter;
+use super::request::{self, ResourcePath, Target};
+use super::{ApiState, RequestContext, ok, serve_resource};
+use crate::auth::{Attributes, UserInfo};
+use crate::kcp::{AcceptedClaim, ExportView};
+use crate::objects::CLUSTER_ANNOTATION;
+use crate::registry::ResourceDef;
+
+pub const PREFIX: &str = "/services/apiexport/";
+
+fn not_found() -> Status {
+    Status::not_found_message("the server could not find the requested resource")
+}
+
+fn cluster_of(obj: &Value) -> &str {
+    obj.pointer("/metadata/annotations").and_then(|a| a.get(CLUSTER_ANNOTATION)).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// What a request through the virtual workspace may reach.
+enum Served {
+    /// An exported resource.
+    Exported(Arc<ResourceDef>),
+    /// A claimed resource of the consumers.
+    Claimed(Arc<ResourceDef>),
+    /// The consumers' APIBindings to this export (read-only).
+    Bindings(Arc<ResourceDef>),
+}
+
+pub async fn serve(
+    state: &Arc<ApiState>,
+    user: UserInfo,
+    rest: String,
+    parts: http::request::Parts,
+    body: Body,
+) -> Result<Response, Status> {
+    // <export cluster>/<export name>/clusters/<c>/...
+    let mut segments = rest.splitn(3, '/');
+    let (Some(export_cluster), Some(export_name), Some(tail)) = (segments.next(), segments.next(), segments.next()) else {
+        return Err(not_found());
+    };
+    let export_cluster = {
+        let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+        clusters.resolve(export_cluster).map(String::from).ok_or_else(not_found)?
+    };
+    let view = crate::kcp::apis::export_view(state, &export_cluster, export_name).ok_or_else(not_found)?;
+    let path = request::parse(&format!("/{tail}"))?;
+    if !path.explicit_cluster {
+        return Err(not_found());
+    }
+    let cluster = path.cluster.clone();
+    let params = Params::parse(parts.uri.query());
+    let wildcard = cluster == "*";
+    if !wildcard && !view.bindings.contains_key(&cluster) {
+        let verb = if parts.method == http::Method::GET { "get" } else { "update" };
+        return Err(Status::forbidden(format!(
+            "{} is forbidden: User \"{}\" cannot {verb} workspace {cluster:?} through APIExport {}:{}: the workspace has no binding to it",
+            faros_core::status::qualified("apis.kcp.io", "apiexports"),
+            user.username,
+            export_cluster,
+            export_name
+        )));
+    }
+    match path.target {
+        Target::LegacyVersions => {
+            authorize_content(state, &view, &user, "get")?;
+            Ok(ok(&json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]})))
+        }
+        Target::Groups => {
+            authorize_content(state, &view, &user, "get")?;
+            Ok(discovery_groups(state, &view))
+        }
+        Target::ResourceList { group, version } => {
+            authorize_content(state, &view, &user, "get")?;
+            discovery_resources(state, &view, &group, &version)
+        }
+        Target::Group(g) => {
+            authorize_content(state, &view, &user, "get")?;
+            let versions: BTreeSet<String> =
+                served_defs(state, &view).into_iter().filter(|(d, _)| d.group == g).map(|(d, _)| d.version.clone()).collect();
+            let vs: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": format!("{g}/{v}"), "version": v})).collect();
+            if vs.is_empty() {
+                return Err(not_found());
+            }
+            Ok(ok(&json!({"kind": "APIGroup", "apiVersion": "v1", "name": g, "versions": vs, "preferredVersion": vs[0]})))
+        }
+        Target::Resource(rp) => {
+            let verb = super::verb(&parts.method, &rp, &params)?;
+            authorize_content(state, &view, &user, verb)?;
+            let served = find(state, &view, &rp).ok_or_else(not_found)?;
+            let (def, visible) = scope(&view, &served, &cluster, verb)?;
+            let ctx = RequestContext {
+                state: state.clone(),
+                user,
+                cluster,
+                params,
+                headers: parts.headers,
+                method: parts.method,
+                visible: Some(visible),
+            };
+            serve_resource(ctx, def, rp, body, false).await
+        }
+        _ => Err(not_found()),
+    }
+}
+
+/// The same verb on `apiexports/content` of the export, in the export's workspace (kcp's VW authorizer).
+fn authorize_content(state: &ApiState, view: &ExportView, user: &UserInfo, verb: &str) -> Result<(), Status> {
+    let attrs = Attributes {
+        subresource: "content",
+        name: &view.export_name,
+        ..Attributes::resource(user, verb, "apis.kcp.io", "apiexports")
+    };
+    super::authorize(state, &view.export_cluster, &attrs)
+}
+
+/// Every definition reachable through the view, with the verbs it offers.
+fn served_defs(state: &ApiState, view: &ExportView) -> Vec<(Arc<ResourceDef>, Vec<String>)> {
+    let all_verbs = || ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"].map(String::from).to_vec();
+    let mut out: Vec<(Arc<ResourceDef>, Vec<String>)> = view.resources.iter().map(|d| (d.clone(), all_verbs())).collect();
+    let mut claimed: Vec<(String, String, BTreeSet<String>)> = Vec::new();
+    for consumer in view.bindings.values() {
+        for c in &consumer.claims {
+            match claimed.iter_mut().find(|(g, r, _)| *g == c.group && *r == c.resource) {
+                Some((_, _, verbs)) => verbs.extend(c.verbs.iter().cloned()),
+                None => claimed.push((c.group.clone(), c.resource.clone(), c.verbs.iter().cloned().collect())),
+            }
+        }
+    }
+    for (group, resource, verbs) in claimed {
+        if let Some(def) = state.registry.all_resources().into_iter().find(|d| d.group == group && d.resource == resource && d.conversion.is_none())
+        {
+            out.push((def, verbs.into_iter().collect()));
+        }
+    }
+    if let Some(b) = state.registry.all_resources().into_iter().find(|d| d.group == "apis.kcp.io" && d.resource == "apibindings" && d.conversion.is_none()) {
+        out.push((b, vec!["get".into(), "list".into(), "watch".into()]));
+    }
+    out
+}
+
+fn find(state: &ApiState, view: &ExportView, rp: &ResourcePath) -> Option<Served> {
+    let matches = |d: &ResourceDef| d.group == rp.group && d.version == rp.version && d.resource == rp.resource;
+    if let Some(d) = view.resources.iter().find(|d| matches(d)) {
+        return Some(Served::Exported(d.clone()));
+    }
+    for (d, _) in served_defs(state, view) {
+        if matches(&d) {
+            return Some(if d.group == "apis.kcp.io" && d.resource == "apibindings" { Served::Bindings(d) } else { Served::Claimed(d) });
+        }
+    }
+    None
+}
+
+fn claim_for<'a>(view: &'a ExportView, cluster: &str, def: &ResourceDef) -> Option<&'a AcceptedClaim> {
+    view.bindings.get(cluster)?.claims.iter().find(|c| c.group == def.group && c.resource == def.resource)
+}
+
+/// The definition to serve and the objects the request may see, after the claim verb checks.
+fn scope(view: &ExportView, served: &Served, cluster: &str, verb: &str) -> Result<(Arc<ResourceDef>, ObjectFilter), Status> {
+    let bound: Arc<BTreeSet<String>> = Arc::new(view.bindings.keys().cloned().collect());
+    match served {
+        Served::Exported(def) => {
+            let bound = bound.clone();
+            Ok((def.clone(), Arc::new(move |o: &Value| bound.contains(cluster_of(o)))))
+        }
+        Served::Bindings(def) => {
+            if !matches!(verb, "get" | "list" | "watch") {
+                return Err(Status::method_not_allowed("apibindings are read-only in the APIExport virtual workspace"));
+            }
+            let (ec, en) = (view.export_cluster.clone(), view.export_name.clone());
+            let bound = bound.clone();
+            Ok((
+                def.clone(),
+                Arc::new(move |o: &Value| {
+                    bound.contains(cluster_of(o))
+                        && o.pointer("/spec/reference/export/name").and_then(Value::as_str) == Some(en.as_str())
+                        && o.pointer("/status/apiExportClusterName").and_then(Value::as_str).is_none_or(|c| c == ec)
+                }),
+            ))
+        }
+        Served::Claimed(def) => {
+            if cluster != "*" {
+                let claim = claim_for(view, cluster, def).ok_or_else(|| {
+                    Status::forbidden(format!(
+                        "{} is forbidden: workspace {cluster:?} did not accept a permission claim for them",
+                        faros_core::status::qualified(&def.group, &def.resource)
+                    ))
+                })?;
+                if !claim.verbs.iter().any(|v| v == verb || v == "*") {
+                    return Err(Status::forbidden(format!(
+                        "{} is forbidden: the permission claim accepted by workspace {cluster:?} does not include verb {verb:?}",
+                        faros_core::status::qualified(&def.group, &def.resource)
+                    )));
+                }
+            }
+            // Per consumer: the claim's verbs must include this verb and the object must match its selector.
+            let claims: Vec<(String, AcceptedClaim)> = view
+                .bindings
+                .iter()
+                .filter_map(|(c, b)| {
+                    b.claims.iter().find(|x| x.group == def.group && x.resource == def.resource).map(|x| (c.clone(), x.clone()))
+                })
+                .filter(|(_, x)| x.verbs.iter().any(|v| v == verb || v == "*"))
+                .collect();
+            Ok((
+                def.clone(),
+                Arc::new(move |o: &Value| {
+                    let c = cluster_of(o);
+                    claims.iter().any(|(cluster, claim)| {
+                        cluster == c
+                            && claim.selector.as_ref().is_none_or(|s| s.matches(o.pointer("/metadata/labels").and_then(Value::as_object)))
+                    })
+                }),
+            ))
+        }
+    }
+}
+
+fn discovery_groups(state: &ApiState, view: &ExportView) -> Response {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for (d, _) in served_defs(state, view) {
+        if d.group.is_empty() {
+            continue;
+        }
+        match groups.iter_mut().find(|(g, _)| *g == d.group) {
+            Some((_, vs)) if !vs.contains(&d.version) => vs.push(d.version.clone()),
+            Some(_) => {}
+            None => groups.push((d.group.clone(), vec![d.version.clone()])),
+        }
+    }
+    let groups: Vec<Value> = groups
+        .iter()
+        .map(|(g, vs)| {
+            let versions: Vec<Value> = vs.iter().map(|v| json!({"groupVersion": format!("{g}/{v}"), "version": v})).collect();
+            json!({"name": g, "versions": versions, "preferredVersion": versions[0]})
+        })
+        .collect();
+    ok(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
+}
+
+fn discovery_resources(state: &ApiState, view: &ExportView, group: &str, version: &str) -> Result<Response, Status> {
+    let mut resources = Vec::new();
+    for (d, verbs) in served_defs(state, view) {
+        if d.group != group || d.version != version {
+            continue;
+        }
+        resources.push(json!({"name": d.resource, "singularName": d.singular, "namespaced": d.namespaced, "kind": d.kind, "verbs": verbs}));
+        if d.status_subresource && verbs.iter().any(|v| v == "update" || v == "patch") {
+            resources.push(json!({"name": format!("{}/status", d.resource), "singularName": "", "namespaced": d.namespaced, "kind": d.kind, "verbs": ["get", "patch", "update"]}));
+        }
+    }
+    if resources.is_empty() {
+        return Err(not_found());
+    }
+    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    Ok(ok(&json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources})))
+}
