@@ -188,6 +188,60 @@ fn kubectl_session() {
         "configmap \"demo\" deleted"
     );
 
+    // kubectl's generators post protobuf bodies.
+    assert_eq!(k.ok(&["create", "namespace", "team"]).trim(), "namespace/team created");
+    assert_eq!(
+        k.ok(&["-n", "team", "create", "configmap", "lit", "--from-literal=a=b"])
+            .trim(),
+        "configmap/lit created"
+    );
+    assert_eq!(
+        k.ok(&["-n", "team", "create", "secret", "generic", "s", "--from-literal=k=v"])
+            .trim(),
+        "secret/s created"
+    );
+    assert_eq!(
+        k.ok(&["-n", "team", "create", "serviceaccount", "robot"]).trim(),
+        "serviceaccount/robot created"
+    );
+    assert_eq!(
+        k.ok(&[
+            "-n",
+            "team",
+            "create",
+            "role",
+            "r",
+            "--verb=get",
+            "--resource=configmaps"
+        ])
+        .trim(),
+        "role.rbac.authorization.k8s.io/r created"
+    );
+    assert_eq!(
+        k.ok(&[
+            "-n",
+            "team",
+            "create",
+            "rolebinding",
+            "rb",
+            "--role=r",
+            "--serviceaccount=team:robot"
+        ])
+        .trim(),
+        "rolebinding.rbac.authorization.k8s.io/rb created"
+    );
+    let secret: Value = serde_json::from_str(&k.ok(&["-n", "team", "get", "secret", "s", "-o", "json"])).unwrap();
+    assert_eq!(secret["data"]["k"], "dg==");
+    let lit: Value = serde_json::from_str(&k.ok(&["-n", "team", "get", "configmap", "lit", "-o", "json"])).unwrap();
+    assert_eq!(lit["data"]["a"], "b");
+    let rb: Value = serde_json::from_str(&k.ok(&["-n", "team", "get", "rolebinding", "rb", "-o", "json"])).unwrap();
+    assert_eq!(rb["subjects"][0]["name"], "robot");
+    assert_eq!(rb["roleRef"]["name"], "r");
+    assert_eq!(
+        k.ok(&["delete", "namespace", "team", "--wait"]).trim(),
+        "namespace \"team\" deleted"
+    );
+
     assert_eq!(k.ok(&["auth", "can-i", "create", "secrets"]).trim(), "yes");
     let resources = k.ok(&["api-resources"]);
     for r in ["configmaps", "namespaces", "clusterrolebindings", "leases"] {
@@ -209,9 +263,15 @@ fn kubectl_session() {
     );
     let can = carol.run(&["auth", "can-i", "list", "configmaps"]);
     assert_eq!(String::from_utf8_lossy(&can.stdout).trim(), "no");
-    let binding = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: viewers\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: view\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: Group\n  name: viewers\n";
     assert_eq!(
-        k.apply_stdin(&["apply", "-f", "-"], binding).trim(),
+        k.ok(&[
+            "create",
+            "clusterrolebinding",
+            "viewers",
+            "--clusterrole=view",
+            "--group=viewers"
+        ])
+        .trim(),
         "clusterrolebinding.rbac.authorization.k8s.io/viewers created"
     );
     assert_eq!(carol.ok(&["auth", "can-i", "list", "configmaps"]).trim(), "yes");

@@ -17,11 +17,7 @@ pub fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
-    let mut review = if content_type.starts_with("application/vnd.kubernetes.protobuf") {
-        super::protobuf::decode_review(body)?
-    } else {
-        decode(body, content_type)?
-    };
+    let mut review = decode(body, content_type)?;
     crate::objects::check_type(def, &mut review)?;
     // Asking about yourself is open to every authenticated user (system:basic-user); the other reviews
     // reveal other identities' rights and need RBAC `create` on the review resource.

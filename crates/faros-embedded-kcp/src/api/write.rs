@@ -43,6 +43,9 @@ pub fn store_status(err: StoreError, def: &ResourceDef, name: &str) -> Status {
 
 /// Decodes a request body: JSON, or YAML where the content type says so.
 pub fn decode(body: &[u8], content_type: &str) -> Result<Value, Status> {
+    if content_type.starts_with("application/vnd.kubernetes.protobuf") {
+        return super::protobuf::decode(body);
+    }
     if !(content_type.contains("json") || content_type.contains("yaml") || content_type.is_empty()) {
         return Err(Status::unsupported_media_type(format!(
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {content_type})"

@@ -1,20 +1,181 @@
-//! APIExports, endpoint slices, APIBindings and permission claims. (Being written.)
+//! APIExports, endpoint slices, APIBindings and permission claims.
+//!
+//! - `admit_binding`: kcp's APIBinding admission (finalizer, export label, the `bind` check).
+//! - `admit_claimed_object`: claim labels on objects written in a consumer cluster.
+//! - `run`: the controller (export identity and endpoint slices, binding phases and conditions,
+//!   bound resources in the registry, claims, binding deletion), see `controller`.
+//! - `export_view`: what the APIExport virtual workspace serves, from an in-memory index.
 
-use faros_core::status::Status;
+mod claims;
+mod conditions;
+mod controller;
+mod hash;
+mod view;
+
+use std::sync::{Arc, OnceLock};
+
+use faros_core::kcp::LABEL_APIBINDING_EXPORT;
+use faros_core::status::{Status, StatusDetails};
 use serde_json::Value;
 
-use super::admission::Request;
+use super::ExportView;
+use super::admission::{Operation, Request};
 use crate::api::ApiState;
+use crate::auth::{Attributes, Decision, GROUP_MASTERS};
 
-/// APIBinding admission: the `bind` check on the referenced export.
-pub fn admit_binding(_state: &ApiState, _req: &Request<'_>, _obj: &mut Value) -> Result<(), Status> {
+pub use claims::{effective_verbs, label_key as claim_label_key, label_value as claim_label_value};
+pub use hash::{export_hash, identity_hash};
+
+/// The server's external URL (`https://host:port`), set once by the server at startup; endpoint
+/// slice URLs are `<SERVER_URL>/services/apiexport/<export cluster>/<export name>`. Slices wait
+/// (re-checked every second) until it is set.
+pub static SERVER_URL: OnceLock<String> = OnceLock::new();
+
+/// Finalizer kcp's admission puts on every APIBinding; removed once the bound objects are gone.
+pub const BINDING_FINALIZER: &str = "apis.kcp.io/apibinding-finalizer";
+/// Namespace of the identity secrets of APIExports (in the export's logical cluster).
+pub const IDENTITY_NAMESPACE: &str = "kcp-system";
+
+/// The virtual workspace URL of an export, if the server URL is known.
+pub fn virtual_workspace_url(export_cluster: &str, export_name: &str) -> Option<String> {
+    SERVER_URL
+        .get()
+        .map(|base| format!("{}/services/apiexport/{export_cluster}/{export_name}", base.trim_end_matches('/')))
+}
+
+/// What the APIExport virtual workspace serves for `export_cluster`/`export_name` (None when the
+/// export does not exist or has no identity yet). Reads an in-memory index: cheap.
+pub fn export_view(state: &ApiState, export_cluster: &str, export_name: &str) -> Option<ExportView> {
+    view::get(state)?.export(&(export_cluster.to_string(), export_name.to_string()))
+}
+
+/// Runs the API export/binding controller until aborted.
+pub async fn run(state: Arc<ApiState>) {
+    controller::run(state).await;
+}
+
+/// The export an APIBinding refers to: `(path, name)`, path `""` meaning the binding's own workspace.
+fn export_reference(obj: &Value) -> Option<(String, String)> {
+    let export = obj.pointer("/spec/reference/export")?;
+    let name = export.get("name").and_then(Value::as_str)?.to_string();
+    let path = export.get("path").and_then(Value::as_str).unwrap_or_default().to_string();
+    Some((path, name))
+}
+
+/// APIBinding admission (kcp `pkg/admission/apibinding`, `pkg/admission/apibindingfinalizer`):
+/// the finalizer on create, label `internal.apis.kcp.io/export`, and the `bind` check in the export's
+/// workspace on create and on updates that change the reference or the label.
+pub fn admit_binding(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
+    if req.operation == Operation::Delete {
+        return Ok(());
+    }
+    let Some((path, name)) = export_reference(obj) else {
+        // The schema requires the reference; nothing to check without one.
+        return Ok(());
+    };
+    if req.operation == Operation::Create {
+        let fins = crate::objects::finalizers(obj);
+        if !fins.iter().any(|f| f == BINDING_FINALIZER) {
+            let meta = crate::objects::meta_mut(obj);
+            let list = meta.entry("finalizers").or_insert_with(|| Value::Array(Vec::new()));
+            if let Some(a) = list.as_array_mut() {
+                a.push(Value::String(BINDING_FINALIZER.into()));
+            }
+        }
+    }
+    let label = |o: &Value| {
+        o.pointer("/metadata/labels")
+            .and_then(|l| l.get(LABEL_APIBINDING_EXPORT))
+            .and_then(Value::as_str)
+            .map(String::from)
+    };
+    let check = match (req.operation, req.old) {
+        (Operation::Create, _) | (_, None) => true,
+        (_, Some(old)) => export_reference(old) != Some((path.clone(), name.clone())) || label(old) != label(obj),
+    };
+    if !check {
+        return Ok(());
+    }
+    let binding_name = crate::objects::meta_str(obj, "name").unwrap_or_default().to_string();
+    let action = if req.operation == Operation::Create {
+        "create"
+    } else {
+        "update"
+    };
+    let target = if path.is_empty() {
+        name.clone()
+    } else {
+        format!("{path}:{name}")
+    };
+    let forbidden = || {
+        Status::forbidden(format!(
+            "apibindings.apis.kcp.io \"{binding_name}\" is forbidden: unable to {action} APIBinding: no permission to bind to export {target}"
+        ))
+        .with_details(StatusDetails {
+            name: binding_name.clone(),
+            group: "apis.kcp.io".into(),
+            kind: "apibindings".into(),
+            ..Default::default()
+        })
+    };
+    let export_cluster = match path.as_str() {
+        "" => req.cluster.to_string(),
+        // kcp skips the lookup for root so bootstrapping can bind before the export exists.
+        "root" => "root".to_string(),
+        p => {
+            let cluster = state
+                .clusters
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .resolve(p)
+                .map(String::from)
+                .ok_or_else(forbidden)?;
+            let key = controller::key("apiexports", &cluster, &name);
+            // Unknown workspaces and exports get the same answer, so existence does not leak.
+            if !matches!(state.store.get(&key), Ok(Some(_))) {
+                return Err(forbidden());
+            }
+            cluster
+        }
+    };
+    if !req.user.in_group(GROUP_MASTERS) {
+        let attrs = Attributes {
+            name: &name,
+            ..Attributes::resource(req.user, "bind", "apis.kcp.io", "apiexports")
+        };
+        let decision = state
+            .rbac
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .authorize(&export_cluster, &attrs);
+        if decision != Decision::Allow {
+            return Err(forbidden());
+        }
+    }
+    let meta = crate::objects::meta_mut(obj);
+    let labels = meta.entry("labels").or_insert_with(|| Value::Object(Default::default()));
+    if let Some(l) = labels.as_object_mut() {
+        l.insert(
+            LABEL_APIBINDING_EXPORT.into(),
+            Value::String(hash::export_hash(&export_cluster, &name)),
+        );
+    }
     Ok(())
 }
 
-/// Runs the API export/binding controllers until the process ends.
-pub async fn run(_state: std::sync::Arc<ApiState>) {}
-
-/// The virtual-workspace view of one export (stub until the binding controller lands).
-pub fn export_view(_state: &ApiState, _export_cluster: &str, _export_name: &str) -> Option<super::ExportView> {
-    None
+/// Claim labels on an object being created or updated in a consumer cluster (kcp's mutating
+/// permission-claims admission): for every accepted claim on its resource, label
+/// `claimed.internal.apis.kcp.io/<export hash>` is set when the claim's selector matches the object
+/// and removed when it does not. Meant to be called by kcp admission for non-kcp resources.
+pub fn admit_claimed_object(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
+    if req.operation == Operation::Delete || req.subresource.is_some() {
+        return Ok(());
+    }
+    let Some(index) = view::get(state) else { return Ok(()) };
+    let claims = index.claims_for(req.cluster, &req.def.group, &req.def.resource);
+    if claims.is_empty() {
+        return Ok(());
+    }
+    controller::apply_claim_labels(obj, &claims);
+    Ok(())
 }

@@ -1,0 +1,106 @@
+//! The in-memory index the virtual workspace and claim-label admission read on every request: one
+//! [`ExportView`] per export and the accepted claims per consumer cluster. Written only by the
+//! controller; readers take a read lock and clone.
+//!
+//! The index hangs off a process-wide map keyed by the address of the server's [`ApiState`], because
+//! `ApiState` has no slot for it and tests run several servers in one process. The controller
+//! removes its entry when it stops.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use crate::api::ApiState;
+use crate::kcp::{AcceptedClaim, ExportView};
+
+/// `(logical cluster name, object name)`.
+pub type ExportKey = (String, String);
+
+/// A claim as admission applies it to objects of one consumer cluster.
+#[derive(Clone, Debug)]
+pub struct ClaimLabel {
+    pub claim: AcceptedClaim,
+    pub label_key: String,
+    pub label_value: String,
+}
+
+/// Everything one server's controller publishes.
+#[derive(Debug, Default)]
+pub struct Index {
+    pub exports: RwLock<HashMap<ExportKey, ExportView>>,
+    /// Consumer cluster → claims of its Bound bindings.
+    pub claims: RwLock<HashMap<String, Vec<ClaimLabel>>>,
+}
+
+type Indexes = RwLock<HashMap<usize, Arc<Index>>>;
+
+static INDEXES: OnceLock<Indexes> = OnceLock::new();
+
+fn indexes() -> &'static Indexes {
+    INDEXES.get_or_init(Indexes::default)
+}
+
+fn id(state: &ApiState) -> usize {
+    std::ptr::from_ref(state) as usize
+}
+
+/// The index of `state`'s server, if its controller runs.
+pub fn get(state: &ApiState) -> Option<Arc<Index>> {
+    indexes().read().unwrap_or_else(|p| p.into_inner()).get(&id(state)).cloned()
+}
+
+/// Creates the index for `state`; dropping the guard removes it.
+pub fn register(state: &ApiState) -> (Arc<Index>, Registration) {
+    let index = Arc::new(Index::default());
+    indexes()
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(id(state), index.clone());
+    (index, Registration(id(state)))
+}
+
+/// Keeps an index registered for as long as it lives.
+pub struct Registration(usize);
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        indexes().write().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
+    }
+}
+
+impl Index {
+    pub fn export(&self, key: &ExportKey) -> Option<ExportView> {
+        self.exports.read().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
+    }
+
+    pub fn set_export(&self, key: ExportKey, view: Option<ExportView>) {
+        let mut guard = self.exports.write().unwrap_or_else(|p| p.into_inner());
+        match view {
+            Some(v) => guard.insert(key, v),
+            None => guard.remove(&key),
+        };
+    }
+
+    pub fn set_claims(&self, cluster: &str, claims: Vec<ClaimLabel>) {
+        let mut guard = self.claims.write().unwrap_or_else(|p| p.into_inner());
+        if claims.is_empty() {
+            guard.remove(cluster);
+        } else {
+            guard.insert(cluster.to_string(), claims);
+        }
+    }
+
+    /// Claims on `group/resource` objects in `cluster`.
+    pub fn claims_for(&self, cluster: &str, group: &str, resource: &str) -> Vec<ClaimLabel> {
+        self.claims
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(cluster)
+            .map(|all| {
+                all.iter()
+                    .filter(|c| c.claim.group == group && c.claim.resource == resource)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}

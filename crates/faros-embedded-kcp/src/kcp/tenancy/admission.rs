@@ -1,0 +1,231 @@
+//! Workspace admission, after kcp's `tenancy.kcp.io/Workspace` and `WorkspaceTypeExists` plugins:
+//! the type is defaulted and resolved, the user must be allowed to `use` it, the parent's and the
+//! child's limits must accept each other, and the creator is recorded as owner.
+
+use faros_core::kcp::ANNOTATION_OWNER;
+use faros_core::kcp::tenancy::WorkspaceTypeReference;
+use faros_core::status::{Status, StatusCause};
+use serde_json::{Value, json};
+
+use super::catalog;
+use super::types::{self, TypeInfo};
+use crate::api::ApiState;
+use crate::auth::{Attributes, GROUP_MASTERS};
+use crate::kcp::admission::{Operation, Request};
+use crate::objects::{meta_mut, meta_str};
+
+fn forbidden(name: &str, message: impl std::fmt::Display) -> Status {
+    Status::forbidden(format!("workspaces.tenancy.kcp.io \"{name}\" is forbidden: {message}"))
+}
+
+/// A workspace name is one path segment: a DNS label.
+fn check_name(name: &str) -> Result<(), Status> {
+    match crate::objects::validate_dns_label(name) {
+        None => Ok(()),
+        Some(message) => Err(Status::invalid(
+            "tenancy.kcp.io",
+            "Workspace",
+            name,
+            vec![StatusCause {
+                reason: "FieldValueInvalid".into(),
+                message,
+                field: "metadata.name".into(),
+            }],
+        )),
+    }
+}
+
+fn spec_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    obj.pointer(&format!("/spec/{field}"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn type_ref(obj: &Value) -> Option<WorkspaceTypeReference> {
+    obj.pointer("/spec/type")
+        .and_then(|t| serde_json::from_value::<WorkspaceTypeReference>(t.clone()).ok())
+        .filter(|t| !t.name.is_empty())
+}
+
+/// Workspace admission: type resolution and limits, owner annotation, immutable fields.
+pub fn admit_workspace(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
+    let privileged = req.user.in_group(GROUP_MASTERS);
+    let name = meta_str(obj, "name").unwrap_or_default().to_string();
+    match req.operation {
+        Operation::Create => admit_create(state, req, obj, &name, privileged),
+        Operation::Update => {
+            let Some(old) = req.old else { return Ok(()) };
+            admit_update(old, obj, &name, privileged)
+        }
+        Operation::Delete => Ok(()),
+    }
+}
+
+fn admit_update(old: &Value, new: &Value, name: &str, privileged: bool) -> Result<(), Status> {
+    let (old_cluster, new_cluster) = (spec_str(old, "cluster"), spec_str(new, "cluster"));
+    if !old_cluster.is_empty() && new_cluster.is_empty() {
+        return Err(forbidden(name, "spec.cluster cannot be unset"));
+    }
+    if old_cluster != new_cluster && !privileged {
+        return Err(forbidden(
+            name,
+            "spec.cluster can only be changed by system privileged users",
+        ));
+    }
+    if spec_str(old, "URL") != spec_str(new, "URL") && !privileged {
+        return Err(forbidden(name, "spec.URL can only be changed by system privileged users"));
+    }
+    if type_ref(old) != type_ref(new) {
+        return Err(forbidden(name, "spec.type is immutable"));
+    }
+    Ok(())
+}
+
+fn admit_create(
+    state: &ApiState,
+    req: &Request<'_>,
+    obj: &mut Value,
+    name: &str,
+    privileged: bool,
+) -> Result<(), Status> {
+    check_name(name)?;
+    if !privileged {
+        if !spec_str(obj, "cluster").is_empty() {
+            return Err(forbidden(name, "spec.Cluster can only be set by system privileged users"));
+        }
+        if !spec_str(obj, "URL").is_empty() {
+            return Err(forbidden(name, "spec.URL can only be set by system privileged users"));
+        }
+    }
+    if obj.pointer("/spec/mount").is_some_and(|m| !m.is_null()) {
+        return Err(Status::failure(
+            501,
+            "NotImplemented",
+            "mounted workspaces (spec.mount) are not supported by the embedded kcp",
+        ));
+    }
+    let get = |path: &str, type_name: &str| catalog::lookup(state, path, type_name);
+    let parent_path = catalog::path_of_cluster(state, req.cluster)
+        .ok_or_else(|| forbidden(name, "workspace type cannot be resolved: LogicalCluster not found"))?;
+    let parent_type_name = catalog::cluster_type(state, req.cluster).ok_or_else(|| {
+        forbidden(
+            name,
+            format!(
+                "annotation {} on LogicalCluster must be set",
+                catalog::TYPE_ANNOTATION
+            ),
+        )
+    })?;
+    let parent_type = split_qualified(&parent_type_name)
+        .and_then(|(p, n)| get(p, n))
+        .ok_or_else(|| forbidden(name, format!("parent type {parent_type_name} cannot be resolved")))?;
+
+    let reference = match type_ref(obj) {
+        Some(r) => r,
+        None => parent_type.spec.default_child_workspace_type.clone().ok_or_else(|| {
+            forbidden(
+                name,
+                format!(
+                    "spec.defaultChildWorkspaceType of workspace type {} must be set",
+                    parent_type.qualified()
+                ),
+            )
+        })?,
+    };
+    let child_type = types::resolve_ref(&get, &parent_path, &reference).map_err(|e| forbidden(name, e))?;
+    let child_aliases = types::aliases(&get, &child_type).map_err(|e| forbidden(name, e))?;
+    if !privileged {
+        for alias in &child_aliases {
+            check_use(state, req, alias).map_err(|msg| forbidden(name, msg))?;
+        }
+    }
+    let parent_aliases = types::aliases(&get, &parent_type).map_err(|e| forbidden(name, e))?;
+    let (p, c) = (parent_type.qualified(), child_type.qualified());
+    types::check_parents(&parent_aliases, &child_aliases, &p, &c).map_err(|e| forbidden(name, e))?;
+    types::check_children(&parent_aliases, &child_aliases, &p, &c).map_err(|e| forbidden(name, e))?;
+
+    if !obj.get("spec").is_some_and(Value::is_object) {
+        obj["spec"] = json!({});
+    }
+    obj["spec"]["type"] = json!({"name": child_type.name, "path": child_type.path});
+    let meta = meta_mut(obj);
+    if let Some(extra) = &child_type.spec.additional_workspace_labels {
+        let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        if let Some(labels) = labels.as_object_mut() {
+            for (k, v) in extra {
+                labels.entry(k.clone()).or_insert_with(|| json!(v));
+            }
+        }
+    }
+    if !privileged {
+        // kcp records the creator so the new workspace can grant it cluster-admin.
+        let owner = serde_json::to_string(req.user).map_err(|e| Status::internal(e.to_string()))?;
+        let ann = meta.entry("annotations").or_insert_with(|| json!({}));
+        if let Some(ann) = ann.as_object_mut() {
+            ann.insert(ANNOTATION_OWNER.into(), Value::String(owner));
+        }
+    }
+    Ok(())
+}
+
+fn split_qualified(q: &str) -> Option<(&str, &str)> {
+    q.rsplit_once(':').filter(|(p, n)| !p.is_empty() && !n.is_empty())
+}
+
+/// kcp asks for verb `use` on `workspacetypes/<name>` in the type's workspace, for every alias.
+fn check_use(state: &ApiState, req: &Request<'_>, alias: &TypeInfo) -> Result<(), String> {
+    let denied = || {
+        format!(
+            "unable to use cluster workspace type {}: missing verb='use' permission on workspacetype",
+            alias.qualified()
+        )
+    };
+    let cluster = catalog::cluster_of_path(state, &alias.path).ok_or_else(denied)?;
+    let attrs = Attributes {
+        name: &alias.name,
+        ..Attributes::resource(req.user, "use", catalog::GROUP, catalog::TYPES)
+    };
+    crate::api::authorize(state, &cluster, &attrs).map_err(|_| denied())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn updates_keep_system_fields() {
+        let old = json!({"spec": {"type": {"name": "universal", "path": "root"}, "cluster": "abc", "URL": "https://x/clusters/root:a"}});
+        let with = |f: &dyn Fn(&mut Value)| {
+            let mut v = old.clone();
+            f(&mut v);
+            v
+        };
+        let cases: Vec<(Value, bool, Result<(), &str>)> = vec![
+            (old.clone(), false, Ok(())),
+            (with(&|v| v["spec"]["cluster"] = json!("zzz")), false, Err("spec.cluster can only be changed by system privileged users")),
+            (with(&|v| v["spec"]["cluster"] = json!("zzz")), true, Ok(())),
+            (with(&|v| { v["spec"].as_object_mut().unwrap().remove("cluster"); }), true, Err("spec.cluster cannot be unset")),
+            (with(&|v| v["spec"]["URL"] = json!("https://evil")), false, Err("spec.URL can only be changed by system privileged users")),
+            (with(&|v| v["spec"]["type"]["name"] = json!("other")), true, Err("spec.type is immutable")),
+            (with(&|v| { v["spec"].as_object_mut().unwrap().remove("type"); }), false, Err("spec.type is immutable")),
+        ];
+        for (new, privileged, want) in cases {
+            let got = admit_update(&old, &new, "a", privileged).map_err(|s| s.message);
+            assert_eq!(
+                got,
+                want.map_err(|m| format!("workspaces.tenancy.kcp.io \"a\" is forbidden: {m}")),
+                "{new}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_are_path_segments() {
+        assert!(check_name("team-a").is_ok());
+        for bad in ["Team", "a.b", "a:b", "-a", &"a".repeat(64)] {
+            let err = check_name(bad).unwrap_err();
+            assert_eq!(err.code, 422, "{bad}");
+            assert!(err.message.starts_with(&format!("Workspace \"{bad}\" is invalid: metadata.name: ")), "{}", err.message);
+        }
+    }
+}

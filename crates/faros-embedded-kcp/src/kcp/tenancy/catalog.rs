@@ -1,0 +1,173 @@
+//! Where WorkspaceTypes come from: the stored objects of each workspace, and kcp's built-in types
+//! `root:root` and `root:universal`, which are created in `root` at startup and are known to
+//! admission even before that write lands.
+
+use serde_json::{Value, json};
+
+use super::types::TypeInfo;
+use crate::api::ApiState;
+use crate::controllers::{create_object, rv, write};
+use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
+use crate::store::{ObjectKey, WriteOp};
+
+pub const GROUP: &str = "tenancy.kcp.io";
+pub const TYPES: &str = "workspacetypes";
+/// LogicalCluster annotation naming the workspace's type (`<path>:<name>`).
+pub const TYPE_ANNOTATION: &str = "internal.tenancy.kcp.io/type";
+/// The type of the root workspace.
+pub const ROOT_TYPE: &str = "root:root";
+/// kcp's ClusterRole letting every authenticated user `use` the generic types in root.
+const USE_ROLE: &str = "system:kcp:universal-workspacetype-use";
+
+/// The specs of kcp's built-in types in `root`. kcp's `universal` also default-binds kcp's own
+/// `tenancy.kcp.io`/`topology.kcp.io` exports; here those APIs are served natively in every
+/// workspace, so it binds nothing.
+fn builtin_specs() -> [(&'static str, Value); 2] {
+    [
+        (
+            "universal",
+            json!({"initializer": true, "defaultChildWorkspaceType": {"name": "universal", "path": "root"}}),
+        ),
+        (
+            "root",
+            json!({"limitAllowedParents": {"none": true},
+                   "extend": {"with": [{"name": "universal", "path": "root"}]},
+                   "defaultChildWorkspaceType": {"name": "universal", "path": "root"}}),
+        ),
+    ]
+}
+
+fn builtin(name: &str) -> Option<TypeInfo> {
+    builtin_specs()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .and_then(|(n, spec)| {
+            Some(TypeInfo {
+                path: "root".into(),
+                name: n.into(),
+                spec: serde_json::from_value(spec).ok()?,
+            })
+        })
+}
+
+fn type_info(path: &str, obj: &Value) -> Option<TypeInfo> {
+    let name = obj.pointer("/metadata/name")?.as_str()?.to_string();
+    let canonical = obj
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(PATH_ANNOTATION))
+        .and_then(Value::as_str)
+        .unwrap_or(path)
+        .to_string();
+    let spec = serde_json::from_value(obj.get("spec").cloned().unwrap_or_else(|| json!({}))).ok()?;
+    Some(TypeInfo {
+        path: canonical,
+        name,
+        spec,
+    })
+}
+
+/// The logical cluster name of a workspace path (or of a name given as is).
+pub fn cluster_of_path(state: &ApiState, path: &str) -> Option<String> {
+    let index = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+    index.resolve(path).map(String::from)
+}
+
+/// The canonical path of a logical cluster.
+pub fn path_of_cluster(state: &ApiState, cluster: &str) -> Option<String> {
+    let index = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+    index.get(cluster).map(|c| c.path.clone())
+}
+
+/// Looks a WorkspaceType up by workspace path and name.
+pub fn lookup(state: &ApiState, path: &str, name: &str) -> Option<TypeInfo> {
+    let stored = cluster_of_path(state, path).and_then(|cluster| {
+        let key = ObjectKey::new(GROUP, TYPES, cluster, "", name);
+        state.store.get(&key).ok().flatten()
+    });
+    match stored {
+        Some(obj) => type_info(path, &obj),
+        None if path == "root" => builtin(name),
+        None => None,
+    }
+}
+
+/// The LogicalCluster object of `cluster`.
+pub fn logical_cluster(state: &ApiState, cluster: &str) -> Option<Value> {
+    let key = ObjectKey::new(
+        LOGICAL_CLUSTER_GROUP,
+        LOGICAL_CLUSTER_RESOURCE,
+        cluster,
+        "",
+        LOGICAL_CLUSTER_NAME,
+    );
+    state.store.get(&key).ok().flatten()
+}
+
+/// The `<path>:<name>` type of a logical cluster; root's is `root:root` even before it is annotated.
+pub fn cluster_type(state: &ApiState, cluster: &str) -> Option<String> {
+    let annotated = logical_cluster(state, cluster).and_then(|lc| {
+        lc.pointer("/metadata/annotations")
+            .and_then(|a| a.get(TYPE_ANNOTATION))
+            .and_then(Value::as_str)
+            .map(String::from)
+    });
+    annotated.or_else(|| (cluster == "root").then(|| ROOT_TYPE.to_string()))
+}
+
+/// Creates the built-in types, the `use` grant for them, and root's type annotation (idempotent).
+pub async fn ensure_builtins(state: &ApiState) {
+    for (name, spec) in builtin_specs() {
+        let key = ObjectKey::new(GROUP, TYPES, "root", "", name);
+        if matches!(state.store.get(&key), Ok(Some(_))) {
+            continue;
+        }
+        let obj = json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",
+            "metadata": {"name": name, "annotations": {PATH_ANNOTATION: "root"}}, "spec": spec});
+        if let Err(e) = create_object(state, "root", GROUP, TYPES, obj).await {
+            tracing::debug!(error = %e, name, "built-in workspace type not created");
+        }
+    }
+    let rbac = "rbac.authorization.k8s.io";
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": USE_ROLE},
+        "rules": [{"apiGroups": [GROUP], "resources": [TYPES], "resourceNames": ["universal"], "verbs": ["use"]}]});
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": USE_ROLE},
+        "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": USE_ROLE},
+        "subjects": [{"apiGroup": rbac, "kind": "Group", "name": crate::auth::GROUP_AUTHENTICATED}]});
+    for (resource, obj) in [("clusterroles", role), ("clusterrolebindings", binding)] {
+        let key = ObjectKey::new(rbac, resource, "root", "", USE_ROLE);
+        if matches!(state.store.get(&key), Ok(Some(_))) {
+            continue;
+        }
+        if let Err(e) = create_object(state, "root", rbac, resource, obj).await {
+            tracing::debug!(error = %e, resource, "workspace type use grant not created");
+        }
+    }
+    if let Some(mut lc) = logical_cluster(state, "root") {
+        let annotated = lc
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(TYPE_ANNOTATION))
+            .is_some();
+        if !annotated {
+            let expected_rv = rv(&lc);
+            let meta = crate::objects::meta_mut(&mut lc);
+            let ann = meta.entry("annotations").or_insert_with(|| json!({}));
+            ann[TYPE_ANNOTATION] = json!(ROOT_TYPE);
+            let key = ObjectKey::new(
+                LOGICAL_CLUSTER_GROUP,
+                LOGICAL_CLUSTER_RESOURCE,
+                "root",
+                "",
+                LOGICAL_CLUSTER_NAME,
+            );
+            write(
+                state,
+                WriteOp::Update {
+                    key,
+                    object: lc,
+                    expected_rv,
+                },
+            )
+            .await;
+        }
+    }
+}
