@@ -10,6 +10,7 @@
 pub mod catalog;
 pub mod client;
 pub mod conditions;
+pub mod identity;
 pub mod kcp;
 pub mod names;
 pub mod path;

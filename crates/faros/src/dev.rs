@@ -19,6 +19,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     faros_embedded_kcp::server::write_private(&kubeconfig_path, server.admin_kubeconfig().as_bytes())
         .with_context(|| format!("writing {}", kubeconfig_path.display()))?;
     let kubeconfig_display = std::fs::canonicalize(&kubeconfig_path).unwrap_or(kubeconfig_path.clone());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let reconciler = start_reconciler(&server, stop_rx.clone()).await?;
     // Printed on stdout (not the log) so scripts and people can find things.
     println!("faros dev is running");
     println!("  embedded kcp:      {}/clusters/root", server.url());
@@ -31,8 +33,34 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     println!("Press Ctrl-C to stop.");
     shutdown_signal().await;
     tracing::info!("shutting down");
+    let _ = stop_tx.send(true);
+    match reconciler.await {
+        Ok(Err(e)) => tracing::warn!(error = %e, "hub reconciler stopped with an error"),
+        Err(e) => tracing::warn!(error = %e, "hub reconciler task failed"),
+        Ok(Ok(())) => {}
+    }
     server.shutdown().await;
     Ok(())
+}
+
+/// An admin kube config for the embedded kcp's root workspace.
+async fn admin_config(server: &Server) -> anyhow::Result<kube::Config> {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.admin_kubeconfig()).context("parsing the admin kubeconfig")?;
+    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.context("loading the admin kubeconfig")
+}
+
+/// Starts the hub reconciler in-process: it bootstraps the faros workspace tree and provisions Providers.
+async fn start_reconciler(
+    server: &Server,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<tokio::task::JoinHandle<Result<(), faros_hub_reconciler::Error>>> {
+    let mut config = faros_hub_reconciler::Config::new(admin_config(server).await?);
+    config.hub_url = Some(server.url());
+    config.ca_pem = Some(server.ca_pem().to_string());
+    let shutdown = async move {
+        let _ = stop.wait_for(|stopped| *stopped).await;
+    };
+    Ok(tokio::spawn(faros_hub_reconciler::run(config, shutdown)))
 }
 
 async fn shutdown_signal() {

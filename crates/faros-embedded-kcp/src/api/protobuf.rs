@@ -22,8 +22,6 @@ type Fields = &'static [(u64, &'static str, Shape)];
 #[derive(Clone, Copy)]
 enum Shape {
     Str,
-    /// `bytes`, rendered base64 as in JSON.
-    Bytes,
     Bool,
     Int,
     RepeatedStr,
@@ -253,9 +251,6 @@ fn message(buf: &[u8], shape: Fields) -> Result<Value, Status> {
             (Shape::Bool | Shape::Int, Wire::Bytes(_)) => return Err(bad("expected a varint field")),
             (Shape::Str, w) => {
                 out.insert(name, Value::String(text(bytes_of(w)?)?));
-            }
-            (Shape::Bytes, w) => {
-                out.insert(name, Value::String(base64::engine::general_purpose::STANDARD.encode(bytes_of(w)?)));
             }
             (Shape::Time, w) => {
                 out.insert(name, time(bytes_of(w)?)?);

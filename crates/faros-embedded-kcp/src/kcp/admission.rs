@@ -43,6 +43,10 @@ pub fn admit(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Result<(),
             super::apis::admit_binding(state, req, obj)
         }
         ("tenancy.kcp.io", "workspaces") => super::tenancy::admit_workspace(state, req, obj),
+        // Objects of other kinds may fall under a permission claim and get its label.
+        (group, _) if !group.ends_with("kcp.io") && req.operation != Operation::Delete => {
+            super::apis::admit_claimed_object(state, req, obj)
+        }
         _ => Ok(()),
     }
 }

@@ -26,9 +26,10 @@ use crate::auth::{Attributes, Decision, GROUP_MASTERS};
 pub use claims::{effective_verbs, label_key as claim_label_key, label_value as claim_label_value};
 pub use hash::{export_hash, identity_hash};
 
-/// The server's external URL (`https://host:port`), set once by the server at startup; endpoint
-/// slice URLs are `<SERVER_URL>/services/apiexport/<export cluster>/<export name>`. Slices wait
-/// (re-checked every second) until it is set.
+/// The server's external URL (`https://host:port`) for processes with one server; endpoint slice
+/// URLs are `<server URL>/services/apiexport/<export cluster>/<export name>`. The per-server URL
+/// recorded with `tenancy::set_server_url` takes precedence (tests run several servers in one
+/// process). Slices wait, re-checked every second, until one of them is known.
 pub static SERVER_URL: OnceLock<String> = OnceLock::new();
 
 /// Finalizer kcp's admission puts on every APIBinding; removed once the bound objects are gone.
@@ -37,10 +38,12 @@ pub const BINDING_FINALIZER: &str = "apis.kcp.io/apibinding-finalizer";
 pub const IDENTITY_NAMESPACE: &str = "kcp-system";
 
 /// The virtual workspace URL of an export, if the server URL is known.
-pub fn virtual_workspace_url(export_cluster: &str, export_name: &str) -> Option<String> {
-    SERVER_URL
-        .get()
-        .map(|base| format!("{}/services/apiexport/{export_cluster}/{export_name}", base.trim_end_matches('/')))
+pub fn virtual_workspace_url(state: &ApiState, export_cluster: &str, export_name: &str) -> Option<String> {
+    let base = super::tenancy::server_url(state).or_else(|| SERVER_URL.get().cloned())?;
+    Some(format!(
+        "{}/services/apiexport/{export_cluster}/{export_name}",
+        base.trim_end_matches('/')
+    ))
 }
 
 /// What the APIExport virtual workspace serves for `export_cluster`/`export_name` (None when the
@@ -58,7 +61,11 @@ pub async fn run(state: Arc<ApiState>) {
 fn export_reference(obj: &Value) -> Option<(String, String)> {
     let export = obj.pointer("/spec/reference/export")?;
     let name = export.get("name").and_then(Value::as_str)?.to_string();
-    let path = export.get("path").and_then(Value::as_str).unwrap_or_default().to_string();
+    let path = export
+        .get("path")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     Some((path, name))
 }
 
@@ -153,7 +160,9 @@ pub fn admit_binding(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Re
         }
     }
     let meta = crate::objects::meta_mut(obj);
-    let labels = meta.entry("labels").or_insert_with(|| Value::Object(Default::default()));
+    let labels = meta
+        .entry("labels")
+        .or_insert_with(|| Value::Object(Default::default()));
     if let Some(l) = labels.as_object_mut() {
         l.insert(
             LABEL_APIBINDING_EXPORT.into(),

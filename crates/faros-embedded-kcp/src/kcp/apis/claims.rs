@@ -38,7 +38,10 @@ pub fn effective_verbs(exported: &[String], accepted: &[String]) -> Vec<String> 
 
 /// Label key marking objects claimed through `export_cluster:export_name`.
 pub fn label_key(export_cluster: &str, export_name: &str) -> String {
-    format!("{LABEL_CLAIMED_PREFIX}{}", hash::export_hash(export_cluster, export_name))
+    format!(
+        "{LABEL_CLAIMED_PREFIX}{}",
+        hash::export_hash(export_cluster, export_name)
+    )
 }
 
 /// Label value of one claim: base62 sha224 of the claim's JSON without verbs and selectors, exactly
@@ -60,7 +63,7 @@ pub fn label_value(group: &str, resource: &str, identity_hash: &str) -> String {
 }
 
 /// The outcome of comparing an export's claims with a binding's.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Evaluation {
     /// Accepted claims the export also makes, sorted by kcp's set key.
     pub applied: Vec<ScopedPermissionClaim>,
@@ -139,7 +142,11 @@ pub fn evaluate(
                 go_list(&export_claim.verbs)
             ));
         }
-        if export_claim.default_selector.as_ref().is_some_and(|d| *d != claim.selector) {
+        if export_claim
+            .default_selector
+            .as_ref()
+            .is_some_and(|d| *d != claim.selector)
+        {
             parts.push("selector differs from defaultSelector".into());
         }
         if !parts.is_empty() {
@@ -230,7 +237,10 @@ mod tests {
 
     #[test]
     fn label_value_hashes_go_json_of_the_claim() {
-        assert_eq!(label_value("", "configmaps", ""), "3QVjs6pfBjMpLEVYYhysJnroYGsQGlWm05E4qe");
+        assert_eq!(
+            label_value("", "configmaps", ""),
+            "3QVjs6pfBjMpLEVYYhysJnroYGsQGlWm05E4qe"
+        );
         assert!(label_key("root", "widgets.example.io").ends_with("/4o7BgXDVSw9Z0bNGI5KvI2webNkICO2gMjsFfu"));
     }
 
@@ -268,22 +278,34 @@ mod tests {
         assert_eq!(eval.valid.reason.as_deref(), Some("PermissionClaimsMismatch"));
         assert_eq!(
             eval.valid.message.as_deref(),
-            Some("1 permission claim(s) have mismatched verbs or selectors (showing first 1): configmaps. (verbs: accepted [get], exported [get list create])")
+            Some(
+                "1 permission claim(s) have mismatched verbs or selectors (showing first 1): configmaps. (verbs: accepted [get], exported [get list create])"
+            )
         );
-        assert!(selects(&eval.accepted[0], &json!({"metadata": {"labels": {"app": "x"}}})));
-        assert!(!selects(&eval.accepted[0], &json!({"metadata": {"labels": {"app": "y"}}})));
+        assert!(selects(
+            &eval.accepted[0],
+            &json!({"metadata": {"labels": {"app": "x"}}})
+        ));
+        assert!(!selects(
+            &eval.accepted[0],
+            &json!({"metadata": {"labels": {"app": "y"}}})
+        ));
         // A claim the export does not make (or on its own resource) is invalid.
         let eval = evaluate(
             &exported,
-            &[binding_claim(json!({"group": "example.io", "resource": "widgets", "verbs": ["*"],
-                "selector": {"matchAll": true}, "state": "Accepted"}))],
+            &[binding_claim(
+                json!({"group": "example.io", "resource": "widgets", "verbs": ["*"],
+                "selector": {"matchAll": true}, "state": "Accepted"}),
+            )],
             &own,
         );
         assert!(eval.applied.is_empty());
         assert_eq!(eval.valid.reason.as_deref(), Some("InvalidPermissionClaims"));
         assert_eq!(
             eval.valid.message.as_deref(),
-            Some("1 unexpected and/or invalid permission claims (showing first 1): unexpected/invalid claim for widgets.example.io (identity \"\")")
+            Some(
+                "1 unexpected and/or invalid permission claims (showing first 1): unexpected/invalid claim for widgets.example.io (identity \"\")"
+            )
         );
     }
 }

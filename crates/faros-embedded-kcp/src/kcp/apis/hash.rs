@@ -70,8 +70,14 @@ mod tests {
     #[test]
     fn hashes_match_independently_computed_values() {
         // Expected values computed with Python's hashlib and int.from_bytes.
-        assert_eq!(export_hash("root", "widgets.example.io"), "4o7BgXDVSw9Z0bNGI5KvI2webNkICO2gMjsFfu");
-        assert_eq!(export_hash("abc123", "my-export"), "cUz67Lg9NZZ3Jmc8dOdWoZ0J08A308aWAtEZjT");
+        assert_eq!(
+            export_hash("root", "widgets.example.io"),
+            "4o7BgXDVSw9Z0bNGI5KvI2webNkICO2gMjsFfu"
+        );
+        assert_eq!(
+            export_hash("abc123", "my-export"),
+            "cUz67Lg9NZZ3Jmc8dOdWoZ0J08A308aWAtEZjT"
+        );
         assert_eq!(
             base62_sha224(br#"{"resource":"configmaps","verbs":null}"#),
             "3QVjs6pfBjMpLEVYYhysJnroYGsQGlWm05E4qe"

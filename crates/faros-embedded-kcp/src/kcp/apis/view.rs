@@ -45,7 +45,11 @@ fn id(state: &ApiState) -> usize {
 
 /// The index of `state`'s server, if its controller runs.
 pub fn get(state: &ApiState) -> Option<Arc<Index>> {
-    indexes().read().unwrap_or_else(|p| p.into_inner()).get(&id(state)).cloned()
+    indexes()
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&id(state))
+        .cloned()
 }
 
 /// Creates the index for `state`; dropping the guard removes it.

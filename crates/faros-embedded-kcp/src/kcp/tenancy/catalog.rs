@@ -50,6 +50,14 @@ fn builtin(name: &str) -> Option<TypeInfo> {
         })
 }
 
+/// kcp grants `use` of `root:universal` to every authenticated user (ClusterRole
+/// `system:kcp:universal-workspacetype-use`). The grant is also created as RBAC objects, but
+/// admission honours it without them so the first requests after startup need not race the
+/// controller that writes them.
+pub fn usable_by_everyone(t: &TypeInfo) -> bool {
+    t.path == "root" && t.name == "universal"
+}
+
 fn type_info(path: &str, obj: &Value) -> Option<TypeInfo> {
     let name = obj.pointer("/metadata/name")?.as_str()?.to_string();
     let canonical = obj

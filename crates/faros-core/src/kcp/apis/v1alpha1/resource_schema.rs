@@ -63,7 +63,9 @@ pub struct APIResourceVersion {
     pub deprecated: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deprecation_warning: Option<String>,
-    /// The OpenAPI v3 schema itself, **not** wrapped in `{openAPIV3Schema: ...}`.
+    /// The OpenAPI v3 schema itself, **not** wrapped in `{openAPIV3Schema: ...}`. kcp's CRD keeps it
+    /// verbatim (`x-kubernetes-preserve-unknown-fields`), so a server must not prune it.
+    #[schemars(schema_with = "preserved_object")]
     pub schema: serde_json::Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subresources: Option<CustomResourceSubresources>,
@@ -120,6 +122,11 @@ pub fn split_schema_name(name: &str) -> Option<(&str, &str)> {
     let (_prefix, rest) = name.split_once('.')?;
     let (resource, group) = rest.split_once('.')?;
     Some((resource, if group == "core" { "" } else { group }))
+}
+
+/// An arbitrary JSON object kept as is by structural-schema servers.
+fn preserved_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
 }
 
 #[cfg(test)]

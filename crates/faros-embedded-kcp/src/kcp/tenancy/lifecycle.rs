@@ -1,0 +1,701 @@
+//! The workspace lifecycle controller: Scheduling → Initializing → Ready, and deletion.
+//!
+//! Each workspace needing work gets one worker future that advances it a step at a time, re-reading
+//! the stored object before every step, so a restart simply resumes from whatever was committed.
+//! Workers run inside the controller's own task (no detached spawns): aborting the controller stops
+//! them all, and nothing outlives the server's store.
+//!
+//! Steps (kcp's `workspace_reconcile_{metadata,scheduling,phase}.go` and the initializers):
+//! 1. no phase → `Scheduling` (label `tenancy.kcp.io/phase`);
+//! 2. pick the logical cluster name: annotations `internal.tenancy.kcp.io/cluster`, shard
+//!    annotations, finalizer `core.kcp.io/logicalcluster`;
+//! 3. the new cluster's default objects, the owner's `workspace-admin` binding, and its
+//!    LogicalCluster `cluster` in phase `Initializing` with the type chain's initializers;
+//! 4. Workspace `spec.cluster`, `spec.URL`, `WorkspaceScheduled`, phase `Initializing`;
+//! 5. built-in initializers (`root:universal`: namespace `default`; `system:apibindings`: default
+//!    APIBindings, done once each reports `InitialBindingCompleted`); others are left to whoever
+//!    owns them (they remove themselves from the LogicalCluster's `status.initializers`);
+//! 6. LogicalCluster `Ready`, then Workspace `Ready` with `WorkspaceInitialized`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::stream::{FuturesUnordered, SelectAll};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use faros_core::kcp::{
+    ANNOTATION_CORE_SHARD, ANNOTATION_LOGICALCLUSTER_TYPE, ANNOTATION_OWNER, ANNOTATION_WORKSPACE_CLUSTER,
+    ANNOTATION_WORKSPACE_SHARD, FINALIZER_LOGICALCLUSTER,
+};
+
+use super::status::{Cond, go_list, initializers, set_condition, set_phase};
+use super::types::{self, APIBINDINGS_INITIALIZER, TypeInfo};
+use super::{catalog, deletion, names};
+use crate::api::ApiState;
+use crate::controllers::{create_object, list_all, rv, write};
+use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
+use crate::store::{Event, EventType, ObjectKey, WatchFilter, WriteOp};
+
+const WS_GROUP: &str = "tenancy.kcp.io";
+const WS_RESOURCE: &str = "workspaces";
+const SHARD: &str = "root";
+/// The universal type's initializer.
+const UNIVERSAL_INITIALIZER: &str = "root:universal";
+
+/// What a worker does after a step.
+#[derive(Debug, PartialEq, Eq)]
+enum Next {
+    /// Take the next step right away.
+    Now,
+    /// Take the next step after the phase delay (the state just written stays visible that long).
+    Later,
+    /// Nothing to do until something changes (an event marks the workspace dirty again).
+    Idle,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct WsKey {
+    cluster: String,
+    name: String,
+}
+
+impl WsKey {
+    fn object_key(&self) -> ObjectKey {
+        ObjectKey::new(WS_GROUP, WS_RESOURCE, self.cluster.as_str(), "", self.name.as_str())
+    }
+}
+
+struct Controller {
+    state: Arc<ApiState>,
+    /// Workspaces with a worker, and whether something changed since its last read.
+    running: Mutex<HashMap<WsKey, bool>>,
+    /// Logical cluster name → the Workspace that owns it (events inside a cluster wake its owner).
+    owners: Mutex<HashMap<String, WsKey>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Controller {
+    /// Marks a workspace dirty; true when a new worker must be started for it.
+    fn kick(&self, key: &WsKey) -> bool {
+        let mut running = lock(&self.running);
+        match running.get_mut(key) {
+            Some(dirty) => {
+                *dirty = true;
+                false
+            }
+            None => {
+                running.insert(key.clone(), false);
+                true
+            }
+        }
+    }
+
+    fn observe(&self, event: &Event) -> Option<WsKey> {
+        let key = &event.key;
+        if key.group == WS_GROUP && key.resource == WS_RESOURCE {
+            let ws_key = WsKey {
+                cluster: key.cluster.clone(),
+                name: key.name.clone(),
+            };
+            if let Some(cluster) = deletion::cluster_of_workspace(&event.object) {
+                let mut owners = lock(&self.owners);
+                if event.event_type == EventType::Deleted {
+                    owners.remove(&cluster);
+                } else {
+                    owners.insert(cluster, ws_key.clone());
+                }
+            }
+            return (event.event_type != EventType::Deleted).then_some(ws_key);
+        }
+        // A LogicalCluster or APIBinding changed inside a workspace: its owner may move on.
+        lock(&self.owners).get(&key.cluster).cloned()
+    }
+
+    async fn drive(self: Arc<Self>, key: WsKey) {
+        loop {
+            if let Some(dirty) = lock(&self.running).get_mut(&key) {
+                *dirty = false;
+            }
+            match step(&self.state, &key).await {
+                // Yield so one busy workspace cannot starve the rest of a single-threaded runtime.
+                Next::Now => tokio::task::yield_now().await,
+                Next::Later => tokio::time::sleep(super::phase_delay()).await,
+                Next::Idle => {
+                    let mut running = lock(&self.running);
+                    if running.get(&key).copied().unwrap_or(false) {
+                        continue;
+                    }
+                    running.remove(&key);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn filter(group: &str, resource: &str) -> WatchFilter {
+    WatchFilter {
+        group: group.into(),
+        resource: resource.into(),
+        cluster: None,
+        namespace: None,
+    }
+}
+
+/// Runs the lifecycle controller until aborted.
+pub async fn run(state: Arc<ApiState>) {
+    catalog::ensure_builtins(&state).await;
+    let ctl = Arc::new(Controller {
+        state: state.clone(),
+        running: Mutex::new(HashMap::new()),
+        owners: Mutex::new(HashMap::new()),
+    });
+    let mut workers = FuturesUnordered::new();
+    loop {
+        // List, then watch from the RV the list saw; events in between are replayed, which is harmless.
+        let from = state.store.current_rv();
+        let mut streams = SelectAll::new();
+        let mut ok = true;
+        for (g, r) in [
+            (WS_GROUP, WS_RESOURCE),
+            (LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE),
+            ("apis.kcp.io", "apibindings"),
+            (WS_GROUP, catalog::TYPES),
+        ] {
+            match state.store.watch(from, filter(g, r)) {
+                Ok(s) => streams.push(s),
+                Err(e) => {
+                    tracing::warn!(error = %e, "workspace controller cannot watch");
+                    ok = false;
+                }
+            }
+        }
+        if !ok {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        }
+        for ws in list_all(&state, WS_GROUP, WS_RESOURCE, None, None) {
+            let key = crate::controllers::key_of(WS_GROUP, WS_RESOURCE, &ws);
+            let ws_key = WsKey {
+                cluster: key.cluster,
+                name: key.name,
+            };
+            if let Some(cluster) = deletion::cluster_of_workspace(&ws) {
+                lock(&ctl.owners).insert(cluster, ws_key.clone());
+            }
+            if needs_work(&ws) && ctl.kick(&ws_key) {
+                workers.push(ctl.clone().drive(ws_key));
+            }
+        }
+        for t in list_all(&state, WS_GROUP, catalog::TYPES, None, None) {
+            mark_type_ready(&state, &t).await;
+        }
+        loop {
+            tokio::select! {
+                event = streams.next() => match event {
+                    Some(Ok(event)) => {
+                        if event.key.resource == catalog::TYPES {
+                            if event.event_type != EventType::Deleted {
+                                mark_type_ready(&state, &event.object).await;
+                            }
+                            continue;
+                        }
+                        if let Some(key) = ctl.observe(&event) {
+                            if ctl.kick(&key) {
+                                workers.push(ctl.clone().drive(key));
+                            }
+                        }
+                    }
+                    // History overrun or end: list again.
+                    _ => break,
+                },
+                Some(()) = workers.next(), if !workers.is_empty() => {}
+            }
+        }
+    }
+}
+
+fn needs_work(ws: &Value) -> bool {
+    ws.pointer("/metadata/deletionTimestamp").is_some()
+        || ws.pointer("/status/phase").and_then(Value::as_str) != Some("Ready")
+}
+
+/// kcp's WorkspaceType controller reports every type Ready (there are no virtual workspace URLs to
+/// publish here, as the initializing workspaces view is not served).
+async fn mark_type_ready(state: &ApiState, obj: &Value) {
+    let ready = obj
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+    if ready {
+        return;
+    }
+    let mut updated = obj.clone();
+    set_condition(
+        &mut updated,
+        &Cond {
+            type_: "Ready",
+            status: true,
+            reason: "",
+            message: "",
+            severity: "",
+        },
+        &crate::objects::now_rfc3339(),
+    );
+    let key = crate::controllers::key_of(WS_GROUP, catalog::TYPES, obj);
+    write(
+        state,
+        WriteOp::Update {
+            key,
+            object: updated,
+            expected_rv: rv(obj),
+        },
+    )
+    .await;
+}
+
+async fn step(state: &ApiState, key: &WsKey) -> Next {
+    let object_key = key.object_key();
+    let Ok(Some(ws)) = state.store.get(&object_key) else {
+        return Next::Idle;
+    };
+    if ws.pointer("/metadata/deletionTimestamp").is_some() {
+        deletion::finalize(state, &object_key, &ws).await;
+        return Next::Idle;
+    }
+    let phase = ws.pointer("/status/phase").and_then(Value::as_str).unwrap_or_default();
+    match phase {
+        "" => {
+            let mut updated = ws.clone();
+            set_phase(&mut updated, "Scheduling");
+            update(state, &object_key, &ws, updated, Next::Later).await
+        }
+        "Scheduling" => schedule(state, key, &ws).await,
+        "Initializing" => initialize(state, key, &ws).await,
+        _ => Next::Idle,
+    }
+}
+
+/// Commits `updated` as the successor of `ws`; a lost race waits for the change's event.
+async fn update(state: &ApiState, key: &ObjectKey, ws: &Value, updated: Value, then: Next) -> Next {
+    if &updated == ws {
+        // Nothing to change means nothing to wait for either: avoid spinning on a no-op.
+        return Next::Idle;
+    }
+    let op = WriteOp::Update {
+        key: key.clone(),
+        object: updated,
+        expected_rv: rv(ws),
+    };
+    if write(state, op).await { then } else { Next::Idle }
+}
+
+fn annotation<'a>(obj: &'a Value, name: &str) -> Option<&'a str> {
+    obj.pointer("/metadata/annotations")
+        .and_then(|a| a.get(name))
+        .and_then(Value::as_str)
+}
+
+fn set_annotation(obj: &mut Value, name: &str, value: &str) {
+    let meta = crate::objects::meta_mut(obj);
+    let ann = meta.entry("annotations").or_insert_with(|| json!({}));
+    if let Some(ann) = ann.as_object_mut() {
+        ann.insert(name.into(), json!(value));
+    }
+}
+
+fn workspace_type(state: &ApiState, ws: &Value) -> Option<(TypeInfo, Vec<TypeInfo>)> {
+    let path = ws.pointer("/spec/type/path").and_then(Value::as_str)?;
+    let name = ws.pointer("/spec/type/name").and_then(Value::as_str)?;
+    let get = |p: &str, n: &str| catalog::lookup(state, p, n);
+    let t = get(path, name)?;
+    let aliases = types::aliases(&get, &t).ok()?;
+    Some((t, aliases))
+}
+
+fn lc_key(cluster: &str) -> ObjectKey {
+    ObjectKey::new(
+        LOGICAL_CLUSTER_GROUP,
+        LOGICAL_CLUSTER_RESOURCE,
+        cluster,
+        "",
+        LOGICAL_CLUSTER_NAME,
+    )
+}
+
+async fn schedule(state: &ApiState, key: &WsKey, ws: &Value) -> Next {
+    let object_key = key.object_key();
+    let Some(cluster) = annotation(ws, ANNOTATION_WORKSPACE_CLUSTER).map(String::from) else {
+        let cluster = ws
+            .pointer("/spec/cluster")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .map(String::from)
+            .unwrap_or_else(|| unused_cluster_name(state));
+        let mut updated = ws.clone();
+        set_annotation(&mut updated, ANNOTATION_WORKSPACE_CLUSTER, &cluster);
+        set_annotation(&mut updated, ANNOTATION_CORE_SHARD, SHARD);
+        set_annotation(&mut updated, ANNOTATION_WORKSPACE_SHARD, &names::shard_hash(SHARD));
+        let mut finalizers = crate::objects::finalizers(&updated);
+        if !finalizers.iter().any(|f| f == FINALIZER_LOGICALCLUSTER) {
+            finalizers.push(FINALIZER_LOGICALCLUSTER.into());
+        }
+        crate::objects::meta_mut(&mut updated).insert("finalizers".into(), json!(finalizers));
+        return update(state, &object_key, ws, updated, Next::Now).await;
+    };
+    let Some(parent_path) = catalog::path_of_cluster(state, &key.cluster) else {
+        return Next::Idle;
+    };
+    let path = format!("{parent_path}:{}", key.name);
+    let url = format!("{}/clusters/{path}", super::wait_server_url(state).await);
+    let Some((t, aliases)) = workspace_type(state, ws) else {
+        let mut updated = ws.clone();
+        let message = format!(
+            "workspace type {}:{} cannot be resolved",
+            ws.pointer("/spec/type/path").and_then(Value::as_str).unwrap_or_default(),
+            ws.pointer("/spec/type/name").and_then(Value::as_str).unwrap_or_default()
+        );
+        let cond = Cond {
+            type_: "WorkspaceScheduled",
+            status: false,
+            reason: "Unschedulable",
+            message: &message,
+            severity: "Error",
+        };
+        set_condition(&mut updated, &cond, &crate::objects::now_rfc3339());
+        return update(state, &object_key, ws, updated, Next::Idle).await;
+    };
+    let lc = match state.store.get(&lc_key(&cluster)) {
+        Ok(Some(lc)) if lc.pointer("/status/phase").is_none() => {
+            // Created, but the status write did not happen (a restart in between).
+            let mut with_status = lc.clone();
+            with_status["status"] = lc_status(&url, &types::initializers(&aliases));
+            return update(state, &lc_key(&cluster), &lc, with_status, Next::Now).await;
+        }
+        Ok(Some(lc)) => lc,
+        Ok(None) => {
+            return create_logical_cluster(state, key, ws, &cluster, &path, &url, &t, &aliases).await;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, cluster, "cannot read LogicalCluster");
+            return Next::Idle;
+        }
+    };
+    let mut updated = ws.clone();
+    updated["spec"]["cluster"] = json!(cluster);
+    updated["spec"]["URL"] = json!(url);
+    let now = crate::objects::now_rfc3339();
+    let cond = Cond {
+        type_: "WorkspaceScheduled",
+        status: true,
+        reason: "",
+        message: "",
+        severity: "",
+    };
+    set_condition(&mut updated, &cond, &now);
+    set_phase(&mut updated, "Initializing");
+    mirror_initializers(&mut updated, &initializers(&lc), &now);
+    update(state, &object_key, ws, updated, Next::Later).await
+}
+
+fn unused_cluster_name(state: &ApiState) -> String {
+    let index = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+    loop {
+        let name = names::random_cluster_name();
+        if index.get(&name).is_none() {
+            return name;
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn create_logical_cluster(
+    state: &ApiState,
+    key: &WsKey,
+    ws: &Value,
+    cluster: &str,
+    path: &str,
+    url: &str,
+    t: &TypeInfo,
+    aliases: &[TypeInfo],
+) -> Next {
+    ensure_default_objects(state, cluster).await;
+    let owner = annotation(ws, ANNOTATION_OWNER);
+    if let Some(owner) = owner {
+        ensure_workspace_admin(state, cluster, owner).await;
+    }
+    let inits = types::initializers(aliases);
+    let mut annotations = json!({
+        PATH_ANNOTATION: path,
+        ANNOTATION_LOGICALCLUSTER_TYPE: t.qualified(),
+        ANNOTATION_CORE_SHARD: SHARD,
+    });
+    if let Some(owner) = owner {
+        annotations[ANNOTATION_OWNER] = json!(owner);
+    }
+    let mut spec = json!({
+        "owner": {"apiVersion": "tenancy.kcp.io/v1alpha1", "resource": WS_RESOURCE, "name": key.name,
+                  "cluster": key.cluster, "uid": ws.pointer("/metadata/uid").cloned().unwrap_or(Value::Null)},
+        "initializers": inits,
+    });
+    if let Some(created_by) = owner.and_then(|o| serde_json::from_str::<Value>(o).ok()) {
+        spec["createdBy"] = created_by;
+    }
+    let lc = json!({
+        "apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster",
+        "metadata": {"name": LOGICAL_CLUSTER_NAME, "annotations": annotations},
+        "spec": spec,
+        "status": lc_status(url, &inits),
+    });
+    let status = lc["status"].clone();
+    match create_object(state, cluster, LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, lc).await {
+        // A create drops the status (it is a subresource); the scheduler sets it right after.
+        Ok(created) => {
+            let mut with_status = created.clone();
+            with_status["status"] = status;
+            update(state, &lc_key(cluster), &created, with_status, Next::Now).await
+        }
+        Err(e) if e.code == 409 => Next::Now,
+        Err(e) => {
+            tracing::warn!(error = %e, cluster, "cannot create LogicalCluster");
+            Next::Idle
+        }
+    }
+}
+
+/// A new LogicalCluster's status: Initializing, with its initializers still to run.
+fn lc_status(url: &str, inits: &[String]) -> Value {
+    json!({"URL": url, "phase": "Initializing", "initializers": inits})
+}
+
+/// What every logical cluster has (default RBAC roles); the `default` namespace comes from the
+/// universal initializer only, as in kcp.
+async fn ensure_default_objects(state: &ApiState, cluster: &str) {
+    for (mut key, obj) in crate::bootstrap::default_objects() {
+        if key.group.is_empty() && key.resource == "namespaces" {
+            continue;
+        }
+        key.cluster = cluster.to_string();
+        if matches!(state.store.get(&key), Ok(Some(_))) {
+            continue;
+        }
+        if let Err(e) = create_object(state, cluster, &key.group, &key.resource, obj).await
+            && e.code != 409
+        {
+            tracing::warn!(error = %e, cluster, name = %key.name, "cannot create default object");
+        }
+    }
+}
+
+/// kcp's `workspace-admin` ClusterRoleBinding: the workspace's creator is its cluster-admin.
+async fn ensure_workspace_admin(state: &ApiState, cluster: &str, owner: &str) {
+    let Some(username) = serde_json::from_str::<Value>(owner)
+        .ok()
+        .and_then(|o| o.get("username").and_then(Value::as_str).map(String::from))
+    else {
+        return;
+    };
+    let rbac = "rbac.authorization.k8s.io";
+    let key = ObjectKey::new(rbac, "clusterrolebindings", cluster, "", "workspace-admin");
+    if matches!(state.store.get(&key), Ok(Some(_))) {
+        return;
+    }
+    let crb = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "workspace-admin"},
+        "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"apiGroup": rbac, "kind": "User", "name": username}]});
+    if let Err(e) = create_object(state, cluster, rbac, "clusterrolebindings", crb).await
+        && e.code != 409
+    {
+        tracing::warn!(error = %e, cluster, "cannot create workspace-admin binding");
+    }
+}
+
+/// The Workspace mirrors the LogicalCluster's remaining initializers while Initializing.
+fn mirror_initializers(ws: &mut Value, inits: &[String], now: &str) {
+    if inits.is_empty() {
+        if let Some(status) = ws.get_mut("status").and_then(Value::as_object_mut) {
+            status.remove("initializers");
+        }
+        return;
+    }
+    ws["status"]["initializers"] = json!(inits);
+    let message = format!("Initializers still exist: {}", go_list(inits));
+    let cond = Cond {
+        type_: "WorkspaceInitialized",
+        status: false,
+        reason: "InitializerExists",
+        message: &message,
+        severity: "Info",
+    };
+    set_condition(ws, &cond, now);
+}
+
+async fn initialize(state: &ApiState, key: &WsKey, ws: &Value) -> Next {
+    let object_key = key.object_key();
+    let Some(cluster) = deletion::cluster_of_workspace(ws) else {
+        return Next::Idle;
+    };
+    let Ok(Some(lc)) = state.store.get(&lc_key(&cluster)) else {
+        return Next::Idle;
+    };
+    let now = crate::objects::now_rfc3339();
+    let inits = initializers(&lc);
+    let lc_phase = lc.pointer("/status/phase").and_then(Value::as_str).unwrap_or_default();
+    if lc_phase == "Ready" {
+        let mut updated = ws.clone();
+        mirror_initializers(&mut updated, &[], &now);
+        let cond = Cond {
+            type_: "WorkspaceInitialized",
+            status: true,
+            reason: "",
+            message: "",
+            severity: "",
+        };
+        set_condition(&mut updated, &cond, &now);
+        set_phase(&mut updated, "Ready");
+        return update(state, &object_key, ws, updated, Next::Idle).await;
+    }
+    let mut mirrored = ws.clone();
+    mirror_initializers(&mut mirrored, &inits, &now);
+    if mirrored != *ws {
+        return update(state, &object_key, ws, mirrored, Next::Now).await;
+    }
+    if inits.is_empty() {
+        let mut ready = lc.clone();
+        if !ready.get("status").is_some_and(Value::is_object) {
+            ready["status"] = json!({});
+        }
+        ready["status"]["phase"] = json!("Ready");
+        if let Some(status) = ready["status"].as_object_mut() {
+            status.remove("initializers");
+        }
+        return update(state, &lc_key(&cluster), &lc, ready, Next::Now).await;
+    }
+    let aliases = workspace_type(state, ws).map(|(_, a)| a).unwrap_or_default();
+    for init in &inits {
+        let done = match init.as_str() {
+            UNIVERSAL_INITIALIZER => {
+                let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"},
+                    "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+                match create_object(state, &cluster, "", "namespaces", ns).await {
+                    Ok(_) => true,
+                    Err(e) => e.code == 409,
+                }
+            }
+            APIBINDINGS_INITIALIZER => default_bindings_complete(state, &cluster, &aliases).await,
+            // Someone else's initializer: they remove it from the LogicalCluster's status.
+            _ => false,
+        };
+        if done {
+            let mut updated = lc.clone();
+            let rest: Vec<&String> = inits.iter().filter(|i| *i != init).collect();
+            updated["status"]["initializers"] = json!(rest);
+            return update(state, &lc_key(&cluster), &lc, updated, Next::Now).await;
+        }
+    }
+    Next::Idle
+}
+
+/// Creates the chain's default APIBindings that are missing; true once every one of them reports
+/// `InitialBindingCompleted=True` (the binding controller binds them).
+async fn default_bindings_complete(state: &ApiState, cluster: &str, aliases: &[TypeInfo]) -> bool {
+    let mut complete = true;
+    for reference in types::default_bindings(aliases) {
+        let export_path = reference.path.clone().unwrap_or_default();
+        let name = names::default_binding_name(cluster, &export_path, &reference.export);
+        let key = ObjectKey::new("apis.kcp.io", "apibindings", cluster, "", name.as_str());
+        match state.store.get(&key) {
+            Ok(Some(binding)) => {
+                let bound = binding
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "InitialBindingCompleted" && c["status"] == "True")
+                    });
+                complete &= bound;
+            }
+            Ok(None) => {
+                complete = false;
+                let claims = accepted_claims(state, &export_path, &reference.export);
+                let binding = json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
+                    "metadata": {"name": name, "annotations": {PATH_ANNOTATION: catalog::path_of_cluster(state, cluster).unwrap_or_default()}},
+                    "spec": {"reference": {"export": {"path": export_path, "name": reference.export}},
+                             "permissionClaims": claims}});
+                if let Err(e) = create_object(state, cluster, "apis.kcp.io", "apibindings", binding).await
+                    && e.code != 409
+                {
+                    tracing::warn!(error = %e, cluster, "cannot create default APIBinding");
+                }
+            }
+            Err(_) => complete = false,
+        }
+    }
+    complete
+}
+
+/// kcp pre-accepts every claim of a default export, with its default selector or all objects.
+fn accepted_claims(state: &ApiState, export_path: &str, export: &str) -> Vec<Value> {
+    let Some(export_cluster) = catalog::cluster_of_path(state, export_path) else {
+        return Vec::new();
+    };
+    let key = ObjectKey::new("apis.kcp.io", "apiexports", export_cluster, "", export);
+    let Ok(Some(obj)) = state.store.get(&key) else {
+        return Vec::new();
+    };
+    obj.pointer("/spec/permissionClaims")
+        .and_then(Value::as_array)
+        .map(|claims| {
+            claims
+                .iter()
+                .map(|c| {
+                    let mut accepted = json!({"resource": c["resource"], "verbs": c.get("verbs").cloned().unwrap_or(json!([])),
+                        "selector": c.get("defaultSelector").cloned().unwrap_or(json!({"matchAll": true})),
+                        "state": "Accepted"});
+                    for field in ["group", "identityHash"] {
+                        if let Some(v) = c.get(field).filter(|v| v.as_str().is_some_and(|s| !s.is_empty())) {
+                            accepted[field] = v.clone();
+                        }
+                    }
+                    accepted
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initializers_are_mirrored_with_a_condition() {
+        let mut ws = json!({"metadata": {"name": "a"}, "status": {"phase": "Initializing"}});
+        mirror_initializers(&mut ws, &["root:universal".into(), "system:apibindings".into()], "t");
+        assert_eq!(ws["status"]["initializers"], json!(["root:universal", "system:apibindings"]));
+        assert_eq!(
+            ws["status"]["conditions"][0]["message"],
+            "Initializers still exist: [root:universal system:apibindings]"
+        );
+        mirror_initializers(&mut ws, &[], "t");
+        assert!(ws["status"].get("initializers").is_none());
+    }
+
+    #[test]
+    fn which_workspaces_need_work() {
+        for (ws, want) in [
+            (json!({"metadata": {}}), true),
+            (json!({"metadata": {}, "status": {"phase": "Initializing"}}), true),
+            (json!({"metadata": {}, "status": {"phase": "Ready"}}), false),
+            (json!({"metadata": {"deletionTimestamp": "x"}, "status": {"phase": "Ready"}}), true),
+        ] {
+            assert_eq!(needs_work(&ws), want, "{ws}");
+        }
+    }
+}

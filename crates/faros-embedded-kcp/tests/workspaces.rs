@@ -1,0 +1,547 @@
+//! Workspaces against a real embedded kcp: lifecycle phases, path addressing (kube-rs and kubectl),
+//! access, WorkspaceType limits and defaults, initializers, deletion and restart.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{BOB_TOKEN, TestServer, USER_TOKEN};
+use faros_core::kcp::{LogicalCluster, Workspace, WorkspaceType};
+use faros_core::wait::wait_for;
+use faros_embedded_kcp::kcp::tenancy;
+use faros_embedded_kcp::{Config, Server};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn start() -> TestServer {
+    let t = TestServer::start().await;
+    tenancy::set_server_url(t.server.state(), &t.server.url());
+    t
+}
+
+fn ws(name: &str, spec: serde_json::Value) -> Workspace {
+    serde_json::from_value(json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
+        "metadata": {"name": name}, "spec": spec}))
+    .unwrap()
+}
+
+fn wstype(name: &str, spec: serde_json::Value) -> WorkspaceType {
+    serde_json::from_value(json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",
+        "metadata": {"name": name}, "spec": spec}))
+    .unwrap()
+}
+
+fn phase(w: &Workspace) -> Option<String> {
+    w.phase().map(|p| p.to_string())
+}
+
+/// Creates `name` in the workspace at `parent` as admin and waits until it is Ready.
+async fn create_ready(t: &TestServer, parent: &str, name: &str, spec: serde_json::Value) -> Workspace {
+    let client = t.client_as(parent, "admin", t.server.admin_token()).await;
+    let api: Api<Workspace> = Api::all(client);
+    api.create(&PostParams::default(), &ws(name, spec)).await.unwrap();
+    wait_ready(api, name).await
+}
+
+async fn wait_ready(api: Api<Workspace>, name: &str) -> Workspace {
+    wait_for(api, name, |w| w.is_some_and(Workspace::is_ready), WAIT)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+fn api_err(e: kube::Error) -> kube::core::Status {
+    match e {
+        kube::Error::Api(s) => *s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn lifecycle_is_observable_and_ready_workspaces_are_complete() {
+    let t = start().await;
+    let api: Api<Workspace> = Api::all(t.admin().await);
+    let list = api.list(&Default::default()).await.unwrap();
+    let rv = list.metadata.resource_version.unwrap();
+    let mut events = api
+        .watch(&WatchParams::default().fields("metadata.name=a"), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let created = api.create(&PostParams::default(), &ws("a", json!({}))).await.unwrap();
+    // The create response carries no status: everything else happens asynchronously.
+    assert_eq!(phase(&created), None);
+    assert_eq!(
+        serde_json::to_value(&created.spec.type_).unwrap(),
+        json!({"name": "universal", "path": "root"})
+    );
+    let mut phases: Vec<Option<String>> = Vec::new();
+    let ready = tokio::time::timeout(WAIT, async {
+        while let Some(event) = events.next().await {
+            let w = match event.unwrap() {
+                WatchEvent::Added(w) | WatchEvent::Modified(w) => w,
+                other => panic!("unexpected event {other:?}"),
+            };
+            let p = phase(&w);
+            if phases.last() != Some(&p) {
+                phases.push(p);
+            }
+            if w.is_ready() {
+                return w;
+            }
+        }
+        panic!("watch ended early");
+    })
+    .await
+    .expect("workspace did not become Ready");
+    assert_eq!(
+        phases,
+        [
+            None,
+            Some("Scheduling".into()),
+            Some("Initializing".into()),
+            Some("Ready".into())
+        ]
+    );
+
+    let cluster = ready.spec.cluster.clone().unwrap();
+    assert_eq!(cluster.len(), 16);
+    assert!(cluster.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+    assert_eq!(ready.spec.url.as_deref(), Some(format!("{}/clusters/root:a", t.server.url()).as_str()));
+    let annotations = ready.metadata.annotations.clone().unwrap();
+    assert_eq!(annotations["internal.tenancy.kcp.io/cluster"], cluster);
+    assert_eq!(annotations["kcp.io/cluster"], "root");
+    assert_eq!(ready.metadata.labels.clone().unwrap()["tenancy.kcp.io/phase"], "Ready");
+    assert_eq!(ready.metadata.finalizers, Some(vec!["core.kcp.io/logicalcluster".to_string()]));
+    let status = serde_json::to_value(ready.status.as_ref().unwrap()).unwrap();
+    let conditions: Vec<(String, String)> = status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["type"].as_str().unwrap().into(), c["status"].as_str().unwrap().into()))
+        .collect();
+    assert_eq!(
+        conditions,
+        [
+            ("WorkspaceInitialized".to_string(), "True".to_string()),
+            ("WorkspaceScheduled".to_string(), "True".to_string())
+        ]
+    );
+    assert!(status.get("initializers").is_none());
+
+    // Inside, by path and by name: the LogicalCluster and the universal type's `default` namespace.
+    for target in ["root:a", cluster.as_str()] {
+        let inner = t.client_as(target, "admin", t.server.admin_token()).await;
+        let lc = Api::<LogicalCluster>::all(inner.clone()).get("cluster").await.unwrap();
+        assert_eq!(lc.path(), Some("root:a"));
+        assert_eq!(lc.phase().map(|p| p.to_string()).as_deref(), Some("Ready"));
+        let lc_ann = lc.metadata.annotations.unwrap();
+        assert_eq!(lc_ann["internal.tenancy.kcp.io/type"], "root:universal");
+        assert_eq!(lc_ann["kcp.io/cluster"], cluster);
+        let owner = lc.spec.owner.unwrap();
+        assert_eq!((owner.name.as_str(), owner.cluster.as_str()), ("a", "root"));
+        Api::<Namespace>::all(inner).get("default").await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn nested_paths_work_with_kubectl_and_unknown_paths_404() {
+    let t = start().await;
+    create_ready(&t, "root", "a", json!({})).await;
+    let b = create_ready(&t, "root:a", "b", json!({})).await;
+    assert_eq!(b.spec.url.as_deref(), Some(format!("{}/clusters/root:a:b", t.server.url()).as_str()));
+
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("config");
+    std::fs::write(&kubeconfig, t.server.kubeconfig("root:a:b", "admin", t.server.admin_token())).unwrap();
+    // tokio's Command: the server shares this test's runtime and must keep serving meanwhile.
+    let kubectl = async |args: &[&str]| {
+        let out = tokio::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(args)
+            .output()
+            .await
+            .unwrap();
+        assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(kubectl(&["get", "namespaces", "-o", "name"]).await, "namespace/default\n");
+    kubectl(&["create", "configmap", "hello", "-n", "default", "--from-literal=k=v"]).await;
+    assert_eq!(
+        kubectl(&["get", "configmap", "hello", "-n", "default", "-o", "jsonpath={.data.k}"]).await,
+        "v"
+    );
+    // The parent lists its child with kcp's columns.
+    let server_a = format!("{}/clusters/root:a", t.server.url());
+    let table = kubectl(&["--server", &server_a, "get", "workspaces"]).await;
+    let lines: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines[0][..4], ["NAME", "TYPE", "PHASE", "URL"]);
+    assert_eq!(
+        lines[1][..4],
+        ["b", "universal", "Ready", format!("{}/clusters/root:a:b", t.server.url()).as_str()]
+    );
+
+    let resp = t
+        .http()
+        .get(t.url("/clusters/root:a:nope/api/v1/namespaces"))
+        .bearer_auth(t.admin_token())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["message"], "workspaces.tenancy.kcp.io \"root:a:nope\" not found");
+}
+
+#[tokio::test]
+async fn creators_get_access_and_others_are_forbidden() {
+    let t = start().await;
+    let admin = t.admin().await;
+    let rbac = json!({"apiGroup": "rbac.authorization.k8s.io"});
+    let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(admin.clone());
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "ws-creator"},
+                "rules": [{"apiGroups": ["tenancy.kcp.io"], "resources": ["workspaces"], "verbs": ["create", "get", "list", "watch"]}]}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(admin.clone());
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "alice-ws-creator"},
+                "roleRef": {"apiGroup": rbac["apiGroup"], "kind": "ClusterRole", "name": "ws-creator"},
+                "subjects": [{"apiGroup": rbac["apiGroup"], "kind": "User", "name": "alice"}]}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+
+    let alice_ws: Api<Workspace> = Api::all(t.alice().await);
+    let created = alice_ws.create(&PostParams::default(), &ws("mine", json!({}))).await.unwrap();
+    let owner: serde_json::Value = serde_json::from_str(
+        &created.metadata.annotations.unwrap()["experimental.tenancy.kcp.io/owner"],
+    )
+    .unwrap();
+    assert_eq!(
+        owner,
+        json!({"username": "alice", "uid": "alice-uid", "groups": ["devs", "testers", "system:authenticated"]})
+    );
+    wait_ready(alice_ws.clone(), "mine").await;
+    create_ready(&t, "root", "theirs", json!({})).await;
+
+    // The creator is cluster-admin inside.
+    let alice_in = t.client_as("root:mine", "alice", USER_TOKEN).await;
+    let cms: Api<ConfigMap> = Api::namespaced(alice_in, "default");
+    cms.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(cms.list(&Default::default()).await.unwrap().items.len(), 1);
+
+    // Non-members get kcp's 403, whether or not they could see the parent.
+    let bob_in: Api<ConfigMap> = Api::namespaced(t.client_as("root:mine", "bob", BOB_TOKEN).await, "default");
+    let err = api_err(bob_in.list(&Default::default()).await.unwrap_err());
+    assert_eq!(err.code, 403);
+    assert_eq!(
+        err.message,
+        "configmaps is forbidden: User \"bob\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\": workspace access not permitted"
+    );
+    let alice_theirs: Api<ConfigMap> =
+        Api::namespaced(t.client_as("root:theirs", "alice", USER_TOKEN).await, "default");
+    assert_eq!(api_err(alice_theirs.list(&Default::default()).await.unwrap_err()).code, 403);
+
+    // Users cannot pick the logical cluster themselves.
+    let err = api_err(
+        alice_ws
+            .create(&PostParams::default(), &ws("forced", json!({"cluster": "abcdefghijklmnop"})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (
+            403,
+            "workspaces.tenancy.kcp.io \"forced\" is forbidden: spec.Cluster can only be set by system privileged users"
+        )
+    );
+}
+
+#[tokio::test]
+async fn workspace_type_limits_defaults_and_immutability() {
+    let t = start().await;
+    let types: Api<WorkspaceType> = Api::all(t.admin().await);
+    for (name, spec) in [
+        ("leaf", json!({"limitAllowedChildren": {"none": true}})),
+        (
+            "org",
+            json!({"limitAllowedChildren": {"types": [{"name": "team", "path": "root"}]},
+                   "defaultChildWorkspaceType": {"name": "team", "path": "root"},
+                   "extend": {"with": [{"name": "universal", "path": "root"}]}}),
+        ),
+        ("team", json!({"limitAllowedParents": {"types": [{"name": "org", "path": "root"}]}})),
+        ("big-team", json!({"extend": {"with": [{"name": "team", "path": "root"}]}})),
+    ] {
+        types.create(&PostParams::default(), &wstype(name, spec)).await.unwrap();
+    }
+    let org_type = wait_for(
+        types.clone(),
+        "org",
+        |o| {
+            o.and_then(|o| o.status.as_ref())
+                .is_some_and(|s| faros_core::kcp::Condition::is_type_true(s.conditions.as_deref(), "Ready"))
+        },
+        WAIT,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(org_type.metadata.annotations.unwrap()["kcp.io/path"], "root");
+
+    let root_ws: Api<Workspace> = Api::all(t.admin().await);
+    let forbidden = |name: &str, msg: &str| format!("workspaces.tenancy.kcp.io \"{name}\" is forbidden: {msg}");
+    let err = api_err(
+        root_ws
+            .create(&PostParams::default(), &ws("t", json!({"type": {"name": "team", "path": "root"}})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(err.code, 403);
+    assert_eq!(
+        err.message,
+        forbidden(
+            "t",
+            "workspace type root:team only allows [root:org] parent workspaces, but parent type root:root only implements [root:root root:universal]"
+        )
+    );
+    let err = api_err(
+        root_ws
+            .create(&PostParams::default(), &ws("big", json!({"type": {"name": "big-team"}})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        err.message,
+        forbidden(
+            "big",
+            "workspace type root:big-team extends root:team, which only allows [root:org] parent workspaces, but parent type root:root only implements [root:root root:universal]"
+        )
+    );
+    let err = api_err(
+        root_ws
+            .create(&PostParams::default(), &ws("n", json!({"type": {"name": "nope"}})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (err.code, err.message),
+        (403, forbidden("n", "workspace type \"nope\" cannot be resolved"))
+    );
+
+    create_ready(&t, "root", "l", json!({"type": {"name": "leaf", "path": "root"}})).await;
+    let in_leaf: Api<Workspace> = Api::all(t.client_as("root:l", "admin", t.server.admin_token()).await);
+    let err = api_err(
+        in_leaf
+            .create(&PostParams::default(), &ws("c", json!({"type": {"name": "universal", "path": "root"}})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(err.message, forbidden("c", "workspace type root:leaf cannot have any children"));
+
+    let o = create_ready(&t, "root", "o", json!({"type": {"name": "org"}})).await;
+    assert_eq!(
+        serde_json::to_value(&o.spec.type_).unwrap(),
+        json!({"name": "org", "path": "root"})
+    );
+    let in_org: Api<Workspace> = Api::all(t.client_as("root:o", "admin", t.server.admin_token()).await);
+    let err = api_err(
+        in_org
+            .create(&PostParams::default(), &ws("u", json!({"type": {"name": "universal", "path": "root"}})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        err.message,
+        forbidden(
+            "u",
+            "workspace type root:org only allows [root:team] child workspaces, but child type root:universal only implements [root:universal]"
+        )
+    );
+    // No type given: the parent's defaultChildWorkspaceType; extending types count as their bases.
+    let team = in_org.create(&PostParams::default(), &ws("t", json!({}))).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&team.spec.type_).unwrap(),
+        json!({"name": "team", "path": "root"})
+    );
+    wait_ready(in_org.clone(), "t").await;
+    in_org
+        .create(&PostParams::default(), &ws("big", json!({"type": {"name": "big-team"}})))
+        .await
+        .unwrap();
+    wait_ready(in_org.clone(), "big").await;
+
+    // spec.type cannot change.
+    let err = api_err(
+        in_org
+            .patch(
+                "t",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"type": {"name": "big-team"}}})),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(err.message, forbidden("t", "spec.type is immutable"));
+    // A team workspace does not extend universal: no initializer, no `default` namespace.
+    let in_team: Api<Namespace> = Api::all(t.client_as("root:o:t", "admin", t.server.admin_token()).await);
+    assert_eq!(api_err(in_team.get("default").await.unwrap_err()).code, 404);
+}
+
+#[tokio::test]
+async fn initializers_hold_workspaces_until_removed() {
+    let t = start().await;
+    let types: Api<WorkspaceType> = Api::all(t.admin().await);
+    types
+        .create(
+            &PostParams::default(),
+            &wstype(
+                "gated",
+                json!({"initializer": true, "extend": {"with": [{"name": "universal", "path": "root"}]},
+                       "defaultAPIBindings": [{"path": "root", "export": "widgets.example.io"}]}),
+            ),
+        )
+        .await
+        .unwrap();
+    let root_ws: Api<Workspace> = Api::all(t.admin().await);
+    root_ws
+        .create(&PostParams::default(), &ws("g", json!({"type": {"name": "gated"}})))
+        .await
+        .unwrap();
+    // universal's initializer runs; the type's own stays, and default bindings wait for binding.
+    let held = wait_for(
+        root_ws.clone(),
+        "g",
+        |w| {
+            w.and_then(|w| w.status.as_ref())
+                .and_then(|s| s.initializers.clone())
+                .is_some_and(|i| i == ["root:gated", "system:apibindings"])
+        },
+        WAIT,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(phase(&held).as_deref(), Some("Initializing"));
+    let cluster = held.spec.cluster.clone().unwrap();
+    let inner = t.client_as(&cluster, "admin", t.server.admin_token()).await;
+    let bindings: Api<faros_core::kcp::apis::v1alpha2::APIBinding> = Api::all(inner.clone());
+    let name = tenancy::names::default_binding_name(&cluster, "root", "widgets.example.io");
+    assert!(name.starts_with("widgets.example.io-"), "{name}");
+    let binding = wait_for(bindings.clone(), &name, |b| b.is_some(), WAIT).await.unwrap().unwrap();
+    assert_eq!(bindings.list(&Default::default()).await.unwrap().items.len(), 1);
+    let binding = serde_json::to_value(&binding).unwrap();
+    assert_eq!(
+        binding["spec"]["reference"],
+        json!({"export": {"path": "root", "name": "widgets.example.io"}})
+    );
+    // The creator (admin, no owner annotation) and initializers aside, nobody is let in yet.
+    let bob: Api<Namespace> = Api::all(t.client_as(&cluster, "bob", BOB_TOKEN).await);
+    assert_eq!(api_err(bob.get("default").await.unwrap_err()).code, 403);
+
+    // Whoever owns the initializers removes them from the LogicalCluster; the workspace moves on.
+    let lcs: Api<LogicalCluster> = Api::all(inner);
+    lcs.patch_status(
+        "cluster",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"initializers": []}})),
+    )
+    .await
+    .unwrap();
+    let ready = wait_ready(root_ws, "g").await;
+    assert!(ready.status.unwrap().initializers.is_none());
+}
+
+#[tokio::test]
+async fn deleting_a_workspace_removes_its_clusters() {
+    let t = start().await;
+    let d = create_ready(&t, "root", "d", json!({})).await;
+    let e = create_ready(&t, "root:d", "e", json!({})).await;
+    let cms: Api<ConfigMap> = Api::namespaced(t.client_as("root:d:e", "admin", t.server.admin_token()).await, "default");
+    cms.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    let (d_cluster, e_cluster) = (d.spec.cluster.unwrap(), e.spec.cluster.unwrap());
+    assert!(!t.server.state().store.scan_cluster(&e_cluster).unwrap().is_empty());
+
+    let root_ws: Api<Workspace> = Api::all(t.admin().await);
+    root_ws.delete("d", &DeleteParams::default()).await.unwrap();
+    wait_for(root_ws, "d", |w| w.is_none(), WAIT).await.unwrap();
+    for cluster in [&d_cluster, &e_cluster] {
+        assert_eq!(t.server.state().store.scan_cluster(cluster).unwrap(), vec![]);
+    }
+    for path in ["root:d", "root:d:e"] {
+        let resp = t
+            .http()
+            .get(t.url(&format!("/clusters/{path}/api/v1/namespaces")))
+            .bearer_auth(t.admin_token())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 404, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn restart_resumes_unfinished_workspaces() {
+    // Without a server URL the controller cannot finish scheduling: the workspace stops there.
+    let t = TestServer::start().await;
+    let root_ws: Api<Workspace> = Api::all(t.admin().await);
+    root_ws
+        .create(&PostParams::default(), &ws("r", json!({})))
+        .await
+        .unwrap();
+    wait_for(
+        root_ws,
+        "r",
+        |w| {
+            w.is_some_and(|w| {
+                phase(w).as_deref() == Some("Scheduling")
+                    && w.metadata
+                        .annotations
+                        .as_ref()
+                        .is_some_and(|a| a.contains_key("internal.tenancy.kcp.io/cluster"))
+            })
+        },
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let TestServer { server, dir } = t;
+    server.shutdown().await;
+
+    let mut config = Config::new(dir.path().join("state"));
+    config.token_file = Some(dir.path().join("tokens.csv"));
+    let server = Server::start(config).await.unwrap();
+    tenancy::set_server_url(server.state(), &server.url());
+    let t = TestServer { server, dir };
+    let root_ws: Api<Workspace> = Api::all(t.admin().await);
+    let ready = wait_ready(root_ws, "r").await;
+    assert_eq!(
+        ready.spec.url.as_deref(),
+        Some(format!("{}/clusters/root:r", t.server.url()).as_str())
+    );
+}

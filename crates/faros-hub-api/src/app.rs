@@ -1,0 +1,195 @@
+//! Shared request state and the router: which route is public, which is authenticated, and the
+//! layers every request passes (request ID, tracing, metrics).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use faros_core::identity::JWKS_PATH;
+use faros_core::status::Status;
+use http::{HeaderValue, header};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+use crate::auth::{Authenticator, require_caller};
+use crate::keys::KeyStore;
+use crate::metrics::Metrics;
+use crate::proxy::Upstream;
+use crate::registry::Registry;
+use crate::tokenreview::TokenReviewer;
+use crate::{api, heartbeat, proxy};
+
+/// Limits and timeouts of the HTTP surface.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// Longest wait for a provider upstream's response headers (then 504).
+    pub upstream_timeout: Duration,
+    /// Longest wait for kcp's response headers on the pass-through (watches send headers at once).
+    pub kcp_timeout: Duration,
+    /// Largest request body forwarded to a provider or kcp (then 413).
+    pub body_limit: usize,
+    /// Scheme the hub is served with, for `X-Forwarded-Proto`.
+    pub public_proto: &'static str,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            upstream_timeout: Duration::from_secs(30),
+            kcp_timeout: Duration::from_secs(30),
+            body_limit: 10 * 1024 * 1024,
+            public_proto: "https",
+        }
+    }
+}
+
+/// Everything a handler needs.
+pub struct Shared {
+    pub registry: Arc<Registry>,
+    pub authn: Arc<dyn Authenticator>,
+    /// Reviews heartbeat tokens in provider workspaces.
+    pub reviewer: Arc<dyn TokenReviewer>,
+    pub keys: Arc<KeyStore>,
+    pub metrics: Arc<Metrics>,
+    pub providers_http: Upstream,
+    pub kcp_http: Upstream,
+    /// kcp's server root (scheme, authority and any path prefix).
+    pub kcp_base: http::Uri,
+    pub settings: HttpSettings,
+}
+
+/// Cheap-to-clone handle on [`Shared`].
+pub type AppState = Arc<Shared>;
+
+/// The metrics label of a request path. Fixed strings keep the label set bounded.
+pub fn route_label(path: &str) -> &'static str {
+    match path {
+        "/healthz" | "/readyz" => "health",
+        "/metrics" => "metrics",
+        JWKS_PATH => "jwks",
+        "/api/providers" => "api_providers",
+        p if p.starts_with("/api/providers/") && p.ends_with("/heartbeat") => "heartbeat",
+        p if p.starts_with("/ui/providers/") => "ui_proxy",
+        p if p.starts_with("/services/providers/") => "backend_proxy",
+        p if p.starts_with("/clusters/") => "kcp",
+        p if p.starts_with("/services/apiexport/") => "kcp_apiexport",
+        _ => "other",
+    }
+}
+
+async fn count(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let label = route_label(req.uri().path());
+    let matched = req.extensions().get::<MatchedPath>().is_some();
+    let resp = next.run(req).await;
+    st.metrics.request(if matched { label } else { "other" }, resp.status().as_u16());
+    resp
+}
+
+async fn healthz() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        r#"{"status":"ok"}"#,
+    )
+        .into_response()
+}
+
+async fn readyz(State(st): State<AppState>) -> Response {
+    if st.registry.is_synced() {
+        "ok".into_response()
+    } else {
+        Status::unavailable("the catalog registry has not synced with kcp yet").into_response()
+    }
+}
+
+async fn metrics(State(st): State<AppState>) -> Response {
+    match st.metrics.encode() {
+        Ok(text) => {
+            let mut resp = text.into_response();
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+            );
+            resp
+        }
+        Err(e) => Status::internal(format!("encoding metrics: {e}")).into_response(),
+    }
+}
+
+async fn jwks(State(st): State<AppState>) -> Response {
+    let mut resp = axum::Json(st.keys.jwks()).into_response();
+    // Short: providers refetch on unknown kids anyway, and rotation should spread quickly.
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=60"));
+    resp
+}
+
+async fn not_found(req: Request) -> Response {
+    Status::not_found_message(format!("no route for {} {}", req.method(), req.uri().path())).into_response()
+}
+
+/// The hub router. Public: health, metrics, JWKS, heartbeats (authenticated by their own
+/// ServiceAccount rule), provider UIs (static assets, never credentialed) and the kcp
+/// pass-through (kcp authenticates). Everything else goes through the [`Authenticator`].
+pub fn router(st: AppState) -> Router {
+    let authn = st.authn.clone();
+    let authenticated = Router::new()
+        .route("/api/providers", get(api::list))
+        .route("/services/providers/{name}", any(proxy::handlers::backend))
+        .route("/services/providers/{name}/", any(proxy::handlers::backend))
+        .route("/services/providers/{name}/{*rest}", any(proxy::handlers::backend))
+        // route_layer: unmatched paths 404 without asking for credentials.
+        .route_layer(middleware::from_fn_with_state(authn, require_caller));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route(JWKS_PATH, get(jwks))
+        .route("/api/providers/{name}/heartbeat", post(heartbeat::heartbeat))
+        .route("/ui/providers/{name}", any(proxy::handlers::ui))
+        .route("/ui/providers/{name}/", any(proxy::handlers::ui))
+        .route("/ui/providers/{name}/{*rest}", any(proxy::handlers::ui))
+        .route("/clusters/{*rest}", any(proxy::handlers::kcp))
+        .route("/services/apiexport/{*rest}", any(proxy::handlers::kcp))
+        .merge(authenticated)
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(st.clone(), count))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &Request| {
+                let id = req
+                    .headers()
+                    .get("x-request-id")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default();
+                tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+            }),
+        )
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .with_state(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn route_labels() {
+        for (path, want) in [
+            ("/healthz", "health"),
+            ("/api/providers", "api_providers"),
+            ("/api/providers/q/heartbeat", "heartbeat"),
+            ("/ui/providers/q/main.js", "ui_proxy"),
+            ("/services/providers/q/api", "backend_proxy"),
+            ("/services/apiexport/x/y/clusters/*/apis", "kcp_apiexport"),
+            ("/clusters/root/api/v1/namespaces", "kcp"),
+            ("/.well-known/faros/jwks.json", "jwks"),
+            ("/nope", "other"),
+        ] {
+            assert_eq!(route_label(path), want, "{path}");
+        }
+    }
+}

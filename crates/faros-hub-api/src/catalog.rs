@@ -1,0 +1,357 @@
+//! Feeding the registry from kcp and writing CatalogEntry status back.
+//!
+//! The hub watches every CatalogEntry through the `providers.faros.sh` APIExport virtual workspace
+//! (`<vw>/clusters/*`), maps each entry's `kcp.io/cluster` to its workspace path (LogicalCluster
+//! `cluster`, annotation `kcp.io/path`), and lets the registry elect the authoritative one per name.
+//! A restart rebuilds everything from the watch: heartbeat state included, because it is persisted
+//! in status. Status is written through the same virtual workspace, only when it differs from what
+//! was observed, so N replicas do not fight.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use faros_core::catalog::{CatalogEntry, CatalogEntryStatus};
+use faros_core::client::ClientFactory;
+use faros_core::kcp::apis::v1alpha1::APIExportEndpointSlice;
+use faros_core::kcp::{ANNOTATION_CLUSTER, ANNOTATION_PATH, LOGICALCLUSTER_NAME, LogicalCluster, Workspace};
+use faros_core::names;
+use faros_core::wait::wait_for;
+use futures::StreamExt;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+use crate::registry::{Candidate, Registry, StatusWork};
+
+/// Timings of the catalog loops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CatalogSettings {
+    /// How often readiness is re-evaluated (staleness), and unresolved paths retried.
+    pub sweep_interval: Duration,
+    /// How long one wait for the endpoint slice lasts before it is retried.
+    pub endpoint_timeout: Duration,
+    /// Delay before a failed status write is retried.
+    pub retry_delay: Duration,
+}
+
+impl Default for CatalogSettings {
+    fn default() -> Self {
+        Self {
+            sweep_interval: names::HEARTBEAT_SWEEP_INTERVAL,
+            endpoint_timeout: Duration::from_secs(30),
+            retry_delay: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Errors of one kcp lookup.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("kcp client: {0}")]
+    Client(#[from] faros_core::client::ClientError),
+    #[error("{what}: {source}")]
+    Kube {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("{0}")]
+    Missing(String),
+}
+
+/// Cluster-name → workspace-path lookups, cached (a logical cluster's path never changes).
+#[derive(Debug)]
+pub struct Resolver {
+    factory: ClientFactory,
+    paths: Mutex<HashMap<String, String>>,
+}
+
+impl Resolver {
+    pub fn new(factory: ClientFactory) -> Self {
+        Self {
+            factory,
+            paths: Mutex::default(),
+        }
+    }
+
+    /// The workspace path of logical cluster `cluster`.
+    pub async fn path_of(&self, cluster: &str) -> Result<String, CatalogError> {
+        if let Some(p) = self.paths.lock().unwrap_or_else(|p| p.into_inner()).get(cluster) {
+            return Ok(p.clone());
+        }
+        let api: Api<LogicalCluster> = Api::all(self.factory.cluster(cluster)?);
+        let lc = api.get(LOGICALCLUSTER_NAME).await.map_err(|source| CatalogError::Kube {
+            what: format!("reading LogicalCluster of {cluster}"),
+            source,
+        })?;
+        let path = lc
+            .annotations()
+            .get(ANNOTATION_PATH)
+            .cloned()
+            .ok_or_else(|| CatalogError::Missing(format!("LogicalCluster of {cluster} has no {ANNOTATION_PATH}")))?;
+        self.paths
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(cluster.to_string(), path.clone());
+        Ok(path)
+    }
+
+    /// The logical cluster of `root:faros:providers:<name>` (for admin-applied entries).
+    pub async fn provider_cluster(&self, name: &str) -> Result<String, CatalogError> {
+        let api: Api<Workspace> = Api::all(self.factory.cluster(names::PROVIDERS_PATH)?);
+        let ws = api.get_opt(name).await.map_err(|source| CatalogError::Kube {
+            what: format!("reading Workspace {name} in {}", names::PROVIDERS_PATH),
+            source,
+        })?;
+        ws.and_then(|w| w.spec.cluster)
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| CatalogError::Missing(format!("{} has no logical cluster yet", names::provider_workspace_path(name))))
+    }
+}
+
+/// The catalog loops for one hub process.
+pub struct Catalog {
+    pub factory: ClientFactory,
+    pub registry: Arc<Registry>,
+    pub resolver: Arc<Resolver>,
+    pub metrics: Arc<Metrics>,
+    pub settings: CatalogSettings,
+}
+
+impl Catalog {
+    /// Runs until `cancel`: finds the virtual workspace, watches it, writes status, sweeps.
+    pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
+        let Some(urls) = self.endpoints(&cancel).await else { return };
+        tracing::info!(?urls, "watching CatalogEntries through the providers.faros.sh virtual workspace");
+        self.registry.expect_sources(urls.len());
+        let mut tasks = tokio::task::JoinSet::new();
+        for url in urls {
+            tasks.spawn(self.clone().watch(url, cancel.clone()));
+        }
+        tasks.spawn(self.clone().write_statuses(cancel.clone()));
+        tasks.spawn(self.clone().sweep(cancel.clone()));
+        while tasks.join_next().await.is_some() {}
+    }
+
+    async fn endpoints(&self, cancel: &CancellationToken) -> Option<Vec<String>> {
+        loop {
+            let found = async {
+                let api: Api<APIExportEndpointSlice> = Api::all(self.factory.cluster(names::SYSTEM_CONTROLLERS_PATH)?);
+                let slice = wait_for(api, names::PROVIDERS_EXPORT, |s| !urls(s).is_empty(), self.settings.endpoint_timeout)
+                    .await
+                    .map_err(|e| CatalogError::Missing(e.to_string()))?;
+                Ok::<_, CatalogError>(urls(slice.as_ref()))
+            };
+            tokio::select! {
+                _ = cancel.cancelled() => return None,
+                r = found => match r {
+                    Ok(urls) => return Some(urls),
+                    Err(error) => tracing::warn!(%error, "waiting for the providers.faros.sh virtual workspace URL"),
+                },
+            }
+        }
+    }
+
+    async fn candidate(&self, source: &str, entry: CatalogEntry) -> Option<Candidate> {
+        let Some(cluster) = entry.annotations().get(ANNOTATION_CLUSTER).cloned() else {
+            tracing::warn!(name = %entry.name_any(), "CatalogEntry without {ANNOTATION_CLUSTER} ignored");
+            return None;
+        };
+        let path = match self.resolver.path_of(&cluster).await {
+            Ok(p) => Some(p),
+            Err(error) => {
+                tracing::warn!(%cluster, %error, "cannot resolve the workspace of a CatalogEntry yet");
+                None
+            }
+        };
+        Some(Candidate {
+            cluster,
+            path,
+            source: source.to_string(),
+            entry,
+        })
+    }
+
+    async fn watch(self: Arc<Self>, url: String, cancel: CancellationToken) {
+        let client = match self.factory.virtual_workspace(&url, "*") {
+            Ok(c) => c,
+            Err(error) => {
+                tracing::error!(%url, %error, "cannot build the virtual workspace client");
+                return;
+            }
+        };
+        let api: Api<CatalogEntry> = Api::all(client);
+        let mut stream = std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff());
+        let mut listing: Vec<Candidate> = Vec::new();
+        loop {
+            let event = tokio::select! {
+                _ = cancel.cancelled() => return,
+                e = stream.next() => match e {
+                    Some(e) => e,
+                    None => return,
+                },
+            };
+            match event {
+                Ok(Event::Init) => listing.clear(),
+                Ok(Event::InitApply(entry)) => listing.extend(self.candidate(&url, entry).await),
+                Ok(Event::InitDone) => {
+                    tracing::info!(%url, entries = listing.len(), "CatalogEntries listed");
+                    self.registry.replace_source(&url, std::mem::take(&mut listing));
+                    self.resolve_missing().await;
+                }
+                Ok(Event::Apply(entry)) => {
+                    if let Some(c) = self.candidate(&url, entry).await {
+                        self.registry.upsert(c);
+                        self.resolve_missing().await;
+                    }
+                }
+                Ok(Event::Delete(entry)) => {
+                    if let Some(cluster) = entry.annotations().get(ANNOTATION_CLUSTER) {
+                        self.registry.remove(cluster, &entry.name_any());
+                    }
+                }
+                Err(error) => tracing::warn!(%url, %error, "CatalogEntry watch failed; retrying"),
+            }
+        }
+    }
+
+    /// Retries unresolved paths and provider-workspace clusters of admin-applied winners.
+    async fn resolve_missing(&self) {
+        for (name, cluster) in self.registry.unresolved() {
+            if let Ok(path) = self.resolver.path_of(&cluster).await {
+                self.registry.set_path(&name, &cluster, &path);
+            }
+        }
+        for name in self.registry.missing_provider_clusters() {
+            match self.resolver.provider_cluster(&name).await {
+                Ok(cluster) => self.registry.set_provider_cluster(&name, &cluster),
+                Err(error) => tracing::debug!(provider = %name, %error, "provider workspace not resolvable yet"),
+            }
+        }
+    }
+
+    async fn sweep(self: Arc<Self>, cancel: CancellationToken) {
+        let mut tick = tokio::time::interval(self.settings.sweep_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            let ready = self.registry.reevaluate(self.registry.clock().now());
+            self.metrics.set_ready_providers(ready);
+            self.resolve_missing().await;
+        }
+    }
+
+    async fn write_statuses(self: Arc<Self>, cancel: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = self.registry.dirty_notified() => {}
+            }
+            let now = self.registry.clock().now();
+            self.metrics
+                .set_ready_providers(self.registry.list().iter().filter(|v| v.readiness.ready).count());
+            for name in self.registry.take_dirty() {
+                for work in self.registry.desired_statuses(&name, now) {
+                    if !work.needs_write() {
+                        continue;
+                    }
+                    match self.write(&work).await {
+                        Ok(written) => {
+                            self.metrics.status_write("ok");
+                            self.registry.written(&work.name, &work.cluster, written);
+                        }
+                        Err(error) => {
+                            self.metrics.status_write("error");
+                            tracing::warn!(provider = %work.name, cluster = %work.cluster, %error, "writing CatalogEntry status failed; retrying");
+                            let registry = self.registry.clone();
+                            let delay = self.settings.retry_delay;
+                            let name = work.name.clone();
+                            tokio::spawn(async move {
+                                tokio::time::sleep(delay).await;
+                                registry.mark_dirty([name]);
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn write(&self, work: &StatusWork) -> Result<CatalogEntryStatus, CatalogError> {
+        let api: Api<CatalogEntry> = Api::all(self.factory.virtual_workspace(&work.source, &work.cluster)?);
+        let patch = json!({ "status": status_patch(&work.desired) });
+        let updated = api
+            .patch_status(&work.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|source| CatalogError::Kube {
+                what: format!("patching status of CatalogEntry {} in {}", work.name, work.cluster),
+                source,
+            })?;
+        Ok(updated.status.unwrap_or_else(|| work.desired.clone()))
+    }
+}
+
+fn urls(slice: Option<&APIExportEndpointSlice>) -> Vec<String> {
+    slice
+        .and_then(|s| s.status.as_ref())
+        .and_then(|s| s.endpoints.as_ref())
+        .map(|eps| eps.iter().map(|e| e.url.clone()).filter(|u| !u.is_empty()).collect())
+        .unwrap_or_default()
+}
+
+/// The merge patch body of `status`: the hub's fields with explicit nulls for absent ones, so a
+/// field the hub stopped setting is removed rather than left stale by JSON merge semantics.
+pub fn status_patch(status: &CatalogEntryStatus) -> Value {
+    let mut v = serde_json::to_value(status).unwrap_or_else(|_| json!({}));
+    if let Some(obj) = v.as_object_mut() {
+        for key in [
+            "workspace",
+            "endpoints",
+            "lastHeartbeat",
+            "reportedVersion",
+            "observedGeneration",
+            "conditions",
+        ] {
+            obj.entry(key).or_insert(Value::Null);
+        }
+        if let Some(eps) = obj.get_mut("endpoints").and_then(Value::as_object_mut) {
+            for key in ["ui", "backend"] {
+                eps.entry(key).or_insert(Value::Null);
+            }
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use faros_core::catalog::Endpoints;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn status_patch_nulls_what_the_hub_does_not_set() {
+        let s = CatalogEntryStatus {
+            endpoints: Some(Endpoints {
+                ui: Some("http://q/".into()),
+                backend: None,
+            }),
+            observed_generation: Some(2),
+            ..Default::default()
+        };
+        assert_eq!(
+            status_patch(&s),
+            json!({"workspace": null, "endpoints": {"ui": "http://q/", "backend": null}, "lastHeartbeat": null,
+                   "reportedVersion": null, "observedGeneration": 2, "conditions": null})
+        );
+    }
+}

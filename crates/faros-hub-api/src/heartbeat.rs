@@ -1,0 +1,143 @@
+//! `POST /api/providers/{name}/heartbeat`.
+//!
+//! Only the provider's own ServiceAccount (`system:serviceaccount:default:provider` of the logical
+//! cluster of `root:faros:providers:<name>`) may beat for it; kcp vouches for the token through a
+//! TokenReview in that workspace. Without this anyone reaching the hub could keep a dead provider
+//! Ready (the original's hole).
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use faros_core::names;
+use faros_core::status::Status;
+use http::HeaderMap;
+use serde::Deserialize;
+
+use crate::app::AppState;
+use crate::auth::{bearer_token, missing_credentials};
+use crate::registry::RegistryError;
+use crate::tokenreview::ReviewedUser;
+
+/// The heartbeat body; both fields optional.
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct Beat {
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// Whether `user` may heartbeat for the provider whose workspace is logical cluster `cluster`.
+pub fn may_heartbeat(user: &ReviewedUser, cluster: &str) -> bool {
+    user.username == names::PROVIDER_SERVICE_ACCOUNT_USER && user.cluster_name() == Some(cluster)
+}
+
+/// Parses a heartbeat body (empty = no fields).
+pub fn parse_beat(body: &[u8]) -> Result<Beat, Status> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Beat::default());
+    }
+    serde_json::from_slice(body).map_err(|e| Status::bad_request(format!("invalid body: {e}")))
+}
+
+pub async fn heartbeat(State(st): State<AppState>, Path(name): Path<String>, headers: HeaderMap, body: Body) -> Response {
+    let result = beat(&st, &name, &headers, body).await;
+    st.metrics.heartbeat(match &result {
+        Ok(_) => "ok",
+        Err(s) if s.code == 401 || s.code == 403 => "denied",
+        Err(_) => "error",
+    });
+    match result {
+        Ok(()) => ([(http::header::CONTENT_TYPE, "application/json")], r#"{"status":"ok"}"#).into_response(),
+        Err(s) => s.into_response(),
+    }
+}
+
+async fn beat(st: &AppState, name: &str, headers: &HeaderMap, body: Body) -> Result<(), Status> {
+    let token = bearer_token(headers).ok_or_else(missing_credentials)?;
+    let provider = st
+        .registry
+        .get(name)
+        .ok_or_else(|| Status::not_found(names::PROVIDERS_GROUP, names::CATALOG_ENTRIES_RESOURCE, name))?;
+    let cluster = provider.provider_cluster.as_deref().ok_or_else(|| {
+        Status::unavailable(format!(
+            "the workspace {} of provider {name:?} is not known to the hub yet; retry",
+            names::provider_workspace_path(name)
+        ))
+    })?;
+    let user = match st.reviewer.review(cluster, token).await {
+        Ok(Some(user)) => user,
+        Ok(None) => return Err(Status::unauthorized("the bearer token is not valid")),
+        Err(e) => {
+            tracing::warn!(provider = name, error = %e, "heartbeat: TokenReview failed");
+            return Err(Status::unavailable("cannot verify the heartbeat token right now; retry"));
+        }
+    };
+    if !may_heartbeat(&user, cluster) {
+        return Err(Status::forbidden(format!(
+            "User {:?} cannot heartbeat for provider {name:?}: only {} of {} may",
+            user.username,
+            names::PROVIDER_SERVICE_ACCOUNT_USER,
+            names::provider_workspace_path(name)
+        )));
+    }
+    let bytes = axum::body::to_bytes(body, names::HEARTBEAT_BODY_LIMIT)
+        .await
+        .map_err(|_| Status::too_large(format!("heartbeat body exceeds {} bytes", names::HEARTBEAT_BODY_LIMIT)))?;
+    let beat = parse_beat(&bytes)?;
+    let now = st.registry.clock().now();
+    match st.registry.heartbeat(name, beat.version, now) {
+        Ok(_) => Ok(()),
+        Err(RegistryError::UnknownProvider(_)) => Err(Status::not_found(
+            names::PROVIDERS_GROUP,
+            names::CATALOG_ENTRIES_RESOURCE,
+            name,
+        )),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn user(name: &str, cluster: Option<&str>) -> ReviewedUser {
+        ReviewedUser {
+            username: name.into(),
+            extra: cluster
+                .map(|c| BTreeMap::from([(crate::tokenreview::EXTRA_CLUSTER_NAME.to_string(), vec![c.to_string()])]))
+                .unwrap_or_default(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn who_may_heartbeat() {
+        let sa = "system:serviceaccount:default:provider";
+        for (u, want) in [
+            (user(sa, Some("c1")), true),
+            (user(sa, Some("c2")), false),
+            (user(sa, None), false),
+            (user("system:serviceaccount:default:other", Some("c1")), false),
+            (user("system:serviceaccount:kube-system:provider", Some("c1")), false),
+            (user("admin", None), false),
+        ] {
+            assert_eq!(may_heartbeat(&u, "c1"), want, "{u:?}");
+        }
+    }
+
+    #[test]
+    fn bodies() {
+        assert_eq!(parse_beat(b"").unwrap(), Beat::default());
+        assert_eq!(
+            parse_beat(br#"{"version":"1.0","status":"healthy","extra":1}"#).unwrap(),
+            Beat {
+                version: Some("1.0".into()),
+                status: Some("healthy".into())
+            }
+        );
+        assert_eq!(parse_beat(b"{nope").unwrap_err().code, 400);
+        assert_eq!(parse_beat(br#"{"version":1}"#).unwrap_err().code, 400);
+    }
+}

@@ -1,0 +1,242 @@
+//! The hub's identity-assertion signing key, persisted and rotatable.
+//!
+//! The backend proxy signs a short-lived assertion per request ([`faros_core::identity`]); providers
+//! verify it against the JWKS the hub serves at [`faros_core::identity::JWKS_PATH`]. The key file
+//! survives restarts (so providers' cached JWKS stay valid), and is shared by replicas when mounted
+//! from one Secret. Rotation publishes the new key and keeps the previous public keys in the JWKS,
+//! so assertions signed just before a rotation still verify until they expire.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use faros_core::identity::{self, Claims, Identity, IdentityError, Jwk, Jwks, SigningKey};
+use serde::{Deserialize, Serialize};
+
+/// How many retired public keys stay published.
+pub const RETAINED_KEYS: usize = 2;
+
+/// Errors loading, creating or rotating the key.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("signing key {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("signing key {path} is not valid: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
+}
+
+#[derive(Serialize, Deserialize)]
+struct KeyFile {
+    current: StoredKey,
+    #[serde(default)]
+    previous: Vec<Jwk>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredKey {
+    kid: String,
+    /// PKCS#8 DER, base64.
+    pkcs8: String,
+}
+
+struct Keys {
+    current: Arc<SigningKey>,
+    previous: Vec<Jwk>,
+}
+
+/// The signing key and the published key set.
+pub struct KeyStore {
+    keys: RwLock<Keys>,
+    path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for KeyStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyStore").field("path", &self.path).finish()
+    }
+}
+
+fn new_kid() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..12].to_string()
+}
+
+impl KeyStore {
+    /// A key that lives as long as the process (tests; a single dev hub).
+    pub fn ephemeral() -> Result<Self, KeyError> {
+        Ok(Self {
+            keys: RwLock::new(Keys {
+                current: Arc::new(SigningKey::generate(new_kid())?),
+                previous: Vec::new(),
+            }),
+            path: None,
+        })
+    }
+
+    /// Loads the key file at `path`, creating it (mode 0600) when absent.
+    pub fn load_or_create(path: &Path) -> Result<Self, KeyError> {
+        let io = |source| KeyError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                let invalid = |message: String| KeyError::Invalid {
+                    path: path.to_path_buf(),
+                    message,
+                };
+                let file: KeyFile = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
+                let der = B64.decode(&file.current.pkcs8).map_err(|e| invalid(e.to_string()))?;
+                let key = SigningKey::from_pkcs8(file.current.kid, &der).map_err(|e| invalid(e.to_string()))?;
+                Ok(Self {
+                    keys: RwLock::new(Keys {
+                        current: Arc::new(key),
+                        previous: file.previous,
+                    }),
+                    path: Some(path.to_path_buf()),
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let store = Self {
+                    path: Some(path.to_path_buf()),
+                    ..Self::ephemeral()?
+                };
+                store.persist()?;
+                Ok(store)
+            }
+            Err(e) => Err(io(e)),
+        }
+    }
+
+    fn persist(&self) -> Result<(), KeyError> {
+        let Some(path) = &self.path else { return Ok(()) };
+        let file = {
+            let keys = self.keys.read().unwrap_or_else(|p| p.into_inner());
+            KeyFile {
+                current: StoredKey {
+                    kid: keys.current.kid().to_string(),
+                    pkcs8: B64.encode(keys.current.to_pkcs8()?),
+                },
+                previous: keys.previous.clone(),
+            }
+        };
+        // Serializing strings and JWKs cannot fail.
+        let bytes = serde_json::to_vec_pretty(&file).unwrap_or_default();
+        write_private(path, &bytes).map_err(|source| KeyError::Io {
+            path: path.clone(),
+            source,
+        })
+    }
+
+    /// Signs with a new key from now on; the old public key stays published.
+    pub fn rotate(&self) -> Result<String, KeyError> {
+        let new = Arc::new(SigningKey::generate(new_kid())?);
+        let kid = new.kid().to_string();
+        {
+            let mut keys = self.keys.write().unwrap_or_else(|p| p.into_inner());
+            let old = keys.current.public_jwk();
+            keys.previous.insert(0, old);
+            keys.previous.truncate(RETAINED_KEYS);
+            keys.current = new;
+        }
+        self.persist()?;
+        tracing::info!(kid = %kid, "rotated the identity assertion signing key");
+        Ok(kid)
+    }
+
+    /// A compact JWS asserting `identity` to `provider`, valid for [`identity::DEFAULT_TTL`].
+    pub fn sign(&self, identity: Identity, provider: &str, now_unix: i64) -> String {
+        let key = self.keys.read().unwrap_or_else(|p| p.into_inner()).current.clone();
+        key.sign(&Claims::new(identity, provider, now_unix, identity::DEFAULT_TTL))
+    }
+
+    /// The published keys: current first.
+    pub fn jwks(&self) -> Jwks {
+        let keys = self.keys.read().unwrap_or_else(|p| p.into_inner());
+        let mut out = vec![keys.current.public_jwk()];
+        out.extend(keys.previous.iter().cloned());
+        Jwks { keys: out }
+    }
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("tmp");
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    opts.mode(0o600);
+    let mut f = opts.open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use faros_core::identity::verify;
+    use pretty_assertions::assert_eq;
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn alice() -> Identity {
+        Identity {
+            user: "alice".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn persisted_key_survives_restart_and_rotation_keeps_old_tokens_valid() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys/signing.json");
+        let store = KeyStore::load_or_create(&path).unwrap();
+        let before = store.sign(alice(), "q", NOW);
+        let again = KeyStore::load_or_create(&path).unwrap();
+        assert_eq!(again.jwks(), store.jwks());
+        assert_eq!(verify(&before, &again.jwks(), "q", NOW).unwrap().identity.user, "alice");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+
+        let kid = again.rotate().unwrap();
+        let after = again.sign(alice(), "q", NOW);
+        assert_eq!(identity::token_kid(&after).unwrap(), kid);
+        let reloaded = KeyStore::load_or_create(&path).unwrap();
+        let jwks = reloaded.jwks();
+        assert_eq!(jwks.keys.len(), 2);
+        assert_eq!(jwks.keys[0].kid, kid);
+        assert!(verify(&before, &jwks, "q", NOW).is_ok());
+        assert!(verify(&after, &jwks, "q", NOW).is_ok());
+        // Only RETAINED_KEYS old keys stay published.
+        for _ in 0..3 {
+            reloaded.rotate().unwrap();
+        }
+        assert_eq!(reloaded.jwks().keys.len(), 1 + RETAINED_KEYS);
+        assert!(verify(&before, &reloaded.jwks(), "q", NOW).is_err());
+    }
+
+    #[test]
+    fn corrupt_key_file_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.json");
+        std::fs::write(&path, "{}").unwrap();
+        let err = KeyStore::load_or_create(&path).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("signing key {} is not valid", path.display())), "{err}");
+    }
+}

@@ -1,0 +1,274 @@
+//! `faros-hub-api`: the hub's front door (DESIGN §3.3–3.6).
+//!
+//! - **Registry** ([`registry`], [`catalog`]): CatalogEntries watched through the
+//!   `providers.faros.sh` virtual workspace; one authoritative entry per provider name; status
+//!   written back only when it changes.
+//! - **Heartbeats** ([`heartbeat`]) from the provider's own ServiceAccount only (TokenReview), and
+//!   **backend health probes** ([`probe`]); together they decide readiness.
+//! - **Routes** ([`app`]): `GET /api/providers`, the UI proxy, the backend proxy (verified identity
+//!   and a signed assertion instead of the caller's credentials), the kcp pass-through, health,
+//!   metrics and the assertion JWKS.
+//!
+//! Composition: [`Hub::new`] builds everything without IO; [`Hub::router`] is the axum router (for
+//! in-process tests or mounting), [`Hub::spawn_background`] starts the kcp-facing loops, and
+//! [`Hub::serve`] does both and serves HTTP(S) until shutdown. [`run`] is the binary's entry.
+
+pub mod api;
+pub mod app;
+pub mod auth;
+pub mod catalog;
+pub mod clock;
+pub mod heartbeat;
+pub mod keys;
+pub mod metrics;
+pub mod probe;
+pub mod proxy;
+pub mod registry;
+pub mod server;
+pub mod tokenreview;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use faros_core::client::{ClientError, ClientFactory};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use app::{AppState, HttpSettings};
+pub use catalog::CatalogSettings;
+pub use probe::ProbeSettings;
+pub use registry::{Registry, RegistrySettings};
+
+use auth::{Authenticator, BearerTokenReview};
+use clock::{Clock, SystemClock};
+use keys::KeyStore;
+use metrics::Metrics;
+use tokenreview::{CacheSettings, CachedReviewer, KubeTokenReviewer, TokenReviewer};
+
+/// Where the serving certificate comes from.
+#[derive(Clone)]
+pub enum Tls {
+    /// PEM files (`--tls-cert-file`, `--tls-key-file`).
+    Files { cert: PathBuf, key: PathBuf },
+    /// A ready rustls config (`faros dev` generates one from its CA).
+    Config(Arc<rustls::ServerConfig>),
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Files { cert, key } => f.debug_struct("Files").field("cert", cert).field("key", key).finish(),
+            Self::Config(_) => f.write_str("Config(..)"),
+        }
+    }
+}
+
+/// Everything the hub API needs; [`Config::new`] fills defaults that work in `faros dev`.
+#[derive(Clone)]
+pub struct Config {
+    /// Admin access to kcp (any `/clusters/<x>` suffix is ignored). The pass-through uses only its
+    /// server URL and CA, never its credentials.
+    pub kube: kube::Config,
+    pub listen: SocketAddr,
+    /// `None`: plain HTTP (behind a TLS-terminating ingress, or tests).
+    pub tls: Option<Tls>,
+    /// Persisted signing key of identity assertions; `None`: a fresh key per process.
+    pub signing_key_file: Option<PathBuf>,
+    pub http: HttpSettings,
+    pub connect_timeout: Duration,
+    pub registry: RegistrySettings,
+    pub catalog: CatalogSettings,
+    pub probe: ProbeSettings,
+    pub token_cache: CacheSettings,
+    /// How long in-flight requests may finish after shutdown is requested.
+    pub shutdown_grace: Duration,
+    pub clock: Arc<dyn Clock>,
+    /// Replaces bearer-TokenReview authentication of users (hub API part 2 plugs in here).
+    pub authenticator: Option<Arc<dyn Authenticator>>,
+    /// Replaces the kcp TokenReview (tests).
+    pub token_reviewer: Option<Arc<dyn TokenReviewer>>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The kube config holds credentials; show only where it points.
+        f.debug_struct("Config")
+            .field("kcp", &self.kube.cluster_url.to_string())
+            .field("listen", &self.listen)
+            .field("tls", &self.tls)
+            .field("signing_key_file", &self.signing_key_file)
+            .field("http", &self.http)
+            .field("registry", &self.registry)
+            .field("catalog", &self.catalog)
+            .field("probe", &self.probe)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    pub fn new(kube: kube::Config) -> Self {
+        Self {
+            kube,
+            listen: SocketAddr::from(([0, 0, 0, 0], 8443)),
+            tls: None,
+            signing_key_file: None,
+            http: HttpSettings::default(),
+            connect_timeout: Duration::from_secs(5),
+            registry: RegistrySettings::default(),
+            catalog: CatalogSettings::default(),
+            probe: ProbeSettings::default(),
+            token_cache: CacheSettings::default(),
+            shutdown_grace: Duration::from_secs(10),
+            clock: Arc::new(SystemClock),
+            authenticator: None,
+            token_reviewer: None,
+        }
+    }
+}
+
+/// Errors that stop the hub API.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kcp client: {0}")]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Proxy(#[from] proxy::ProxyError),
+    #[error(transparent)]
+    Keys(#[from] keys::KeyError),
+    #[error(transparent)]
+    Tls(#[from] server::TlsError),
+    #[error("listening on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A hub API process, built but not yet running.
+pub struct Hub {
+    state: AppState,
+    config: Config,
+    factory: ClientFactory,
+}
+
+impl Hub {
+    /// Builds clients, keys and the registry. No IO beyond reading/creating the key file.
+    pub fn new(config: Config) -> Result<Self, Error> {
+        let factory = ClientFactory::new(config.kube.clone())?;
+        let reviewer: Arc<dyn TokenReviewer> = match &config.token_reviewer {
+            Some(r) => r.clone(),
+            None => Arc::new(CachedReviewer::new(KubeTokenReviewer::new(factory.clone()), config.token_cache)),
+        };
+        let authn: Arc<dyn Authenticator> = match &config.authenticator {
+            Some(a) => a.clone(),
+            None => Arc::new(BearerTokenReview::new(reviewer.clone(), faros_core::names::ROOT_PATH)),
+        };
+        let keys = match &config.signing_key_file {
+            Some(path) => KeyStore::load_or_create(path)?,
+            None => KeyStore::ephemeral()?,
+        };
+        let kcp_base: http::Uri = factory.server().parse().map_err(|e: http::uri::InvalidUri| ClientError::Url {
+            url: factory.server().to_string(),
+            reason: e.to_string(),
+        })?;
+        let mut http_settings = config.http.clone();
+        http_settings.public_proto = if config.tls.is_some() { "https" } else { "http" };
+        let state = Arc::new(app::Shared {
+            registry: Arc::new(Registry::new(config.clock.clone(), config.registry)),
+            authn,
+            reviewer,
+            keys: Arc::new(keys),
+            metrics: Arc::new(Metrics::new()),
+            providers_http: proxy::provider_client(config.connect_timeout)?,
+            kcp_http: proxy::kcp_client(&config.kube, config.connect_timeout)?,
+            kcp_base,
+            settings: http_settings,
+        });
+        Ok(Self { state, config, factory })
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    pub fn registry(&self) -> Arc<Registry> {
+        self.state.registry.clone()
+    }
+
+    pub fn keys(&self) -> Arc<KeyStore> {
+        self.state.keys.clone()
+    }
+
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.state.metrics.clone()
+    }
+
+    /// The full router.
+    pub fn router(&self) -> axum::Router {
+        app::router(self.state.clone())
+    }
+
+    /// Starts the kcp-facing loops (catalog watch, status writer, sweeper, backend prober); they
+    /// stop when `cancel` fires.
+    pub fn spawn_background(&self, cancel: CancellationToken) -> tokio::task::JoinSet<()> {
+        let mut tasks = tokio::task::JoinSet::new();
+        let catalog = Arc::new(catalog::Catalog {
+            factory: self.factory.clone(),
+            registry: self.state.registry.clone(),
+            resolver: Arc::new(catalog::Resolver::new(self.factory.clone())),
+            metrics: self.state.metrics.clone(),
+            settings: self.config.catalog,
+        });
+        tasks.spawn(catalog.run(cancel.clone()));
+        tasks.spawn(probe::run(
+            self.state.registry.clone(),
+            self.state.providers_http.clone(),
+            self.config.probe,
+            cancel,
+        ));
+        tasks
+    }
+
+    /// Binds `config.listen`.
+    pub async fn bind(&self) -> Result<TcpListener, Error> {
+        let addr = self.config.listen;
+        TcpListener::bind(addr).await.map_err(|source| Error::Listen { addr, source })
+    }
+
+    /// Runs the background loops and serves on `listener` until `shutdown` completes.
+    pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()> + Send) -> Result<(), Error> {
+        let tls = match &self.config.tls {
+            None => None,
+            Some(Tls::Config(c)) => Some(c.clone()),
+            Some(Tls::Files { cert, key }) => Some(server::tls_from_files(cert, key)?),
+        };
+        let cancel = CancellationToken::new();
+        let mut background = self.spawn_background(cancel.clone());
+        let addr = listener.local_addr().ok();
+        tracing::info!(?addr, tls = tls.is_some(), kcp = %self.factory.server(), "hub API serving");
+        let serving = tokio::spawn(server::serve(
+            listener,
+            tls,
+            self.router(),
+            cancel.clone(),
+            self.config.shutdown_grace,
+        ));
+        shutdown.await;
+        tracing::info!("hub API shutting down");
+        cancel.cancel();
+        let _ = serving.await;
+        while background.join_next().await.is_some() {}
+        Ok(())
+    }
+}
+
+/// Builds a [`Hub`] from `config`, binds `config.listen` and serves until `shutdown`.
+pub async fn run(config: Config, shutdown: impl Future<Output = ()> + Send) -> Result<(), Error> {
+    let hub = Hub::new(config)?;
+    let listener = hub.bind().await?;
+    hub.serve(listener, shutdown).await
+}

@@ -1,0 +1,96 @@
+//! `faros-hub-api`: parse flags, set up tracing, run the hub API until SIGINT/SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use faros_core::telemetry::{LogArgs, install_crypto_provider};
+use faros_hub_api::{Config, Tls};
+
+#[derive(Parser, Debug)]
+#[command(version, about = "The faros hub API: catalog, heartbeats, provider proxies, kcp pass-through.")]
+struct Args {
+    /// Admin kubeconfig for kcp (default: $KUBECONFIG, then in-cluster).
+    #[arg(long, env = "FAROS_KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+    /// Listen address.
+    #[arg(long, env = "FAROS_LISTEN", default_value = "0.0.0.0:8443")]
+    listen: SocketAddr,
+    /// PEM certificate chain; with --tls-key-file serves HTTPS.
+    #[arg(long, env = "FAROS_TLS_CERT_FILE", requires = "tls_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// PEM private key.
+    #[arg(long, env = "FAROS_TLS_KEY_FILE", requires = "tls_cert_file")]
+    tls_key_file: Option<PathBuf>,
+    /// Persisted identity-assertion signing key (created if absent; share it between replicas).
+    #[arg(long, env = "FAROS_SIGNING_KEY_FILE")]
+    signing_key_file: Option<PathBuf>,
+    /// Longest wait for a provider upstream's response headers, in seconds.
+    #[arg(long, env = "FAROS_UPSTREAM_TIMEOUT", default_value_t = 30)]
+    upstream_timeout: u64,
+    /// Longest wait for kcp's response headers on the pass-through, in seconds.
+    #[arg(long, env = "FAROS_KCP_TIMEOUT", default_value_t = 30)]
+    kcp_timeout: u64,
+    /// Largest proxied request body, in bytes.
+    #[arg(long, env = "FAROS_BODY_LIMIT", default_value_t = 10 * 1024 * 1024)]
+    body_limit: usize,
+    /// Backend health probe interval, in seconds.
+    #[arg(long, env = "FAROS_PROBE_INTERVAL", default_value_t = 10)]
+    probe_interval: u64,
+    /// Backend health probe timeout, in seconds.
+    #[arg(long, env = "FAROS_PROBE_TIMEOUT", default_value_t = 2)]
+    probe_timeout: u64,
+    #[command(flatten)]
+    log: LogArgs,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    args.log.init()?;
+    install_crypto_provider();
+    let kube = match &args.kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?
+        }
+        None => kube::Config::infer().await.context("no kubeconfig: pass --kubeconfig")?,
+    };
+    let mut config = Config::new(kube);
+    config.listen = args.listen;
+    config.tls = match (args.tls_cert_file, args.tls_key_file) {
+        (Some(cert), Some(key)) => Some(Tls::Files { cert, key }),
+        _ => None,
+    };
+    config.signing_key_file = args.signing_key_file;
+    config.http.upstream_timeout = Duration::from_secs(args.upstream_timeout);
+    config.http.kcp_timeout = Duration::from_secs(args.kcp_timeout);
+    config.http.body_limit = args.body_limit;
+    config.probe.interval = Duration::from_secs(args.probe_interval);
+    config.probe.timeout = Duration::from_secs(args.probe_timeout);
+    faros_hub_api::run(config, shutdown_signal()).await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

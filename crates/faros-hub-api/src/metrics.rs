@@ -1,0 +1,113 @@
+//! Prometheus metrics of the hub API, served on `/metrics`.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+type RequestLabels = ([(&'static str, &'static str); 1], [(&'static str, u16); 1]);
+type RouteLabel = [(&'static str, &'static str); 1];
+
+/// The hub API's metrics; every metric is internally atomic.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    proxy_latency: Family<RouteLabel, Histogram>,
+    heartbeats: Family<RouteLabel, Counter>,
+    ready_providers: Gauge,
+    status_writes: Family<RouteLabel, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("faros_hub_api");
+        let requests = Family::<RequestLabels, Counter>::default();
+        // 100 µs .. ~3 s: time to upstream response headers.
+        let proxy_latency =
+            Family::<RouteLabel, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(0.0001, 2.5, 12)));
+        let heartbeats = Family::<RouteLabel, Counter>::default();
+        let ready_providers = Gauge::default();
+        let status_writes = Family::<RouteLabel, Counter>::default();
+        registry.register("requests", "HTTP requests by route and status code", requests.clone());
+        registry.register_with_unit(
+            "proxy_latency",
+            "Time until the upstream answered with headers, by proxy route",
+            prometheus_client::registry::Unit::Seconds,
+            proxy_latency.clone(),
+        );
+        registry.register("heartbeats", "Provider heartbeats by result", heartbeats.clone());
+        registry.register("ready_providers", "Providers currently Ready", ready_providers.clone());
+        registry.register(
+            "status_writes",
+            "CatalogEntry status writes by result",
+            status_writes.clone(),
+        );
+        Self {
+            registry,
+            requests,
+            proxy_latency,
+            heartbeats,
+            ready_providers,
+            status_writes,
+        }
+    }
+
+    pub fn request(&self, route: &'static str, code: u16) {
+        self.requests.get_or_create(&([("route", route)], [("code", code)])).inc();
+    }
+
+    pub fn proxied(&self, route: &'static str, took: Duration) {
+        self.proxy_latency.get_or_create(&[("route", route)]).observe(took.as_secs_f64());
+    }
+
+    pub fn heartbeat(&self, result: &'static str) {
+        self.heartbeats.get_or_create(&[("result", result)]).inc();
+    }
+
+    pub fn set_ready_providers(&self, n: usize) {
+        self.ready_providers.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    pub fn status_write(&self, result: &'static str) {
+        self.status_writes.get_or_create(&[("result", result)]).inc();
+    }
+
+    /// OpenMetrics text.
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_what_was_recorded() {
+        let m = Metrics::new();
+        m.request("ui_proxy", 503);
+        m.request("ui_proxy", 503);
+        m.heartbeat("ok");
+        m.set_ready_providers(2);
+        m.proxied("backend_proxy", Duration::from_millis(1));
+        let text = m.encode().unwrap();
+        assert!(text.contains("faros_hub_api_requests_total{route=\"ui_proxy\",code=\"503\"} 2"), "{text}");
+        assert!(text.contains("faros_hub_api_heartbeats_total{result=\"ok\"} 1"), "{text}");
+        assert!(text.contains("faros_hub_api_ready_providers 2"), "{text}");
+        assert!(text.contains("faros_hub_api_proxy_latency_seconds_count{route=\"backend_proxy\"} 1"), "{text}");
+    }
+}

@@ -1,0 +1,163 @@
+//! The three proxy routes: provider UI, provider backend, kcp pass-through.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::response::{IntoResponse, Response};
+use faros_core::names;
+use faros_core::status::Status;
+use http::{Method, header};
+use http_body_util::Limited;
+
+use super::headers::{self, Forwarded, Mode};
+use super::routes::{self, RouteError};
+use crate::app::AppState;
+use crate::auth::Caller;
+use crate::registry::View;
+
+fn forwarded(st: &AppState, req: &Request) -> Forwarded {
+    Forwarded {
+        client_ip: req
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(a)| a.ip().to_string()),
+        proto: st.settings.public_proto,
+        host: req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(String::from)
+            .or_else(|| req.uri().authority().map(ToString::to_string)),
+    }
+}
+
+fn route_error(e: RouteError, path: &str) -> Status {
+    match e {
+        RouteError::NotAProviderPath => Status::not_found_message(format!("no provider route for {path}")),
+        RouteError::DotSegment => Status::bad_request(format!("{path}: '.' and '..' path segments are not allowed")),
+    }
+}
+
+fn lookup(st: &AppState, name: &str) -> Result<View, Status> {
+    let view = st
+        .registry
+        .view(name)
+        .ok_or_else(|| Status::not_found(names::PROVIDERS_GROUP, "providers", name))?;
+    if !view.readiness.ready {
+        return Err(Status::unavailable(format!(
+            "provider {name:?} is not ready ({})",
+            view.readiness.reason
+        )));
+    }
+    Ok(view)
+}
+
+/// Rejects bodies above the limit up front (Content-Length) and caps streamed ones.
+fn limit_body(st: &AppState, req: Request) -> Result<Request, Status> {
+    let limit = st.settings.body_limit;
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(Status::too_large(format!("request body exceeds the limit of {limit} bytes")));
+    }
+    Ok(req.map(|b| Body::new(Limited::new(b, limit))))
+}
+
+fn respond(st: &AppState, route: &'static str, started: Instant, result: Result<Response, Status>) -> Response {
+    st.metrics.proxied(route, started.elapsed());
+    match result {
+        Ok(r) => r,
+        Err(s) => s.into_response(),
+    }
+}
+
+/// `/ui/providers/{name}[/*]`: GET/HEAD to `ui.url`, anonymous and credential-free.
+pub async fn ui(State(st): State<AppState>, req: Request) -> Response {
+    let started = Instant::now();
+    let result = async {
+        if req.method() != Method::GET && req.method() != Method::HEAD {
+            return Err(Status::method_not_allowed(format!(
+                "{} is not allowed on provider UIs (GET, HEAD)",
+                req.method()
+            )));
+        }
+        let path = req.uri().path().to_string();
+        let (name, rest) = routes::split(&path, routes::UI_PREFIX).map_err(|e| route_error(e, &path))?;
+        let view = lookup(&st, name)?;
+        let base = view
+            .provider
+            .endpoints
+            .ui
+            .clone()
+            .ok_or_else(|| Status::not_found_message(format!("provider {name:?} has no UI")))?;
+        let target = routes::join(&base, rest, req.uri().query())
+            .map_err(|e| Status::bad_request(format!("cannot build the upstream URL: {e}")))?;
+        let mode = Mode::Ui {
+            base_path: names::ui_proxy_prefix(name),
+        };
+        let headers = headers::request_headers(req.headers(), &mode, &forwarded(&st, &req));
+        let what = format!("the UI of provider {name:?}");
+        super::forward(&st.providers_http, req, target, headers, &mode, st.settings.upstream_timeout, &what).await
+    }
+    .await;
+    respond(&st, "ui_proxy", started, result)
+}
+
+/// `/services/providers/{name}[/*]`: any method to `backend.url`, with the verified identity
+/// instead of the caller's credentials.
+pub async fn backend(State(st): State<AppState>, req: Request) -> Response {
+    let started = Instant::now();
+    let result = async {
+        let path = req.uri().path().to_string();
+        let (name, rest) = routes::split(&path, routes::BACKEND_PREFIX).map_err(|e| route_error(e, &path))?;
+        let caller = req
+            .extensions()
+            .get::<Caller>()
+            .cloned()
+            // The router only mounts this behind `require_caller`; a missing caller is a wiring bug.
+            .ok_or_else(|| Status::unauthorized("no authenticated caller"))?;
+        let view = lookup(&st, name)?;
+        let base = view
+            .provider
+            .endpoints
+            .backend
+            .clone()
+            .ok_or_else(|| Status::not_found_message(format!("provider {name:?} has no backend")))?;
+        let target = routes::join(&base, rest, req.uri().query())
+            .map_err(|e| Status::bad_request(format!("cannot build the upstream URL: {e}")))?;
+        let assertion = st.keys.sign(caller.identity(), name, faros_core::identity::now_unix());
+        let mode = Mode::Backend {
+            base_path: names::backend_proxy_prefix(name),
+            user: caller.user.clone(),
+            assertion,
+        };
+        let headers = headers::request_headers(req.headers(), &mode, &forwarded(&st, &req));
+        let req = limit_body(&st, req)?;
+        let what = format!("the backend of provider {name:?}");
+        super::forward(&st.providers_http, req, target, headers, &mode, st.settings.upstream_timeout, &what).await
+    }
+    .await;
+    respond(&st, "backend_proxy", started, result)
+}
+
+/// `/clusters/*` and `/services/apiexport/*`: to kcp, the caller's bearer unchanged.
+pub async fn kcp(State(st): State<AppState>, req: Request) -> Response {
+    let started = Instant::now();
+    let result = async {
+        let path_and_query = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/").to_string();
+        let base = st.kcp_base.to_string();
+        let target: http::Uri = format!("{}{path_and_query}", base.trim_end_matches('/'))
+            .parse()
+            .map_err(|e| Status::bad_request(format!("cannot build the kcp URL: {e}")))?;
+        let headers = headers::request_headers(req.headers(), &Mode::Kcp, &forwarded(&st, &req));
+        let req = limit_body(&st, req)?;
+        super::forward(&st.kcp_http, req, target, headers, &Mode::Kcp, st.settings.kcp_timeout, "kcp").await
+    }
+    .await;
+    respond(&st, "kcp", started, result)
+}

@@ -1,0 +1,305 @@
+//! Header rewriting for the three proxies, IO-free.
+//!
+//! Provider proxies (UI, backend) are a trust boundary: nothing the caller sends may speak for the
+//! hub (`X-Faros-*`), and no caller credential (`Authorization`, cookies) may reach a provider,
+//! which could otherwise replay it against kcp. The hub then adds what it verified. The kcp
+//! pass-through is the opposite: kcp authenticates the caller, so the bearer goes through untouched.
+
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+
+use faros_core::names;
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1 plus the legacy ones); never forwarded as-is.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-authenticate",
+    "proxy-authorization",
+];
+
+/// `X-Faros-Base-Path`: where the provider is mounted on the hub (for URLs it renders).
+pub const HEADER_BASE_PATH: &str = "x-faros-base-path";
+
+/// Which proxy is rewriting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `/ui/providers/<name>/*`: anonymous, credential-free.
+    Ui { base_path: String },
+    /// `/services/providers/<name>/*`: credential-free, plus the verified identity.
+    Backend {
+        base_path: String,
+        user: String,
+        assertion: String,
+    },
+    /// `/clusters/*`, `/services/apiexport/*`: the caller's credentials go to kcp unchanged.
+    Kcp,
+}
+
+/// What the hub knows about the inbound connection, for `X-Forwarded-*`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Forwarded {
+    pub client_ip: Option<String>,
+    pub proto: &'static str,
+    pub host: Option<String>,
+}
+
+/// Whether the request asks for a protocol upgrade (WebSocket, SPDY).
+pub fn wants_upgrade(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::UPGRADE) && connection_tokens(headers).iter().any(|t| t == "upgrade")
+}
+
+fn connection_tokens(headers: &HeaderMap) -> Vec<String> {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().to_ascii_lowercase())
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+fn is_hop_by_hop(name: &HeaderName, listed: &[String]) -> bool {
+    HOP_BY_HOP.contains(&name.as_str()) || listed.iter().any(|l| l == name.as_str())
+}
+
+fn is_forwarding(name: &HeaderName) -> bool {
+    name == header::FORWARDED || name.as_str().starts_with("x-forwarded-")
+}
+
+/// The headers to send upstream.
+pub fn request_headers(inbound: &HeaderMap, mode: &Mode, forwarded: &Forwarded) -> HeaderMap {
+    let listed = connection_tokens(inbound);
+    let upgrade = wants_upgrade(inbound);
+    let provider = !matches!(mode, Mode::Kcp);
+    let mut out = HeaderMap::with_capacity(inbound.len() + 6);
+    for (name, value) in inbound {
+        if is_hop_by_hop(name, &listed) || name == header::HOST || is_forwarding(name) {
+            continue;
+        }
+        if provider
+            && (name == header::AUTHORIZATION || name == header::COOKIE || name.as_str().starts_with(names::HEADER_PREFIX))
+        {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    // `te: trailers` is end-to-end in practice (gRPC needs it).
+    if inbound
+        .get_all(header::TE)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|s| s.split(',').any(|t| t.trim().eq_ignore_ascii_case("trailers"))))
+    {
+        out.insert(header::TE, HeaderValue::from_static("trailers"));
+    }
+    if upgrade && let Some(u) = inbound.get(header::UPGRADE) {
+        out.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+        out.insert(header::UPGRADE, u.clone());
+    }
+    let mut set = |name: &'static str, value: &str| {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            out.insert(HeaderName::from_static(name), v);
+        }
+    };
+    if let Some(ip) = &forwarded.client_ip {
+        set("x-forwarded-for", ip);
+    }
+    set("x-forwarded-proto", forwarded.proto);
+    if let Some(host) = &forwarded.host {
+        set("x-forwarded-host", host);
+    }
+    match mode {
+        Mode::Ui { base_path } => set(HEADER_BASE_PATH, base_path),
+        Mode::Backend {
+            base_path,
+            user,
+            assertion,
+        } => {
+            set(HEADER_BASE_PATH, base_path);
+            set(names::HEADER_USER, user);
+            set(names::HEADER_ASSERTION, assertion);
+        }
+        Mode::Kcp => {}
+    }
+    out
+}
+
+/// Rewrites upstream response headers in place: hop-by-hop headers go (kept on a `101` so the
+/// upgrade completes), and providers may not set cookies on the hub's origin.
+pub fn response_headers(headers: &mut HeaderMap, mode: &Mode, switching_protocols: bool) {
+    let listed = connection_tokens(headers);
+    let drop: Vec<HeaderName> = headers
+        .keys()
+        .filter(|n| {
+            let keep_for_upgrade = switching_protocols && (*n == header::CONNECTION || *n == header::UPGRADE);
+            (is_hop_by_hop(n, &listed) && !keep_for_upgrade)
+                || (!matches!(mode, Mode::Kcp) && *n == header::SET_COOKIE)
+        })
+        .cloned()
+        .collect();
+    for n in drop {
+        headers.remove(n);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn map(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(HeaderName::from_bytes(k.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    fn sorted(h: &HeaderMap) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = h
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_string()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = p.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn request_rewrite_table() {
+        let inbound = map(&[
+            ("host", "hub.example"),
+            ("authorization", "Bearer user-token"),
+            ("cookie", "session=1"),
+            ("X-Faros-User", "admin"),
+            ("x-faros-assertion", "forged"),
+            ("x-faros-org", "victim"),
+            ("x-forwarded-for", "6.6.6.6"),
+            ("connection", "keep-alive, x-secret"),
+            ("x-secret", "hop"),
+            ("keep-alive", "timeout=5"),
+            ("te", "trailers, deflate"),
+            ("accept", "text/html"),
+            ("accept", "application/json"),
+        ]);
+        let fwd = Forwarded {
+            client_ip: Some("10.0.0.9".into()),
+            proto: "https",
+            host: Some("hub.example".into()),
+        };
+        let common = [
+            ("accept", "text/html"),
+            ("accept", "application/json"),
+            ("te", "trailers"),
+            ("x-forwarded-for", "10.0.0.9"),
+            ("x-forwarded-proto", "https"),
+            ("x-forwarded-host", "hub.example"),
+        ];
+        let ui = Mode::Ui {
+            base_path: "/ui/providers/q".into(),
+        };
+        let backend = Mode::Backend {
+            base_path: "/services/providers/q".into(),
+            user: "alice".into(),
+            assertion: "signed".into(),
+        };
+        let cases: Vec<(&str, Mode, Vec<(&str, &str)>)> = vec![
+            ("ui", ui, [&common[..], &[("x-faros-base-path", "/ui/providers/q")]].concat()),
+            (
+                "backend",
+                backend,
+                [
+                    &common[..],
+                    &[
+                        ("x-faros-base-path", "/services/providers/q"),
+                        ("x-faros-user", "alice"),
+                        ("x-faros-assertion", "signed"),
+                    ],
+                ]
+                .concat(),
+            ),
+            (
+                "kcp keeps credentials and everything end-to-end",
+                Mode::Kcp,
+                [
+                    &common[..],
+                    &[
+                        ("authorization", "Bearer user-token"),
+                        ("cookie", "session=1"),
+                        ("x-faros-user", "admin"),
+                        ("x-faros-assertion", "forged"),
+                        ("x-faros-org", "victim"),
+                    ],
+                ]
+                .concat(),
+            ),
+        ];
+        for (what, mode, want) in cases {
+            assert_eq!(sorted(&request_headers(&inbound, &mode, &fwd)), pairs(&want), "{what}");
+        }
+    }
+
+    #[test]
+    fn upgrades_keep_their_headers() {
+        let inbound = map(&[("connection", "Upgrade"), ("upgrade", "websocket"), ("sec-websocket-key", "k")]);
+        assert!(wants_upgrade(&inbound));
+        let out = request_headers(&inbound, &Mode::Kcp, &Forwarded { proto: "http", ..Default::default() });
+        assert_eq!(
+            sorted(&out),
+            pairs(&[
+                ("connection", "upgrade"),
+                ("upgrade", "websocket"),
+                ("sec-websocket-key", "k"),
+                ("x-forwarded-proto", "http")
+            ])
+        );
+        assert!(!wants_upgrade(&map(&[("upgrade", "websocket")])));
+        assert!(!wants_upgrade(&map(&[("connection", "upgrade")])));
+    }
+
+    #[test]
+    fn response_rewrite_table() {
+        for (what, mode, switching, want) in [
+            ("ui drops cookies and hop-by-hop", Mode::Ui { base_path: String::new() }, false, vec![("content-type", "text/javascript")]),
+            (
+                "kcp keeps cookies",
+                Mode::Kcp,
+                false,
+                vec![("content-type", "text/javascript"), ("set-cookie", "a=b")],
+            ),
+            (
+                "101 keeps the upgrade",
+                Mode::Kcp,
+                true,
+                vec![
+                    ("connection", "upgrade"),
+                    ("content-type", "text/javascript"),
+                    ("set-cookie", "a=b"),
+                    ("upgrade", "websocket"),
+                ],
+            ),
+        ] {
+            let mut h = map(&[
+                ("content-type", "text/javascript"),
+                ("set-cookie", "a=b"),
+                ("connection", "upgrade"),
+                ("upgrade", "websocket"),
+                ("transfer-encoding", "chunked"),
+                ("keep-alive", "timeout=5"),
+            ]);
+            response_headers(&mut h, &mode, switching);
+            assert_eq!(sorted(&h), pairs(&want), "{what}");
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Reverse proxying: one streaming forwarder shared by the UI proxy, the backend proxy and the kcp
+//! pass-through. Bodies are never buffered in either direction, so a chunked upstream reaches the
+//! client chunk by chunk and kcp watches stream; protocol upgrades (WebSocket, SPDY) are spliced.
+
+pub mod headers;
+pub mod handlers;
+pub mod routes;
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::Response;
+use faros_core::status::Status;
+use http::{Request, StatusCode, Uri, Version};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use kube::client::ConfigExt;
+
+use headers::Mode;
+
+/// A pooled HTTP(S) client for upstreams.
+pub type Upstream = Client<HttpsConnector<HttpConnector>, Body>;
+
+/// Errors building upstream clients.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("building the TLS client for {what}: {source}")]
+    Tls {
+        what: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+fn http_connector(connect_timeout: Duration) -> HttpConnector {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(connect_timeout));
+    http
+}
+
+fn pool(connector: HttpsConnector<HttpConnector>) -> Upstream {
+    Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build(connector)
+}
+
+/// A client for provider upstreams: plain HTTP, or HTTPS verified against the platform roots.
+pub fn provider_client(connect_timeout: Duration) -> Result<Upstream, ProxyError> {
+    // A credential-free kube config is just a convenient builder of a rustls connector with the
+    // platform verifier (the same trust kube itself uses).
+    let config = kube::Config::new(Uri::from_static("https://localhost"));
+    let connector = config
+        .rustls_https_connector_with_connector(http_connector(connect_timeout))
+        .map_err(|source| ProxyError::Tls {
+            what: "provider upstreams",
+            source,
+        })?;
+    Ok(pool(connector))
+}
+
+/// A client for kcp that trusts kcp's CA but presents **no** credentials of the hub's own: the
+/// pass-through must carry only the caller's identity (a client certificate in the hub's kube
+/// config would otherwise be offered on every caller's connection).
+pub fn kcp_client(kube: &kube::Config, connect_timeout: Duration) -> Result<Upstream, ProxyError> {
+    let mut anonymous = kube.clone();
+    anonymous.auth_info = Default::default();
+    let connector = anonymous
+        .rustls_https_connector_with_connector(http_connector(connect_timeout))
+        .map_err(|source| ProxyError::Tls { what: "kcp", source })?;
+    Ok(pool(connector))
+}
+
+/// Forwards `req` to `target` with `headers` (already rewritten), waiting at most `timeout` for
+/// the upstream's response headers. Connection failures are 502, timeouts 504 (Status JSON).
+pub async fn forward(
+    client: &Upstream,
+    mut req: Request<Body>,
+    target: Uri,
+    headers: http::HeaderMap,
+    mode: &Mode,
+    timeout: Duration,
+    what: &str,
+) -> Result<Response, Status> {
+    let upgrade = headers::wants_upgrade(req.headers()).then(|| hyper::upgrade::on(&mut req));
+    let (parts, body) = req.into_parts();
+    let mut upstream = Request::builder()
+        .method(parts.method)
+        .uri(target)
+        // Upstreams get HTTP/1.1 whatever the client spoke: the pool is HTTP/1 and upgrades need it.
+        .version(Version::HTTP_11)
+        .body(body)
+        .map_err(|e| Status::internal(format!("building the upstream request for {what}: {e}")))?;
+    *upstream.headers_mut() = headers;
+    let mut response = match tokio::time::timeout(timeout, client.request(upstream)).await {
+        Err(_) => {
+            return Err(Status::timeout(format!(
+                "{what} did not answer within {}s",
+                timeout.as_secs_f64()
+            )));
+        }
+        Ok(Err(e)) if e.is_connect() => {
+            return Err(Status::failure(
+                502,
+                "BadGateway",
+                format!("{what} is unreachable: {}", error_chain(&e)),
+            ));
+        }
+        Ok(Err(e)) => {
+            return Err(Status::failure(
+                502,
+                "BadGateway",
+                format!("{what} failed: {}", error_chain(&e)),
+            ));
+        }
+        Ok(Ok(r)) => r,
+    };
+    let switching = response.status() == StatusCode::SWITCHING_PROTOCOLS;
+    if switching && let Some(client_side) = upgrade {
+        let upstream_side = hyper::upgrade::on(&mut response);
+        tokio::spawn(async move {
+            match tokio::try_join!(client_side, upstream_side) {
+                Ok((client_io, upstream_io)) => {
+                    let mut client_io = TokioIo::new(client_io);
+                    let mut upstream_io = TokioIo::new(upstream_io);
+                    let _ = tokio::io::copy_bidirectional(&mut client_io, &mut upstream_io).await;
+                }
+                Err(e) => tracing::debug!(error = %e, "protocol upgrade failed"),
+            }
+        });
+    }
+    headers::response_headers(response.headers_mut(), mode, switching);
+    Ok(response.map(Body::new))
+}
+
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}

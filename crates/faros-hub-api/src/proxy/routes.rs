@@ -1,0 +1,100 @@
+//! Matching provider proxy paths, IO-free.
+//!
+//! The raw (still percent-encoded) path is used, never axum's decoded `Path`, so `%2F` in a
+//! provider path reaches the provider exactly as sent.
+
+use faros_core::names;
+
+/// `/ui/providers/`.
+pub const UI_PREFIX: &str = "/ui/providers/";
+/// `/services/providers/`.
+pub const BACKEND_PREFIX: &str = "/services/providers/";
+
+/// Why a provider path was rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RouteError {
+    /// Not below the prefix, or the name is not a provider name.
+    NotAProviderPath,
+    /// The rest has `.`/`..` segments, which could climb out of the provider's mount upstream.
+    DotSegment,
+}
+
+/// Splits `<prefix><name>[/rest]` into `(name, rest)`; the rest is at least `/`.
+pub fn split<'a>(path: &'a str, prefix: &str) -> Result<(&'a str, &'a str), RouteError> {
+    let tail = path.strip_prefix(prefix).ok_or(RouteError::NotAProviderPath)?;
+    let (name, rest) = match tail.find('/') {
+        Some(i) => (&tail[..i], &tail[i..]),
+        None => (tail, "/"),
+    };
+    names::validate_dns_label(name).map_err(|_| RouteError::NotAProviderPath)?;
+    let dotty = rest.split('/').any(|seg| {
+        let s = seg.to_ascii_lowercase().replace("%2e", ".");
+        s == "." || s == ".."
+    });
+    if dotty {
+        return Err(RouteError::DotSegment);
+    }
+    Ok((name, rest))
+}
+
+/// `base` + `rest` (+ `?query`): the upstream URI of a proxied request.
+pub fn join(base: &http::Uri, rest: &str, query: Option<&str>) -> Result<http::Uri, http::Error> {
+    let base_path = base.path().trim_end_matches('/');
+    let mut path_and_query = String::with_capacity(base_path.len() + rest.len() + 1);
+    path_and_query.push_str(base_path);
+    path_and_query.push_str(rest);
+    if path_and_query.is_empty() {
+        path_and_query.push('/');
+    }
+    if let Some(q) = query {
+        path_and_query.push('?');
+        path_and_query.push_str(q);
+    }
+    let mut parts = http::uri::Parts::default();
+    parts.scheme = base.scheme().cloned();
+    parts.authority = base.authority().cloned();
+    parts.path_and_query = Some(path_and_query.parse()?);
+    Ok(http::Uri::from_parts(parts)?)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn split_table() {
+        for (path, want) in [
+            ("/ui/providers/q", Ok(("q", "/"))),
+            ("/ui/providers/q/", Ok(("q", "/"))),
+            ("/ui/providers/q/main.js", Ok(("q", "/main.js"))),
+            ("/ui/providers/q/a%2Fb/c", Ok(("q", "/a%2Fb/c"))),
+            ("/ui/providers/q/.well/x", Ok(("q", "/.well/x"))),
+            ("/ui/providers/", Err(RouteError::NotAProviderPath)),
+            ("/ui/providers//x", Err(RouteError::NotAProviderPath)),
+            ("/ui/providers/Q/x", Err(RouteError::NotAProviderPath)),
+            ("/ui/providers/a%2Fb/x", Err(RouteError::NotAProviderPath)),
+            ("/services/providers/q/x", Err(RouteError::NotAProviderPath)),
+            ("/ui/providers/q/../x", Err(RouteError::DotSegment)),
+            ("/ui/providers/q/%2E%2e/x", Err(RouteError::DotSegment)),
+            ("/ui/providers/q/./x", Err(RouteError::DotSegment)),
+        ] {
+            assert_eq!(split(path, UI_PREFIX), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn join_table() {
+        for (base, rest, query, want) in [
+            ("http://q:8080", "/", None, "http://q:8080/"),
+            ("http://q:8080/", "/main.js", None, "http://q:8080/main.js"),
+            ("http://q:8080/ui", "/main.js", Some("v=1"), "http://q:8080/ui/main.js?v=1"),
+            ("http://q:8080/ui/", "/", None, "http://q:8080/ui/"),
+            ("https://q/api/", "/a%2Fb", None, "https://q/api/a%2Fb"),
+        ] {
+            let base: http::Uri = base.parse().unwrap();
+            assert_eq!(join(&base, rest, query).unwrap().to_string(), want, "{base} + {rest}");
+        }
+    }
+}

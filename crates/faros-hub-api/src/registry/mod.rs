@@ -1,0 +1,602 @@
+//! The in-memory catalog: every CatalogEntry the hub has seen (candidates), the one elected per
+//! provider name, and the hub-side liveness (heartbeats) and backend health that decide readiness.
+//!
+//! Request paths read it under a short read lock; writers are the catalog watch, heartbeats, the
+//! health prober and the sweeper. Everything here is IO-free: the watch and the status writer in
+//! [`crate::catalog`] feed and drain it.
+
+pub mod authority;
+pub mod record;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use faros_core::catalog::{CatalogEntry, CatalogEntrySpec, CatalogEntryStatus};
+use faros_core::names;
+use jiff::Timestamp;
+use kube::ResourceExt;
+use tokio::sync::{Notify, watch};
+
+use crate::clock::Clock;
+use authority::{Authority, Contender, Rejection, elect};
+use record::{BackendHealth, ParsedEndpoints, Readiness, Winner, desired_status, parse_endpoints, readiness, to_seconds};
+
+/// One CatalogEntry as seen through a virtual workspace.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// Logical cluster the entry lives in (`kcp.io/cluster`).
+    pub cluster: String,
+    /// Its workspace path, once resolved.
+    pub path: Option<String>,
+    /// The virtual workspace URL it was seen through (where its status is written).
+    pub source: String,
+    pub entry: CatalogEntry,
+}
+
+impl Candidate {
+    pub fn name(&self) -> String {
+        self.entry.name_any()
+    }
+}
+
+/// The elected entry of a provider name: what routes and heartbeats use.
+#[derive(Clone, Debug)]
+pub struct Provider {
+    pub name: String,
+    pub authority: Authority,
+    /// Logical cluster of the elected entry.
+    pub entry_cluster: String,
+    pub entry_path: String,
+    pub source: String,
+    pub spec: CatalogEntrySpec,
+    pub generation: Option<i64>,
+    pub endpoints: ParsedEndpoints,
+    /// Logical cluster of `root:faros:providers:<name>`, whose `default/provider` ServiceAccount
+    /// alone may heartbeat. Known at once for self-registered entries, resolved for admin ones.
+    pub provider_cluster: Option<String>,
+}
+
+/// A provider with its readiness at one instant.
+#[derive(Clone, Debug)]
+pub struct View {
+    pub provider: Arc<Provider>,
+    pub readiness: Readiness,
+    pub last_beat: Option<Timestamp>,
+    pub reported_version: Option<String>,
+}
+
+/// Why a heartbeat was not recorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    #[error("provider {0:?} is not registered")]
+    UnknownProvider(String),
+}
+
+#[derive(Clone, Debug, Default)]
+struct Liveness {
+    last_beat: Option<Timestamp>,
+    version: Option<String>,
+    /// The last beat handed to the status writer; persisting is throttled against it.
+    persisted: Option<(Timestamp, Option<String>)>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Keyed by (name, cluster): same-named entries in different workspaces are different objects.
+    candidates: BTreeMap<(String, String), Candidate>,
+    providers: HashMap<String, Arc<Provider>>,
+    /// Resolved logical clusters of provider workspaces (for admin-applied entries).
+    provider_clusters: HashMap<String, String>,
+    liveness: HashMap<String, Liveness>,
+    /// Per name: (backend URL probed, result). A changed URL invalidates the result.
+    health: HashMap<String, (String, BackendHealth)>,
+    last_readiness: HashMap<String, (bool, &'static str)>,
+    dirty: BTreeSet<String>,
+    synced: BTreeSet<String>,
+    expected_sources: usize,
+}
+
+/// Tunables of readiness and persistence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegistrySettings {
+    pub heartbeat_ttl: Duration,
+    /// Minimum interval between persisted heartbeats of one provider.
+    pub persist_every: Duration,
+}
+
+impl Default for RegistrySettings {
+    fn default() -> Self {
+        Self {
+            heartbeat_ttl: names::HEARTBEAT_TTL,
+            persist_every: names::HEARTBEAT_TTL / 6,
+        }
+    }
+}
+
+/// The catalog registry. Share it behind an `Arc`.
+pub struct Registry {
+    inner: RwLock<Inner>,
+    clock: Arc<dyn Clock>,
+    settings: RegistrySettings,
+    dirty: Notify,
+    changes: watch::Sender<u64>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry").field("settings", &self.settings).finish()
+    }
+}
+
+impl Registry {
+    pub fn new(clock: Arc<dyn Clock>, settings: RegistrySettings) -> Self {
+        Self {
+            inner: RwLock::default(),
+            clock,
+            settings,
+            dirty: Notify::new(),
+            changes: watch::channel(0).0,
+        }
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    pub fn settings(&self) -> RegistrySettings {
+        self.settings
+    }
+
+    // A poisoned lock only means a panic elsewhere mid-update; the maps are still usable.
+    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Increments whenever the set of providers or their specs change (the prober listens).
+    pub fn subscribe_changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Resolves when some provider's CatalogEntry status may need writing.
+    pub async fn dirty_notified(&self) {
+        self.dirty.notified().await;
+    }
+
+    /// Takes the names whose status needs recomputing.
+    pub fn take_dirty(&self) -> BTreeSet<String> {
+        std::mem::take(&mut self.write().dirty)
+    }
+
+    /// Marks `names` for a status recomputation.
+    pub fn mark_dirty(&self, names: impl IntoIterator<Item = String>) {
+        self.write().dirty.extend(names);
+        self.dirty.notify_one();
+    }
+
+    // ----- feeding from the watch ------------------------------------------------------------
+
+    /// How many watch sources must finish their initial list before the registry counts as synced.
+    pub fn expect_sources(&self, n: usize) {
+        self.write().expected_sources = n;
+    }
+
+    /// True once every source delivered its initial list.
+    pub fn is_synced(&self) -> bool {
+        let inner = self.read();
+        inner.expected_sources > 0 && inner.synced.len() >= inner.expected_sources
+    }
+
+    /// Inserts or replaces one candidate and re-elects its name.
+    pub fn upsert(&self, candidate: Candidate) {
+        let name = candidate.name();
+        {
+            let mut inner = self.write();
+            inner.candidates.insert((name.clone(), candidate.cluster.clone()), candidate);
+            self.reelect(&mut inner, &name);
+        }
+        self.changed();
+    }
+
+    /// Removes the entry `name` of `cluster`.
+    pub fn remove(&self, cluster: &str, name: &str) {
+        {
+            let mut inner = self.write();
+            if inner.candidates.remove(&(name.to_string(), cluster.to_string())).is_none() {
+                return;
+            }
+            self.reelect(&mut inner, name);
+        }
+        self.changed();
+    }
+
+    /// Replaces every candidate seen through `source` with `candidates` (a watch (re)list), and
+    /// marks the source synced.
+    pub fn replace_source(&self, source: &str, candidates: Vec<Candidate>) {
+        {
+            let mut inner = self.write();
+            let mut touched: BTreeSet<String> = inner
+                .candidates
+                .iter()
+                .filter(|(_, c)| c.source == source)
+                .map(|((n, _), _)| n.clone())
+                .collect();
+            inner.candidates.retain(|_, c| c.source != source);
+            for c in candidates {
+                let name = c.name();
+                touched.insert(name.clone());
+                inner.candidates.insert((name, c.cluster.clone()), c);
+            }
+            for name in touched {
+                self.reelect(&mut inner, &name);
+            }
+            inner.synced.insert(source.to_string());
+        }
+        self.changed();
+    }
+
+    /// Records the logical cluster of `root:faros:providers:<name>` (for admin-applied entries).
+    pub fn set_provider_cluster(&self, name: &str, cluster: &str) {
+        {
+            let mut inner = self.write();
+            if inner.provider_clusters.get(name).map(String::as_str) == Some(cluster) {
+                return;
+            }
+            inner.provider_clusters.insert(name.to_string(), cluster.to_string());
+            self.reelect(&mut inner, name);
+        }
+        self.changed();
+    }
+
+    /// Candidates whose path is still unknown (to retry resolution).
+    pub fn unresolved(&self) -> Vec<(String, String)> {
+        self.read()
+            .candidates
+            .iter()
+            .filter(|(_, c)| c.path.is_none())
+            .map(|((n, cl), _)| (n.clone(), cl.clone()))
+            .collect()
+    }
+
+    /// Sets the path of a candidate resolved after the fact.
+    pub fn set_path(&self, name: &str, cluster: &str, path: &str) {
+        {
+            let mut inner = self.write();
+            let Some(c) = inner.candidates.get_mut(&(name.to_string(), cluster.to_string())) else {
+                return;
+            };
+            c.path = Some(path.to_string());
+            self.reelect(&mut inner, name);
+        }
+        self.changed();
+    }
+
+    /// Admin-authoritative winners whose provider workspace cluster is unknown.
+    pub fn missing_provider_clusters(&self) -> Vec<String> {
+        self.read()
+            .providers
+            .values()
+            .filter(|p| p.provider_cluster.is_none())
+            .map(|p| p.name.clone())
+            .collect()
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|v| *v = v.wrapping_add(1));
+        self.dirty.notify_one();
+        self.reevaluate(self.clock.now());
+    }
+
+    fn reelect(&self, inner: &mut Inner, name: &str) {
+        let range = (name.to_string(), String::new())..;
+        let keys: Vec<(String, String)> = inner
+            .candidates
+            .range(range)
+            .take_while(|((n, _), _)| n == name)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let contenders: Vec<Contender<'_>> = keys
+            .iter()
+            .filter_map(|k| inner.candidates.get(k))
+            .map(|c| Contender {
+                cluster: &c.cluster,
+                path: c.path.as_deref(),
+            })
+            .collect();
+        let election = elect(name, &contenders);
+        let winner = election.winner.and_then(|(i, a)| Some((inner.candidates.get(keys.get(i)?)?.clone(), a)));
+        inner.dirty.insert(name.to_string());
+        let Some((c, authority)) = winner else {
+            if inner.providers.remove(name).is_some() {
+                tracing::info!(provider = name, "provider deregistered: no authoritative CatalogEntry");
+            }
+            return;
+        };
+        let provider_cluster = match authority {
+            Authority::ProviderWorkspace => Some(c.cluster.clone()),
+            Authority::Admin => inner.provider_clusters.get(name).cloned(),
+        };
+        let observed = c.entry.status.as_ref();
+        // Liveness comes only from the elected entry, and never from the future: an entry can
+        // write its own status, so a far-future lastHeartbeat must not keep it Ready forever.
+        if let Some(beat) = observed.and_then(|s| s.last_heartbeat.as_ref()).map(|t| t.0) {
+            let beat = beat.min(self.clock.now());
+            let version = observed.and_then(|s| s.reported_version.clone());
+            let live = inner.liveness.entry(name.to_string()).or_default();
+            if live.last_beat.is_none_or(|b| b < beat) {
+                live.last_beat = Some(beat);
+                if version.is_some() {
+                    live.version = version.clone();
+                }
+            }
+            if live.persisted.as_ref().is_none_or(|(p, _)| *p < beat) {
+                live.persisted = Some((beat, version));
+            }
+        }
+        let provider = Provider {
+            name: name.to_string(),
+            authority,
+            entry_cluster: c.cluster.clone(),
+            entry_path: c.path.clone().unwrap_or_default(),
+            source: c.source.clone(),
+            endpoints: parse_endpoints(&c.entry.spec),
+            spec: c.entry.spec.clone(),
+            generation: c.entry.metadata.generation,
+            provider_cluster,
+        };
+        let previous = inner.providers.insert(name.to_string(), Arc::new(provider));
+        if previous.as_ref().is_none_or(|p| p.entry_cluster != c.cluster) {
+            tracing::info!(provider = name, cluster = %c.cluster, path = ?c.path, ?authority, "provider registered");
+        }
+    }
+
+    // ----- heartbeats and health -------------------------------------------------------------
+
+    /// The elected provider `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<Provider>> {
+        self.read().providers.get(name).cloned()
+    }
+
+    /// Records a heartbeat at `now`. Returns whether it should be persisted (at most once per
+    /// `persist_every` per provider).
+    pub fn heartbeat(&self, name: &str, version: Option<String>, now: Timestamp) -> Result<bool, RegistryError> {
+        let persist = {
+            let mut inner = self.write();
+            if !inner.providers.contains_key(name) {
+                return Err(RegistryError::UnknownProvider(name.to_string()));
+            }
+            let every = jiff::SignedDuration::try_from(self.settings.persist_every).unwrap_or_default();
+            let live = inner.liveness.entry(name.to_string()).or_default();
+            live.last_beat = Some(live.last_beat.map_or(now, |b| b.max(now)));
+            if version.is_some() {
+                live.version = version.clone();
+            }
+            let due = live.persisted.as_ref().is_none_or(|(p, _)| now.duration_since(*p) >= every);
+            if due {
+                live.persisted = Some((to_seconds(now), live.version.clone()));
+                inner.dirty.insert(name.to_string());
+            }
+            due
+        };
+        if persist {
+            self.dirty.notify_one();
+        }
+        self.reevaluate(now);
+        Ok(persist)
+    }
+
+    /// Records the result of probing `backend_url` of provider `name`.
+    pub fn set_health(&self, name: &str, backend_url: &str, health: BackendHealth) {
+        let changed = {
+            let mut inner = self.write();
+            let new = (backend_url.to_string(), health);
+            let changed = inner.health.get(name) != Some(&new);
+            if changed {
+                match &new.1 {
+                    BackendHealth::Unhealthy(why) => {
+                        tracing::warn!(provider = name, backend = backend_url, reason = %why, "backend unhealthy")
+                    }
+                    _ => tracing::debug!(provider = name, backend = backend_url, "backend healthy"),
+                }
+                inner.health.insert(name.to_string(), new);
+                inner.dirty.insert(name.to_string());
+            }
+            changed
+        };
+        if changed {
+            self.dirty.notify_one();
+            self.reevaluate(self.clock.now());
+        }
+    }
+
+    fn health_of(inner: &Inner, p: &Provider) -> BackendHealth {
+        let Some(url) = &p.endpoints.backend else {
+            return BackendHealth::NotDeclared;
+        };
+        match inner.health.get(&p.name) {
+            Some((probed, h)) if *probed == url.to_string() => h.clone(),
+            _ => BackendHealth::Unknown,
+        }
+    }
+
+    /// The backends to probe: (name, backend URL, health path).
+    pub fn backends(&self) -> Vec<(String, http::Uri, String)> {
+        let inner = self.read();
+        let mut out: Vec<_> = inner
+            .providers
+            .values()
+            .filter_map(|p| Some((p.name.clone(), p.endpoints.backend.clone()?, p.endpoints.health_path.clone())))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Names whose declared backend has no probe result for its current URL.
+    pub fn unprobed(&self) -> Vec<String> {
+        let inner = self.read();
+        inner
+            .providers
+            .values()
+            .filter(|p| Self::health_of(&inner, p) == BackendHealth::Unknown)
+            .map(|p| p.name.clone())
+            .collect()
+    }
+
+    // ----- reading ---------------------------------------------------------------------------
+
+    fn view_of(&self, inner: &Inner, p: &Arc<Provider>, now: Timestamp) -> View {
+        let live = inner.liveness.get(&p.name);
+        let last_beat = live.and_then(|l| l.last_beat);
+        let health = Self::health_of(inner, p);
+        View {
+            provider: p.clone(),
+            readiness: readiness(&p.endpoints, last_beat, &health, now, self.settings.heartbeat_ttl),
+            last_beat,
+            reported_version: live.and_then(|l| l.version.clone()),
+        }
+    }
+
+    /// Provider `name` with its readiness now.
+    pub fn view(&self, name: &str) -> Option<View> {
+        let now = self.clock.now();
+        let inner = self.read();
+        let p = inner.providers.get(name)?;
+        Some(self.view_of(&inner, p, now))
+    }
+
+    /// Every provider, sorted by name.
+    pub fn list(&self) -> Vec<View> {
+        let now = self.clock.now();
+        let inner = self.read();
+        let mut out: Vec<View> = inner.providers.values().map(|p| self.view_of(&inner, p, now)).collect();
+        out.sort_by(|a, b| a.provider.name.cmp(&b.provider.name));
+        out
+    }
+
+    /// Re-evaluates readiness at `now`, logs every change with its reason and marks changed
+    /// providers dirty. Returns the number of Ready providers.
+    pub fn reevaluate(&self, now: Timestamp) -> usize {
+        let mut inner = self.write();
+        let mut ready = 0;
+        let mut changed = Vec::new();
+        let names: Vec<String> = inner.providers.keys().cloned().collect();
+        for name in names {
+            let Some(p) = inner.providers.get(&name).cloned() else { continue };
+            let view = self.view_of(&inner, &p, now);
+            ready += usize::from(view.readiness.ready);
+            let now_state = (view.readiness.ready, view.readiness.reason);
+            if inner.last_readiness.get(&name) != Some(&now_state) {
+                if view.readiness.ready {
+                    tracing::info!(provider = %name, reason = view.readiness.reason, "provider is Ready");
+                } else {
+                    tracing::warn!(provider = %name, reason = view.readiness.reason, message = %view.readiness.message, "provider is not Ready");
+                }
+                inner.last_readiness.insert(name.clone(), now_state);
+                changed.push(name);
+            }
+        }
+        let Inner {
+            last_readiness,
+            providers,
+            ..
+        } = &mut *inner;
+        last_readiness.retain(|n, _| providers.contains_key(n));
+        if !changed.is_empty() {
+            inner.dirty.extend(changed);
+            self.dirty.notify_one();
+        }
+        ready
+    }
+
+    /// For every candidate of `name`: (cluster, source, observed status, desired status). The
+    /// status writer writes those that differ.
+    pub fn desired_statuses(&self, name: &str, now: Timestamp) -> Vec<StatusWork> {
+        let inner = self.read();
+        let range = (name.to_string(), String::new())..;
+        let candidates: Vec<&Candidate> = inner
+            .candidates
+            .range(range)
+            .take_while(|((n, _), _)| n == name)
+            .map(|(_, c)| c)
+            .collect();
+        let contenders: Vec<Contender<'_>> = candidates
+            .iter()
+            .map(|c| Contender {
+                cluster: &c.cluster,
+                path: c.path.as_deref(),
+            })
+            .collect();
+        let election = elect(name, &contenders);
+        let provider = inner.providers.get(name);
+        let view = provider.map(|p| self.view_of(&inner, p, now));
+        let health = provider.map(|p| Self::health_of(&inner, p));
+        let persisted = inner.liveness.get(name).and_then(|l| l.persisted.clone());
+        candidates
+            .iter()
+            .zip(election.standings.iter())
+            .filter_map(|(c, standing)| {
+                // An unresolved entry may yet win; leave its status alone until we know.
+                if matches!(standing, Err(Rejection::Unresolved)) {
+                    return None;
+                }
+                let observed = c.entry.status.as_ref();
+                let desired = match (standing, &view, &health) {
+                    (Ok(_), Some(view), Some(health)) => {
+                        let winner = Winner {
+                            endpoints: &view.provider.endpoints,
+                            readiness: &view.readiness,
+                            health,
+                            workspace: names::provider_workspace_path(name),
+                            persisted_beat: persisted.clone(),
+                        };
+                        desired_status(name, observed, c.entry.metadata.generation, Ok(&winner), now)
+                    }
+                    (Err(rejection), _, _) => {
+                        desired_status(name, observed, c.entry.metadata.generation, Err(rejection), now)
+                    }
+                    _ => return None,
+                };
+                Some(StatusWork {
+                    name: name.to_string(),
+                    cluster: c.cluster.clone(),
+                    source: c.source.clone(),
+                    observed: observed.cloned(),
+                    desired,
+                })
+            })
+            .collect()
+    }
+
+    /// Records that `status` was written to entry `name` in `cluster` (so it is not written again
+    /// before the watch echoes it).
+    pub fn written(&self, name: &str, cluster: &str, status: CatalogEntryStatus) {
+        let mut inner = self.write();
+        if let Some(c) = inner.candidates.get_mut(&(name.to_string(), cluster.to_string())) {
+            c.entry.status = Some(status);
+        }
+    }
+}
+
+/// One status the writer should compare and maybe write.
+#[derive(Clone, Debug)]
+pub struct StatusWork {
+    pub name: String,
+    pub cluster: String,
+    pub source: String,
+    pub observed: Option<CatalogEntryStatus>,
+    pub desired: CatalogEntryStatus,
+}
+
+impl StatusWork {
+    pub fn needs_write(&self) -> bool {
+        self.observed.as_ref() != Some(&self.desired)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;

@@ -1,0 +1,235 @@
+//! Test harness: upstreams as real HTTP servers on 127.0.0.1:0, and a hub served in-process.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use faros_hub_api::clock::ManualClock;
+use faros_hub_api::tokenreview::{EXTRA_CLUSTER_NAME, ReviewedUser, StaticReviewer};
+use faros_hub_api::{Config, Hub};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+pub const WAIT: Duration = Duration::from_secs(60);
+pub const T0: &str = "2026-01-01T00:00:00Z";
+pub const ALICE: &str = "alice-token";
+pub const SA_Q: &str = "sa-token-of-q";
+pub const SA_OTHER_CLUSTER: &str = "sa-token-of-another-workspace";
+pub const CLUSTER_Q: &str = "cq";
+
+/// Serves `router` on 127.0.0.1:0 and returns its address.
+pub async fn serve(router: Router) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, router).await.unwrap();
+    });
+    addr
+}
+
+/// A provider upstream. `/stream` sends "first", waits for `release`, then sends "second".
+pub struct Upstream {
+    pub addr: SocketAddr,
+    pub release: Arc<Notify>,
+}
+
+impl Upstream {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+async fn echo(req: Request) -> Response {
+    let headers: BTreeMap<String, String> = req
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string()))
+        .collect();
+    let method = req.method().to_string();
+    let uri = req.uri().to_string();
+    let body = axum::body::to_bytes(req.into_body(), usize::MAX).await.unwrap();
+    axum::Json(serde_json::json!({
+        "method": method,
+        "uri": uri,
+        "headers": headers,
+        "body": String::from_utf8_lossy(&body),
+    }))
+    .into_response()
+}
+
+async fn upgrade(mut req: Request) -> Response {
+    let on = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        let upgraded = on.await.unwrap();
+        let mut io = TokioIo::new(upgraded);
+        let (mut r, mut w) = tokio::io::split(&mut io);
+        let _ = tokio::io::copy(&mut r, &mut w).await;
+    });
+    Response::builder()
+        .status(101)
+        .header("connection", "upgrade")
+        .header("upgrade", "websocket")
+        .header("set-cookie", "x=1")
+        .body(Body::empty())
+        .unwrap()
+}
+
+pub async fn upstream() -> Upstream {
+    let release = Arc::new(Notify::new());
+    let r = release.clone();
+    let r2 = release.clone();
+    let router = Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/ui/main.js",
+            get(|| async {
+                (
+                    [("content-type", "text/javascript"), ("set-cookie", "steal=1")],
+                    "customElements.define('faros-quickstart', class extends HTMLElement {});",
+                )
+            }),
+        )
+        .route("/ui/", get(|| async { ([("content-type", "text/html")], "<html>index</html>") }))
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                "late"
+            }),
+        )
+        .route(
+            "/api/stream",
+            get(move || {
+                let r = r.clone();
+                async move {
+                    let stream = async_stream(r);
+                    Body::from_stream(stream)
+                }
+            }),
+        )
+        .route(
+            "/clusters/x/api/stream",
+            get(move || {
+                let r = r2.clone();
+                async move { Body::from_stream(async_stream(r)) }
+            }),
+        )
+        .route("/ws", any(upgrade))
+        .fallback(echo);
+    Upstream {
+        addr: serve(router).await,
+        release,
+    }
+}
+
+fn async_stream(release: Arc<Notify>) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> {
+    futures::stream::unfold(0u8, move |state| {
+        let release = release.clone();
+        async move {
+            match state {
+                0 => Some((Ok(bytes::Bytes::from_static(b"first\n")), 1)),
+                1 => {
+                    release.notified().await;
+                    Some((Ok(bytes::Bytes::from_static(b"second\n")), 2))
+                }
+                _ => None,
+            }
+        }
+    })
+}
+
+pub fn sa_user(cluster: &str) -> ReviewedUser {
+    ReviewedUser {
+        username: "system:serviceaccount:default:provider".into(),
+        extra: BTreeMap::from([(EXTRA_CLUSTER_NAME.to_string(), vec![cluster.to_string()])]),
+        groups: vec!["system:serviceaccounts".into()],
+        ..Default::default()
+    }
+}
+
+/// A hub without kcp: fake TokenReview, manual clock, registry fed by the test.
+pub struct TestHub {
+    pub addr: SocketAddr,
+    pub hub_state: faros_hub_api::AppState,
+    pub clock: Arc<ManualClock>,
+    pub stop: CancellationToken,
+}
+
+impl TestHub {
+    pub async fn start(kcp_url: &str, tweak: impl FnOnce(&mut Config)) -> Self {
+        faros_core::telemetry::install_crypto_provider();
+        let clock = Arc::new(ManualClock::new(T0.parse().unwrap()));
+        let reviewer = StaticReviewer::default()
+            .with(
+                "*",
+                ALICE,
+                ReviewedUser {
+                    username: "alice".into(),
+                    groups: vec!["devs".into()],
+                    ..Default::default()
+                },
+            )
+            .with("*", SA_Q, sa_user(CLUSTER_Q))
+            .with("*", SA_OTHER_CLUSTER, sa_user("c-other"));
+        let mut config = Config::new(kube::Config::new(kcp_url.parse().unwrap()));
+        config.clock = clock.clone();
+        config.token_reviewer = Some(Arc::new(reviewer));
+        tweak(&mut config);
+        let hub = Hub::new(config).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        tokio::spawn(faros_hub_api::server::serve(
+            listener,
+            None,
+            hub.router(),
+            stop.clone(),
+            Duration::from_secs(1),
+        ));
+        Self {
+            addr,
+            hub_state: hub.state().clone(),
+            clock,
+            stop,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn registry(&self) -> Arc<faros_hub_api::Registry> {
+        self.hub_state.registry.clone()
+    }
+}
+
+pub fn http() -> reqwest::Client {
+    reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap()
+}
+
+/// Polls `f` until it returns Some, failing after `timeout` with `what` in the message.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

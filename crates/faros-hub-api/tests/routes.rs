@@ -1,0 +1,405 @@
+//! The hub's HTTP surface end to end without kcp: real upstream servers, a fake TokenReview, an
+//! injected clock, the registry fed directly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use faros_core::catalog::{BackendSpec, CatalogEntry, CatalogEntrySpec, UiSpec};
+use faros_core::identity::{self, Jwks};
+use faros_hub_api::registry::Candidate;
+use faros_hub_api::registry::record::BackendHealth;
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn entry(name: &str, ui: Option<String>, backend: Option<String>) -> CatalogEntry {
+    CatalogEntry::new(
+        name,
+        CatalogEntrySpec {
+            display_name: name.to_uppercase(),
+            ui: ui.map(|u| UiSpec {
+                url: Some(u),
+                ..Default::default()
+            }),
+            backend: backend.map(|b| BackendSpec {
+                url: b,
+                health_path: None,
+            }),
+            ..Default::default()
+        },
+    )
+}
+
+fn register(hub: &TestHub, cluster: &str, path: &str, e: CatalogEntry) {
+    hub.registry().upsert(Candidate {
+        cluster: cluster.into(),
+        path: Some(path.into()),
+        source: "vw".into(),
+        entry: e,
+    });
+}
+
+fn healthy(hub: &TestHub, name: &str) {
+    let p = hub.registry().get(name).unwrap();
+    let backend = p.endpoints.backend.clone().unwrap().to_string();
+    hub.registry().set_health(name, &backend, BackendHealth::Healthy);
+}
+
+/// A hub with provider `q` (UI + backend on `up`), Ready.
+async fn setup(tweak: impl FnOnce(&mut faros_hub_api::Config)) -> (TestHub, Upstream) {
+    let up = upstream().await;
+    let hub = TestHub::start("https://127.0.0.1:1", tweak).await;
+    register(&hub,
+        CLUSTER_Q,
+        "root:faros:providers:q",
+        entry("q", Some(up.url("/ui")), Some(up.url(""))),
+    );
+    healthy(&hub, "q");
+    (hub, up)
+}
+
+async fn status_of(resp: reqwest::Response) -> (u16, Value) {
+    let code = resp.status().as_u16();
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    (code, body)
+}
+
+#[tokio::test]
+async fn heartbeat_matrix_and_readiness_over_time() {
+    let (hub, _up) = setup(|_| {}).await;
+    let http = http();
+    let beat = |token: Option<&'static str>, name: &'static str, body: &'static str| {
+        let mut req = http.post(hub.url(&format!("/api/providers/{name}/heartbeat"))).body(body);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        async move { status_of(req.send().await.unwrap()).await }
+    };
+    let ok = r#"{"version":"1.2.3","status":"healthy"}"#;
+    for (what, token, name, body, code, reason) in [
+        ("no token", None, "q", ok, 401, "Unauthorized"),
+        ("a user", Some(ALICE), "q", ok, 403, "Forbidden"),
+        ("the SA of another workspace", Some(SA_OTHER_CLUSTER), "q", ok, 403, "Forbidden"),
+        ("invalid token", Some("garbage"), "q", ok, 401, "Unauthorized"),
+        ("unknown provider", Some(SA_Q), "nope", ok, 404, "NotFound"),
+        ("bad JSON", Some(SA_Q), "q", "{nope", 400, "BadRequest"),
+    ] {
+        let (got, body) = beat(token, name, body).await;
+        assert_eq!((got, body["reason"].as_str().unwrap_or_default()), (code, reason), "{what}: {body}");
+        assert_eq!(body["kind"], "Status", "{what}");
+    }
+    let big = "x".repeat(5000);
+    let resp = http
+        .post(hub.url("/api/providers/q/heartbeat"))
+        .bearer_auth(SA_Q)
+        .body(format!(r#"{{"version":"{big}"}}"#))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 413);
+    // Rejected beats changed nothing.
+    assert_eq!(hub.registry().view("q").unwrap().last_beat, None);
+
+    let (code, body) = beat(Some(SA_Q), "q", ok).await;
+    assert_eq!((code, body), (200, serde_json::json!({"status": "ok"})));
+    let list = |hub: &TestHub| {
+        let req = http.get(hub.url("/api/providers")).bearer_auth(ALICE);
+        async move { req.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let item = list(&hub).await["items"][0].clone();
+    assert_eq!(
+        (item["ready"].clone(), item["reportedVersion"].clone(), item["lastHeartbeat"].clone()),
+        (Value::Bool(true), "1.2.3".into(), T0.into())
+    );
+
+    // Silence past the TTL: not Ready, UI proxy 503.
+    hub.clock.advance(Duration::from_secs(91));
+    let item = list(&hub).await["items"][0].clone();
+    assert_eq!((item["ready"].clone(), item["notReadyReason"].clone()), (Value::Bool(false), "HeartbeatStale".into()));
+    let (code, body) = status_of(http.get(hub.url("/ui/providers/q/main.js")).send().await.unwrap()).await;
+    assert_eq!((code, body["reason"].as_str().unwrap()), (503, "ServiceUnavailable"));
+    // One beat: Ready again.
+    assert_eq!(beat(Some(SA_Q), "q", "").await.0, 200);
+    assert_eq!(list(&hub).await["items"][0]["ready"], true);
+    assert_eq!(http.get(hub.url("/ui/providers/q/main.js")).send().await.unwrap().status(), 200);
+    // /api/providers needs a caller.
+    assert_eq!(http.get(hub.url("/api/providers")).send().await.unwrap().status(), 401);
+    let metrics = http.get(hub.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("faros_hub_api_heartbeats_total{result=\"ok\"} 2"), "{metrics}");
+    assert!(metrics.contains("faros_hub_api_heartbeats_total{result=\"denied\"} 4"), "{metrics}");
+}
+
+#[tokio::test]
+async fn ui_proxy_serves_assets_without_credentials() {
+    let (hub, up) = setup(|_| {}).await;
+    let http = http();
+    let resp = http
+        .get(hub.url("/ui/providers/q/main.js"))
+        .header("x-faros-user", "admin")
+        .header("cookie", "session=secret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "text/javascript");
+    assert!(resp.headers().get("set-cookie").is_none(), "providers cannot set cookies on the hub origin");
+    assert!(resp.headers().get("x-request-id").is_some());
+    assert!(resp.text().await.unwrap().contains("customElements.define("));
+    // Both bare forms reach the UI index.
+    for path in ["/ui/providers/q", "/ui/providers/q/"] {
+        let resp = http.get(hub.url(path)).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{path}");
+        assert_eq!(resp.text().await.unwrap(), "<html>index</html>", "{path}");
+    }
+    // What the upstream sees: no credentials, no spoofed identity, the base path.
+    let seen: Value = http
+        .get(hub.url("/ui/providers/q/echo?x=1"))
+        .bearer_auth(ALICE)
+        .header("x-faros-user", "admin")
+        .header("cookie", "session=secret")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(seen["uri"], "/ui/echo?x=1");
+    let h = &seen["headers"];
+    assert_eq!(h["x-faros-base-path"], "/ui/providers/q");
+    for absent in ["authorization", "cookie", "x-faros-user", "x-faros-assertion"] {
+        assert!(h.get(absent).is_none(), "{absent} leaked: {h}");
+    }
+    assert_eq!(h["host"], up.addr.to_string());
+    assert_eq!(h["x-forwarded-for"], "127.0.0.1");
+    // Errors.
+    for (method, path, code) in [
+        ("GET", "/ui/providers/unknown/x", 404),
+        ("POST", "/ui/providers/q/x", 405),
+        ("GET", "/ui/providers/", 404),
+    ] {
+        let resp = http
+            .request(method.parse().unwrap(), hub.url(path))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), code, "{method} {path}");
+    }
+}
+
+#[tokio::test]
+async fn backend_proxy_asserts_identity_and_never_forwards_credentials() {
+    let (hub, _up) = setup(|_| {}).await;
+    let http = http();
+    assert_eq!(
+        http.get(hub.url("/services/providers/q/api/hello")).send().await.unwrap().status(),
+        401
+    );
+    let resp = http
+        .post(hub.url("/services/providers/q/api/hello?a=b"))
+        .bearer_auth(ALICE)
+        .header("x-faros-user", "admin")
+        .header("x-faros-assertion", "forged")
+        .header("x-faros-org", "victim")
+        .header("cookie", "session=secret")
+        .body("payload")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let seen: Value = resp.json().await.unwrap();
+    assert_eq!((seen["method"].as_str(), seen["uri"].as_str(), seen["body"].as_str()), (Some("POST"), Some("/api/hello?a=b"), Some("payload")));
+    let h = &seen["headers"];
+    assert_eq!(h["x-faros-user"], "alice");
+    assert_eq!(h["x-faros-base-path"], "/services/providers/q");
+    for absent in ["authorization", "cookie", "x-faros-org"] {
+        assert!(h.get(absent).is_none(), "{absent} leaked: {h}");
+    }
+    // The assertion verifies against the JWKS the hub publishes, for q only.
+    let jwks: Jwks = http
+        .get(hub.url(identity::JWKS_PATH))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = h["x-faros-assertion"].as_str().unwrap();
+    let claims = identity::verify(token, &jwks, "q", identity::now_unix()).unwrap();
+    assert_eq!((claims.identity.user.as_str(), claims.identity.groups.clone()), ("alice", vec!["devs".to_string()]));
+    assert_eq!(claims.exp - claims.iat, 60);
+    assert!(identity::verify(token, &jwks, "other", identity::now_unix()).is_err());
+}
+
+#[tokio::test]
+async fn backend_failures_map_to_status_codes() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let (hub, up) = setup(|c| {
+        c.http.upstream_timeout = Duration::from_millis(300);
+        c.http.body_limit = 1024;
+    })
+    .await;
+    register(&hub,
+        "cd",
+        "root:faros:providers:down",
+        entry("down", None, Some(format!("http://{closed}"))),
+    );
+    healthy(&hub, "down");
+    let http = http();
+    let get = |path: &str| http.get(hub.url(path)).bearer_auth(ALICE).send();
+    // Down since the last probe: 502; the hub itself is fine.
+    let (code, body) = status_of(get("/services/providers/down/x").await.unwrap()).await;
+    assert_eq!((code, body["reason"].as_str().unwrap()), (502, "BadGateway"), "{body}");
+    assert_eq!(http.get(hub.url("/healthz")).send().await.unwrap().status(), 200);
+    // The probe notices: not Ready, 503.
+    let probe = faros_hub_api::probe::probe(
+        &hub.hub_state.providers_http,
+        format!("http://{closed}/healthz").parse().unwrap(),
+        Duration::from_secs(1),
+    )
+    .await;
+    assert!(matches!(probe, BackendHealth::Unhealthy(_)), "{probe:?}");
+    hub.registry().set_health("down", &format!("http://{closed}/"), probe);
+    let (code, body) = status_of(get("/services/providers/down/x").await.unwrap()).await;
+    assert_eq!((code, body["message"].as_str().unwrap()), (503, "provider \"down\" is not ready (BackendUnhealthy)"));
+    // A healthy backend probes healthy.
+    let ok = faros_hub_api::probe::probe(&hub.hub_state.providers_http, up.url("/healthz").parse().unwrap(), Duration::from_secs(1)).await;
+    assert_eq!(ok, BackendHealth::Healthy);
+    // Slow: 504 at the configured timeout.
+    let started = std::time::Instant::now();
+    let (code, body) = status_of(get("/services/providers/q/slow").await.unwrap()).await;
+    assert_eq!((code, body["reason"].as_str().unwrap()), (504, "Timeout"));
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    // Body limit.
+    let resp = http
+        .post(hub.url("/services/providers/q/x"))
+        .bearer_auth(ALICE)
+        .body(vec![b'a'; 2048])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 413);
+    // Unknown provider.
+    assert_eq!(get("/services/providers/nope/x").await.unwrap().status(), 404);
+}
+
+#[tokio::test]
+async fn backend_responses_stream_and_upgrades_are_spliced() {
+    let (hub, up) = setup(|_| {}).await;
+    let http = http();
+    let mut resp = http
+        .get(hub.url("/services/providers/q/api/stream"))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    // The first chunk arrives while the upstream is still blocked before its second.
+    let first = tokio::time::timeout(WAIT, resp.chunk()).await.unwrap().unwrap().unwrap();
+    assert_eq!(&first[..], b"first\n");
+    up.release.notify_one();
+    let second = tokio::time::timeout(WAIT, resp.chunk()).await.unwrap().unwrap().unwrap();
+    assert_eq!(&second[..], b"second\n");
+
+    // A raw upgrade through the backend proxy: bytes echo back.
+    let mut tcp = tokio::net::TcpStream::connect(hub.addr).await.unwrap();
+    tcp.write_all(
+        format!(
+            "GET /services/providers/q/ws HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer {ALICE}\r\n\
+             Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut b = [0u8; 1];
+        tokio::time::timeout(WAIT, tcp.read_exact(&mut b)).await.unwrap().unwrap();
+        head.push(b[0]);
+    }
+    let head = String::from_utf8(head).unwrap().to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(head.contains("upgrade: websocket"), "{head}");
+    assert!(!head.contains("set-cookie"), "{head}");
+    tcp.write_all(b"hello through the hub").await.unwrap();
+    let mut echoed = [0u8; 21];
+    tokio::time::timeout(WAIT, tcp.read_exact(&mut echoed)).await.unwrap().unwrap();
+    assert_eq!(&echoed, b"hello through the hub");
+}
+
+#[tokio::test]
+async fn kcp_pass_through_keeps_the_callers_bearer() {
+    let fake_kcp = upstream().await;
+    let hub = TestHub::start(&fake_kcp.url(""), |_| {}).await;
+    let http = http();
+    for path in [
+        "/clusters/root:faros/api/v1/namespaces?watch=true&resourceVersion=5",
+        "/services/apiexport/abc/providers.faros.sh/clusters/*/apis/providers.faros.sh/v1alpha1/catalogentries",
+    ] {
+        let seen: Value = http
+            .get(hub.url(path))
+            .bearer_auth("users-own-token")
+            .header("x-faros-user", "kept-kcp-ignores-it")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(seen["uri"], path);
+        assert_eq!(seen["headers"]["authorization"], "Bearer users-own-token", "{path}");
+    }
+    // The upstream's streaming reaches the caller unbuffered here too.
+    let mut resp = http.get(hub.url("/clusters/x/api/stream")).send().await.unwrap();
+    let first = tokio::time::timeout(WAIT, resp.chunk()).await.unwrap().unwrap().unwrap();
+    assert_eq!(&first[..], b"first\n");
+    fake_kcp.release.notify_one();
+}
+
+#[tokio::test]
+async fn spoofed_entries_cannot_hijack_routes() {
+    let (hub, up) = setup(|_| {}).await;
+    let evil = upstream().await;
+    register(&hub, "c-tenant", "root:faros:tenants:acme:dev", entry("q", Some(evil.url("/ui")), Some(evil.url(""))));
+    register(&hub, "c-evil", "root:faros:providers:evil", entry("q", Some(evil.url("/ui")), Some(evil.url(""))));
+    register(&hub, "c-admin", "root:faros:system:providers", entry("q", Some(evil.url("/ui")), Some(evil.url(""))));
+    let http = http();
+    let seen: Value = http
+        .get(hub.url("/services/providers/q/who"))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(seen["headers"]["host"], up.addr.to_string());
+    // Heartbeats too stay bound to q's own workspace ServiceAccount.
+    let resp = http
+        .post(hub.url("/api/providers/q/heartbeat"))
+        .bearer_auth(SA_OTHER_CLUSTER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+}
+
+#[tokio::test]
+async fn readiness_endpoint_waits_for_the_registry() {
+    let hub = TestHub::start("https://127.0.0.1:1", |_| {}).await;
+    let http = http();
+    let (code, body) = status_of(http.get(hub.url("/readyz")).send().await.unwrap()).await;
+    assert_eq!((code, body["reason"].as_str().unwrap()), (503, "ServiceUnavailable"));
+    hub.registry().expect_sources(1);
+    hub.registry().replace_source("vw", vec![]);
+    assert_eq!(http.get(hub.url("/readyz")).send().await.unwrap().status(), 200);
+    let (code, body) = status_of(http.get(hub.url("/nowhere")).send().await.unwrap()).await;
+    assert_eq!((code, body["reason"].as_str().unwrap()), (404, "NotFound"));
+}

@@ -1,0 +1,250 @@
+//! The objects `init` wants to exist, computed without IO: the APIExport's merged resource list, the
+//! endpoint slice and the bind grant.
+
+use std::collections::BTreeSet;
+
+use faros_core::kcp::apis::v1alpha1::{APIExportEndpointSlice, APIExportEndpointSliceSpec, ExportBindingReference};
+use faros_core::kcp::apis::v1alpha2::{APIExport, APIExportSpec, PermissionClaim, ResourceSchema};
+use faros_core::names;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use kube::api::ObjectMeta;
+
+use super::inputs::SchemaFile;
+
+/// `spec.resources` entries for `schemas`, in file order.
+pub fn owned_resources(schemas: &[SchemaFile]) -> Vec<ResourceSchema> {
+    schemas
+        .iter()
+        .map(|s| ResourceSchema::crd(&s.schema.spec.group, &s.schema.spec.names.plural, s.name()))
+        .collect()
+}
+
+/// Merges the resources this provider owns into what the export already lists.
+///
+/// Owned entries come first, in their order. An existing entry survives unless it has the same
+/// (group, name) as an owned one (replaced) or belongs to one of `owned_groups` (a resource this
+/// provider no longer ships: pruned). Entries of other groups, e.g. added at runtime by a
+/// controller, are kept in their order.
+pub fn merge_resources(
+    existing: &[ResourceSchema],
+    owned: &[ResourceSchema],
+    owned_groups: &BTreeSet<String>,
+) -> Vec<ResourceSchema> {
+    let mut merged = owned.to_vec();
+    for entry in existing {
+        let replaced = owned.iter().any(|o| o.group == entry.group && o.name == entry.name);
+        if !replaced && !owned_groups.contains(&entry.group) {
+            merged.push(entry.clone());
+        }
+    }
+    merged
+}
+
+/// A fresh APIExport named `export`.
+pub fn new_export(export: &str, resources: Vec<ResourceSchema>, claims: Vec<PermissionClaim>) -> APIExport {
+    APIExport::new(
+        export,
+        APIExportSpec {
+            resources: Some(resources),
+            permission_claims: Some(claims),
+            ..Default::default()
+        },
+    )
+}
+
+/// `existing` with resources merged and claims replaced, or `None` when it already matches.
+///
+/// Only `spec.resources` and `spec.permissionClaims` are touched: kcp writes `spec.identity` itself,
+/// and other writers' fields must survive.
+pub fn update_export(
+    existing: &APIExport,
+    owned: &[ResourceSchema],
+    owned_groups: &BTreeSet<String>,
+    claims: &[PermissionClaim],
+) -> Option<APIExport> {
+    let current = existing.spec.resources.clone().unwrap_or_default();
+    let merged = merge_resources(&current, owned, owned_groups);
+    let current_claims = existing.spec.permission_claims.clone().unwrap_or_default();
+    if merged == current && current_claims == claims {
+        return None;
+    }
+    let mut updated = existing.clone();
+    updated.spec.resources = Some(merged);
+    updated.spec.permission_claims = Some(claims.to_vec());
+    Some(updated)
+}
+
+/// The endpoint slice of `export`, named like it. Without `path` kcp resolves the export in the
+/// slice's own workspace, which keeps one manifest valid wherever the provider workspace lives.
+pub fn endpoint_slice(export: &str, path: Option<&str>) -> APIExportEndpointSlice {
+    APIExportEndpointSlice::new(
+        export,
+        APIExportEndpointSliceSpec {
+            export: ExportBindingReference {
+                path: path.map(str::to_string),
+                name: export.to_string(),
+            },
+            ..Default::default()
+        },
+    )
+}
+
+/// Whether an existing slice must be recreated (`spec.export` is immutable) to point at `path`.
+/// Without an explicit path any existing slice is kept: recreating it would briefly drop the
+/// virtual-workspace endpoints every controller is connected to.
+pub fn slice_needs_recreate(existing: &APIExportEndpointSlice, export: &str, path: Option<&str>) -> bool {
+    if existing.spec.export.name != export {
+        return true;
+    }
+    match path {
+        None => false,
+        Some(p) => existing.spec.export.path.as_deref() != Some(p),
+    }
+}
+
+/// The ClusterRole and ClusterRoleBinding letting every authenticated user bind `export`.
+pub fn bind_grant(export: &str) -> (ClusterRole, ClusterRoleBinding) {
+    let name = names::bind_grant_name(export);
+    let meta = ObjectMeta {
+        name: Some(name.clone()),
+        ..Default::default()
+    };
+    let role = ClusterRole {
+        metadata: meta.clone(),
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec!["apis.kcp.io".into()]),
+            resources: Some(vec!["apiexports".into()]),
+            resource_names: Some(vec![export.to_string()]),
+            verbs: vec![names::BIND_VERB.into()],
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    let binding = ClusterRoleBinding {
+        metadata: meta,
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "ClusterRole".into(),
+            name,
+        },
+        subjects: Some(vec![Subject {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "Group".into(),
+            name: names::BIND_GRANT_GROUP.into(),
+            namespace: None,
+        }]),
+    };
+    (role, binding)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn r(group: &str, name: &str) -> ResourceSchema {
+        ResourceSchema::crd(group, name, &format!("v1.{name}.{group}"))
+    }
+
+    #[test]
+    fn merge_keeps_foreign_replaces_owned_prunes_stale() {
+        let groups: BTreeSet<String> = ["code.faros.sh".to_string()].into();
+        let existing = vec![
+            r("code.faros.sh", "connections"),
+            r("code.faros.sh", "coderepos"),
+            r("infrastructure.faros.sh", "templates"),
+        ];
+        let mut newer = r("code.faros.sh", "connections");
+        newer.schema = "v2.connections.code.faros.sh".into();
+        let owned = vec![newer.clone(), r("code.faros.sh", "repositories")];
+        let merged = merge_resources(&existing, &owned, &groups);
+        assert_eq!(
+            merged,
+            vec![
+                newer,
+                r("code.faros.sh", "repositories"),
+                r("infrastructure.faros.sh", "templates")
+            ]
+        );
+        // No schemas: nothing owned, every existing entry preserved.
+        assert_eq!(merge_resources(&existing, &[], &BTreeSet::new()), existing);
+    }
+
+    #[test]
+    fn update_export_only_when_different() {
+        let groups: BTreeSet<String> = ["q.io".to_string()].into();
+        let owned = vec![r("q.io", "greetings")];
+        let claims = vec![PermissionClaim::new("", "configmaps", &["get", "list", "watch"])];
+        let mut existing = new_export("q.io", owned.clone(), claims.clone());
+        existing.spec.identity = Some(Default::default());
+        assert!(update_export(&existing, &owned, &groups, &claims).is_none());
+        existing.spec.resources.as_mut().unwrap().push(r("other.io", "things"));
+        assert!(
+            update_export(&existing, &owned, &groups, &claims).is_none(),
+            "foreign entries are kept as is"
+        );
+        let fewer_claims = update_export(&existing, &owned, &groups, &[]).unwrap();
+        assert_eq!(fewer_claims.spec.permission_claims, Some(vec![]));
+        assert_eq!(
+            fewer_claims.spec.identity,
+            Some(Default::default()),
+            "kcp-written fields survive"
+        );
+        assert_eq!(fewer_claims.spec.resources.unwrap().len(), 2);
+    }
+
+    #[test]
+    fn new_export_wire_shape() {
+        let export = new_export(
+            "q.io",
+            vec![r("q.io", "greetings")],
+            vec![PermissionClaim::new("", "configmaps", &["get", "list", "watch"])],
+        );
+        assert_eq!(
+            serde_json::to_value(&export).unwrap(),
+            json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport", "metadata": {"name": "q.io"},
+                "spec": {"resources": [{"name": "greetings", "group": "q.io", "schema": "v1.greetings.q.io", "storage": {"crd": {}}}],
+                    "permissionClaims": [{"resource": "configmaps", "verbs": ["get", "list", "watch"]}]}})
+        );
+    }
+
+    #[test]
+    fn slice_shape_and_recreate_rule() {
+        let plain = endpoint_slice("q.io", None);
+        assert_eq!(
+            serde_json::to_value(&plain).unwrap()["spec"],
+            json!({"export": {"name": "q.io"}})
+        );
+        let pathed = endpoint_slice("q.io", Some("root:faros:providers:q"));
+        for (existing, path, want) in [
+            (&plain, None, false),
+            (&pathed, None, false),
+            (&pathed, Some("root:faros:providers:q"), false),
+            (&plain, Some("root:faros:providers:q"), true),
+            (&pathed, Some("root:elsewhere"), true),
+        ] {
+            assert_eq!(slice_needs_recreate(existing, "q.io", path), want, "{path:?}");
+        }
+        assert!(slice_needs_recreate(&endpoint_slice("other", None), "q.io", None));
+    }
+
+    #[test]
+    fn bind_grant_shape() {
+        let (role, binding) = bind_grant("q.io");
+        assert_eq!(
+            serde_json::to_value(&role).unwrap(),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": "faros:providers:bind:q.io"},
+                "rules": [{"apiGroups": ["apis.kcp.io"], "resourceNames": ["q.io"], "resources": ["apiexports"], "verbs": ["bind"]}]})
+        );
+        assert_eq!(
+            serde_json::to_value(&binding).unwrap(),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "faros:providers:bind:q.io"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "faros:providers:bind:q.io"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}]})
+        );
+    }
+}

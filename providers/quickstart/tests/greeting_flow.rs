@@ -1,0 +1,253 @@
+//! End to end on an in-process embedded kcp + hub reconciler: the Provider is provisioned, `init`
+//! publishes the API, a tenant binds the export (directly, until the hub's Enable exists), and the
+//! quickstart controller answers Greetings through the virtual workspace.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use faros_core::identity::{self, Claims, Identity, Jwks, SigningKey};
+use faros_core::kcp::Workspace;
+use faros_core::kcp::apis::v1alpha2::APIBinding;
+use faros_core::names;
+use faros_core::provider::{Provider, ProviderSpec};
+use faros_core::wait::wait_for;
+use faros_provider_quickstart as quickstart;
+use faros_sdk::controller::ControllerStats;
+use faros_sdk::identity::IdentityVerifier;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+async fn config_from_yaml(yaml: &str) -> kube::Config {
+    kube::Config::from_custom_kubeconfig(Kubeconfig::from_yaml(yaml).unwrap(), &KubeConfigOptions::default())
+        .await
+        .unwrap()
+}
+
+/// A typed view of Greeting for the watch-based wait helper.
+#[derive(kube::CustomResource, serde::Deserialize, serde::Serialize, Clone, Debug, schemars::JsonSchema)]
+#[kube(
+    group = "quickstart.providers.faros.sh",
+    version = "v1alpha1",
+    kind = "Greeting",
+    namespaced
+)]
+#[kube(status = "GreetingStatus")]
+struct GreetingSpec {
+    name: String,
+}
+
+#[derive(serde::Deserialize, serde::Serialize, Clone, Debug, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct GreetingStatus {
+    reply: Option<String>,
+    observed_generation: Option<i64>,
+}
+
+fn reply_of(g: Option<&Greeting>) -> Option<(String, i64)> {
+    let status = g?.status.as_ref()?;
+    Some((status.reply.clone()?, status.observed_generation?))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs embedded kcp part 2 (workspaces, APIBinding controller, virtual workspace)"]
+async fn tenant_greetings_are_answered_through_the_virtual_workspace() {
+    let kcp = common::Kcp::start().await;
+    let admin = kcp.admin_config().await;
+
+    // Hub reconciler provisions the provider workspace and its kubeconfig Secret.
+    let mut rc = faros_hub_reconciler::Config::new(admin.clone());
+    rc.hub_url = Some(kcp.server.url());
+    rc.ca_pem = Some(kcp.server.ca_pem().to_string());
+    rc.lease.identity = "test".into();
+    let reconciler = faros_hub_reconciler::Reconciler::new(rc).unwrap();
+    let mut role = reconciler.state().subscribe_role();
+    let (stop_rc, rc_stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(reconciler.run(async {
+        let _ = rc_stopped.await;
+    }));
+    tokio::time::timeout(
+        WAIT,
+        role.wait_for(|r| *r == faros_hub_reconciler::leader::Role::Leader),
+    )
+    .await
+    .expect("reconciler bootstrapped and leading")
+    .unwrap();
+    let providers: Api<Provider> = Api::all(kcp.client(names::SYSTEM_PROVIDERS_PATH).await);
+    providers
+        .create(
+            &PostParams::default(),
+            &Provider::new(quickstart::PROVIDER, ProviderSpec::default()),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        providers.clone(),
+        quickstart::PROVIDER,
+        |p| {
+            p.and_then(|p| p.status.as_ref())
+                .is_some_and(|s| faros_core::conditions::is_true(&s.conditions, names::CONDITION_READY))
+        },
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let secrets: Api<Secret> = Api::namespaced(kcp.client(names::SYSTEM_PROVIDERS_PATH).await, "default");
+    let secret = secrets.get("quickstart-kubeconfig").await.unwrap();
+    let kubeconfig = String::from_utf8(secret.data.unwrap()["kubeconfig"].0.clone()).unwrap();
+    let provider_config = config_from_yaml(&kubeconfig).await;
+
+    // init, with the bundled schema and CatalogEntry.
+    let (schemas, manifest) = quickstart::bundled_paths();
+    let mut opts = quickstart::init_options();
+    opts.schemas_dir = schemas;
+    opts.catalog_entry_file = Some(manifest);
+    let provider_client = kube::Client::try_from(provider_config.clone()).unwrap();
+    quickstart::init(provider_client.clone(), &opts).await.unwrap();
+    assert!(quickstart::init(provider_client, &opts).await.unwrap().unchanged());
+
+    // serve.
+    let key = SigningKey::generate("hub").unwrap();
+    let verifier = IdentityVerifier::with_jwks(
+        "quickstart",
+        Jwks {
+            keys: vec![key.public_jwk()],
+        },
+    );
+    let stats = Arc::new(ControllerStats::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let backend = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(quickstart::serve(
+        quickstart::ServeOptions {
+            provider: quickstart::PROVIDER.into(),
+            verifier: Arc::new(verifier),
+            kube: Some(provider_config),
+            heartbeat: None,
+            stats: stats.clone(),
+        },
+        listener,
+        quickstart::shutdown_signal(async {
+            let _ = stopped.await;
+        }),
+    ));
+
+    // A tenant workspace binds the export.
+    let workspaces: Api<Workspace> = Api::all(kcp.client("root").await);
+    let ws: Workspace = serde_json::from_value(json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
+        "metadata": {"name": "tenant-a"}, "spec": {"type": {"name": "universal", "path": "root"}}}))
+    .unwrap();
+    workspaces.create(&PostParams::default(), &ws).await.unwrap();
+    let ws = wait_for(workspaces, "tenant-a", |w| w.is_some_and(Workspace::is_ready), WAIT)
+        .await
+        .unwrap()
+        .unwrap();
+    let tenant_cluster = ws.spec.cluster.clone().unwrap();
+    let tenant = kcp.client("root:tenant-a").await;
+    let _ = Api::<Namespace>::all(tenant.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap(),
+        )
+        .await;
+    let bindings: Api<APIBinding> = Api::all(tenant.clone());
+    let binding: APIBinding =
+        serde_json::from_value(json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
+        "metadata": {"name": "quickstart"},
+        "spec": {"reference": {"export": {"path": "root:faros:providers:quickstart", "name": quickstart::EXPORT}},
+            "permissionClaims": [{"resource": "configmaps", "verbs": ["get", "list", "watch"],
+                "selector": {"matchAll": true}, "state": "Accepted"}]}}))
+        .unwrap();
+    bindings.create(&PostParams::default(), &binding).await.unwrap();
+    wait_for(
+        bindings.clone(),
+        "quickstart",
+        |b| b.is_some_and(APIBinding::is_ready),
+        WAIT,
+    )
+    .await
+    .unwrap();
+
+    // A Greeting gets its reply within 2 s.
+    let greetings: Api<Greeting> = Api::namespaced(tenant.clone(), "default");
+    let hello: Greeting = serde_json::from_value(json!({"apiVersion": "quickstart.providers.faros.sh/v1alpha1",
+        "kind": "Greeting", "metadata": {"name": "hello"}, "spec": {"name": "World"}}))
+    .unwrap();
+    let started = Instant::now();
+    greetings.create(&PostParams::default(), &hello).await.unwrap();
+    let answered = wait_for(
+        greetings.clone(),
+        "hello",
+        |g| reply_of(g).is_some_and(|(r, _)| r == "Hello, World!"),
+        Duration::from_secs(2).saturating_sub(started.elapsed()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(reply_of(Some(&answered)), Some(("Hello, World!".to_string(), 1)));
+
+    // Editing bumps observedGeneration.
+    greetings
+        .patch(
+            "hello",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"name": "Moon"}})),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        greetings.clone(),
+        "hello",
+        |g| reply_of(g) == Some(("Hello, Moon!".to_string(), 2)),
+        WAIT,
+    )
+    .await
+    .unwrap();
+
+    // The backend lists only the caller's workspace.
+    let who = Identity {
+        user: "alice".into(),
+        groups: vec![],
+        org: "acme".into(),
+        workspace: "tenant-a".into(),
+        cluster: tenant_cluster,
+    };
+    let token = key.sign(&Claims::new(
+        who,
+        "quickstart",
+        identity::now_unix(),
+        identity::DEFAULT_TTL,
+    ));
+    let listed: serde_json::Value = reqwest::Client::new()
+        .get(format!("{backend}/api/greetings"))
+        .header(names::HEADER_ASSERTION, token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["hello"]);
+
+    // Unbinding removes the Greetings; the controller drops them without retrying errors.
+    bindings.delete("quickstart", &DeleteParams::default()).await.unwrap();
+    wait_for(bindings, "quickstart", |b| b.is_none(), WAIT).await.unwrap();
+    assert_eq!(stats.failures(), 0, "no reconcile failed");
+    assert!(stats.reconciles() >= 2);
+
+    stop.send(()).unwrap();
+    serving.await.unwrap().unwrap();
+    let _ = stop_rc.send(());
+}
