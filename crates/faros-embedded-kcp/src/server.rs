@@ -200,10 +200,6 @@ impl Server {
         });
         crate::controllers::rbac::rebuild(&state);
         crate::controllers::rebuild_cluster_index(&state);
-        crate::bootstrap::ensure_root(&state).await;
-        let mut controllers = vec![tokio::spawn(crate::controllers::run(state.clone(), events_rx))];
-        controllers.extend(crate::kcp::spawn_controllers(&state));
-
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|source| ServerError::Listen {
@@ -214,6 +210,13 @@ impl Server {
             addr: config.listen,
             source,
         })?;
+        // Workspace and endpoint slice URLs are built from the address actually bound.
+        crate::kcp::tenancy::set_server_url(&state, &format!("https://{addr}"));
+        crate::bootstrap::ensure_root(&state).await;
+        crate::kcp::tenancy::bootstrap(&state).await;
+        let mut controllers = vec![tokio::spawn(crate::controllers::run(state.clone(), events_rx))];
+        controllers.extend(crate::kcp::spawn_controllers(&state));
+
         let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config());
         let router = router(state.clone());
         let (stop, stopped) = watch::channel(false);

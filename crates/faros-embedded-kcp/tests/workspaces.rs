@@ -112,12 +112,18 @@ async fn lifecycle_is_observable_and_ready_workspaces_are_complete() {
     let cluster = ready.spec.cluster.clone().unwrap();
     assert_eq!(cluster.len(), 16);
     assert!(cluster.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
-    assert_eq!(ready.spec.url.as_deref(), Some(format!("{}/clusters/root:a", t.server.url()).as_str()));
+    assert_eq!(
+        ready.spec.url.as_deref(),
+        Some(format!("{}/clusters/root:a", t.server.url()).as_str())
+    );
     let annotations = ready.metadata.annotations.clone().unwrap();
     assert_eq!(annotations["internal.tenancy.kcp.io/cluster"], cluster);
     assert_eq!(annotations["kcp.io/cluster"], "root");
     assert_eq!(ready.metadata.labels.clone().unwrap()["tenancy.kcp.io/phase"], "Ready");
-    assert_eq!(ready.metadata.finalizers, Some(vec!["core.kcp.io/logicalcluster".to_string()]));
+    assert_eq!(
+        ready.metadata.finalizers,
+        Some(vec!["core.kcp.io/logicalcluster".to_string()])
+    );
     let status = serde_json::to_value(ready.status.as_ref().unwrap()).unwrap();
     let conditions: Vec<(String, String)> = status["conditions"]
         .as_array()
@@ -154,11 +160,18 @@ async fn nested_paths_work_with_kubectl_and_unknown_paths_404() {
     let t = start().await;
     create_ready(&t, "root", "a", json!({})).await;
     let b = create_ready(&t, "root:a", "b", json!({})).await;
-    assert_eq!(b.spec.url.as_deref(), Some(format!("{}/clusters/root:a:b", t.server.url()).as_str()));
+    assert_eq!(
+        b.spec.url.as_deref(),
+        Some(format!("{}/clusters/root:a:b", t.server.url()).as_str())
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("config");
-    std::fs::write(&kubeconfig, t.server.kubeconfig("root:a:b", "admin", t.server.admin_token())).unwrap();
+    std::fs::write(
+        &kubeconfig,
+        t.server.kubeconfig("root:a:b", "admin", t.server.admin_token()),
+    )
+    .unwrap();
     // tokio's Command: the server shares this test's runtime and must keep serving meanwhile.
     let kubectl = async |args: &[&str]| {
         let out = tokio::process::Command::new("kubectl")
@@ -168,10 +181,17 @@ async fn nested_paths_work_with_kubectl_and_unknown_paths_404() {
             .output()
             .await
             .unwrap();
-        assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
-    assert_eq!(kubectl(&["get", "namespaces", "-o", "name"]).await, "namespace/default\n");
+    assert_eq!(
+        kubectl(&["get", "namespaces", "-o", "name"]).await,
+        "namespace/default\n"
+    );
     kubectl(&["create", "configmap", "hello", "-n", "default", "--from-literal=k=v"]).await;
     assert_eq!(
         kubectl(&["get", "configmap", "hello", "-n", "default", "-o", "jsonpath={.data.k}"]).await,
@@ -184,7 +204,12 @@ async fn nested_paths_work_with_kubectl_and_unknown_paths_404() {
     assert_eq!(lines[0][..4], ["NAME", "TYPE", "PHASE", "URL"]);
     assert_eq!(
         lines[1][..4],
-        ["b", "universal", "Ready", format!("{}/clusters/root:a:b", t.server.url()).as_str()]
+        [
+            "b",
+            "universal",
+            "Ready",
+            format!("{}/clusters/root:a:b", t.server.url()).as_str()
+        ]
     );
 
     let resp = t
@@ -227,11 +252,12 @@ async fn creators_get_access_and_others_are_forbidden() {
         .unwrap();
 
     let alice_ws: Api<Workspace> = Api::all(t.alice().await);
-    let created = alice_ws.create(&PostParams::default(), &ws("mine", json!({}))).await.unwrap();
-    let owner: serde_json::Value = serde_json::from_str(
-        &created.metadata.annotations.unwrap()["experimental.tenancy.kcp.io/owner"],
-    )
-    .unwrap();
+    let created = alice_ws
+        .create(&PostParams::default(), &ws("mine", json!({})))
+        .await
+        .unwrap();
+    let owner: serde_json::Value =
+        serde_json::from_str(&created.metadata.annotations.unwrap()["experimental.tenancy.kcp.io/owner"]).unwrap();
     assert_eq!(
         owner,
         json!({"username": "alice", "uid": "alice-uid", "groups": ["devs", "testers", "system:authenticated"]})
@@ -260,12 +286,18 @@ async fn creators_get_access_and_others_are_forbidden() {
     );
     let alice_theirs: Api<ConfigMap> =
         Api::namespaced(t.client_as("root:theirs", "alice", USER_TOKEN).await, "default");
-    assert_eq!(api_err(alice_theirs.list(&Default::default()).await.unwrap_err()).code, 403);
+    assert_eq!(
+        api_err(alice_theirs.list(&Default::default()).await.unwrap_err()).code,
+        403
+    );
 
     // Users cannot pick the logical cluster themselves.
     let err = api_err(
         alice_ws
-            .create(&PostParams::default(), &ws("forced", json!({"cluster": "abcdefghijklmnop"})))
+            .create(
+                &PostParams::default(),
+                &ws("forced", json!({"cluster": "abcdefghijklmnop"})),
+            )
             .await
             .unwrap_err(),
     );
@@ -290,8 +322,14 @@ async fn workspace_type_limits_defaults_and_immutability() {
                    "defaultChildWorkspaceType": {"name": "team", "path": "root"},
                    "extend": {"with": [{"name": "universal", "path": "root"}]}}),
         ),
-        ("team", json!({"limitAllowedParents": {"types": [{"name": "org", "path": "root"}]}})),
-        ("big-team", json!({"extend": {"with": [{"name": "team", "path": "root"}]}})),
+        (
+            "team",
+            json!({"limitAllowedParents": {"types": [{"name": "org", "path": "root"}]}}),
+        ),
+        (
+            "big-team",
+            json!({"extend": {"with": [{"name": "team", "path": "root"}]}}),
+        ),
     ] {
         types.create(&PostParams::default(), &wstype(name, spec)).await.unwrap();
     }
@@ -313,7 +351,10 @@ async fn workspace_type_limits_defaults_and_immutability() {
     let forbidden = |name: &str, msg: &str| format!("workspaces.tenancy.kcp.io \"{name}\" is forbidden: {msg}");
     let err = api_err(
         root_ws
-            .create(&PostParams::default(), &ws("t", json!({"type": {"name": "team", "path": "root"}})))
+            .create(
+                &PostParams::default(),
+                &ws("t", json!({"type": {"name": "team", "path": "root"}})),
+            )
             .await
             .unwrap_err(),
     );
@@ -327,7 +368,10 @@ async fn workspace_type_limits_defaults_and_immutability() {
     );
     let err = api_err(
         root_ws
-            .create(&PostParams::default(), &ws("big", json!({"type": {"name": "big-team"}})))
+            .create(
+                &PostParams::default(),
+                &ws("big", json!({"type": {"name": "big-team"}})),
+            )
             .await
             .unwrap_err(),
     );
@@ -353,11 +397,17 @@ async fn workspace_type_limits_defaults_and_immutability() {
     let in_leaf: Api<Workspace> = Api::all(t.client_as("root:l", "admin", t.server.admin_token()).await);
     let err = api_err(
         in_leaf
-            .create(&PostParams::default(), &ws("c", json!({"type": {"name": "universal", "path": "root"}})))
+            .create(
+                &PostParams::default(),
+                &ws("c", json!({"type": {"name": "universal", "path": "root"}})),
+            )
             .await
             .unwrap_err(),
     );
-    assert_eq!(err.message, forbidden("c", "workspace type root:leaf cannot have any children"));
+    assert_eq!(
+        err.message,
+        forbidden("c", "workspace type root:leaf cannot have any children")
+    );
 
     let o = create_ready(&t, "root", "o", json!({"type": {"name": "org"}})).await;
     assert_eq!(
@@ -367,7 +417,10 @@ async fn workspace_type_limits_defaults_and_immutability() {
     let in_org: Api<Workspace> = Api::all(t.client_as("root:o", "admin", t.server.admin_token()).await);
     let err = api_err(
         in_org
-            .create(&PostParams::default(), &ws("u", json!({"type": {"name": "universal", "path": "root"}})))
+            .create(
+                &PostParams::default(),
+                &ws("u", json!({"type": {"name": "universal", "path": "root"}})),
+            )
             .await
             .unwrap_err(),
     );
@@ -379,14 +432,20 @@ async fn workspace_type_limits_defaults_and_immutability() {
         )
     );
     // No type given: the parent's defaultChildWorkspaceType; extending types count as their bases.
-    let team = in_org.create(&PostParams::default(), &ws("t", json!({}))).await.unwrap();
+    let team = in_org
+        .create(&PostParams::default(), &ws("t", json!({})))
+        .await
+        .unwrap();
     assert_eq!(
         serde_json::to_value(&team.spec.type_).unwrap(),
         json!({"name": "team", "path": "root"})
     );
     wait_ready(in_org.clone(), "t").await;
     in_org
-        .create(&PostParams::default(), &ws("big", json!({"type": {"name": "big-team"}})))
+        .create(
+            &PostParams::default(),
+            &ws("big", json!({"type": {"name": "big-team"}})),
+        )
         .await
         .unwrap();
     wait_ready(in_org.clone(), "big").await;
@@ -448,7 +507,10 @@ async fn initializers_hold_workspaces_until_removed() {
     let bindings: Api<faros_core::kcp::apis::v1alpha2::APIBinding> = Api::all(inner.clone());
     let name = tenancy::names::default_binding_name(&cluster, "root", "widgets.example.io");
     assert!(name.starts_with("widgets.example.io-"), "{name}");
-    let binding = wait_for(bindings.clone(), &name, |b| b.is_some(), WAIT).await.unwrap().unwrap();
+    let binding = wait_for(bindings.clone(), &name, |b| b.is_some(), WAIT)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(bindings.list(&Default::default()).await.unwrap().items.len(), 1);
     let binding = serde_json::to_value(&binding).unwrap();
     assert_eq!(
@@ -477,7 +539,10 @@ async fn deleting_a_workspace_removes_its_clusters() {
     let t = start().await;
     let d = create_ready(&t, "root", "d", json!({})).await;
     let e = create_ready(&t, "root:d", "e", json!({})).await;
-    let cms: Api<ConfigMap> = Api::namespaced(t.client_as("root:d:e", "admin", t.server.admin_token()).await, "default");
+    let cms: Api<ConfigMap> = Api::namespaced(
+        t.client_as("root:d:e", "admin", t.server.admin_token()).await,
+        "default",
+    );
     cms.create(
         &PostParams::default(),
         &serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap(),
@@ -544,4 +609,39 @@ async fn restart_resumes_unfinished_workspaces() {
         ready.spec.url.as_deref(),
         Some(format!("{}/clusters/root:r", t.server.url()).as_str())
     );
+}
+
+#[tokio::test]
+async fn default_api_bindings_are_bound_before_ready() {
+    use common::kcp::{create_export, create_schema, widget_schema, widgets};
+    let t = start().await;
+    let root = t.admin().await;
+    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
+    create_export(&root, "widgets.example.io", "v1.widgets.example.io", json!([])).await;
+    let types: Api<WorkspaceType> = Api::all(root.clone());
+    types
+        .create(
+            &PostParams::default(),
+            &wstype(
+                "tooled",
+                json!({"extend": {"with": [{"name": "universal", "path": "root"}]},
+                       "defaultAPIBindings": [{"path": "root", "export": "widgets.example.io"}]}),
+            ),
+        )
+        .await
+        .unwrap();
+    let w = create_ready(&t, "root", "tools", json!({"type": {"name": "tooled"}})).await;
+    let inner = t.client_as("root:tools", "admin", t.server.admin_token()).await;
+    let name = tenancy::names::default_binding_name(w.spec.cluster.as_deref().unwrap(), "root", "widgets.example.io");
+    let binding = Api::<faros_core::kcp::apis::v1alpha2::APIBinding>::all(inner.clone())
+        .get(&name)
+        .await
+        .unwrap();
+    assert_eq!(
+        binding.phase(),
+        Some(&faros_core::kcp::apis::v1alpha2::APIBindingPhase::Bound)
+    );
+    // Ready means the bound resources are served.
+    let widgets: Api<kube::api::DynamicObject> = Api::namespaced_with(inner, "default", &widgets());
+    assert!(widgets.list(&Default::default()).await.unwrap().items.is_empty());
 }

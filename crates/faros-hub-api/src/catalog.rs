@@ -151,8 +151,13 @@ impl Catalog {
                 _ = cancel.cancelled() => return None,
                 r = found => match r {
                     Ok(urls) => return Some(urls),
-                    Err(error) => tracing::warn!(%error, "waiting for the providers.faros.sh virtual workspace URL"),
+                    Err(error) => tracing::info!(%error, "waiting for the providers.faros.sh virtual workspace URL"),
                 },
+            }
+            // The tree may not be bootstrapped yet: do not hammer kcp.
+            tokio::select! {
+                _ = cancel.cancelled() => return None,
+                _ = tokio::time::sleep(self.settings.retry_delay) => {}
             }
         }
     }

@@ -53,10 +53,10 @@ impl ClusterIndex {
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
             .unwrap_or_default();
-        if let Some(old) = self.by_name.get(cluster) {
-            if old.path != path {
-                self.by_path.remove(&old.path);
-            }
+        if let Some(old) = self.by_name.get(cluster)
+            && old.path != path
+        {
+            self.by_path.remove(&old.path);
         }
         self.by_path.insert(path.clone(), cluster.to_string());
         self.by_name.insert(

@@ -73,7 +73,10 @@ fn admit_update(old: &Value, new: &Value, name: &str, privileged: bool) -> Resul
         ));
     }
     if spec_str(old, "URL") != spec_str(new, "URL") && !privileged {
-        return Err(forbidden(name, "spec.URL can only be changed by system privileged users"));
+        return Err(forbidden(
+            name,
+            "spec.URL can only be changed by system privileged users",
+        ));
     }
     if type_ref(old) != type_ref(new) {
         return Err(forbidden(name, "spec.type is immutable"));
@@ -91,7 +94,10 @@ fn admit_create(
     check_name(name)?;
     if !privileged {
         if !spec_str(obj, "cluster").is_empty() {
-            return Err(forbidden(name, "spec.Cluster can only be set by system privileged users"));
+            return Err(forbidden(
+                name,
+                "spec.Cluster can only be set by system privileged users",
+            ));
         }
         if !spec_str(obj, "URL").is_empty() {
             return Err(forbidden(name, "spec.URL can only be set by system privileged users"));
@@ -110,10 +116,7 @@ fn admit_create(
     let parent_type_name = catalog::cluster_type(state, req.cluster).ok_or_else(|| {
         forbidden(
             name,
-            format!(
-                "annotation {} on LogicalCluster must be set",
-                catalog::TYPE_ANNOTATION
-            ),
+            format!("annotation {} on LogicalCluster must be set", catalog::TYPE_ANNOTATION),
         )
     })?;
     let parent_type = split_qualified(&parent_type_name)
@@ -205,12 +208,36 @@ mod tests {
         };
         let cases: Vec<(Value, bool, Result<(), &str>)> = vec![
             (old.clone(), false, Ok(())),
-            (with(&|v| v["spec"]["cluster"] = json!("zzz")), false, Err("spec.cluster can only be changed by system privileged users")),
+            (
+                with(&|v| v["spec"]["cluster"] = json!("zzz")),
+                false,
+                Err("spec.cluster can only be changed by system privileged users"),
+            ),
             (with(&|v| v["spec"]["cluster"] = json!("zzz")), true, Ok(())),
-            (with(&|v| { v["spec"].as_object_mut().unwrap().remove("cluster"); }), true, Err("spec.cluster cannot be unset")),
-            (with(&|v| v["spec"]["URL"] = json!("https://evil")), false, Err("spec.URL can only be changed by system privileged users")),
-            (with(&|v| v["spec"]["type"]["name"] = json!("other")), true, Err("spec.type is immutable")),
-            (with(&|v| { v["spec"].as_object_mut().unwrap().remove("type"); }), false, Err("spec.type is immutable")),
+            (
+                with(&|v| {
+                    v["spec"].as_object_mut().unwrap().remove("cluster");
+                }),
+                true,
+                Err("spec.cluster cannot be unset"),
+            ),
+            (
+                with(&|v| v["spec"]["URL"] = json!("https://evil")),
+                false,
+                Err("spec.URL can only be changed by system privileged users"),
+            ),
+            (
+                with(&|v| v["spec"]["type"]["name"] = json!("other")),
+                true,
+                Err("spec.type is immutable"),
+            ),
+            (
+                with(&|v| {
+                    v["spec"].as_object_mut().unwrap().remove("type");
+                }),
+                false,
+                Err("spec.type is immutable"),
+            ),
         ];
         for (new, privileged, want) in cases {
             let got = admit_update(&old, &new, "a", privileged).map_err(|s| s.message);
@@ -228,7 +255,12 @@ mod tests {
         for bad in ["Team", "a.b", "a:b", "-a", &"a".repeat(64)] {
             let err = check_name(bad).unwrap_err();
             assert_eq!(err.code, 422, "{bad}");
-            assert!(err.message.starts_with(&format!("Workspace \"{bad}\" is invalid: metadata.name: ")), "{}", err.message);
+            assert!(
+                err.message
+                    .starts_with(&format!("Workspace \"{bad}\" is invalid: metadata.name: ")),
+                "{}",
+                err.message
+            );
         }
     }
 }

@@ -38,7 +38,14 @@ pub async fn delete_cluster(state: &ApiState, cluster: &str) {
         LOGICAL_CLUSTER_NAME,
     );
     if matches!(state.store.get(&lc), Ok(Some(_))) {
-        write(state, WriteOp::Delete { key: lc, expected_rv: None }).await;
+        write(
+            state,
+            WriteOp::Delete {
+                key: lc,
+                expected_rv: None,
+            },
+        )
+        .await;
     }
     for _ in 0..MAX_ROUNDS {
         let keys = match state.store.scan_cluster(cluster) {
@@ -53,7 +60,12 @@ pub async fn delete_cluster(state: &ApiState, cluster: &str) {
         }
         for key in &keys {
             if key.group == "tenancy.kcp.io" && key.resource == "workspaces" {
-                let child = state.store.get(key).ok().flatten().and_then(|ws| cluster_of_workspace(&ws));
+                let child = state
+                    .store
+                    .get(key)
+                    .ok()
+                    .flatten()
+                    .and_then(|ws| cluster_of_workspace(&ws));
                 if let Some(child) = child {
                     Box::pin(delete_cluster(state, &child)).await;
                 }
@@ -64,8 +76,16 @@ pub async fn delete_cluster(state: &ApiState, cluster: &str) {
         }
     }
     state.registry.set_cluster_resources(cluster, Vec::new());
-    state.rbac.write().unwrap_or_else(|p| p.into_inner()).remove_cluster(cluster);
-    state.clusters.write().unwrap_or_else(|p| p.into_inner()).remove(cluster);
+    state
+        .rbac
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove_cluster(cluster);
+    state
+        .clusters
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(cluster);
 }
 
 /// Finishes the deletion of a Workspace marked for deletion. Returns false when a write lost a race.
@@ -78,7 +98,9 @@ pub async fn finalize(state: &ApiState, key: &ObjectKey, ws: &Value) -> bool {
         delete_cluster(state, &cluster).await;
     }
     // Re-read: the object may have changed while the content went.
-    let Ok(Some(current)) = state.store.get(key) else { return true };
+    let Ok(Some(current)) = state.store.get(key) else {
+        return true;
+    };
     let rest: Vec<String> = crate::objects::finalizers(&current)
         .into_iter()
         .filter(|f| f != FINALIZER_LOGICALCLUSTER)
@@ -115,7 +137,10 @@ mod tests {
     #[test]
     fn cluster_of_a_workspace() {
         let cases = [
-            (json!({"metadata": {"annotations": {"internal.tenancy.kcp.io/cluster": "abc"}}}), Some("abc")),
+            (
+                json!({"metadata": {"annotations": {"internal.tenancy.kcp.io/cluster": "abc"}}}),
+                Some("abc"),
+            ),
             (json!({"metadata": {}, "spec": {"cluster": "def"}}), Some("def")),
             (json!({"metadata": {}, "spec": {"cluster": ""}}), None),
             (json!({"metadata": {}, "spec": {}}), None),

@@ -21,8 +21,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::stream::{FuturesUnordered, SelectAll};
 use futures::StreamExt;
+use futures::stream::{FuturesUnordered, SelectAll};
 use serde_json::{Value, json};
 
 use faros_core::kcp::{
@@ -205,10 +205,10 @@ pub async fn run(state: Arc<ApiState>) {
                             }
                             continue;
                         }
-                        if let Some(key) = ctl.observe(&event) {
-                            if ctl.kick(&key) {
-                                workers.push(ctl.clone().drive(key));
-                            }
+                        if let Some(key) = ctl.observe(&event)
+                            && ctl.kick(&key)
+                        {
+                            workers.push(ctl.clone().drive(key));
                         }
                     }
                     // History overrun or end: list again.
@@ -357,8 +357,12 @@ async fn schedule(state: &ApiState, key: &WsKey, ws: &Value) -> Next {
         let mut updated = ws.clone();
         let message = format!(
             "workspace type {}:{} cannot be resolved",
-            ws.pointer("/spec/type/path").and_then(Value::as_str).unwrap_or_default(),
-            ws.pointer("/spec/type/name").and_then(Value::as_str).unwrap_or_default()
+            ws.pointer("/spec/type/path")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            ws.pointer("/spec/type/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
         );
         let cond = Cond {
             type_: "WorkspaceScheduled",
@@ -678,7 +682,10 @@ mod tests {
     fn initializers_are_mirrored_with_a_condition() {
         let mut ws = json!({"metadata": {"name": "a"}, "status": {"phase": "Initializing"}});
         mirror_initializers(&mut ws, &["root:universal".into(), "system:apibindings".into()], "t");
-        assert_eq!(ws["status"]["initializers"], json!(["root:universal", "system:apibindings"]));
+        assert_eq!(
+            ws["status"]["initializers"],
+            json!(["root:universal", "system:apibindings"])
+        );
         assert_eq!(
             ws["status"]["conditions"][0]["message"],
             "Initializers still exist: [root:universal system:apibindings]"
@@ -693,7 +700,10 @@ mod tests {
             (json!({"metadata": {}}), true),
             (json!({"metadata": {}, "status": {"phase": "Initializing"}}), true),
             (json!({"metadata": {}, "status": {"phase": "Ready"}}), false),
-            (json!({"metadata": {"deletionTimestamp": "x"}, "status": {"phase": "Ready"}}), true),
+            (
+                json!({"metadata": {"deletionTimestamp": "x"}, "status": {"phase": "Ready"}}),
+                true,
+            ),
         ] {
             assert_eq!(needs_work(&ws), want, "{ws}");
         }

@@ -2,8 +2,8 @@
 //! (itself plus every type it transitively extends), the parent/child limits, and what a workspace
 //! of a type gets during initialization (initializers, default APIBindings).
 
-use faros_core::kcp::tenancy::{APIExportReference, WorkspaceTypeReference, WorkspaceTypeSelector};
 use faros_core::kcp::WorkspaceTypeSpec;
+use faros_core::kcp::tenancy::{APIExportReference, WorkspaceTypeReference, WorkspaceTypeSelector};
 
 /// The initializer kcp uses for default APIBindings.
 pub const APIBINDINGS_INITIALIZER: &str = "system:apibindings";
@@ -81,12 +81,7 @@ fn collect_bases(
     let me = t.qualified();
     seen.push(me.clone());
     chain.push(me);
-    let bases = t
-        .spec
-        .extend
-        .as_ref()
-        .and_then(|e| e.with.clone())
-        .unwrap_or_default();
+    let bases = t.spec.extend.as_ref().and_then(|e| e.with.clone()).unwrap_or_default();
     for base in bases {
         let q = qualified_ref(&base);
         if let Some(i) = chain.iter().position(|c| *c == q) {
@@ -147,7 +142,9 @@ pub fn check_parents(
     let parents = implemented(parent_aliases);
     let mut errs = Vec::new();
     for alias in child_aliases {
-        let Some(limit) = &alias.spec.limit_allowed_parents else { continue };
+        let Some(limit) = &alias.spec.limit_allowed_parents else {
+            continue;
+        };
         if limit.none == Some(true) {
             return Err(format!("workspace type {child_type} cannot have any parent"));
         }
@@ -180,7 +177,9 @@ pub fn check_children(
     let children = implemented(child_aliases);
     let mut errs = Vec::new();
     for alias in parent_aliases {
-        let Some(limit) = &alias.spec.limit_allowed_children else { continue };
+        let Some(limit) = &alias.spec.limit_allowed_children else {
+            continue;
+        };
         if limit.none == Some(true) {
             return Err(format!("workspace type {parent_type} cannot have any children"));
         }
@@ -255,16 +254,44 @@ mod tests {
     fn catalog() -> Vec<TypeInfo> {
         vec![
             ty("root", "universal", json!({"initializer": true})),
-            ty("root", "root", json!({"limitAllowedParents": {"none": true}, "extend": {"with": [{"name": "universal", "path": "root"}]}})),
-            ty("root:faros", "organization", json!({"extend": {"with": [{"name": "universal", "path": "root"}]},
+            ty(
+                "root",
+                "root",
+                json!({"limitAllowedParents": {"none": true}, "extend": {"with": [{"name": "universal", "path": "root"}]}}),
+            ),
+            ty(
+                "root:faros",
+                "organization",
+                json!({"extend": {"with": [{"name": "universal", "path": "root"}]},
                 "limitAllowedChildren": {"types": [{"name": "workspace", "path": "root:faros"}]},
-                "defaultAPIBindings": [{"path": "root:faros:system:controllers", "export": "tenants.faros.sh"}]})),
-            ty("root:faros", "workspace", json!({"limitAllowedParents": {"types": [{"name": "organization", "path": "root:faros"}]}})),
-            ty("root:faros", "provider", json!({"limitAllowedChildren": {"none": true},
-                "defaultAPIBindings": [{"path": "root:faros:system:controllers", "export": "providers.faros.sh"}, {"export": "local"}]})),
-            ty("root:x", "a", json!({"extend": {"with": [{"name": "b", "path": "root:x"}]}})),
-            ty("root:x", "b", json!({"extend": {"with": [{"name": "a", "path": "root:x"}]}})),
-            ty("root:x", "broken", json!({"extend": {"with": [{"name": "gone", "path": "root"}]}})),
+                "defaultAPIBindings": [{"path": "root:faros:system:controllers", "export": "tenants.faros.sh"}]}),
+            ),
+            ty(
+                "root:faros",
+                "workspace",
+                json!({"limitAllowedParents": {"types": [{"name": "organization", "path": "root:faros"}]}}),
+            ),
+            ty(
+                "root:faros",
+                "provider",
+                json!({"limitAllowedChildren": {"none": true},
+                "defaultAPIBindings": [{"path": "root:faros:system:controllers", "export": "providers.faros.sh"}, {"export": "local"}]}),
+            ),
+            ty(
+                "root:x",
+                "a",
+                json!({"extend": {"with": [{"name": "b", "path": "root:x"}]}}),
+            ),
+            ty(
+                "root:x",
+                "b",
+                json!({"extend": {"with": [{"name": "a", "path": "root:x"}]}}),
+            ),
+            ty(
+                "root:x",
+                "broken",
+                json!({"extend": {"with": [{"name": "gone", "path": "root"}]}}),
+            ),
         ]
     }
 
@@ -290,9 +317,21 @@ mod tests {
         let cases = [
             ("root:faros:tenants", r("workspace", None), Ok("root:faros:workspace")),
             ("root:faros", r("universal", None), Ok("root:universal")),
-            ("root:other", r("workspace", Some("root:faros")), Ok("root:faros:workspace")),
-            ("root:other", r("workspace", None), Err(TypeError::Unresolvable("workspace".into()))),
-            ("root", r("nope", Some("root")), Err(TypeError::Unresolvable("root:nope".into()))),
+            (
+                "root:other",
+                r("workspace", Some("root:faros")),
+                Ok("root:faros:workspace"),
+            ),
+            (
+                "root:other",
+                r("workspace", None),
+                Err(TypeError::Unresolvable("workspace".into())),
+            ),
+            (
+                "root",
+                r("nope", Some("root")),
+                Err(TypeError::Unresolvable("root:nope".into())),
+            ),
         ];
         for (from, reference, want) in cases {
             let got = resolve_ref(&get, from, &reference).map(|t| t.qualified());
@@ -302,8 +341,14 @@ mod tests {
 
     #[test]
     fn alias_chains() {
-        assert_eq!(names(&aliases(&get, &t("root:root")).unwrap()), ["root:universal", "root:root"]);
-        assert_eq!(names(&aliases(&get, &t("root:faros:provider")).unwrap()), ["root:faros:provider"]);
+        assert_eq!(
+            names(&aliases(&get, &t("root:root")).unwrap()),
+            ["root:universal", "root:root"]
+        );
+        assert_eq!(
+            names(&aliases(&get, &t("root:faros:provider")).unwrap()),
+            ["root:faros:provider"]
+        );
         assert_eq!(
             aliases(&get, &t("root:x:a")).unwrap_err().to_string(),
             "circular dependency detected in workspace type root:x:a: root:x:a -> root:x:b -> root:x:a"
@@ -324,17 +369,29 @@ mod tests {
         let cases: [(&str, &str, Result<(), &str>); 6] = [
             ("root:root", "root:universal", Ok(())),
             ("root:faros:organization", "root:faros:workspace", Ok(())),
-            ("root:universal", "root:root", Err("workspace type root:root cannot have any parent")),
-            ("root:faros:provider", "root:universal", Err("workspace type root:faros:provider cannot have any children")),
+            (
+                "root:universal",
+                "root:root",
+                Err("workspace type root:root cannot have any parent"),
+            ),
+            (
+                "root:faros:provider",
+                "root:universal",
+                Err("workspace type root:faros:provider cannot have any children"),
+            ),
             (
                 "root:universal",
                 "root:faros:workspace",
-                Err("workspace type root:faros:workspace only allows [root:faros:organization] parent workspaces, but parent type root:universal only implements [root:universal]"),
+                Err(
+                    "workspace type root:faros:workspace only allows [root:faros:organization] parent workspaces, but parent type root:universal only implements [root:universal]",
+                ),
             ),
             (
                 "root:faros:organization",
                 "root:universal",
-                Err("workspace type root:faros:organization only allows [root:faros:workspace] child workspaces, but child type root:universal only implements [root:universal]"),
+                Err(
+                    "workspace type root:faros:organization only allows [root:faros:workspace] child workspaces, but child type root:universal only implements [root:universal]",
+                ),
             ),
         ];
         for (parent, child, want) in cases {
@@ -344,7 +401,11 @@ mod tests {
 
     #[test]
     fn limits_of_extended_types_apply() {
-        let child = ty("root:y", "team", json!({"extend": {"with": [{"name": "workspace", "path": "root:faros"}]}}));
+        let child = ty(
+            "root:y",
+            "team",
+            json!({"extend": {"with": [{"name": "workspace", "path": "root:faros"}]}}),
+        );
         let c = aliases(&get, &child).unwrap();
         let p = aliases(&get, &t("root:universal")).unwrap();
         assert_eq!(
@@ -353,19 +414,27 @@ mod tests {
         );
         // A parent accepting an alias of the child accepts the child.
         let org = aliases(&get, &t("root:faros:organization")).unwrap();
-        assert_eq!(check_children(&org, &c, "root:faros:organization", "root:y:team"), Ok(()));
+        assert_eq!(
+            check_children(&org, &c, "root:faros:organization", "root:y:team"),
+            Ok(())
+        );
     }
 
     #[test]
     fn initialization_work() {
         let chain = |q: &str| aliases(&get, &t(q)).unwrap();
         assert_eq!(initializers(&chain("root:universal")), ["root:universal"]);
-        assert_eq!(initializers(&chain("root:faros:organization")), ["root:universal", "system:apibindings"]);
+        assert_eq!(
+            initializers(&chain("root:faros:organization")),
+            ["root:universal", "system:apibindings"]
+        );
         assert_eq!(initializers(&chain("root:faros:provider")), ["system:apibindings"]);
         assert!(initializers(&chain("root:faros:workspace")).is_empty());
         let b = default_bindings(&chain("root:faros:provider"));
         assert_eq!(
-            b.iter().map(|r| format!("{}:{}", r.path.clone().unwrap(), r.export)).collect::<Vec<_>>(),
+            b.iter()
+                .map(|r| format!("{}:{}", r.path.clone().unwrap(), r.export))
+                .collect::<Vec<_>>(),
             ["root:faros:system:controllers:providers.faros.sh", "root:faros:local"]
         );
     }
