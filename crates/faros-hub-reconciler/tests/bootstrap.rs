@@ -97,7 +97,6 @@ async fn snapshot(factory: &ClientFactory) -> BTreeMap<(String, &'static str, St
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs embedded kcp part 2 (workspaces/exports)"]
 async fn bootstrap_twice_is_identical_and_serves_the_provider_api() {
     let kcp = Kcp::start().await;
     let factory = kcp.factory().await;
@@ -151,7 +150,6 @@ async fn bootstrap_twice_is_identical_and_serves_the_provider_api() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs embedded kcp part 2 (workspaces/exports)"]
 async fn bootstrap_converges_when_kcp_starts_late() {
     faros_core::telemetry::install_crypto_provider();
     let dir = tempfile::tempdir().unwrap();

@@ -15,7 +15,6 @@ use pretty_assertions::assert_eq;
 use tokio::time::Instant;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs embedded kcp part 2 (workspaces/exports)"]
 async fn exactly_one_acts_and_the_standby_takes_over_after_a_crash() {
     let kcp = Kcp::start().await;
     let a = Running::start(kcp.reconciler_config("replica-a").await);
@@ -31,6 +30,11 @@ async fn exactly_one_acts_and_the_standby_takes_over_after_a_crash() {
 
     create_provider(&kcp, "one", ProviderSpec::default()).await;
     wait_ready(&kcp, "one").await;
+    // The Ready status is written inside the reconcile; its metrics are recorded when it returns.
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    while a.reconciles() == 0 && Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     assert!(a.reconciles() > 0, "the leader reconciled");
     assert_eq!(b.reconciles(), 0, "the standby must not act");
     assert_eq!(

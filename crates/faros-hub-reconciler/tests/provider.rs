@@ -44,7 +44,6 @@ fn forbidden<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs embedded kcp part 2 (workspaces/exports)"]
 async fn provider_gets_workspace_and_a_working_scoped_kubeconfig() {
     let kcp = Kcp::start().await;
     let reconciler = Running::start(kcp.reconciler_config("a").await);
@@ -172,10 +171,11 @@ async fn provider_gets_workspace_and_a_working_scoped_kubeconfig() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs embedded kcp part 2 (workspaces/exports)"]
 async fn status_is_not_rewritten_and_secret_rename_and_override_apply() {
     let kcp = Kcp::start().await;
     let reconciler = Running::start(kcp.reconciler_config("a").await);
+    // Providers live in root:faros:system:providers, which the bootstrap creates.
+    reconciler.wait_role("leader", |r| *r == faros_hub_reconciler::leader::Role::Leader).await;
     create_provider(&kcp, "gamma", ProviderSpec::default()).await;
     let ready = wait_ready(&kcp, "gamma").await;
     let ready_since = conditions::get(&ready.status.as_ref().unwrap().conditions, "Ready")
@@ -258,10 +258,11 @@ async fn common_wait(mut f: impl FnMut() -> bool, what: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs embedded kcp part 2 (workspaces/exports)"]
 async fn delete_tears_down_and_mid_provisioning_delete_converges() {
     let kcp = Kcp::start().await;
     let reconciler = Running::start(kcp.reconciler_config("a").await);
+    // Providers live in root:faros:system:providers, which the bootstrap creates.
+    reconciler.wait_role("leader", |r| *r == faros_hub_reconciler::leader::Role::Leader).await;
     let api = providers_api(kcp.client(names::SYSTEM_PROVIDERS_PATH).await);
     let workspaces: Api<Workspace> = Api::all(kcp.client(names::PROVIDERS_PATH).await);
     let secrets: Api<Secret> = Api::namespaced(kcp.client(names::SYSTEM_PROVIDERS_PATH).await, "default");
@@ -302,10 +303,11 @@ async fn delete_tears_down_and_mid_provisioning_delete_converges() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs embedded kcp part 2 (workspaces/exports)"]
 async fn a_name_that_cannot_be_a_workspace_is_reported() {
     let kcp = Kcp::start().await;
     let reconciler = Running::start(kcp.reconciler_config("a").await);
+    // Providers live in root:faros:system:providers, which the bootstrap creates.
+    reconciler.wait_role("leader", |r| *r == faros_hub_reconciler::leader::Role::Leader).await;
     // A valid object name (DNS subdomain) but not a DNS label.
     create_provider(&kcp, "has.dot", ProviderSpec::default()).await;
     let api = providers_api(kcp.client(names::SYSTEM_PROVIDERS_PATH).await);

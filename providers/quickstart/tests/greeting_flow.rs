@@ -56,7 +56,6 @@ fn reply_of(g: Option<&Greeting>) -> Option<(String, i64)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs embedded kcp part 2 (workspaces, APIBinding controller, virtual workspace)"]
 async fn tenant_greetings_are_answered_through_the_virtual_workspace() {
     let kcp = common::Kcp::start().await;
     let admin = kcp.admin_config().await;

@@ -282,6 +282,15 @@ async fn commit_update(
     kcp_admit(ctx, def, Operation::Update, Some(old), sub, &mut new)?;
     stamp_cluster(&mut new, &ctx.cluster);
     let key = ctx.key(def, ns.as_deref(), &name);
+    // Like kube-apiserver, an update that changes nothing is not written: no new resourceVersion, no event.
+    if !remove && unchanged(old, &new) {
+        if let Some(expected) = expected_rv
+            && meta_str(old, "resourceVersion") != Some(expected.to_string().as_str())
+        {
+            return Err(Status::conflict(&def.group, &def.resource, &name));
+        }
+        return Ok((old.clone(), warnings));
+    }
     if ctx.params.dry_run()? {
         return Ok((new, warnings));
     }
@@ -301,6 +310,18 @@ async fn commit_update(
         .await?
     };
     Ok((stored, warnings))
+}
+
+/// Whether `new` equals `old` apart from the resourceVersion it carries.
+fn unchanged(old: &Value, new: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+        }
+        v
+    };
+    strip(old) == strip(new)
 }
 
 fn load(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: &str) -> Result<Value, Status> {
