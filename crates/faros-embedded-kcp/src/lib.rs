@@ -27,6 +27,8 @@ pub mod schema;
 pub mod selector;
 pub mod server;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod tls;
 
 pub use server::{Config, Server, ServerError};

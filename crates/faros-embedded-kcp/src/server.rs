@@ -276,6 +276,12 @@ impl Server {
         self.kubeconfig(cluster, "admin", &self.admin_token)
     }
 
+    /// A kube-rs configuration for `cluster` as admin, for in-process clients.
+    pub async fn admin_config(&self, cluster: &str) -> Result<kube::Config, kube::config::KubeconfigError> {
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&self.kubeconfig(cluster, "admin", &self.admin_token))?;
+        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await
+    }
+
     /// Stops accepting connections and ends open ones.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);

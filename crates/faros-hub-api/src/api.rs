@@ -64,7 +64,8 @@ pub struct ProviderList {
 }
 
 /// Categories the portal knows icons for; others get a generic icon after them.
-const KNOWN_CATEGORIES: &[(&str, &str, u32)] = &[("Edges", "Server", 10), ("AI", "Sparkles", 20), ("Demo", "Package", 90)];
+const KNOWN_CATEGORIES: &[(&str, &str, u32)] =
+    &[("Edges", "Server", 10), ("AI", "Sparkles", 20), ("Demo", "Package", 90)];
 
 pub fn item(view: &View) -> ProviderItem {
     let p = &view.provider;
@@ -92,7 +93,10 @@ pub fn item(view: &View) -> ProviderItem {
         has_backend: p.endpoints.backend.is_some(),
         dependencies: spec.dependencies.clone().unwrap_or_default(),
         api_export_name: spec.api_export.as_ref().map(|e| e.name.clone()),
-        api_export_path: spec.api_export.as_ref().map(|_| names::provider_workspace_path(&p.name)),
+        api_export_path: spec
+            .api_export
+            .as_ref()
+            .map(|_| names::provider_workspace_path(&p.name)),
         permission_claims: spec.permission_claims().to_vec(),
         edge_proxy_access: spec.edge_proxy_access(),
         children: spec.ui.as_ref().and_then(|u| u.children.clone()).unwrap_or_default(),
@@ -135,7 +139,7 @@ pub async fn list(State(st): State<AppState>) -> Json<ProviderList> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
+    use crate::clock::{Clock, ManualClock};
     use crate::registry::{Candidate, Registry, RegistrySettings};
     use faros_core::catalog::{ApiExportRef, BackendSpec, CatalogEntry, CatalogEntrySpec, UiSpec};
     use pretty_assertions::assert_eq;

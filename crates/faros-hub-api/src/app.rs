@@ -13,7 +13,7 @@ use faros_core::identity::JWKS_PATH;
 use faros_core::status::Status;
 use http::{HeaderValue, header};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use crate::auth::{Authenticator, require_caller};
 use crate::keys::KeyStore;
@@ -85,16 +85,13 @@ async fn count(State(st): State<AppState>, req: Request, next: Next) -> Response
     let label = route_label(req.uri().path());
     let matched = req.extensions().get::<MatchedPath>().is_some();
     let resp = next.run(req).await;
-    st.metrics.request(if matched { label } else { "other" }, resp.status().as_u16());
+    st.metrics
+        .request(if matched { label } else { "other" }, resp.status().as_u16());
     resp
 }
 
 async fn healthz() -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        r#"{"status":"ok"}"#,
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, "application/json")], r#"{"status":"ok"}"#).into_response()
 }
 
 async fn readyz(State(st): State<AppState>) -> Response {
@@ -158,14 +155,18 @@ pub fn router(st: AppState) -> Router {
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(st.clone(), count))
         .layer(
-            TraceLayer::new_for_http().make_span_with(|req: &Request| {
-                let id = req
-                    .headers()
-                    .get("x-request-id")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default();
-                tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
-            }),
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &Request| {
+                    let id = req
+                        .headers()
+                        .get("x-request-id")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default();
+                    tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+                })
+                // A not-Ready provider answers 503 on every request; readiness changes are logged
+                // once by the registry instead.
+                .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
         )
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))

@@ -80,7 +80,9 @@ impl Authenticator for BearerTokenReview {
                 Ok(None) => Err(Status::unauthorized("the bearer token is not valid")),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot authenticate: TokenReview failed");
-                    Err(Status::unavailable("cannot authenticate right now: kcp did not answer the TokenReview"))
+                    Err(Status::unavailable(
+                        "cannot authenticate right now: kcp did not answer the TokenReview",
+                    ))
                 }
             }
         })
@@ -147,6 +149,9 @@ mod tests {
             }
         );
         assert_eq!(authn.authenticate(&headers(None)).await.unwrap_err().code, 401);
-        assert_eq!(authn.authenticate(&headers(Some("Bearer bad"))).await.unwrap_err().code, 401);
+        assert_eq!(
+            authn.authenticate(&headers(Some("Bearer bad"))).await.unwrap_err().code,
+            401
+        );
     }
 }

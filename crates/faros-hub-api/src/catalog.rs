@@ -85,15 +85,17 @@ impl Resolver {
             return Ok(p.clone());
         }
         let api: Api<LogicalCluster> = Api::all(self.factory.cluster(cluster)?);
-        let lc = api.get(LOGICALCLUSTER_NAME).await.map_err(|source| CatalogError::Kube {
-            what: format!("reading LogicalCluster of {cluster}"),
-            source,
-        })?;
-        let path = lc
-            .annotations()
-            .get(ANNOTATION_PATH)
-            .cloned()
-            .ok_or_else(|| CatalogError::Missing(format!("LogicalCluster of {cluster} has no {ANNOTATION_PATH}")))?;
+        let lc = api
+            .get(LOGICALCLUSTER_NAME)
+            .await
+            .map_err(|source| CatalogError::Kube {
+                what: format!("reading LogicalCluster of {cluster}"),
+                source,
+            })?;
+        let path =
+            lc.annotations().get(ANNOTATION_PATH).cloned().ok_or_else(|| {
+                CatalogError::Missing(format!("LogicalCluster of {cluster} has no {ANNOTATION_PATH}"))
+            })?;
         self.paths
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -110,7 +112,12 @@ impl Resolver {
         })?;
         ws.and_then(|w| w.spec.cluster)
             .filter(|c| !c.is_empty())
-            .ok_or_else(|| CatalogError::Missing(format!("{} has no logical cluster yet", names::provider_workspace_path(name))))
+            .ok_or_else(|| {
+                CatalogError::Missing(format!(
+                    "{} has no logical cluster yet",
+                    names::provider_workspace_path(name)
+                ))
+            })
     }
 }
 
@@ -126,8 +133,13 @@ pub struct Catalog {
 impl Catalog {
     /// Runs until `cancel`: finds the virtual workspace, watches it, writes status, sweeps.
     pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
-        let Some(urls) = self.endpoints(&cancel).await else { return };
-        tracing::info!(?urls, "watching CatalogEntries through the providers.faros.sh virtual workspace");
+        let Some(urls) = self.endpoints(&cancel).await else {
+            return;
+        };
+        tracing::info!(
+            ?urls,
+            "watching CatalogEntries through the providers.faros.sh virtual workspace"
+        );
         self.registry.expect_sources(urls.len());
         let mut tasks = tokio::task::JoinSet::new();
         for url in urls {
@@ -142,9 +154,14 @@ impl Catalog {
         loop {
             let found = async {
                 let api: Api<APIExportEndpointSlice> = Api::all(self.factory.cluster(names::SYSTEM_CONTROLLERS_PATH)?);
-                let slice = wait_for(api, names::PROVIDERS_EXPORT, |s| !urls(s).is_empty(), self.settings.endpoint_timeout)
-                    .await
-                    .map_err(|e| CatalogError::Missing(e.to_string()))?;
+                let slice = wait_for(
+                    api,
+                    names::PROVIDERS_EXPORT,
+                    |s| !urls(s).is_empty(),
+                    self.settings.endpoint_timeout,
+                )
+                .await
+                .map_err(|e| CatalogError::Missing(e.to_string()))?;
                 Ok::<_, CatalogError>(urls(slice.as_ref()))
             };
             tokio::select! {

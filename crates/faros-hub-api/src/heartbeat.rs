@@ -40,7 +40,12 @@ pub fn parse_beat(body: &[u8]) -> Result<Beat, Status> {
     serde_json::from_slice(body).map_err(|e| Status::bad_request(format!("invalid body: {e}")))
 }
 
-pub async fn heartbeat(State(st): State<AppState>, Path(name): Path<String>, headers: HeaderMap, body: Body) -> Response {
+pub async fn heartbeat(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let result = beat(&st, &name, &headers, body).await;
     st.metrics.heartbeat(match &result {
         Ok(_) => "ok",
@@ -70,7 +75,9 @@ async fn beat(st: &AppState, name: &str, headers: &HeaderMap, body: Body) -> Res
         Ok(None) => return Err(Status::unauthorized("the bearer token is not valid")),
         Err(e) => {
             tracing::warn!(provider = name, error = %e, "heartbeat: TokenReview failed");
-            return Err(Status::unavailable("cannot verify the heartbeat token right now; retry"));
+            return Err(Status::unavailable(
+                "cannot verify the heartbeat token right now; retry",
+            ));
         }
     };
     if !may_heartbeat(&user, cluster) {

@@ -237,6 +237,9 @@ mod tests {
         let path = dir.path().join("k.json");
         std::fs::write(&path, "{}").unwrap();
         let err = KeyStore::load_or_create(&path).unwrap_err().to_string();
-        assert!(err.starts_with(&format!("signing key {} is not valid", path.display())), "{err}");
+        assert!(
+            err.starts_with(&format!("signing key {} is not valid", path.display())),
+            "{err}"
+        );
     }
 }

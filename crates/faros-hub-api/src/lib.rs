@@ -161,7 +161,10 @@ impl Hub {
         let factory = ClientFactory::new(config.kube.clone())?;
         let reviewer: Arc<dyn TokenReviewer> = match &config.token_reviewer {
             Some(r) => r.clone(),
-            None => Arc::new(CachedReviewer::new(KubeTokenReviewer::new(factory.clone()), config.token_cache)),
+            None => Arc::new(CachedReviewer::new(
+                KubeTokenReviewer::new(factory.clone()),
+                config.token_cache,
+            )),
         };
         let authn: Arc<dyn Authenticator> = match &config.authenticator {
             Some(a) => a.clone(),
@@ -171,10 +174,13 @@ impl Hub {
             Some(path) => KeyStore::load_or_create(path)?,
             None => KeyStore::ephemeral()?,
         };
-        let kcp_base: http::Uri = factory.server().parse().map_err(|e: http::uri::InvalidUri| ClientError::Url {
-            url: factory.server().to_string(),
-            reason: e.to_string(),
-        })?;
+        let kcp_base: http::Uri = factory
+            .server()
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| ClientError::Url {
+                url: factory.server().to_string(),
+                reason: e.to_string(),
+            })?;
         let mut http_settings = config.http.clone();
         http_settings.public_proto = if config.tls.is_some() { "https" } else { "http" };
         let state = Arc::new(app::Shared {
@@ -236,7 +242,9 @@ impl Hub {
     /// Binds `config.listen`.
     pub async fn bind(&self) -> Result<TcpListener, Error> {
         let addr = self.config.listen;
-        TcpListener::bind(addr).await.map_err(|source| Error::Listen { addr, source })
+        TcpListener::bind(addr)
+            .await
+            .map_err(|source| Error::Listen { addr, source })
     }
 
     /// Runs the background loops and serves on `listener` until `shutdown` completes.

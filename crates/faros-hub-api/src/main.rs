@@ -10,7 +10,10 @@ use faros_core::telemetry::{LogArgs, install_crypto_provider};
 use faros_hub_api::{Config, Tls};
 
 #[derive(Parser, Debug)]
-#[command(version, about = "The faros hub API: catalog, heartbeats, provider proxies, kcp pass-through.")]
+#[command(
+    version,
+    about = "The faros hub API: catalog, heartbeats, provider proxies, kcp pass-through."
+)]
 struct Args {
     /// Admin kubeconfig for kcp (default: $KUBECONFIG, then in-cluster).
     #[arg(long, env = "FAROS_KUBECONFIG")]
@@ -53,10 +56,13 @@ async fn main() -> anyhow::Result<()> {
     install_crypto_provider();
     let kube = match &args.kubeconfig {
         Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
+            let kc =
+                kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
             kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?
         }
-        None => kube::Config::infer().await.context("no kubeconfig: pass --kubeconfig")?,
+        None => kube::Config::infer()
+            .await
+            .context("no kubeconfig: pass --kubeconfig")?,
     };
     let mut config = Config::new(kube);
     config.listen = args.listen;

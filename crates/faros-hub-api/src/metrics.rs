@@ -34,8 +34,9 @@ impl Metrics {
         let mut registry = Registry::with_prefix("faros_hub_api");
         let requests = Family::<RequestLabels, Counter>::default();
         // 100 µs .. ~3 s: time to upstream response headers.
-        let proxy_latency =
-            Family::<RouteLabel, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(0.0001, 2.5, 12)));
+        let proxy_latency = Family::<RouteLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0001, 2.5, 12))
+        });
         let heartbeats = Family::<RouteLabel, Counter>::default();
         let ready_providers = Gauge::default();
         let status_writes = Family::<RouteLabel, Counter>::default();
@@ -64,11 +65,15 @@ impl Metrics {
     }
 
     pub fn request(&self, route: &'static str, code: u16) {
-        self.requests.get_or_create(&([("route", route)], [("code", code)])).inc();
+        self.requests
+            .get_or_create(&([("route", route)], [("code", code)]))
+            .inc();
     }
 
     pub fn proxied(&self, route: &'static str, took: Duration) {
-        self.proxy_latency.get_or_create(&[("route", route)]).observe(took.as_secs_f64());
+        self.proxy_latency
+            .get_or_create(&[("route", route)])
+            .observe(took.as_secs_f64());
     }
 
     pub fn heartbeat(&self, result: &'static str) {
@@ -105,9 +110,18 @@ mod tests {
         m.set_ready_providers(2);
         m.proxied("backend_proxy", Duration::from_millis(1));
         let text = m.encode().unwrap();
-        assert!(text.contains("faros_hub_api_requests_total{route=\"ui_proxy\",code=\"503\"} 2"), "{text}");
-        assert!(text.contains("faros_hub_api_heartbeats_total{result=\"ok\"} 1"), "{text}");
+        assert!(
+            text.contains("faros_hub_api_requests_total{route=\"ui_proxy\",code=\"503\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("faros_hub_api_heartbeats_total{result=\"ok\"} 1"),
+            "{text}"
+        );
         assert!(text.contains("faros_hub_api_ready_providers 2"), "{text}");
-        assert!(text.contains("faros_hub_api_proxy_latency_seconds_count{route=\"backend_proxy\"} 1"), "{text}");
+        assert!(
+            text.contains("faros_hub_api_proxy_latency_seconds_count{route=\"backend_proxy\"} 1"),
+            "{text}"
+        );
     }
 }

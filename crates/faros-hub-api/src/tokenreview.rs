@@ -46,7 +46,11 @@ pub struct ReviewError {
 
 /// Reviews tokens; `Ok(None)` means "not authenticated".
 pub trait TokenReviewer: Send + Sync + 'static {
-    fn review<'a>(&'a self, cluster: &'a str, token: &'a str) -> BoxFuture<'a, Result<Option<ReviewedUser>, ReviewError>>;
+    fn review<'a>(
+        &'a self,
+        cluster: &'a str,
+        token: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ReviewedUser>, ReviewError>>;
 }
 
 /// Posts `TokenReview`s to kcp at `/clusters/<cluster>`.
@@ -62,7 +66,11 @@ impl KubeTokenReviewer {
 }
 
 impl TokenReviewer for KubeTokenReviewer {
-    fn review<'a>(&'a self, cluster: &'a str, token: &'a str) -> BoxFuture<'a, Result<Option<ReviewedUser>, ReviewError>> {
+    fn review<'a>(
+        &'a self,
+        cluster: &'a str,
+        token: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ReviewedUser>, ReviewError>> {
         Box::pin(async move {
             let err = |message: String| ReviewError {
                 cluster: cluster.to_string(),
@@ -134,7 +142,11 @@ impl<R> CachedReviewer<R> {
 }
 
 impl<R: TokenReviewer> TokenReviewer for CachedReviewer<R> {
-    fn review<'a>(&'a self, cluster: &'a str, token: &'a str) -> BoxFuture<'a, Result<Option<ReviewedUser>, ReviewError>> {
+    fn review<'a>(
+        &'a self,
+        cluster: &'a str,
+        token: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ReviewedUser>, ReviewError>> {
         Box::pin(async move {
             let key: CacheKey = (cluster.to_string(), Sha256::digest(token.as_bytes()).into());
             let now = Instant::now();
@@ -182,7 +194,11 @@ impl StaticReviewer {
 }
 
 impl TokenReviewer for StaticReviewer {
-    fn review<'a>(&'a self, cluster: &'a str, token: &'a str) -> BoxFuture<'a, Result<Option<ReviewedUser>, ReviewError>> {
+    fn review<'a>(
+        &'a self,
+        cluster: &'a str,
+        token: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ReviewedUser>, ReviewError>> {
         self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let found = self
             .tokens

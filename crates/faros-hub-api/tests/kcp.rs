@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Upstream, WAIT, eventually, http, upstream};
+use common::{Upstream, WAIT, eventually, upstream};
 use faros_core::catalog::{BackendSpec, CatalogEntry, CatalogEntrySpec, UiSpec};
 use faros_core::client::ClientFactory;
 use faros_core::conditions;
@@ -17,7 +17,7 @@ use faros_core::provider::{Provider, ProviderSpec};
 use faros_core::wait::wait_for;
 use faros_embedded_kcp::{Config as KcpConfig, Server};
 use faros_hub_api::clock::{Clock, ManualClock};
-use faros_hub_api::{Config, Hub};
+use faros_hub_api::{Config, Hub, Tls};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;
 use kube::api::{ListParams, PostParams};
@@ -28,6 +28,36 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 const ALICE: &str = "alice-token-0123456789abcdef";
+
+/// The hub's serving certificate (self-signed, one per test process): kubectl sends bearer tokens
+/// only over TLS, so the hub serves HTTPS here as in `faros dev`.
+fn hub_cert() -> &'static (String, String) {
+    static CERT: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    CERT.get_or_init(|| {
+        let c = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+        (c.cert.pem(), c.signing_key.serialize_pem())
+    })
+}
+
+fn hub_tls(dir: &std::path::Path) -> Tls {
+    let (cert, key) = hub_cert();
+    let (cert_file, key_file) = (dir.join("hub.crt"), dir.join("hub.key"));
+    std::fs::write(&cert_file, cert).unwrap();
+    std::fs::write(&key_file, key).unwrap();
+    Tls::Files {
+        cert: cert_file,
+        key: key_file,
+    }
+}
+
+/// An HTTP client trusting the hub's certificate.
+fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(hub_cert().0.as_bytes()).unwrap())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
 
 async fn config_from_yaml(yaml: &str) -> kube::Config {
     let kc = Kubeconfig::from_yaml(yaml).unwrap();
@@ -64,7 +94,10 @@ impl Kcp {
     }
 
     async fn client(&self, cluster: &str) -> kube::Client {
-        ClientFactory::new(self.admin().await).unwrap().cluster(cluster).unwrap()
+        ClientFactory::new(self.admin().await)
+            .unwrap()
+            .cluster(cluster)
+            .unwrap()
     }
 }
 
@@ -82,8 +115,9 @@ impl RunningHub {
         config.probe.interval = Duration::from_millis(200);
         config.catalog.sweep_interval = Duration::from_millis(200);
         config.catalog.retry_delay = Duration::from_millis(200);
+        config.tls = Some(hub_tls(kcp._dir.path()));
         let hub = Hub::new(config).unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let url = format!("https://{}", listener.local_addr().unwrap());
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             hub.serve(listener, async {
@@ -101,7 +135,7 @@ impl RunningHub {
 
     /// Stops this hub and starts a fresh one (empty registry) on the same address.
     async fn restart(self, kcp: &Kcp, clock: Arc<ManualClock>) -> Self {
-        let addr = self.url.trim_start_matches("http://").to_string();
+        let addr = self.url.trim_start_matches("https://").to_string();
         self.stop().await;
         let listener = TcpListener::bind(&addr).await.unwrap();
         Self::start(kcp, listener, clock).await
@@ -152,12 +186,12 @@ async fn providers(hub: &str) -> Value {
 async fn provider_lifecycle_through_the_hub() {
     let kcp = Kcp::start().await;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let hub_url = format!("http://{}", listener.local_addr().unwrap());
+    let hub_url = format!("https://{}", listener.local_addr().unwrap());
 
     // The reconciler bootstraps the tree and mints kubeconfigs pointing at the hub.
     let mut rc = faros_hub_reconciler::Config::new(kcp.admin().await);
     rc.hub_url = Some(hub_url.clone());
-    rc.ca_pem = Some(kcp.server.ca_pem().to_string());
+    rc.ca_pem = Some(hub_cert().0.clone());
     rc.lease.duration = Duration::from_secs(3);
     rc.lease.renew_deadline = Duration::from_secs(2);
     rc.lease.retry_period = Duration::from_millis(250);
@@ -177,7 +211,10 @@ async fn provider_lifecycle_through_the_hub() {
     // Admin registers the provider; the reconciler provisions its workspace.
     let providers_api: Api<Provider> = Api::all(kcp.client(names::SYSTEM_PROVIDERS_PATH).await);
     providers_api
-        .create(&PostParams::default(), &Provider::new("quickstart", ProviderSpec::default()))
+        .create(
+            &PostParams::default(),
+            &Provider::new("quickstart", ProviderSpec::default()),
+        )
         .await
         .unwrap();
     wait_for(
@@ -195,13 +232,24 @@ async fn provider_lifecycle_through_the_hub() {
     let secret = secrets.get("quickstart-kubeconfig").await.unwrap();
     let yaml = String::from_utf8(secret.data.unwrap()["kubeconfig"].0.clone()).unwrap();
     let provider_config = config_from_yaml(&yaml).await;
-    assert!(provider_config.cluster_url.to_string().starts_with(&hub_url), "{}", provider_config.cluster_url);
+    assert!(
+        provider_config.cluster_url.to_string().starts_with(&hub_url),
+        "{}",
+        provider_config.cluster_url
+    );
     let token_secret: Api<Secret> = Api::namespaced(
         kcp.client(&names::provider_workspace_path("quickstart")).await,
         names::PROVIDER_NAMESPACE,
     );
     let sa_token = String::from_utf8(
-        token_secret.get(names::PROVIDER_TOKEN_SECRET).await.unwrap().data.unwrap()["token"].0.clone(),
+        token_secret
+            .get(names::PROVIDER_TOKEN_SECRET)
+            .await
+            .unwrap()
+            .data
+            .unwrap()["token"]
+            .0
+            .clone(),
     )
     .unwrap();
 
@@ -216,18 +264,41 @@ async fn provider_lifecycle_through_the_hub() {
         .map(|n| n.metadata.name.unwrap())
         .collect();
     assert!(namespaces.contains(&"default".to_string()), "{namespaces:?}");
+    // ...and with kubectl.
+    let kubeconfig_file = kcp._dir.path().join("provider.kubeconfig");
+    std::fs::write(&kubeconfig_file, &yaml).unwrap();
+    let out = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig_file)
+        .args(["get", "namespaces", "-o", "name"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l == "namespace/default")
+    );
 
     // It self-registers; the hub picks it up, probes the backend and routes.
     let up = upstream().await;
     let entries: Api<CatalogEntry> = Api::all(provider.clone());
-    entries.create(&PostParams::default(), &entry("quickstart", &up)).await.unwrap();
+    entries
+        .create(&PostParams::default(), &entry("quickstart", &up))
+        .await
+        .unwrap();
     // The embedded kcp's virtual-workspace watch does not yet deliver objects of workspaces bound
     // after the watch started (real kcp does; see `new_providers_appear_without_a_restart`), so
     // restart the hub once here to have its watch start after the provider workspace was bound.
     let hub = hub.restart(&kcp, clock.clone()).await;
     let item = eventually("quickstart Ready in /api/providers", WAIT, || async {
         let list = providers(&hub_url).await;
-        let item = list["items"].as_array()?.iter().find(|i| i["name"] == "quickstart")?.clone();
+        let item = list["items"]
+            .as_array()?
+            .iter()
+            .find(|i| i["name"] == "quickstart")?
+            .clone();
         (item["ready"] == true).then_some(item)
     })
     .await;
@@ -334,7 +405,11 @@ async fn provider_lifecycle_through_the_hub() {
     let hub = hub.restart(&kcp, Arc::new(ManualClock::new(clock.now()))).await;
     let item = eventually("quickstart after restart", WAIT, || async {
         let list = providers(&hub.url).await;
-        let item = list["items"].as_array()?.iter().find(|i| i["name"] == "quickstart")?.clone();
+        let item = list["items"]
+            .as_array()?
+            .iter()
+            .find(|i| i["name"] == "quickstart")?
+            .clone();
         (item["ready"] == true).then_some(item)
     })
     .await;
@@ -355,9 +430,10 @@ async fn provider_lifecycle_through_the_hub() {
 async fn new_providers_appear_without_a_restart() {
     let kcp = Kcp::start().await;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let hub_url = format!("http://{}", listener.local_addr().unwrap());
+    let hub_url = format!("https://{}", listener.local_addr().unwrap());
     let mut rc = faros_hub_reconciler::Config::new(kcp.admin().await);
     rc.hub_url = Some(hub_url.clone());
+    rc.ca_pem = Some(hub_cert().0.clone());
     let (rc_stop, rc_rx) = oneshot::channel::<()>();
     let reconciler = tokio::spawn(faros_hub_reconciler::run(rc, async {
         let _ = rc_rx.await;
@@ -386,10 +462,17 @@ async fn new_providers_appear_without_a_restart() {
     .unwrap();
     let up = upstream().await;
     let entries: Api<CatalogEntry> = Api::all(kcp.client(&names::provider_workspace_path("late")).await);
-    entries.create(&PostParams::default(), &entry("late", &up)).await.unwrap();
+    entries
+        .create(&PostParams::default(), &entry("late", &up))
+        .await
+        .unwrap();
     eventually("late in /api/providers", WAIT, || async {
         let list = providers(&hub_url).await;
-        list["items"].as_array()?.iter().find(|i| i["name"] == "late").map(|_| ())
+        list["items"]
+            .as_array()?
+            .iter()
+            .find(|i| i["name"] == "late")
+            .map(|_| ())
     })
     .await;
     hub.stop().await;

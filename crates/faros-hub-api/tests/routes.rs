@@ -52,7 +52,8 @@ fn healthy(hub: &TestHub, name: &str) {
 async fn setup(tweak: impl FnOnce(&mut faros_hub_api::Config)) -> (TestHub, Upstream) {
     let up = upstream().await;
     let hub = TestHub::start("https://127.0.0.1:1", tweak).await;
-    register(&hub,
+    register(
+        &hub,
         CLUSTER_Q,
         "root:faros:providers:q",
         entry("q", Some(up.url("/ui")), Some(up.url(""))),
@@ -72,7 +73,9 @@ async fn heartbeat_matrix_and_readiness_over_time() {
     let (hub, _up) = setup(|_| {}).await;
     let http = http();
     let beat = |token: Option<&'static str>, name: &'static str, body: &'static str| {
-        let mut req = http.post(hub.url(&format!("/api/providers/{name}/heartbeat"))).body(body);
+        let mut req = http
+            .post(hub.url(&format!("/api/providers/{name}/heartbeat")))
+            .body(body);
         if let Some(t) = token {
             req = req.bearer_auth(t);
         }
@@ -82,13 +85,24 @@ async fn heartbeat_matrix_and_readiness_over_time() {
     for (what, token, name, body, code, reason) in [
         ("no token", None, "q", ok, 401, "Unauthorized"),
         ("a user", Some(ALICE), "q", ok, 403, "Forbidden"),
-        ("the SA of another workspace", Some(SA_OTHER_CLUSTER), "q", ok, 403, "Forbidden"),
+        (
+            "the SA of another workspace",
+            Some(SA_OTHER_CLUSTER),
+            "q",
+            ok,
+            403,
+            "Forbidden",
+        ),
         ("invalid token", Some("garbage"), "q", ok, 401, "Unauthorized"),
         ("unknown provider", Some(SA_Q), "nope", ok, 404, "NotFound"),
         ("bad JSON", Some(SA_Q), "q", "{nope", 400, "BadRequest"),
     ] {
         let (got, body) = beat(token, name, body).await;
-        assert_eq!((got, body["reason"].as_str().unwrap_or_default()), (code, reason), "{what}: {body}");
+        assert_eq!(
+            (got, body["reason"].as_str().unwrap_or_default()),
+            (code, reason),
+            "{what}: {body}"
+        );
         assert_eq!(body["kind"], "Status", "{what}");
     }
     let big = "x".repeat(5000);
@@ -111,25 +125,52 @@ async fn heartbeat_matrix_and_readiness_over_time() {
     };
     let item = list(&hub).await["items"][0].clone();
     assert_eq!(
-        (item["ready"].clone(), item["reportedVersion"].clone(), item["lastHeartbeat"].clone()),
+        (
+            item["ready"].clone(),
+            item["reportedVersion"].clone(),
+            item["lastHeartbeat"].clone()
+        ),
         (Value::Bool(true), "1.2.3".into(), T0.into())
     );
 
     // Silence past the TTL: not Ready, UI proxy 503.
     hub.clock.advance(Duration::from_secs(91));
     let item = list(&hub).await["items"][0].clone();
-    assert_eq!((item["ready"].clone(), item["notReadyReason"].clone()), (Value::Bool(false), "HeartbeatStale".into()));
+    assert_eq!(
+        (item["ready"].clone(), item["notReadyReason"].clone()),
+        (Value::Bool(false), "HeartbeatStale".into())
+    );
     let (code, body) = status_of(http.get(hub.url("/ui/providers/q/main.js")).send().await.unwrap()).await;
     assert_eq!((code, body["reason"].as_str().unwrap()), (503, "ServiceUnavailable"));
     // One beat: Ready again.
     assert_eq!(beat(Some(SA_Q), "q", "").await.0, 200);
     assert_eq!(list(&hub).await["items"][0]["ready"], true);
-    assert_eq!(http.get(hub.url("/ui/providers/q/main.js")).send().await.unwrap().status(), 200);
+    assert_eq!(
+        http.get(hub.url("/ui/providers/q/main.js"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
     // /api/providers needs a caller.
     assert_eq!(http.get(hub.url("/api/providers")).send().await.unwrap().status(), 401);
-    let metrics = http.get(hub.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("faros_hub_api_heartbeats_total{result=\"ok\"} 2"), "{metrics}");
-    assert!(metrics.contains("faros_hub_api_heartbeats_total{result=\"denied\"} 4"), "{metrics}");
+    let metrics = http
+        .get(hub.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("faros_hub_api_heartbeats_total{result=\"ok\"} 2"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("faros_hub_api_heartbeats_total{result=\"denied\"} 4"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
@@ -145,7 +186,10 @@ async fn ui_proxy_serves_assets_without_credentials() {
         .unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "text/javascript");
-    assert!(resp.headers().get("set-cookie").is_none(), "providers cannot set cookies on the hub origin");
+    assert!(
+        resp.headers().get("set-cookie").is_none(),
+        "providers cannot set cookies on the hub origin"
+    );
     assert!(resp.headers().get("x-request-id").is_some());
     assert!(resp.text().await.unwrap().contains("customElements.define("));
     // Both bare forms reach the UI index.
@@ -194,7 +238,11 @@ async fn backend_proxy_asserts_identity_and_never_forwards_credentials() {
     let (hub, _up) = setup(|_| {}).await;
     let http = http();
     assert_eq!(
-        http.get(hub.url("/services/providers/q/api/hello")).send().await.unwrap().status(),
+        http.get(hub.url("/services/providers/q/api/hello"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
         401
     );
     let resp = http
@@ -210,7 +258,10 @@ async fn backend_proxy_asserts_identity_and_never_forwards_credentials() {
         .unwrap();
     assert_eq!(resp.status(), 200);
     let seen: Value = resp.json().await.unwrap();
-    assert_eq!((seen["method"].as_str(), seen["uri"].as_str(), seen["body"].as_str()), (Some("POST"), Some("/api/hello?a=b"), Some("payload")));
+    assert_eq!(
+        (seen["method"].as_str(), seen["uri"].as_str(), seen["body"].as_str()),
+        (Some("POST"), Some("/api/hello?a=b"), Some("payload"))
+    );
     let h = &seen["headers"];
     assert_eq!(h["x-faros-user"], "alice");
     assert_eq!(h["x-faros-base-path"], "/services/providers/q");
@@ -228,7 +279,10 @@ async fn backend_proxy_asserts_identity_and_never_forwards_credentials() {
         .unwrap();
     let token = h["x-faros-assertion"].as_str().unwrap();
     let claims = identity::verify(token, &jwks, "q", identity::now_unix()).unwrap();
-    assert_eq!((claims.identity.user.as_str(), claims.identity.groups.clone()), ("alice", vec!["devs".to_string()]));
+    assert_eq!(
+        (claims.identity.user.as_str(), claims.identity.groups.clone()),
+        ("alice", vec!["devs".to_string()])
+    );
     assert_eq!(claims.exp - claims.iat, 60);
     assert!(identity::verify(token, &jwks, "other", identity::now_unix()).is_err());
 }
@@ -244,7 +298,8 @@ async fn backend_failures_map_to_status_codes() {
         c.http.body_limit = 1024;
     })
     .await;
-    register(&hub,
+    register(
+        &hub,
         "cd",
         "root:faros:providers:down",
         entry("down", None, Some(format!("http://{closed}"))),
@@ -266,9 +321,17 @@ async fn backend_failures_map_to_status_codes() {
     assert!(matches!(probe, BackendHealth::Unhealthy(_)), "{probe:?}");
     hub.registry().set_health("down", &format!("http://{closed}/"), probe);
     let (code, body) = status_of(get("/services/providers/down/x").await.unwrap()).await;
-    assert_eq!((code, body["message"].as_str().unwrap()), (503, "provider \"down\" is not ready (BackendUnhealthy)"));
+    assert_eq!(
+        (code, body["message"].as_str().unwrap()),
+        (503, "provider \"down\" is not ready (BackendUnhealthy)")
+    );
     // A healthy backend probes healthy.
-    let ok = faros_hub_api::probe::probe(&hub.hub_state.providers_http, up.url("/healthz").parse().unwrap(), Duration::from_secs(1)).await;
+    let ok = faros_hub_api::probe::probe(
+        &hub.hub_state.providers_http,
+        up.url("/healthz").parse().unwrap(),
+        Duration::from_secs(1),
+    )
+    .await;
     assert_eq!(ok, BackendHealth::Healthy);
     // Slow: 504 at the configured timeout.
     let started = std::time::Instant::now();
@@ -300,10 +363,18 @@ async fn backend_responses_stream_and_upgrades_are_spliced() {
         .unwrap();
     assert_eq!(resp.status(), 200);
     // The first chunk arrives while the upstream is still blocked before its second.
-    let first = tokio::time::timeout(WAIT, resp.chunk()).await.unwrap().unwrap().unwrap();
+    let first = tokio::time::timeout(WAIT, resp.chunk())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(&first[..], b"first\n");
     up.release.notify_one();
-    let second = tokio::time::timeout(WAIT, resp.chunk()).await.unwrap().unwrap().unwrap();
+    let second = tokio::time::timeout(WAIT, resp.chunk())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(&second[..], b"second\n");
 
     // A raw upgrade through the backend proxy: bytes echo back.
@@ -321,7 +392,10 @@ async fn backend_responses_stream_and_upgrades_are_spliced() {
     let mut head = Vec::new();
     while !head.ends_with(b"\r\n\r\n") {
         let mut b = [0u8; 1];
-        tokio::time::timeout(WAIT, tcp.read_exact(&mut b)).await.unwrap().unwrap();
+        tokio::time::timeout(WAIT, tcp.read_exact(&mut b))
+            .await
+            .unwrap()
+            .unwrap();
         head.push(b[0]);
     }
     let head = String::from_utf8(head).unwrap().to_ascii_lowercase();
@@ -330,7 +404,10 @@ async fn backend_responses_stream_and_upgrades_are_spliced() {
     assert!(!head.contains("set-cookie"), "{head}");
     tcp.write_all(b"hello through the hub").await.unwrap();
     let mut echoed = [0u8; 21];
-    tokio::time::timeout(WAIT, tcp.read_exact(&mut echoed)).await.unwrap().unwrap();
+    tokio::time::timeout(WAIT, tcp.read_exact(&mut echoed))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(&echoed, b"hello through the hub");
 }
 
@@ -358,7 +435,11 @@ async fn kcp_pass_through_keeps_the_callers_bearer() {
     }
     // The upstream's streaming reaches the caller unbuffered here too.
     let mut resp = http.get(hub.url("/clusters/x/api/stream")).send().await.unwrap();
-    let first = tokio::time::timeout(WAIT, resp.chunk()).await.unwrap().unwrap().unwrap();
+    let first = tokio::time::timeout(WAIT, resp.chunk())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(&first[..], b"first\n");
     fake_kcp.release.notify_one();
 }
@@ -367,9 +448,24 @@ async fn kcp_pass_through_keeps_the_callers_bearer() {
 async fn spoofed_entries_cannot_hijack_routes() {
     let (hub, up) = setup(|_| {}).await;
     let evil = upstream().await;
-    register(&hub, "c-tenant", "root:faros:tenants:acme:dev", entry("q", Some(evil.url("/ui")), Some(evil.url(""))));
-    register(&hub, "c-evil", "root:faros:providers:evil", entry("q", Some(evil.url("/ui")), Some(evil.url(""))));
-    register(&hub, "c-admin", "root:faros:system:providers", entry("q", Some(evil.url("/ui")), Some(evil.url(""))));
+    register(
+        &hub,
+        "c-tenant",
+        "root:faros:tenants:acme:dev",
+        entry("q", Some(evil.url("/ui")), Some(evil.url(""))),
+    );
+    register(
+        &hub,
+        "c-evil",
+        "root:faros:providers:evil",
+        entry("q", Some(evil.url("/ui")), Some(evil.url(""))),
+    );
+    register(
+        &hub,
+        "c-admin",
+        "root:faros:system:providers",
+        entry("q", Some(evil.url("/ui")), Some(evil.url(""))),
+    );
     let http = http();
     let seen: Value = http
         .get(hub.url("/services/providers/q/who"))

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Kcp, Running, create_provider, wait_ready};
+use common::{Kcp, Running, create_provider, reconciler_config, wait_ready};
 use faros_core::names;
 use faros_core::provider::ProviderSpec;
 use faros_hub_reconciler::leader::Role;
@@ -17,9 +17,9 @@ use tokio::time::Instant;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_one_acts_and_the_standby_takes_over_after_a_crash() {
     let kcp = Kcp::start().await;
-    let a = Running::start(kcp.reconciler_config("replica-a").await);
+    let a = Running::start(reconciler_config(&kcp, "replica-a").await);
     a.wait_role("a leads", |r| *r == Role::Leader).await;
-    let b = Running::start(kcp.reconciler_config("replica-b").await);
+    let b = Running::start(reconciler_config(&kcp, "replica-b").await);
     let role = b.wait_role("b stands by", |r| matches!(r, Role::Standby { .. })).await;
     assert_eq!(
         role,

@@ -4,7 +4,7 @@
 mod common;
 
 use base64::Engine;
-use common::{Kcp, Running, WAIT, config_from_yaml, create_provider, providers_api, wait_gone, wait_ready};
+use common::{Kcp, Running, WAIT, config_from_yaml, create_provider, providers_api, reconciler_config, wait_gone, wait_ready};
 use faros_core::conditions;
 use faros_core::kcp::Workspace;
 use faros_core::names;
@@ -46,7 +46,7 @@ fn forbidden<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provider_gets_workspace_and_a_working_scoped_kubeconfig() {
     let kcp = Kcp::start().await;
-    let reconciler = Running::start(kcp.reconciler_config("a").await);
+    let reconciler = Running::start(reconciler_config(&kcp, "a").await);
     reconciler
         .wait_role("leader", |r| *r == faros_hub_reconciler::leader::Role::Leader)
         .await;
@@ -173,7 +173,7 @@ async fn provider_gets_workspace_and_a_working_scoped_kubeconfig() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_is_not_rewritten_and_secret_rename_and_override_apply() {
     let kcp = Kcp::start().await;
-    let reconciler = Running::start(kcp.reconciler_config("a").await);
+    let reconciler = Running::start(reconciler_config(&kcp, "a").await);
     // Providers live in root:faros:system:providers, which the bootstrap creates.
     reconciler.wait_role("leader", |r| *r == faros_hub_reconciler::leader::Role::Leader).await;
     create_provider(&kcp, "gamma", ProviderSpec::default()).await;
@@ -260,7 +260,7 @@ async fn common_wait(mut f: impl FnMut() -> bool, what: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_tears_down_and_mid_provisioning_delete_converges() {
     let kcp = Kcp::start().await;
-    let reconciler = Running::start(kcp.reconciler_config("a").await);
+    let reconciler = Running::start(reconciler_config(&kcp, "a").await);
     // Providers live in root:faros:system:providers, which the bootstrap creates.
     reconciler.wait_role("leader", |r| *r == faros_hub_reconciler::leader::Role::Leader).await;
     let api = providers_api(kcp.client(names::SYSTEM_PROVIDERS_PATH).await);
@@ -305,7 +305,7 @@ async fn delete_tears_down_and_mid_provisioning_delete_converges() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_name_that_cannot_be_a_workspace_is_reported() {
     let kcp = Kcp::start().await;
-    let reconciler = Running::start(kcp.reconciler_config("a").await);
+    let reconciler = Running::start(reconciler_config(&kcp, "a").await);
     // Providers live in root:faros:system:providers, which the bootstrap creates.
     reconciler.wait_role("leader", |r| *r == faros_hub_reconciler::leader::Role::Leader).await;
     // A valid object name (DNS subdomain) but not a DNS label.

@@ -43,18 +43,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// An admin kube config for the embedded kcp's root workspace.
-async fn admin_config(server: &Server) -> anyhow::Result<kube::Config> {
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.admin_kubeconfig()).context("parsing the admin kubeconfig")?;
-    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.context("loading the admin kubeconfig")
-}
-
 /// Starts the hub reconciler in-process: it bootstraps the faros workspace tree and provisions Providers.
 async fn start_reconciler(
     server: &Server,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<tokio::task::JoinHandle<Result<(), faros_hub_reconciler::Error>>> {
-    let mut config = faros_hub_reconciler::Config::new(admin_config(server).await?);
+    let mut config = faros_hub_reconciler::Config::new(server.admin_config("root").await.context("loading the admin kubeconfig")?);
     config.hub_url = Some(server.url());
     config.ca_pem = Some(server.ca_pem().to_string());
     let shutdown = async move {

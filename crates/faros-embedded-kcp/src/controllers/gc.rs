@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{key_of, list_all, rv, write};
 use crate::api::ApiState;
-use crate::objects::{self, DeleteOutcome};
+use crate::objects;
 use crate::registry::ResourceDef;
 use crate::store::{Event, EventType, ObjectKey, WriteOp};
 
@@ -123,30 +123,7 @@ impl Collector {
         let Some(def) = def_for(state, &dep.cluster, &dep.group, &dep.resource) else {
             return;
         };
-        match objects::prepare_delete(&def, &obj, Some("Background"), &objects::now_rfc3339()) {
-            DeleteOutcome::Remove => {
-                write(
-                    state,
-                    WriteOp::Delete {
-                        key: dep.clone(),
-                        expected_rv: rv(&obj),
-                    },
-                )
-                .await;
-            }
-            DeleteOutcome::Mark(marked) => {
-                write(
-                    state,
-                    WriteOp::Update {
-                        key: dep.clone(),
-                        object: marked,
-                        expected_rv: rv(&obj),
-                    },
-                )
-                .await;
-            }
-            DeleteOutcome::AlreadyDeleting => {}
-        }
+        super::delete(state, &def, dep, &obj).await;
     }
 
     async fn recheck_owner(&mut self, state: &ApiState, cluster: &str, owner_uid: &str) {
@@ -209,30 +186,7 @@ impl Collector {
                 let Some(def) = def_for(state, &dep.cluster, &dep.group, &dep.resource) else {
                     continue;
                 };
-                match objects::prepare_delete(&def, &d, Some("Background"), &objects::now_rfc3339()) {
-                    DeleteOutcome::Remove => {
-                        write(
-                            state,
-                            WriteOp::Delete {
-                                key: dep.clone(),
-                                expected_rv: rv(&d),
-                            },
-                        )
-                        .await;
-                    }
-                    DeleteOutcome::Mark(marked) => {
-                        write(
-                            state,
-                            WriteOp::Update {
-                                key: dep.clone(),
-                                object: marked,
-                                expected_rv: rv(&d),
-                            },
-                        )
-                        .await;
-                    }
-                    DeleteOutcome::AlreadyDeleting => {}
-                }
+                super::delete(state, &def, dep, &d).await;
             }
             if !waiting {
                 let updated = drop_finalizer("foregroundDeletion");

@@ -155,3 +155,15 @@ pub async fn create_object(
     state.committed(&events);
     Ok(events.first().map(|e| (*e.object).clone()).unwrap_or(Value::Null))
 }
+
+/// Deletes `obj` (stored under `key`) the way a Background DELETE would: removed at once, or marked
+/// with a deletionTimestamp while finalizers remain.
+pub async fn delete(state: &ApiState, def: &crate::registry::ResourceDef, key: &ObjectKey, obj: &Value) {
+    use crate::objects::{DeleteOutcome, now_rfc3339, prepare_delete};
+    let op = match prepare_delete(def, obj, Some("Background"), &now_rfc3339()) {
+        DeleteOutcome::Remove => WriteOp::Delete { key: key.clone(), expected_rv: rv(obj) },
+        DeleteOutcome::Mark(marked) => WriteOp::Update { key: key.clone(), object: marked, expected_rv: rv(obj) },
+        DeleteOutcome::AlreadyDeleting => return,
+    };
+    write(state, op).await;
+}

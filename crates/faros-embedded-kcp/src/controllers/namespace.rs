@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::{key_of, list_all, rv, write};
 use crate::api::ApiState;
-use crate::objects::{self, DeleteOutcome};
+use crate::objects;
 use crate::store::{ObjectKey, WriteOp};
 
 pub async fn reconcile(state: &ApiState, cluster: &str, ns: &Value) {
@@ -21,30 +21,7 @@ pub async fn reconcile(state: &ApiState, cluster: &str, ns: &Value) {
         for obj in list_all(state, &def.group, &def.resource, Some(cluster), Some(&name)) {
             remaining += 1;
             let key = key_of(&def.group, &def.resource, &obj);
-            match objects::prepare_delete(&def, &obj, None, &objects::now_rfc3339()) {
-                DeleteOutcome::Remove => {
-                    write(
-                        state,
-                        WriteOp::Delete {
-                            key,
-                            expected_rv: rv(&obj),
-                        },
-                    )
-                    .await;
-                }
-                DeleteOutcome::Mark(marked) => {
-                    write(
-                        state,
-                        WriteOp::Update {
-                            key,
-                            object: marked,
-                            expected_rv: rv(&obj),
-                        },
-                    )
-                    .await;
-                }
-                DeleteOutcome::AlreadyDeleting => {}
-            }
+            super::delete(state, &def, &key, &obj).await;
         }
     }
     if remaining > 0 {

@@ -63,7 +63,9 @@ fn limit_body(st: &AppState, req: Request) -> Result<Request, Status> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
-        return Err(Status::too_large(format!("request body exceeds the limit of {limit} bytes")));
+        return Err(Status::too_large(format!(
+            "request body exceeds the limit of {limit} bytes"
+        )));
     }
     Ok(req.map(|b| Body::new(Limited::new(b, limit))))
 }
@@ -102,7 +104,16 @@ pub async fn ui(State(st): State<AppState>, req: Request) -> Response {
         };
         let headers = headers::request_headers(req.headers(), &mode, &forwarded(&st, &req));
         let what = format!("the UI of provider {name:?}");
-        super::forward(&st.providers_http, req, target, headers, &mode, st.settings.upstream_timeout, &what).await
+        super::forward(
+            &st.providers_http,
+            req,
+            target,
+            headers,
+            &mode,
+            st.settings.upstream_timeout,
+            &what,
+        )
+        .await
     }
     .await;
     respond(&st, "ui_proxy", started, result)
@@ -139,7 +150,16 @@ pub async fn backend(State(st): State<AppState>, req: Request) -> Response {
         let headers = headers::request_headers(req.headers(), &mode, &forwarded(&st, &req));
         let req = limit_body(&st, req)?;
         let what = format!("the backend of provider {name:?}");
-        super::forward(&st.providers_http, req, target, headers, &mode, st.settings.upstream_timeout, &what).await
+        super::forward(
+            &st.providers_http,
+            req,
+            target,
+            headers,
+            &mode,
+            st.settings.upstream_timeout,
+            &what,
+        )
+        .await
     }
     .await;
     respond(&st, "backend_proxy", started, result)
@@ -149,14 +169,28 @@ pub async fn backend(State(st): State<AppState>, req: Request) -> Response {
 pub async fn kcp(State(st): State<AppState>, req: Request) -> Response {
     let started = Instant::now();
     let result = async {
-        let path_and_query = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/").to_string();
+        let path_and_query = req
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or("/")
+            .to_string();
         let base = st.kcp_base.to_string();
         let target: http::Uri = format!("{}{path_and_query}", base.trim_end_matches('/'))
             .parse()
             .map_err(|e| Status::bad_request(format!("cannot build the kcp URL: {e}")))?;
         let headers = headers::request_headers(req.headers(), &Mode::Kcp, &forwarded(&st, &req));
         let req = limit_body(&st, req)?;
-        super::forward(&st.kcp_http, req, target, headers, &Mode::Kcp, st.settings.kcp_timeout, "kcp").await
+        super::forward(
+            &st.kcp_http,
+            req,
+            target,
+            headers,
+            &Mode::Kcp,
+            st.settings.kcp_timeout,
+            "kcp",
+        )
+        .await
     }
     .await;
     respond(&st, "kcp", started, result)

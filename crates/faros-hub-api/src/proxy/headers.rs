@@ -83,18 +83,19 @@ pub fn request_headers(inbound: &HeaderMap, mode: &Mode, forwarded: &Forwarded) 
             continue;
         }
         if provider
-            && (name == header::AUTHORIZATION || name == header::COOKIE || name.as_str().starts_with(names::HEADER_PREFIX))
+            && (name == header::AUTHORIZATION
+                || name == header::COOKIE
+                || name.as_str().starts_with(names::HEADER_PREFIX))
         {
             continue;
         }
         out.append(name.clone(), value.clone());
     }
     // `te: trailers` is end-to-end in practice (gRPC needs it).
-    if inbound
-        .get_all(header::TE)
-        .iter()
-        .any(|v| v.to_str().is_ok_and(|s| s.split(',').any(|t| t.trim().eq_ignore_ascii_case("trailers"))))
-    {
+    if inbound.get_all(header::TE).iter().any(|v| {
+        v.to_str()
+            .is_ok_and(|s| s.split(',').any(|t| t.trim().eq_ignore_ascii_case("trailers")))
+    }) {
         out.insert(header::TE, HeaderValue::from_static("trailers"));
     }
     if upgrade && let Some(u) = inbound.get(header::UPGRADE) {
@@ -137,8 +138,7 @@ pub fn response_headers(headers: &mut HeaderMap, mode: &Mode, switching_protocol
         .keys()
         .filter(|n| {
             let keep_for_upgrade = switching_protocols && (*n == header::CONNECTION || *n == header::UPGRADE);
-            (is_hop_by_hop(n, &listed) && !keep_for_upgrade)
-                || (!matches!(mode, Mode::Kcp) && *n == header::SET_COOKIE)
+            (is_hop_by_hop(n, &listed) && !keep_for_upgrade) || (!matches!(mode, Mode::Kcp) && *n == header::SET_COOKIE)
         })
         .cloned()
         .collect();
@@ -156,7 +156,10 @@ mod tests {
     fn map(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
-            h.append(HeaderName::from_bytes(k.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap());
+            h.append(
+                HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
         }
         h
     }
@@ -214,8 +217,13 @@ mod tests {
             user: "alice".into(),
             assertion: "signed".into(),
         };
-        let cases: Vec<(&str, Mode, Vec<(&str, &str)>)> = vec![
-            ("ui", ui, [&common[..], &[("x-faros-base-path", "/ui/providers/q")]].concat()),
+        type Case<'a> = (&'a str, Mode, Vec<(&'a str, &'a str)>);
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "ui",
+                ui,
+                [&common[..], &[("x-faros-base-path", "/ui/providers/q")]].concat(),
+            ),
             (
                 "backend",
                 backend,
@@ -252,9 +260,20 @@ mod tests {
 
     #[test]
     fn upgrades_keep_their_headers() {
-        let inbound = map(&[("connection", "Upgrade"), ("upgrade", "websocket"), ("sec-websocket-key", "k")]);
+        let inbound = map(&[
+            ("connection", "Upgrade"),
+            ("upgrade", "websocket"),
+            ("sec-websocket-key", "k"),
+        ]);
         assert!(wants_upgrade(&inbound));
-        let out = request_headers(&inbound, &Mode::Kcp, &Forwarded { proto: "http", ..Default::default() });
+        let out = request_headers(
+            &inbound,
+            &Mode::Kcp,
+            &Forwarded {
+                proto: "http",
+                ..Default::default()
+            },
+        );
         assert_eq!(
             sorted(&out),
             pairs(&[
@@ -271,7 +290,14 @@ mod tests {
     #[test]
     fn response_rewrite_table() {
         for (what, mode, switching, want) in [
-            ("ui drops cookies and hop-by-hop", Mode::Ui { base_path: String::new() }, false, vec![("content-type", "text/javascript")]),
+            (
+                "ui drops cookies and hop-by-hop",
+                Mode::Ui {
+                    base_path: String::new(),
+                },
+                false,
+                vec![("content-type", "text/javascript")],
+            ),
             (
                 "kcp keeps cookies",
                 Mode::Kcp,

@@ -2,8 +2,8 @@
 //! pass-through. Bodies are never buffered in either direction, so a chunked upstream reaches the
 //! client chunk by chunk and kcp watches stream; protocol upgrades (WebSocket, SPDY) are spliced.
 
-pub mod headers;
 pub mod handlers;
+pub mod headers;
 pub mod routes;
 
 use std::time::Duration;

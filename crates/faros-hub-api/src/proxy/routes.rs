@@ -89,7 +89,12 @@ mod tests {
         for (base, rest, query, want) in [
             ("http://q:8080", "/", None, "http://q:8080/"),
             ("http://q:8080/", "/main.js", None, "http://q:8080/main.js"),
-            ("http://q:8080/ui", "/main.js", Some("v=1"), "http://q:8080/ui/main.js?v=1"),
+            (
+                "http://q:8080/ui",
+                "/main.js",
+                Some("v=1"),
+                "http://q:8080/ui/main.js?v=1",
+            ),
             ("http://q:8080/ui/", "/", None, "http://q:8080/ui/"),
             ("https://q/api/", "/a%2Fb", None, "https://q/api/a%2Fb"),
         ] {

@@ -92,13 +92,15 @@ pub struct Election {
 /// Elects the entry that speaks for `name`: best [`Authority`], ties (impossible in kcp, where a
 /// path has one cluster) broken by cluster name so the result never depends on input order.
 pub fn elect(name: &str, contenders: &[Contender<'_>]) -> Election {
-    let mut standings: Vec<Result<Authority, Rejection>> =
-        contenders.iter().map(|c| authority(name, c.path)).collect();
+    let mut standings: Vec<Result<Authority, Rejection>> = contenders.iter().map(|c| authority(name, c.path)).collect();
     let winner = standings
         .iter()
         .enumerate()
         .filter_map(|(i, s)| s.as_ref().ok().map(|a| (i, *a)))
-        .min_by(|(i, a), (j, b)| a.cmp(b).then_with(|| contenders[*i].cluster.cmp(contenders[*j].cluster)));
+        .min_by(|(i, a), (j, b)| {
+            a.cmp(b)
+                .then_with(|| contenders[*i].cluster.cmp(contenders[*j].cluster))
+        });
     if let Some((w, _)) = winner {
         let winner_path = contenders[w].path.unwrap_or_default().to_string();
         for (i, s) in standings.iter_mut().enumerate() {
@@ -128,9 +130,21 @@ mod tests {
             // Another provider's workspace cannot claim q.
             ("q", Some("root:faros:providers:evil"), not("root:faros:providers:evil")),
             // A tenant workspace never counts.
-            ("q", Some("root:faros:tenants:acme:dev"), not("root:faros:tenants:acme:dev")),
-            ("q", Some("root:faros:providers:q:child"), not("root:faros:providers:q:child")),
-            ("q", Some("root:faros:system:controllers"), not("root:faros:system:controllers")),
+            (
+                "q",
+                Some("root:faros:tenants:acme:dev"),
+                not("root:faros:tenants:acme:dev"),
+            ),
+            (
+                "q",
+                Some("root:faros:providers:q:child"),
+                not("root:faros:providers:q:child"),
+            ),
+            (
+                "q",
+                Some("root:faros:system:controllers"),
+                not("root:faros:system:controllers"),
+            ),
             ("q", Some("root"), not("root")),
         ] {
             assert_eq!(authority(name, path), want, "{name} @ {path:?}");
@@ -145,10 +159,26 @@ mod tests {
         let tenant = c("c-tenant", Some("root:faros:tenants:acme:dev"));
         let pending = c("c-pending", None);
         let conflict = |p: &str| Err(Rejection::Conflict { winner_path: p.into() });
-        let cases: Vec<(&str, Vec<Contender<'_>>, Option<(usize, Authority)>, Vec<Result<Authority, Rejection>>)> = vec![
+        type Case<'a> = (
+            &'a str,
+            Vec<Contender<'a>>,
+            Option<(usize, Authority)>,
+            Vec<Result<Authority, Rejection>>,
+        );
+        let cases: Vec<Case<'_>> = vec![
             ("none", vec![], None, vec![]),
-            ("own only", vec![own], Some((0, Authority::ProviderWorkspace)), vec![Ok(Authority::ProviderWorkspace)]),
-            ("admin only", vec![admin], Some((0, Authority::Admin)), vec![Ok(Authority::Admin)]),
+            (
+                "own only",
+                vec![own],
+                Some((0, Authority::ProviderWorkspace)),
+                vec![Ok(Authority::ProviderWorkspace)],
+            ),
+            (
+                "admin only",
+                vec![admin],
+                Some((0, Authority::Admin)),
+                vec![Ok(Authority::Admin)],
+            ),
             (
                 "own beats admin regardless of order",
                 vec![admin, own],
@@ -159,14 +189,18 @@ mod tests {
                 "tenant spoof never wins, even alone",
                 vec![tenant],
                 None,
-                vec![Err(Rejection::NotAuthoritative { path: "root:faros:tenants:acme:dev".into() })],
+                vec![Err(Rejection::NotAuthoritative {
+                    path: "root:faros:tenants:acme:dev".into(),
+                })],
             ),
             (
                 "tenant spoof next to admin",
                 vec![tenant, admin, pending],
                 Some((1, Authority::Admin)),
                 vec![
-                    Err(Rejection::NotAuthoritative { path: "root:faros:tenants:acme:dev".into() }),
+                    Err(Rejection::NotAuthoritative {
+                        path: "root:faros:tenants:acme:dev".into(),
+                    }),
                     Ok(Authority::Admin),
                     Err(Rejection::Unresolved),
                 ],
@@ -184,12 +218,21 @@ mod tests {
 
     #[test]
     fn messages_say_what_to_do() {
-        let m = Rejection::NotAuthoritative { path: "root:faros:tenants:a".into() }.message("q");
+        let m = Rejection::NotAuthoritative {
+            path: "root:faros:tenants:a".into(),
+        }
+        .message("q");
         assert_eq!(
             m,
             "CatalogEntry \"q\" in root:faros:tenants:a is ignored: providers register only in \
              root:faros:providers:q (entry named after the provider) or root:faros:system:providers."
         );
-        assert_eq!(Rejection::Conflict { winner_path: "x".into() }.reason(), "Conflict");
+        assert_eq!(
+            Rejection::Conflict {
+                winner_path: "x".into()
+            }
+            .reason(),
+            "Conflict"
+        );
     }
 }

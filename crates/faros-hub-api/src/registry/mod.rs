@@ -20,7 +20,9 @@ use tokio::sync::{Notify, watch};
 
 use crate::clock::Clock;
 use authority::{Authority, Contender, Rejection, elect};
-use record::{BackendHealth, ParsedEndpoints, Readiness, Winner, desired_status, parse_endpoints, readiness, to_seconds};
+use record::{
+    BackendHealth, ParsedEndpoints, Readiness, Winner, desired_status, parse_endpoints, readiness, to_seconds,
+};
 
 /// One CatalogEntry as seen through a virtual workspace.
 #[derive(Clone, Debug)]
@@ -196,7 +198,9 @@ impl Registry {
         let name = candidate.name();
         {
             let mut inner = self.write();
-            inner.candidates.insert((name.clone(), candidate.cluster.clone()), candidate);
+            inner
+                .candidates
+                .insert((name.clone(), candidate.cluster.clone()), candidate);
             self.reelect(&mut inner, &name);
         }
         self.changed();
@@ -206,7 +210,11 @@ impl Registry {
     pub fn remove(&self, cluster: &str, name: &str) {
         {
             let mut inner = self.write();
-            if inner.candidates.remove(&(name.to_string(), cluster.to_string())).is_none() {
+            if inner
+                .candidates
+                .remove(&(name.to_string(), cluster.to_string()))
+                .is_none()
+            {
                 return;
             }
             self.reelect(&mut inner, name);
@@ -308,7 +316,9 @@ impl Registry {
             })
             .collect();
         let election = elect(name, &contenders);
-        let winner = election.winner.and_then(|(i, a)| Some((inner.candidates.get(keys.get(i)?)?.clone(), a)));
+        let winner = election
+            .winner
+            .and_then(|(i, a)| Some((inner.candidates.get(keys.get(i)?)?.clone(), a)));
         inner.dirty.insert(name.to_string());
         let Some((c, authority)) = winner else {
             if inner.providers.remove(name).is_some() {
@@ -375,7 +385,10 @@ impl Registry {
             if version.is_some() {
                 live.version = version.clone();
             }
-            let due = live.persisted.as_ref().is_none_or(|(p, _)| now.duration_since(*p) >= every);
+            let due = live
+                .persisted
+                .as_ref()
+                .is_none_or(|(p, _)| now.duration_since(*p) >= every);
             if due {
                 live.persisted = Some((to_seconds(now), live.version.clone()));
                 inner.dirty.insert(name.to_string());
@@ -385,7 +398,7 @@ impl Registry {
         if persist {
             self.dirty.notify_one();
         }
-        self.reevaluate(now);
+        self.reevaluate_one(name, now);
         Ok(persist)
     }
 
@@ -429,7 +442,13 @@ impl Registry {
         let mut out: Vec<_> = inner
             .providers
             .values()
-            .filter_map(|p| Some((p.name.clone(), p.endpoints.backend.clone()?, p.endpoints.health_path.clone())))
+            .filter_map(|p| {
+                Some((
+                    p.name.clone(),
+                    p.endpoints.backend.clone()?,
+                    p.endpoints.health_path.clone(),
+                ))
+            })
             .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
@@ -481,23 +500,10 @@ impl Registry {
     /// providers dirty. Returns the number of Ready providers.
     pub fn reevaluate(&self, now: Timestamp) -> usize {
         let mut inner = self.write();
-        let mut ready = 0;
-        let mut changed = Vec::new();
         let names: Vec<String> = inner.providers.keys().cloned().collect();
+        let mut ready = 0;
         for name in names {
-            let Some(p) = inner.providers.get(&name).cloned() else { continue };
-            let view = self.view_of(&inner, &p, now);
-            ready += usize::from(view.readiness.ready);
-            let now_state = (view.readiness.ready, view.readiness.reason);
-            if inner.last_readiness.get(&name) != Some(&now_state) {
-                if view.readiness.ready {
-                    tracing::info!(provider = %name, reason = view.readiness.reason, "provider is Ready");
-                } else {
-                    tracing::warn!(provider = %name, reason = view.readiness.reason, message = %view.readiness.message, "provider is not Ready");
-                }
-                inner.last_readiness.insert(name.clone(), now_state);
-                changed.push(name);
-            }
+            ready += usize::from(self.reevaluate_locked(&mut inner, &name, now));
         }
         let Inner {
             last_readiness,
@@ -505,11 +511,33 @@ impl Registry {
             ..
         } = &mut *inner;
         last_readiness.retain(|n, _| providers.contains_key(n));
-        if !changed.is_empty() {
-            inner.dirty.extend(changed);
+        ready
+    }
+
+    /// [`Self::reevaluate`] for one provider (the heartbeat path: O(1), not O(providers)).
+    fn reevaluate_one(&self, name: &str, now: Timestamp) {
+        let mut inner = self.write();
+        self.reevaluate_locked(&mut inner, name, now);
+    }
+
+    /// Returns whether `name` is Ready; logs and marks it dirty when that changed.
+    fn reevaluate_locked(&self, inner: &mut Inner, name: &str, now: Timestamp) -> bool {
+        let Some(p) = inner.providers.get(name).cloned() else {
+            return false;
+        };
+        let view = self.view_of(inner, &p, now);
+        let state = (view.readiness.ready, view.readiness.reason);
+        if inner.last_readiness.get(name) != Some(&state) {
+            if view.readiness.ready {
+                tracing::info!(provider = %name, reason = view.readiness.reason, "provider is Ready");
+            } else {
+                tracing::warn!(provider = %name, reason = view.readiness.reason, message = %view.readiness.message, "provider is not Ready");
+            }
+            inner.last_readiness.insert(name.to_string(), state);
+            inner.dirty.insert(name.to_string());
             self.dirty.notify_one();
         }
-        ready
+        view.readiness.ready
     }
 
     /// For every candidate of `name`: (cluster, source, observed status, desired status). The

@@ -76,7 +76,8 @@ pub fn parse_endpoints(spec: &CatalogEntrySpec) -> ParsedEndpoints {
     if !health_path.starts_with('/') {
         errors.push(format!("backend.healthPath: {health_path:?} must start with '/'"));
     }
-    let declared = spec.ui.as_ref().is_some_and(|u| u.url.is_some()) || spec.backend.is_some() || spec.api_export.is_some();
+    let declared =
+        spec.ui.as_ref().is_some_and(|u| u.url.is_some()) || spec.backend.is_some() || spec.api_export.is_some();
     ParsedEndpoints {
         ui,
         backend,
@@ -170,7 +171,10 @@ pub fn readiness(
             names::REASON_BACKEND_UNHEALTHY,
             "Backend health has not been probed yet.".into(),
         ),
-        BackendHealth::Unhealthy(why) => Readiness::not(names::REASON_BACKEND_UNHEALTHY, format!("Backend health probe failed: {why}")),
+        BackendHealth::Unhealthy(why) => Readiness::not(
+            names::REASON_BACKEND_UNHEALTHY,
+            format!("Backend health probe failed: {why}"),
+        ),
     }
 }
 
@@ -220,8 +224,16 @@ pub fn desired_status(
             }
             let health = match w.health {
                 BackendHealth::NotDeclared => None,
-                BackendHealth::Unknown => Some((ConditionStatus::Unknown, REASON_NOT_PROBED, "Not probed yet.".to_string())),
-                BackendHealth::Healthy => Some((ConditionStatus::True, REASON_HEALTHY, "Health probe succeeded.".to_string())),
+                BackendHealth::Unknown => Some((
+                    ConditionStatus::Unknown,
+                    REASON_NOT_PROBED,
+                    "Not probed yet.".to_string(),
+                )),
+                BackendHealth::Healthy => Some((
+                    ConditionStatus::True,
+                    REASON_HEALTHY,
+                    "Health probe succeeded.".to_string(),
+                )),
                 BackendHealth::Unhealthy(why) => Some((ConditionStatus::False, REASON_UNHEALTHY, why.clone())),
             };
             match health {
@@ -292,13 +304,33 @@ mod tests {
     #[test]
     fn endpoint_table() {
         for (what, s, want) in [
-            ("ui and backend", spec(Some("http://q:8080/ui"), Some("https://q:8443"), false), Ok(())),
+            (
+                "ui and backend",
+                spec(Some("http://q:8080/ui"), Some("https://q:8443"), false),
+                Ok(()),
+            ),
             ("export only", spec(None, None, true), Ok(())),
             ("nothing", spec(None, None, false), Err(names::REASON_NO_ENDPOINT)),
-            ("relative", spec(Some("/ui"), None, false), Err(names::REASON_INVALID_ENDPOINT)),
-            ("ftp", spec(None, Some("ftp://q"), false), Err(names::REASON_INVALID_ENDPOINT)),
-            ("query", spec(None, Some("http://q/?a=b"), false), Err(names::REASON_INVALID_ENDPOINT)),
-            ("garbage", spec(Some("http://q w"), None, false), Err(names::REASON_INVALID_ENDPOINT)),
+            (
+                "relative",
+                spec(Some("/ui"), None, false),
+                Err(names::REASON_INVALID_ENDPOINT),
+            ),
+            (
+                "ftp",
+                spec(None, Some("ftp://q"), false),
+                Err(names::REASON_INVALID_ENDPOINT),
+            ),
+            (
+                "query",
+                spec(None, Some("http://q/?a=b"), false),
+                Err(names::REASON_INVALID_ENDPOINT),
+            ),
+            (
+                "garbage",
+                spec(Some("http://q w"), None, false),
+                Err(names::REASON_INVALID_ENDPOINT),
+            ),
         ] {
             let parsed = parse_endpoints(&s);
             assert_eq!(parsed.verdict().map_err(|(r, _)| r), want, "{what}");
@@ -324,12 +356,47 @@ mod tests {
         let stale = Some(ts("2026-01-01T00:08:29Z"));
         let down = BackendHealth::Unhealthy("connection refused".into());
         for (what, eps, beat, health, want_ready, want_reason) in [
-            ("never beaten, healthy", &good, None, BackendHealth::Healthy, true, "EndpointsResolved"),
-            ("no backend declared", &good, None, BackendHealth::NotDeclared, true, "EndpointsResolved"),
-            ("fresh beat", &good, fresh, BackendHealth::Healthy, true, "EndpointsResolved"),
-            ("stale beat", &good, stale, BackendHealth::Healthy, false, "HeartbeatStale"),
+            (
+                "never beaten, healthy",
+                &good,
+                None,
+                BackendHealth::Healthy,
+                true,
+                "EndpointsResolved",
+            ),
+            (
+                "no backend declared",
+                &good,
+                None,
+                BackendHealth::NotDeclared,
+                true,
+                "EndpointsResolved",
+            ),
+            (
+                "fresh beat",
+                &good,
+                fresh,
+                BackendHealth::Healthy,
+                true,
+                "EndpointsResolved",
+            ),
+            (
+                "stale beat",
+                &good,
+                stale,
+                BackendHealth::Healthy,
+                false,
+                "HeartbeatStale",
+            ),
             ("backend down", &good, fresh, down.clone(), false, "BackendUnhealthy"),
-            ("not probed", &good, None, BackendHealth::Unknown, false, "BackendUnhealthy"),
+            (
+                "not probed",
+                &good,
+                None,
+                BackendHealth::Unknown,
+                false,
+                "BackendUnhealthy",
+            ),
             ("endpoints first", &none, stale, down, false, "NoEndpoint"),
         ] {
             let r = readiness(eps, beat, &health, now, ttl);
@@ -389,7 +456,10 @@ mod tests {
         assert_eq!(lost.endpoints, None);
         assert_eq!(lost.conditions.len(), 1);
         let c = &lost.conditions[0];
-        assert_eq!((c.type_.as_str(), c.status.as_str(), c.reason.as_str()), ("Ready", "False", "Conflict"));
+        assert_eq!(
+            (c.type_.as_str(), c.status.as_str(), c.reason.as_str()),
+            ("Ready", "False", "Conflict")
+        );
         assert_eq!(c.last_transition_time.0, ts("2026-01-01T00:01:00Z"));
     }
 }

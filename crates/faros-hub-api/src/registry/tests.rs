@@ -45,27 +45,46 @@ fn cand(name: &str, cluster: &str, path: Option<&str>, ui: &str) -> Candidate {
 }
 
 fn ui_of(reg: &Registry, name: &str) -> Option<String> {
-    reg.get(name).and_then(|p| p.endpoints.ui.as_ref().map(ToString::to_string))
+    reg.get(name)
+        .and_then(|p| p.endpoints.ui.as_ref().map(ToString::to_string))
 }
 
 #[test]
 fn spoofed_and_conflicting_entries_cannot_take_a_route() {
     let (_, reg) = setup();
     // A tenant and another provider register "q" first; neither counts.
-    reg.upsert(cand("q", "c-tenant", Some("root:faros:tenants:acme:dev"), "http://evil/1"));
+    reg.upsert(cand(
+        "q",
+        "c-tenant",
+        Some("root:faros:tenants:acme:dev"),
+        "http://evil/1",
+    ));
     reg.upsert(cand("q", "c-evil", Some("root:faros:providers:evil"), "http://evil/2"));
     assert!(reg.get("q").is_none());
     // The admin entry wins over them.
-    reg.upsert(cand("q", "c-admin", Some("root:faros:system:providers"), "http://admin/"));
+    reg.upsert(cand(
+        "q",
+        "c-admin",
+        Some("root:faros:system:providers"),
+        "http://admin/",
+    ));
     assert_eq!(ui_of(&reg, "q").as_deref(), Some("http://admin/"));
     assert_eq!(reg.get("q").unwrap().provider_cluster, None);
     // The provider's own entry wins over the admin one...
     reg.upsert(cand("q", "c-own", Some("root:faros:providers:q"), "http://own/"));
     let p = reg.get("q").unwrap();
-    assert_eq!((p.authority, p.provider_cluster.as_deref()), (Authority::ProviderWorkspace, Some("c-own")));
+    assert_eq!(
+        (p.authority, p.provider_cluster.as_deref()),
+        (Authority::ProviderWorkspace, Some("c-own"))
+    );
     assert_eq!(ui_of(&reg, "q").as_deref(), Some("http://own/"));
     // ...and a later spoof update does not change that.
-    reg.upsert(cand("q", "c-tenant", Some("root:faros:tenants:acme:dev"), "http://evil/3"));
+    reg.upsert(cand(
+        "q",
+        "c-tenant",
+        Some("root:faros:tenants:acme:dev"),
+        "http://evil/3",
+    ));
     assert_eq!(ui_of(&reg, "q").as_deref(), Some("http://own/"));
     // Deleting the own entry falls back to the admin one; deleting that deregisters.
     reg.remove("c-own", "q");
@@ -95,7 +114,12 @@ fn spoofed_and_conflicting_entries_cannot_take_a_route() {
 #[test]
 fn loser_status_reports_the_conflict() {
     let (_, reg) = setup();
-    reg.upsert(cand("q", "c-admin", Some("root:faros:system:providers"), "http://admin/"));
+    reg.upsert(cand(
+        "q",
+        "c-admin",
+        Some("root:faros:system:providers"),
+        "http://admin/",
+    ));
     reg.upsert(cand("q", "c-own", Some("root:faros:providers:q"), "http://own/"));
     let work = reg.desired_statuses("q", ts(T0));
     let summary: Vec<(String, String, Option<String>)> = work
@@ -132,7 +156,10 @@ fn heartbeats_ttl_and_persist_throttle() {
         Err(RegistryError::UnknownProvider("q".into()))
     );
     reg.upsert(cand("q", "c", Some("root:faros:providers:q"), "http://q/"));
-    assert!(reg.view("q").unwrap().readiness.ready, "never beaten: ready on endpoints");
+    assert!(
+        reg.view("q").unwrap().readiness.ready,
+        "never beaten: ready on endpoints"
+    );
     // First beat persists; the next within 15 s does not; after 15 s it does again.
     assert_eq!(reg.heartbeat("q", Some("1.0".into()), clock.now()), Ok(true));
     clock.advance(Duration::from_secs(10));
@@ -209,7 +236,11 @@ fn backend_health_gates_readiness_and_resets_on_url_change() {
     assert_eq!(reg.unprobed(), vec!["q".to_string()]);
     assert_eq!(
         reg.backends(),
-        vec![("q".to_string(), "http://b:1".parse::<http::Uri>().unwrap(), "/live".to_string())]
+        vec![(
+            "q".to_string(),
+            "http://b:1".parse::<http::Uri>().unwrap(),
+            "/live".to_string()
+        )]
     );
     assert_eq!(reg.view("q").unwrap().readiness.reason, "BackendUnhealthy");
     reg.set_health("q", "http://b:1/", BackendHealth::Healthy);

@@ -98,7 +98,10 @@ pub async fn upstream() -> Upstream {
                 )
             }),
         )
-        .route("/ui/", get(|| async { ([("content-type", "text/html")], "<html>index</html>") }))
+        .route(
+            "/ui/",
+            get(|| async { ([("content-type", "text/html")], "<html>index</html>") }),
+        )
         .route(
             "/slow",
             get(|| async {
@@ -213,7 +216,10 @@ impl TestHub {
 }
 
 pub fn http() -> reqwest::Client {
-    reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap()
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
 }
 
 /// Polls `f` until it returns Some, failing after `timeout` with `what` in the message.

@@ -4,12 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use faros_core::client::ClientFactory;
 use faros_core::conditions;
 use faros_core::names;
 use faros_core::provider::{Provider, ProviderSpec};
 use faros_core::wait::wait_for;
-use faros_embedded_kcp::{Config, Server};
 use faros_hub_reconciler::leader::Role;
 use faros_hub_reconciler::{Reconciler, State};
 use kube::Api;
@@ -21,37 +19,13 @@ use tokio::task::JoinHandle;
 /// Generous: the embedded kcp is fast, CI machines are not.
 pub const WAIT: Duration = Duration::from_secs(60);
 
-pub struct Kcp {
-    pub server: Server,
-    pub dir: tempfile::TempDir,
-}
+pub use faros_embedded_kcp::testing::TempServer as Kcp;
 
-impl Kcp {
-    pub async fn start() -> Self {
-        faros_core::telemetry::install_crypto_provider();
-        let dir = tempfile::tempdir().unwrap();
-        let server = Server::start(Config::new(dir.path().join("state"))).await.unwrap();
-        Self { server, dir }
-    }
-
-    /// Admin kube config pointing at `root`.
-    pub async fn admin_config(&self) -> kube::Config {
-        config_from_yaml(&self.server.admin_kubeconfig()).await
-    }
-
-    pub async fn factory(&self) -> ClientFactory {
-        ClientFactory::new(self.admin_config().await).unwrap()
-    }
-
-    pub async fn client(&self, cluster: &str) -> kube::Client {
-        self.factory().await.cluster(cluster).unwrap()
-    }
-
-    /// A reconciler config for tests: short lease timings, a fixed identity, small timeouts.
-    pub async fn reconciler_config(&self, identity: &str) -> faros_hub_reconciler::Config {
-        let mut config = faros_hub_reconciler::Config::new(self.admin_config().await);
-        config.hub_url = Some(self.server.url());
-        config.ca_pem = Some(self.server.ca_pem().to_string());
+/// A reconciler config for tests: short lease timings, a fixed identity, small timeouts.
+pub async fn reconciler_config(kcp: &Kcp, identity: &str) -> faros_hub_reconciler::Config {
+        let mut config = faros_hub_reconciler::Config::new(kcp.admin_config().await);
+        config.hub_url = Some(kcp.server.url());
+        config.ca_pem = Some(kcp.server.ca_pem().to_string());
         config.lease.identity = identity.to_string();
         config.lease.duration = Duration::from_secs(3);
         config.lease.renew_deadline = Duration::from_secs(2);
@@ -59,7 +33,6 @@ impl Kcp {
         config.controller.workspace_timeout = Duration::from_secs(30);
         config.controller.token_timeout = Duration::from_secs(30);
         config
-    }
 }
 
 pub async fn config_from_yaml(yaml: &str) -> kube::Config {
