@@ -80,27 +80,6 @@ async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
-    }
-    tracing::info!("shutting down");
-}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -125,7 +104,7 @@ async fn main() -> anyhow::Result<()> {
     config.controller.concurrency = args.concurrency;
     config.controller.resync = Duration::from_secs(args.resync_seconds);
     tracing::info!(?config, "starting");
-    faros_hub_reconciler::run(config, shutdown_signal()).await?;
+    faros_hub_reconciler::run(config, faros_core::telemetry::shutdown_signal()).await?;
     Ok(())
 }
 

@@ -31,8 +31,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     );
     println!("  state directory:   {}", args.state_dir.display());
     println!("Press Ctrl-C to stop.");
-    shutdown_signal().await;
-    tracing::info!("shutting down");
+    faros_core::telemetry::shutdown_signal().await;
     let _ = stop_tx.send(true);
     match reconciler.await {
         Ok(Err(e)) => tracing::warn!(error = %e, "hub reconciler stopped with an error"),
@@ -57,23 +56,3 @@ async fn start_reconciler(
     Ok(tokio::spawn(faros_hub_reconciler::run(config, shutdown)))
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
-    }
-}

@@ -134,9 +134,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
-    let shutdown = quickstart::shutdown_signal(async {
-        let _ = tokio::signal::ctrl_c().await;
-    });
+    let shutdown = quickstart::shutdown_signal(faros_core::telemetry::shutdown_signal());
     quickstart::serve(
         quickstart::ServeOptions {
             provider: args.provider_name,
