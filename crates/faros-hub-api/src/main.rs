@@ -76,27 +76,7 @@ async fn main() -> anyhow::Result<()> {
     config.http.body_limit = args.body_limit;
     config.probe.interval = Duration::from_secs(args.probe_interval);
     config.probe.timeout = Duration::from_secs(args.probe_timeout);
-    faros_hub_api::run(config, shutdown_signal()).await?;
+    faros_hub_api::run(config, faros_core::telemetry::shutdown_signal()).await?;
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
-    }
-}

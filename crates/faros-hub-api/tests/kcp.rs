@@ -426,7 +426,6 @@ async fn provider_lifecycle_through_the_hub() {
 /// A provider registering while the hub runs shows up without a restart (the watch sees objects of
 /// workspaces bound after it started).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs embedded kcp part 2: its APIExport virtual-workspace watch fixes the bound workspaces at watch start"]
 async fn new_providers_appear_without_a_restart() {
     let kcp = Kcp::start().await;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

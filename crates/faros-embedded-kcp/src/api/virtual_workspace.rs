@@ -20,6 +20,7 @@ use super::read::ObjectFilter;
 use super::request::{self, ResourcePath, Target};
 use super::{ApiState, RequestContext, ok, serve_resource};
 use crate::auth::{Attributes, UserInfo};
+use crate::kcp::apis::LiveExport;
 use crate::kcp::{AcceptedClaim, ExportView};
 use crate::objects::CLUSTER_ANNOTATION;
 use crate::registry::ResourceDef;
@@ -105,7 +106,8 @@ pub async fn serve(
             let verb = super::verb(&parts.method, &rp, &params)?;
             authorize_content(state, &view, &user, verb)?;
             let served = find(state, &view, &rp).ok_or_else(not_found)?;
-            let (def, visible) = scope(&view, &served, &cluster, verb)?;
+            let live = crate::kcp::apis::live_export(state, &export_cluster, export_name).ok_or_else(not_found)?;
+            let (def, visible) = scope(&view, live, &served, &cluster, verb)?;
             let ctx = RequestContext {
                 state: state.clone(),
                 user,
@@ -173,24 +175,27 @@ fn claim_for<'a>(view: &'a ExportView, cluster: &str, def: &ResourceDef) -> Opti
     view.bindings.get(cluster)?.claims.iter().find(|c| c.group == def.group && c.resource == def.resource)
 }
 
-/// The definition to serve and the objects the request may see, after the claim verb checks.
-fn scope(view: &ExportView, served: &Served, cluster: &str, verb: &str) -> Result<(Arc<ResourceDef>, ObjectFilter), Status> {
-    let bound: Arc<BTreeSet<String>> = Arc::new(view.bindings.keys().cloned().collect());
+/// The definition to serve and the objects the request may see, after the claim verb checks. The
+/// visibility filters read the export's bindings live, so a watch sees workspaces bound after it began.
+fn scope(
+    view: &ExportView,
+    live: LiveExport,
+    served: &Served,
+    cluster: &str,
+    verb: &str,
+) -> Result<(Arc<ResourceDef>, ObjectFilter), Status> {
+    let bound = move |live: &LiveExport, o: &Value| live.with(|v| v.is_some_and(|v| v.bindings.contains_key(cluster_of(o))));
     match served {
-        Served::Exported(def) => {
-            let bound = bound.clone();
-            Ok((def.clone(), Arc::new(move |o: &Value| bound.contains(cluster_of(o)))))
-        }
+        Served::Exported(def) => Ok((def.clone(), Arc::new(move |o: &Value| bound(&live, o)))),
         Served::Bindings(def) => {
             if !matches!(verb, "get" | "list" | "watch") {
                 return Err(Status::method_not_allowed("apibindings are read-only in the APIExport virtual workspace"));
             }
             let (ec, en) = (view.export_cluster.clone(), view.export_name.clone());
-            let bound = bound.clone();
             Ok((
                 def.clone(),
                 Arc::new(move |o: &Value| {
-                    bound.contains(cluster_of(o))
+                    bound(&live, o)
                         && o.pointer("/spec/reference/export/name").and_then(Value::as_str) == Some(en.as_str())
                         && o.pointer("/status/apiExportClusterName").and_then(Value::as_str).is_none_or(|c| c == ec)
                 }),
@@ -212,21 +217,21 @@ fn scope(view: &ExportView, served: &Served, cluster: &str, verb: &str) -> Resul
                 }
             }
             // Per consumer: the claim's verbs must include this verb and the object must match its selector.
-            let claims: Vec<(String, AcceptedClaim)> = view
-                .bindings
-                .iter()
-                .filter_map(|(c, b)| {
-                    b.claims.iter().find(|x| x.group == def.group && x.resource == def.resource).map(|x| (c.clone(), x.clone()))
-                })
-                .filter(|(_, x)| x.verbs.iter().any(|v| v == verb || v == "*"))
-                .collect();
+            let (group, resource, verb) = (def.group.clone(), def.resource.clone(), verb.to_string());
             Ok((
                 def.clone(),
                 Arc::new(move |o: &Value| {
-                    let c = cluster_of(o);
-                    claims.iter().any(|(cluster, claim)| {
-                        cluster == c
-                            && claim.selector.as_ref().is_none_or(|s| s.matches(o.pointer("/metadata/labels").and_then(Value::as_object)))
+                    live.with(|v| {
+                        let Some(consumer) = v.and_then(|v| v.bindings.get(cluster_of(o))) else { return false };
+                        consumer.claims.iter().any(|claim| {
+                            claim.group == group
+                                && claim.resource == resource
+                                && claim.verbs.iter().any(|x| *x == verb || x == "*")
+                                && claim
+                                    .selector
+                                    .as_ref()
+                                    .is_none_or(|s| s.matches(o.pointer("/metadata/labels").and_then(Value::as_object)))
+                        })
                     })
                 }),
             ))

@@ -52,6 +52,27 @@ pub fn export_view(state: &ApiState, export_cluster: &str, export_name: &str) ->
     view::get(state)?.export(&(export_cluster.to_string(), export_name.to_string()))
 }
 
+/// A handle on an export's entry in the index, read at call time: long-running requests (watches)
+/// see bindings made after they started.
+#[derive(Clone)]
+pub struct LiveExport {
+    index: Arc<view::Index>,
+    key: view::ExportKey,
+}
+
+impl LiveExport {
+    /// Runs `f` on the export's current view (None once the export is gone).
+    pub fn with<R>(&self, f: impl FnOnce(Option<&ExportView>) -> R) -> R {
+        let guard = self.index.exports.read().unwrap_or_else(|p| p.into_inner());
+        f(guard.get(&self.key))
+    }
+}
+
+/// A live handle on `export_cluster`/`export_name` for filters that outlive one lookup.
+pub fn live_export(state: &ApiState, export_cluster: &str, export_name: &str) -> Option<LiveExport> {
+    Some(LiveExport { index: view::get(state)?, key: (export_cluster.to_string(), export_name.to_string()) })
+}
+
 /// Runs the API export/binding controller until aborted.
 pub async fn run(state: Arc<ApiState>) {
     controller::run(state).await;
