@@ -79,6 +79,7 @@ pub enum ServerError {
 pub struct Server {
     addr: SocketAddr,
     ca_pem: String,
+    tls_config: Arc<rustls::ServerConfig>,
     admin_token: String,
     state: Arc<ApiState>,
     stop: watch::Sender<bool>,
@@ -217,13 +218,15 @@ impl Server {
         let mut controllers = vec![tokio::spawn(crate::controllers::run(state.clone(), events_rx))];
         controllers.extend(crate::kcp::spawn_controllers(&state));
 
-        let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config());
+        let tls_config = tls.server_config();
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls_config.clone());
         let router = router(state.clone());
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(serve(listener, acceptor, router, stopped));
         tracing::info!(%addr, state_dir = %dir.display(), "embedded kcp serving");
         Ok(Self {
             addr,
+            tls_config,
             ca_pem: tls.ca_pem().to_string(),
             admin_token,
             state,
@@ -240,6 +243,12 @@ impl Server {
     /// `https://127.0.0.1:<port>` (or the bound address).
     pub fn url(&self) -> String {
         format!("https://{}", self.addr)
+    }
+
+    /// The serving TLS configuration (certificate for localhost/127.0.0.1 and the configured hosts,
+    /// signed by [`Server::ca_pem`]); other servers of `faros dev` reuse it so one CA covers everything.
+    pub fn tls_config(&self) -> Arc<rustls::ServerConfig> {
+        self.tls_config.clone()
     }
 
     pub fn ca_pem(&self) -> &str {

@@ -32,7 +32,10 @@ impl TempServer {
 
     /// Admin kube configuration for `root` (a `/clusters/<x>` suffix is replaced per client).
     pub async fn admin_config(&self) -> kube::Config {
-        self.server.admin_config("root").await.expect("the admin kubeconfig parses")
+        self.server
+            .admin_config("root")
+            .await
+            .expect("the admin kubeconfig parses")
     }
 
     /// The admin client factory.
@@ -42,6 +45,9 @@ impl TempServer {
 
     /// An admin client for logical cluster `cluster` (a name or a workspace path).
     pub async fn client(&self, cluster: &str) -> kube::Client {
-        self.factory().await.cluster(cluster).expect("building a cluster client")
+        self.factory()
+            .await
+            .cluster(cluster)
+            .expect("building a cluster client")
     }
 }

@@ -79,4 +79,3 @@ async fn main() -> anyhow::Result<()> {
     faros_hub_api::run(config, faros_core::telemetry::shutdown_signal()).await?;
     Ok(())
 }
-

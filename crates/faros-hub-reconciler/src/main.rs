@@ -80,7 +80,6 @@ async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
     }
 }
 
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();

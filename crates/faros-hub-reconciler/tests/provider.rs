@@ -4,7 +4,9 @@
 mod common;
 
 use base64::Engine;
-use common::{Kcp, Running, WAIT, config_from_yaml, create_provider, providers_api, reconciler_config, wait_gone, wait_ready};
+use common::{
+    Kcp, Running, WAIT, config_from_yaml, create_provider, providers_api, reconciler_config, wait_gone, wait_ready,
+};
 use faros_core::conditions;
 use faros_core::kcp::Workspace;
 use faros_core::names;
@@ -175,7 +177,9 @@ async fn status_is_not_rewritten_and_secret_rename_and_override_apply() {
     let kcp = Kcp::start().await;
     let reconciler = Running::start(reconciler_config(&kcp, "a").await);
     // Providers live in root:faros:system:providers, which the bootstrap creates.
-    reconciler.wait_role("leader", |r| *r == faros_hub_reconciler::leader::Role::Leader).await;
+    reconciler
+        .wait_role("leader", |r| *r == faros_hub_reconciler::leader::Role::Leader)
+        .await;
     create_provider(&kcp, "gamma", ProviderSpec::default()).await;
     let ready = wait_ready(&kcp, "gamma").await;
     let ready_since = conditions::get(&ready.status.as_ref().unwrap().conditions, "Ready")
@@ -262,7 +266,9 @@ async fn delete_tears_down_and_mid_provisioning_delete_converges() {
     let kcp = Kcp::start().await;
     let reconciler = Running::start(reconciler_config(&kcp, "a").await);
     // Providers live in root:faros:system:providers, which the bootstrap creates.
-    reconciler.wait_role("leader", |r| *r == faros_hub_reconciler::leader::Role::Leader).await;
+    reconciler
+        .wait_role("leader", |r| *r == faros_hub_reconciler::leader::Role::Leader)
+        .await;
     let api = providers_api(kcp.client(names::SYSTEM_PROVIDERS_PATH).await);
     let workspaces: Api<Workspace> = Api::all(kcp.client(names::PROVIDERS_PATH).await);
     let secrets: Api<Secret> = Api::namespaced(kcp.client(names::SYSTEM_PROVIDERS_PATH).await, "default");
@@ -307,7 +313,9 @@ async fn a_name_that_cannot_be_a_workspace_is_reported() {
     let kcp = Kcp::start().await;
     let reconciler = Running::start(reconciler_config(&kcp, "a").await);
     // Providers live in root:faros:system:providers, which the bootstrap creates.
-    reconciler.wait_role("leader", |r| *r == faros_hub_reconciler::leader::Role::Leader).await;
+    reconciler
+        .wait_role("leader", |r| *r == faros_hub_reconciler::leader::Role::Leader)
+        .await;
     // A valid object name (DNS subdomain) but not a DNS label.
     create_provider(&kcp, "has.dot", ProviderSpec::default()).await;
     let api = providers_api(kcp.client(names::SYSTEM_PROVIDERS_PATH).await);

@@ -45,6 +45,15 @@ pub struct DevArgs {
     /// Number of change events kept in memory for watch resumption.
     #[arg(long, env = "FAROS_KCP_WATCH_HISTORY", default_value_t = 10_000)]
     pub kcp_watch_history: usize,
+    /// Port of the hub API (HTTPS; 0 picks a free port).
+    #[arg(long, env = "FAROS_HUB_PORT", default_value_t = 8443)]
+    pub hub_port: u16,
+    /// Port of the quickstart provider's backend and UI (0 picks a free port).
+    #[arg(long, env = "FAROS_QUICKSTART_PORT", default_value_t = 8081)]
+    pub quickstart_port: u16,
+    /// Do not run the quickstart provider.
+    #[arg(long, env = "FAROS_NO_QUICKSTART")]
+    pub no_quickstart: bool,
     /// Commit each write on its own instead of batching concurrent writes into one durable commit.
     #[arg(long, env = "FAROS_KCP_NO_GROUP_COMMIT")]
     pub kcp_no_group_commit: bool,

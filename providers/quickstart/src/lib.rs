@@ -53,6 +53,11 @@ pub async fn init(client: kube::Client, opts: &InitOptions) -> Result<InitReport
     bootstrap::init(client, opts).await
 }
 
+/// The `Provider` manifest an admin applies to register quickstart with the hub.
+pub fn provider_manifest_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("provider.yaml")
+}
+
 /// The files shipped next to the crate: schemas directory and CatalogEntry manifest.
 pub fn bundled_paths() -> (PathBuf, PathBuf) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

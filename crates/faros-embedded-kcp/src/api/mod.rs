@@ -22,8 +22,8 @@ pub mod read;
 pub mod request;
 pub mod respond;
 pub mod reviews;
-pub mod watch;
 pub mod virtual_workspace;
+pub mod watch;
 pub mod write;
 
 use params::Params;

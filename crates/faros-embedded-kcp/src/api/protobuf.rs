@@ -87,11 +87,27 @@ const POLICY_RULE: Fields = &[
     (4, "resourceNames", Shape::RepeatedStr),
     (5, "nonResourceURLs", Shape::RepeatedStr),
 ];
-const SELECTOR_REQUIREMENT: Fields = &[(1, "key", Shape::Str), (2, "operator", Shape::Str), (3, "values", Shape::RepeatedStr)];
-const LABEL_SELECTOR: Fields = &[(1, "matchLabels", Shape::MapStr), (2, "matchExpressions", Shape::RepeatedMsg(SELECTOR_REQUIREMENT))];
+const SELECTOR_REQUIREMENT: Fields = &[
+    (1, "key", Shape::Str),
+    (2, "operator", Shape::Str),
+    (3, "values", Shape::RepeatedStr),
+];
+const LABEL_SELECTOR: Fields = &[
+    (1, "matchLabels", Shape::MapStr),
+    (2, "matchExpressions", Shape::RepeatedMsg(SELECTOR_REQUIREMENT)),
+];
 const AGGREGATION_RULE: Fields = &[(1, "clusterRoleSelectors", Shape::RepeatedMsg(LABEL_SELECTOR))];
-const SUBJECT: Fields = &[(1, "kind", Shape::Str), (2, "apiGroup", Shape::Str), (3, "name", Shape::Str), (4, "namespace", Shape::Str)];
-const ROLE_REF: Fields = &[(1, "apiGroup", Shape::Str), (2, "kind", Shape::Str), (3, "name", Shape::Str)];
+const SUBJECT: Fields = &[
+    (1, "kind", Shape::Str),
+    (2, "apiGroup", Shape::Str),
+    (3, "name", Shape::Str),
+    (4, "namespace", Shape::Str),
+];
+const ROLE_REF: Fields = &[
+    (1, "apiGroup", Shape::Str),
+    (2, "kind", Shape::Str),
+    (3, "name", Shape::Str),
+];
 const OBJECT_REFERENCE: Fields = &[
     (1, "kind", Shape::Str),
     (2, "namespace", Shape::Str),
@@ -120,9 +136,12 @@ fn kind_fields(kind: &str) -> Option<Fields> {
         "SubjectAccessReview" | "LocalSubjectAccessReview" => &[META, (2, "spec", Shape::Msg(SAR_SPEC))],
         "TokenReview" => &[META, (2, "spec", Shape::Msg(TOKEN_REVIEW_SPEC))],
         "Namespace" => &[META, (2, "spec", Shape::Msg(&[(1, "finalizers", Shape::RepeatedStr)]))],
-        "ConfigMap" => {
-            &[META, (2, "data", Shape::MapStr), (3, "binaryData", Shape::MapBytes), (4, "immutable", Shape::Bool)]
-        }
+        "ConfigMap" => &[
+            META,
+            (2, "data", Shape::MapStr),
+            (3, "binaryData", Shape::MapBytes),
+            (4, "immutable", Shape::Bool),
+        ],
         "Secret" => &[
             META,
             (2, "data", Shape::MapBytes),
@@ -137,12 +156,16 @@ fn kind_fields(kind: &str) -> Option<Fields> {
             (4, "automountServiceAccountToken", Shape::Bool),
         ],
         "Role" => &[META, (2, "rules", Shape::RepeatedMsg(POLICY_RULE))],
-        "ClusterRole" => {
-            &[META, (2, "rules", Shape::RepeatedMsg(POLICY_RULE)), (3, "aggregationRule", Shape::Msg(AGGREGATION_RULE))]
-        }
-        "RoleBinding" | "ClusterRoleBinding" => {
-            &[META, (2, "subjects", Shape::RepeatedMsg(SUBJECT)), (3, "roleRef", Shape::Msg(ROLE_REF))]
-        }
+        "ClusterRole" => &[
+            META,
+            (2, "rules", Shape::RepeatedMsg(POLICY_RULE)),
+            (3, "aggregationRule", Shape::Msg(AGGREGATION_RULE)),
+        ],
+        "RoleBinding" | "ClusterRoleBinding" => &[
+            META,
+            (2, "subjects", Shape::RepeatedMsg(SUBJECT)),
+            (3, "roleRef", Shape::Msg(ROLE_REF)),
+        ],
         "Lease" => &[META, (2, "spec", Shape::Msg(LEASE_SPEC))],
         _ => return None,
     })
@@ -183,7 +206,10 @@ fn fields(buf: &[u8]) -> Result<Vec<(u64, Wire<'_>)>, Status> {
             5 => pos += 4,
             2 => {
                 let len = usize::try_from(varint(buf, &mut pos)?).map_err(|_| bad("length overflow"))?;
-                let end = pos.checked_add(len).filter(|e| *e <= buf.len()).ok_or_else(|| bad("truncated field"))?;
+                let end = pos
+                    .checked_add(len)
+                    .filter(|e| *e <= buf.len())
+                    .ok_or_else(|| bad("truncated field"))?;
                 out.push((tag >> 3, Wire::Bytes(&buf[pos..end])));
                 pos = end;
             }
@@ -233,13 +259,19 @@ fn time(b: &[u8]) -> Result<Value, Status> {
         }
     }
     let ts = jiff::Timestamp::new(seconds, nanos as i32).map_err(|e| bad(&e.to_string()))?;
-    Ok(Value::String(if nanos == 0 { ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string() } else { ts.strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string() }))
+    Ok(Value::String(if nanos == 0 {
+        ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    } else {
+        ts.strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string()
+    }))
 }
 
 fn message(buf: &[u8], shape: Fields) -> Result<Value, Status> {
     let mut out = Map::new();
     for (number, wire) in fields(buf)? {
-        let Some((_, name, kind)) = shape.iter().find(|(n, _, _)| *n == number) else { continue };
+        let Some((_, name, kind)) = shape.iter().find(|(n, _, _)| *n == number) else {
+            continue;
+        };
         let name = name.to_string();
         match (kind, &wire) {
             (Shape::Bool, Wire::Varint(v)) => {
@@ -300,7 +332,9 @@ fn push(out: &mut Map<String, Value>, name: String, item: Value) {
 
 /// Decodes a protobuf-encoded object of a supported kind into its JSON form.
 pub fn decode(body: &[u8]) -> Result<Value, Status> {
-    let unknown = body.strip_prefix(MAGIC).ok_or_else(|| bad("missing the k8s protobuf magic prefix"))?;
+    let unknown = body
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| bad("missing the k8s protobuf magic prefix"))?;
     let mut api_version = String::new();
     let mut kind = String::new();
     let mut raw: &[u8] = &[];
@@ -351,12 +385,19 @@ mod tests {
         let raw = [field(1, b""), field(2, &field(1, &attrs))].concat();
         let got = decode(&envelope("authorization.k8s.io/v1", "SelfSubjectAccessReview", &raw)).unwrap();
         assert_eq!(got["kind"], "SelfSubjectAccessReview");
-        assert_eq!(got["spec"]["resourceAttributes"], json!({"namespace": "default", "verb": "create", "resource": "secrets"}));
+        assert_eq!(
+            got["spec"]["resourceAttributes"],
+            json!({"namespace": "default", "verb": "create", "resource": "secrets"})
+        );
     }
 
     #[test]
     fn decodes_configmap_with_maps_bools_and_labels() {
-        let meta = [field(1, b"cm"), field(11, &[field(1, b"app"), field(2, b"web")].concat())].concat();
+        let meta = [
+            field(1, b"cm"),
+            field(11, &[field(1, b"app"), field(2, b"web")].concat()),
+        ]
+        .concat();
         let raw = [
             field(1, &meta),
             field(2, &[field(1, b"a"), field(2, b"1")].concat()),

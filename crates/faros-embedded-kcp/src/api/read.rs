@@ -120,9 +120,17 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
             .map_err(|e| super::write::store_status(e, def, ""))?;
         return Ok(raw_list(def, page));
     }
-    let mut page = ctx.state.store.list(&query).map_err(|e| super::write::store_status(e, def, ""))?;
+    let mut page = ctx
+        .state
+        .store
+        .list(&query)
+        .map_err(|e| super::write::store_status(e, def, ""))?;
     if def.conversion.is_some() {
-        page.items = page.items.into_iter().map(|o| def.served(o)).collect::<Result<_, _>>()?;
+        page.items = page
+            .items
+            .into_iter()
+            .map(|o| def.served(o))
+            .collect::<Result<_, _>>()?;
     }
     let body = list_repr(
         def,

@@ -32,7 +32,10 @@ fn not_found() -> Status {
 }
 
 fn cluster_of(obj: &Value) -> &str {
-    obj.pointer("/metadata/annotations").and_then(|a| a.get(CLUSTER_ANNOTATION)).and_then(Value::as_str).unwrap_or_default()
+    obj.pointer("/metadata/annotations")
+        .and_then(|a| a.get(CLUSTER_ANNOTATION))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 /// What a request through the virtual workspace may reach.
@@ -54,12 +57,16 @@ pub async fn serve(
 ) -> Result<Response, Status> {
     // <export cluster>/<export name>/clusters/<c>/...
     let mut segments = rest.splitn(3, '/');
-    let (Some(export_cluster), Some(export_name), Some(tail)) = (segments.next(), segments.next(), segments.next()) else {
+    let (Some(export_cluster), Some(export_name), Some(tail)) = (segments.next(), segments.next(), segments.next())
+    else {
         return Err(not_found());
     };
     let export_cluster = {
         let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
-        clusters.resolve(export_cluster).map(String::from).ok_or_else(not_found)?
+        clusters
+            .resolve(export_cluster)
+            .map(String::from)
+            .ok_or_else(not_found)?
     };
     let view = crate::kcp::apis::export_view(state, &export_cluster, export_name).ok_or_else(not_found)?;
     let path = request::parse(&format!("/{tail}"))?;
@@ -70,7 +77,11 @@ pub async fn serve(
     let params = Params::parse(parts.uri.query());
     let wildcard = cluster == "*";
     if !wildcard && !view.bindings.contains_key(&cluster) {
-        let verb = if parts.method == http::Method::GET { "get" } else { "update" };
+        let verb = if parts.method == http::Method::GET {
+            "get"
+        } else {
+            "update"
+        };
         return Err(Status::forbidden(format!(
             "{} is forbidden: User \"{}\" cannot {verb} workspace {cluster:?} through APIExport {}:{}: the workspace has no binding to it",
             faros_core::status::qualified("apis.kcp.io", "apiexports"),
@@ -82,7 +93,9 @@ pub async fn serve(
     match path.target {
         Target::LegacyVersions => {
             authorize_content(state, &view, &user, "get")?;
-            Ok(ok(&json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]})))
+            Ok(ok(
+                &json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}),
+            ))
         }
         Target::Groups => {
             authorize_content(state, &view, &user, "get")?;
@@ -94,13 +107,21 @@ pub async fn serve(
         }
         Target::Group(g) => {
             authorize_content(state, &view, &user, "get")?;
-            let versions: BTreeSet<String> =
-                served_defs(state, &view).into_iter().filter(|(d, _)| d.group == g).map(|(d, _)| d.version.clone()).collect();
-            let vs: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": format!("{g}/{v}"), "version": v})).collect();
+            let versions: BTreeSet<String> = served_defs(state, &view)
+                .into_iter()
+                .filter(|(d, _)| d.group == g)
+                .map(|(d, _)| d.version.clone())
+                .collect();
+            let vs: Vec<Value> = versions
+                .iter()
+                .map(|v| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
+                .collect();
             if vs.is_empty() {
                 return Err(not_found());
             }
-            Ok(ok(&json!({"kind": "APIGroup", "apiVersion": "v1", "name": g, "versions": vs, "preferredVersion": vs[0]})))
+            Ok(ok(
+                &json!({"kind": "APIGroup", "apiVersion": "v1", "name": g, "versions": vs, "preferredVersion": vs[0]}),
+            ))
         }
         Target::Resource(rp) => {
             let verb = super::verb(&parts.method, &rp, &params)?;
@@ -135,8 +156,22 @@ fn authorize_content(state: &ApiState, view: &ExportView, user: &UserInfo, verb:
 
 /// Every definition reachable through the view, with the verbs it offers.
 fn served_defs(state: &ApiState, view: &ExportView) -> Vec<(Arc<ResourceDef>, Vec<String>)> {
-    let all_verbs = || ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"].map(String::from).to_vec();
-    let mut out: Vec<(Arc<ResourceDef>, Vec<String>)> = view.resources.iter().map(|d| (d.clone(), all_verbs())).collect();
+    let all_verbs = || {
+        [
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let mut out: Vec<(Arc<ResourceDef>, Vec<String>)> =
+        view.resources.iter().map(|d| (d.clone(), all_verbs())).collect();
     let mut claimed: Vec<(String, String, BTreeSet<String>)> = Vec::new();
     for consumer in view.bindings.values() {
         for c in &consumer.claims {
@@ -147,12 +182,21 @@ fn served_defs(state: &ApiState, view: &ExportView) -> Vec<(Arc<ResourceDef>, Ve
         }
     }
     for (group, resource, verbs) in claimed {
-        if let Some(def) = state.registry.all_resources().into_iter().find(|d| d.group == group && d.resource == resource && d.conversion.is_none())
+        if let Some(def) = state
+            .registry
+            .all_resources()
+            .into_iter()
+            .find(|d| d.group == group && d.resource == resource && d.conversion.is_none())
         {
             out.push((def, verbs.into_iter().collect()));
         }
     }
-    if let Some(b) = state.registry.all_resources().into_iter().find(|d| d.group == "apis.kcp.io" && d.resource == "apibindings" && d.conversion.is_none()) {
+    if let Some(b) = state
+        .registry
+        .all_resources()
+        .into_iter()
+        .find(|d| d.group == "apis.kcp.io" && d.resource == "apibindings" && d.conversion.is_none())
+    {
         out.push((b, vec!["get".into(), "list".into(), "watch".into()]));
     }
     out
@@ -165,14 +209,22 @@ fn find(state: &ApiState, view: &ExportView, rp: &ResourcePath) -> Option<Served
     }
     for (d, _) in served_defs(state, view) {
         if matches(&d) {
-            return Some(if d.group == "apis.kcp.io" && d.resource == "apibindings" { Served::Bindings(d) } else { Served::Claimed(d) });
+            return Some(if d.group == "apis.kcp.io" && d.resource == "apibindings" {
+                Served::Bindings(d)
+            } else {
+                Served::Claimed(d)
+            });
         }
     }
     None
 }
 
 fn claim_for<'a>(view: &'a ExportView, cluster: &str, def: &ResourceDef) -> Option<&'a AcceptedClaim> {
-    view.bindings.get(cluster)?.claims.iter().find(|c| c.group == def.group && c.resource == def.resource)
+    view.bindings
+        .get(cluster)?
+        .claims
+        .iter()
+        .find(|c| c.group == def.group && c.resource == def.resource)
 }
 
 /// The definition to serve and the objects the request may see, after the claim verb checks. The
@@ -184,12 +236,15 @@ fn scope(
     cluster: &str,
     verb: &str,
 ) -> Result<(Arc<ResourceDef>, ObjectFilter), Status> {
-    let bound = move |live: &LiveExport, o: &Value| live.with(|v| v.is_some_and(|v| v.bindings.contains_key(cluster_of(o))));
+    let bound =
+        move |live: &LiveExport, o: &Value| live.with(|v| v.is_some_and(|v| v.bindings.contains_key(cluster_of(o))));
     match served {
         Served::Exported(def) => Ok((def.clone(), Arc::new(move |o: &Value| bound(&live, o)))),
         Served::Bindings(def) => {
             if !matches!(verb, "get" | "list" | "watch") {
-                return Err(Status::method_not_allowed("apibindings are read-only in the APIExport virtual workspace"));
+                return Err(Status::method_not_allowed(
+                    "apibindings are read-only in the APIExport virtual workspace",
+                ));
             }
             let (ec, en) = (view.export_cluster.clone(), view.export_name.clone());
             Ok((
@@ -197,7 +252,9 @@ fn scope(
                 Arc::new(move |o: &Value| {
                     bound(&live, o)
                         && o.pointer("/spec/reference/export/name").and_then(Value::as_str) == Some(en.as_str())
-                        && o.pointer("/status/apiExportClusterName").and_then(Value::as_str).is_none_or(|c| c == ec)
+                        && o.pointer("/status/apiExportClusterName")
+                            .and_then(Value::as_str)
+                            .is_none_or(|c| c == ec)
                 }),
             ))
         }
@@ -222,7 +279,9 @@ fn scope(
                 def.clone(),
                 Arc::new(move |o: &Value| {
                     live.with(|v| {
-                        let Some(consumer) = v.and_then(|v| v.bindings.get(cluster_of(o))) else { return false };
+                        let Some(consumer) = v.and_then(|v| v.bindings.get(cluster_of(o))) else {
+                            return false;
+                        };
                         consumer.claims.iter().any(|claim| {
                             claim.group == group
                                 && claim.resource == resource
@@ -254,7 +313,10 @@ fn discovery_groups(state: &ApiState, view: &ExportView) -> Response {
     let groups: Vec<Value> = groups
         .iter()
         .map(|(g, vs)| {
-            let versions: Vec<Value> = vs.iter().map(|v| json!({"groupVersion": format!("{g}/{v}"), "version": v})).collect();
+            let versions: Vec<Value> = vs
+                .iter()
+                .map(|v| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
+                .collect();
             json!({"name": g, "versions": versions, "preferredVersion": versions[0]})
         })
         .collect();
@@ -275,6 +337,12 @@ fn discovery_resources(state: &ApiState, view: &ExportView, group: &str, version
     if resources.is_empty() {
         return Err(not_found());
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    Ok(ok(&json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources})))
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Ok(ok(
+        &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    ))
 }

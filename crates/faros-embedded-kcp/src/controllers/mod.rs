@@ -161,8 +161,15 @@ pub async fn create_object(
 pub async fn delete(state: &ApiState, def: &crate::registry::ResourceDef, key: &ObjectKey, obj: &Value) {
     use crate::objects::{DeleteOutcome, now_rfc3339, prepare_delete};
     let op = match prepare_delete(def, obj, Some("Background"), &now_rfc3339()) {
-        DeleteOutcome::Remove => WriteOp::Delete { key: key.clone(), expected_rv: rv(obj) },
-        DeleteOutcome::Mark(marked) => WriteOp::Update { key: key.clone(), object: marked, expected_rv: rv(obj) },
+        DeleteOutcome::Remove => WriteOp::Delete {
+            key: key.clone(),
+            expected_rv: rv(obj),
+        },
+        DeleteOutcome::Mark(marked) => WriteOp::Update {
+            key: key.clone(),
+            object: marked,
+            expected_rv: rv(obj),
+        },
         DeleteOutcome::AlreadyDeleting => return,
     };
     write(state, op).await;

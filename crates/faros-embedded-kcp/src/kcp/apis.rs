@@ -70,7 +70,10 @@ impl LiveExport {
 
 /// A live handle on `export_cluster`/`export_name` for filters that outlive one lookup.
 pub fn live_export(state: &ApiState, export_cluster: &str, export_name: &str) -> Option<LiveExport> {
-    Some(LiveExport { index: view::get(state)?, key: (export_cluster.to_string(), export_name.to_string()) })
+    Some(LiveExport {
+        index: view::get(state)?,
+        key: (export_cluster.to_string(), export_name.to_string()),
+    })
 }
 
 /// Runs the API export/binding controller until aborted.

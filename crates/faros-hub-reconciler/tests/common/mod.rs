@@ -23,16 +23,16 @@ pub use faros_embedded_kcp::testing::TempServer as Kcp;
 
 /// A reconciler config for tests: short lease timings, a fixed identity, small timeouts.
 pub async fn reconciler_config(kcp: &Kcp, identity: &str) -> faros_hub_reconciler::Config {
-        let mut config = faros_hub_reconciler::Config::new(kcp.admin_config().await);
-        config.hub_url = Some(kcp.server.url());
-        config.ca_pem = Some(kcp.server.ca_pem().to_string());
-        config.lease.identity = identity.to_string();
-        config.lease.duration = Duration::from_secs(3);
-        config.lease.renew_deadline = Duration::from_secs(2);
-        config.lease.retry_period = Duration::from_millis(250);
-        config.controller.workspace_timeout = Duration::from_secs(30);
-        config.controller.token_timeout = Duration::from_secs(30);
-        config
+    let mut config = faros_hub_reconciler::Config::new(kcp.admin_config().await);
+    config.hub_url = Some(kcp.server.url());
+    config.ca_pem = Some(kcp.server.ca_pem().to_string());
+    config.lease.identity = identity.to_string();
+    config.lease.duration = Duration::from_secs(3);
+    config.lease.renew_deadline = Duration::from_secs(2);
+    config.lease.retry_period = Duration::from_millis(250);
+    config.controller.workspace_timeout = Duration::from_secs(30);
+    config.controller.token_timeout = Duration::from_secs(30);
+    config
 }
 
 pub async fn config_from_yaml(yaml: &str) -> kube::Config {

@@ -1,0 +1,115 @@
+//! The quickstart provider inside `faros dev`, going through the same steps as a real deployment:
+//! apply its `Provider`, wait for the hub reconciler's kubeconfig Secret, run `init` with that
+//! kubeconfig, then `serve` (controller, backend, MCP tools, UI assets, heartbeats to the hub).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use faros_core::client::ClientFactory;
+use faros_core::names;
+use faros_core::provider::Provider;
+use faros_core::wait::wait_for;
+use faros_provider_quickstart as qs;
+use faros_sdk::heartbeat::{HeartbeatConfig, TokenSource};
+use faros_sdk::identity::IdentityVerifier;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use tokio::sync::watch;
+
+/// How long the platform may take to provision the provider workspace.
+const PROVISION_TIMEOUT: Duration = Duration::from_secs(120);
+
+pub struct Dev {
+    pub admin: kube::Config,
+    pub state_dir: PathBuf,
+    pub hub_url: String,
+    pub ca_pem: String,
+    pub listen: SocketAddr,
+}
+
+pub async fn run(dev: Dev, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
+    let factory = ClientFactory::new(dev.admin.clone())?;
+    let kubeconfig = provision(&factory, &stop).await?;
+    let Some(kubeconfig) = kubeconfig else { return Ok(()) };
+    let path = dev.state_dir.join("quickstart.kubeconfig");
+    faros_embedded_kcp::server::write_private(&path, kubeconfig.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    let parsed = kube::config::Kubeconfig::from_yaml(&kubeconfig).context("parsing the provider kubeconfig")?;
+    let config = kube::Config::from_custom_kubeconfig(parsed, &Default::default()).await?;
+
+    let listener = tokio::net::TcpListener::bind(dev.listen)
+        .await
+        .with_context(|| format!("binding the quickstart backend to {}", dev.listen))?;
+    let url = format!("http://{}", listener.local_addr()?);
+
+    // init, exactly as the provider's own `init` subcommand, with the URL it is really served on.
+    let (schemas, manifest) = qs::bundled_paths();
+    let mut opts = qs::init_options();
+    opts.schemas_dir = schemas;
+    opts.catalog_entry_file = Some(manifest);
+    opts.env.insert("QUICKSTART_URL".into(), url.clone());
+    let report = qs::init(kube::Client::try_from(config.clone())?, &opts)
+        .await
+        .context("quickstart init")?;
+    tracing::info!(objects = report.applied.len(), %url, "quickstart initialised");
+
+    let verifier = IdentityVerifier::from_url(
+        qs::PROVIDER,
+        &IdentityVerifier::hub_jwks_url(&dev.hub_url),
+        Some(dev.ca_pem.as_bytes()),
+    )?;
+    let mut heartbeat = HeartbeatConfig::new(&dev.hub_url, qs::PROVIDER, qs::VERSION);
+    heartbeat.ca_pem = Some(dev.ca_pem.clone().into_bytes());
+    heartbeat.token = TokenSource::Kubeconfig(path);
+    let options = qs::ServeOptions {
+        provider: qs::PROVIDER.into(),
+        verifier: Arc::new(verifier),
+        kube: Some(config),
+        heartbeat: Some(heartbeat),
+        stats: Default::default(),
+    };
+    qs::serve(options, listener, qs::shutdown_signal(super::stopped(stop))).await?;
+    Ok(())
+}
+
+/// Applies the Provider and waits for its kubeconfig Secret; None when asked to stop first.
+async fn provision(factory: &ClientFactory, stop: &watch::Receiver<bool>) -> anyhow::Result<Option<String>> {
+    let manifest = std::fs::read_to_string(qs::provider_manifest_path()).context("reading provider.yaml")?;
+    let provider: Provider = serde_saphyr::from_str(&manifest).context("parsing provider.yaml")?;
+    let providers: Api<Provider> = Api::all(factory.cluster(names::SYSTEM_PROVIDERS_PATH)?);
+    let params = PatchParams::apply("faros-dev").force();
+    let deadline = tokio::time::Instant::now() + PROVISION_TIMEOUT;
+    // The workspace holding Providers exists once the reconciler's bootstrap is done.
+    let mut delay = Duration::from_millis(100);
+    loop {
+        if *stop.borrow() {
+            return Ok(None);
+        }
+        match providers.patch(qs::PROVIDER, &params, &Patch::Apply(&provider)).await {
+            Ok(_) => break,
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!(error = %e, "waiting for the hub bootstrap before registering quickstart");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+            Err(e) => bail!("registering the quickstart Provider: {e}"),
+        }
+    }
+    let secret_name = names::kubeconfig_secret_name(qs::PROVIDER, None);
+    let secrets: Api<Secret> = Api::namespaced(factory.cluster(names::SYSTEM_PROVIDERS_PATH)?, "default");
+    let secret = wait_for(secrets, &secret_name, |s| s.is_some(), PROVISION_TIMEOUT)
+        .await
+        .context("waiting for the quickstart kubeconfig Secret")?
+        .context("the kubeconfig Secret disappeared")?;
+    let data = secret.data.unwrap_or_default();
+    let bytes = data
+        .get(names::KUBECONFIG_SECRET_KEY)
+        .context("the Secret has no kubeconfig key")?;
+    Ok(Some(
+        String::from_utf8(bytes.0.clone()).context("the kubeconfig is not UTF-8")?,
+    ))
+}
