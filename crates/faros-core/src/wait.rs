@@ -43,9 +43,9 @@ pub async fn wait_for<K>(
 ) -> Result<Option<K>, WaitError>
 where
     K: Resource + Clone + Debug + DeserializeOwned + serde::Serialize + Send + Sync + 'static,
-    K::DynamicType: Default,
 {
-    let kind = K::kind(&K::DynamicType::default()).to_string();
+    // The resource's plural from its URL (`.../namespaces/ns/configmaps`): works for typed and dynamic objects.
+    let kind = api.resource_url().rsplit('/').next().unwrap_or("object").to_string();
     let mut last: Option<K> = None;
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut stream = std::pin::pin!(watcher::watcher(api, config));

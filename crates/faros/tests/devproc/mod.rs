@@ -10,12 +10,23 @@ pub struct DevProcess {
     pub child: Child,
     pub kubeconfig: PathBuf,
     pub server: String,
+    /// The hub API's URL.
+    pub hub: String,
 }
 
 /// Starts `faros dev` on a free port with `state_dir`, waiting until it reports readiness on stdout.
 pub fn start(state_dir: &Path, extra: &[&str]) -> DevProcess {
     let mut child = Command::new(env!("CARGO_BIN_EXE_faros"))
-        .args(["dev", "--kcp-port", "0", "--state-dir"])
+        .args([
+            "dev",
+            "--kcp-port",
+            "0",
+            "--hub-port",
+            "0",
+            "--quickstart-port",
+            "0",
+            "--state-dir",
+        ])
         .arg(state_dir)
         .args(extra)
         .env("FAROS_LOG_LEVEL", "warn")
@@ -28,11 +39,15 @@ pub fn start(state_dir: &Path, extra: &[&str]) -> DevProcess {
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut kubeconfig = None;
     let mut server = None;
+    let mut hub = None;
     // Blocking reads are fine here: the child prints these lines right after it starts serving.
     while Instant::now() < deadline {
         let Some(Ok(line)) = lines.next() else { break };
         if let Some(rest) = line.trim().strip_prefix("admin kubeconfig:") {
             kubeconfig = Some(PathBuf::from(rest.trim()));
+        }
+        if let Some(rest) = line.trim().strip_prefix("hub API:") {
+            hub = Some(rest.trim().to_string());
         }
         if let Some(rest) = line.trim().strip_prefix("embedded kcp:") {
             server = Some(rest.trim().to_string());
@@ -47,6 +62,7 @@ pub fn start(state_dir: &Path, extra: &[&str]) -> DevProcess {
         child,
         kubeconfig: kubeconfig.expect("faros dev printed the admin kubeconfig path"),
         server: server.expect("faros dev printed the server URL"),
+        hub: hub.expect("faros dev printed the hub URL"),
     }
 }
 
