@@ -9,7 +9,9 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 
+mod faros;
 mod kcp;
+mod provider;
 mod stats;
 
 #[derive(Args)]
@@ -29,6 +31,8 @@ pub struct Bench {
 enum Suite {
     /// The embedded kcp: creates/s vs redb's durable commit rate, watch latency, list latency, RSS.
     Kcp,
+    /// Provider provisioning: 100 Providers at once, time to Ready and kube requests per Provider.
+    Provider,
 }
 
 impl Bench {
@@ -41,6 +45,7 @@ impl Bench {
                 .context("building release binaries")?;
             let suite = match self.suite {
                 Suite::Kcp => "kcp",
+                Suite::Provider => "provider",
             };
             let rss = self.rss_objects.to_string();
             let xtask = root.join("target/release/xtask");
@@ -53,6 +58,7 @@ impl Bench {
         let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
         match self.suite {
             Suite::Kcp => runtime.block_on(kcp::run(root, self.rss_objects)),
+            Suite::Provider => runtime.block_on(provider::run(root)),
         }
     }
 }

@@ -1,0 +1,183 @@
+//! The system under test: a release `faros dev` child process (embedded kcp, hub API, hub reconciler)
+//! and an HTTPS client holding its admin token.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow, bail};
+use base64::Engine;
+use serde_json::{Value, json};
+
+/// Concurrent clients for bulk creates.
+pub(super) const CLIENTS: usize = 8;
+
+/// A `faros dev` child process and a client for it.
+pub(super) struct Faros {
+    pub(super) url: String,
+    pub(super) token: String,
+    pub(super) http: reqwest::Client,
+
+    child: Child,
+}
+
+impl Drop for Faros {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Faros {
+    pub(super) fn start(root: &Path, state: PathBuf, extra: &[&str]) -> anyhow::Result<Self> {
+        let mut child = Command::new(root.join("target/release/faros"))
+            .args([
+                "dev",
+                "--kcp-port",
+                "0",
+                "--hub-port",
+                "0",
+                "--no-quickstart",
+                "--log-level",
+                &std::env::var("BENCH_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
+                "--state-dir",
+            ])
+            .arg(&state)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("starting target/release/faros")?;
+        let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
+        let mut kubeconfig = None;
+        for line in BufReader::new(stdout).lines() {
+            let line = line?;
+            if let Some(p) = line.trim().strip_prefix("admin kubeconfig:") {
+                kubeconfig = Some(PathBuf::from(p.trim()));
+            }
+            if line.starts_with("Press Ctrl-C") {
+                break;
+            }
+        }
+        let path = kubeconfig.ok_or_else(|| anyhow!("faros dev did not print its kubeconfig"))?;
+        let kc: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path)?)?;
+        let server = kc
+            .pointer("/clusters/0/cluster/server")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("no server"))?;
+        let ca = kc
+            .pointer("/clusters/0/cluster/certificate-authority-data")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("no CA"))?;
+        let token = kc
+            .pointer("/users/0/user/token")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("no token"))?;
+        let ca = base64::engine::general_purpose::STANDARD.decode(ca)?;
+        let http = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&ca)?)
+            .pool_max_idle_per_host(256)
+            .build()?;
+        let url = server.trim_end_matches("/clusters/root").to_string();
+        Ok(Self {
+            child,
+            url,
+            token: token.to_string(),
+            http,
+        })
+    }
+
+    pub(super) fn rss_mib(&self) -> anyhow::Result<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        let kb: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| anyhow!("no VmRSS in /proc status"))?;
+        Ok(kb / 1024.0)
+    }
+
+    pub(super) async fn post(&self, path: &str, body: &Value) -> anyhow::Result<()> {
+        let resp = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .json(body)
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            bail!(
+                "POST {path}: {} {}",
+                resp.status(),
+                resp.text().await.unwrap_or_default()
+            );
+        }
+        // Read the body: dropping it cancels the HTTP/2 stream, and a client that cancels thousands of
+        // streams is (rightly) cut off by the server's rapid-reset protection.
+        resp.bytes().await?;
+        Ok(())
+    }
+
+    pub(super) async fn namespace(&self, name: &str) -> anyhow::Result<()> {
+        self.post("/api/v1/namespaces", &json!({"metadata": {"name": name}}))
+            .await
+    }
+
+    /// Creates `count` 1 KiB ConfigMaps in `ns` from `CLIENTS` concurrent clients; returns elapsed time.
+    pub(super) async fn create_many(
+        self: &Arc<Self>,
+        ns: &str,
+        prefix: &str,
+        count: usize,
+    ) -> anyhow::Result<Duration> {
+        let next = Arc::new(AtomicUsize::new(0));
+        let payload = "x".repeat(1024);
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..CLIENTS {
+            let (me, next, payload, ns, prefix) = (
+                self.clone(),
+                next.clone(),
+                payload.clone(),
+                ns.to_string(),
+                prefix.to_string(),
+            );
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= count {
+                        return anyhow::Ok(());
+                    }
+                    let body = json!({"metadata": {"name": format!("{prefix}-{i}")}, "data": {"payload": payload}});
+                    me.post(&format!("/api/v1/namespaces/{ns}/configmaps"), &body).await?;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await??;
+        }
+        Ok(started.elapsed())
+    }
+}
+
+impl Faros {
+    /// Sum of the embedded kcp's request counter (`faros_kcp_apiserver_requests_total`).
+    pub(super) async fn requests_total(&self) -> anyhow::Result<u64> {
+        let text = self
+            .http
+            .get(format!("{}/metrics", self.url))
+            .bearer_auth(&self.token)
+            .send()
+            .await?
+            .text()
+            .await?;
+        Ok(text
+            .lines()
+            .filter(|l| l.starts_with("faros_kcp_apiserver_requests_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>() as u64)
+    }
+}

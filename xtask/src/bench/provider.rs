@@ -1,0 +1,158 @@
+//! `cargo xtask bench provider`: 100 Providers applied at once to `faros dev` (embedded kcp + hub
+//! reconciler); time from apply to `Ready=True` per Provider (p50/p95) and kube API requests per
+//! Provider provisioned. Baseline in the same run: 100 bare Workspaces applied at once, time to Ready
+//! (what provisioning can never beat: each Provider needs a workspace).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::faros::Faros;
+use super::stats::{ms, percentile};
+
+const COUNT: usize = 100;
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Waits until every object named in `names` satisfies `done`, reading one watch stream; returns the
+/// time each became done, measured from `t0`.
+async fn watch_until(
+    f: &Faros,
+    collection: &str,
+    names: &[String],
+    t0: Instant,
+    done: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut finished: HashMap<String, Duration> = HashMap::new();
+    let deadline = t0 + TIMEOUT;
+    while finished.len() < names.len() {
+        if Instant::now() > deadline {
+            bail!("only {} of {} ready after {TIMEOUT:?}", finished.len(), names.len());
+        }
+        let url = format!("{}{collection}?watch=true&timeoutSeconds=60", f.url);
+        let resp = f.http.get(url).bearer_auth(&f.token).send().await?;
+        let mut body = resp.bytes_stream();
+        let mut buf = Vec::new();
+        while finished.len() < names.len() {
+            let Some(chunk) = body.next().await else { break };
+            buf.extend_from_slice(&chunk?);
+            while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=nl).collect();
+                let event: Value = serde_json::from_slice(&line)?;
+                let obj = &event["object"];
+                let name = obj
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                if names.contains(&name) && !finished.contains_key(&name) && done(obj) {
+                    finished.insert(name, t0.elapsed());
+                }
+            }
+        }
+    }
+    Ok(finished.into_values().collect())
+}
+
+/// POSTs `bodies` to `collection` all at once.
+async fn apply_all(f: &Arc<Faros>, collection: &str, bodies: Vec<Value>) -> anyhow::Result<()> {
+    let tasks: Vec<_> = bodies
+        .into_iter()
+        .map(|b| {
+            let (f, c) = (f.clone(), collection.to_string());
+            tokio::spawn(async move { f.post(&c, &b).await })
+        })
+        .collect();
+    for t in tasks {
+        t.await??;
+    }
+    Ok(())
+}
+
+fn ready(obj: &Value) -> bool {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+}
+
+pub async fn run(root: &Path) -> anyhow::Result<()> {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let target = root.join("target");
+    let dir = tempfile::tempdir_in(&target)?;
+    println!("faros provider provisioning benchmark (release builds, {COUNT} at once)");
+
+    let f = Arc::new(Faros::start(root, dir.path().join("provider"), &[])?);
+    // Providers live in root:faros:system:providers, which exists once the reconciler bootstrapped.
+    let providers = "/clusters/root:faros:system:providers/apis/admin.faros.sh/v1alpha1/providers";
+    let started = Instant::now();
+    while f
+        .http
+        .get(format!("{}{providers}", f.url))
+        .bearer_auth(&f.token)
+        .send()
+        .await?
+        .status()
+        != 200
+    {
+        if started.elapsed() > TIMEOUT {
+            bail!("the hub bootstrap did not finish");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The reconciler's Provider controller is watching once its lease is held; give it a moment to settle.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // Baseline: bare workspaces.
+    let ws_names: Vec<String> = (0..COUNT).map(|i| format!("bench-{i}")).collect();
+    let before = f.requests_total().await?;
+    let t0 = Instant::now();
+    apply_all(&f, "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces", ws_names.iter().map(|n| json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": n}, "spec": {}})).collect()).await?;
+    let mut ws_times = watch_until(
+        &f,
+        "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces",
+        &ws_names,
+        t0,
+        |o| o.pointer("/status/phase").and_then(Value::as_str) == Some("Ready"),
+    )
+    .await?;
+    let ws_requests = f.requests_total().await?.saturating_sub(before);
+
+    // Providers.
+    let names: Vec<String> = (0..COUNT).map(|i| format!("p{i}")).collect();
+    let before = f.requests_total().await?;
+    let t0 = Instant::now();
+    apply_all(&f, providers, names.iter().map(|n| json!({"apiVersion": "admin.faros.sh/v1alpha1", "kind": "Provider", "metadata": {"name": n}, "spec": {}})).collect()).await?;
+    let mut times = watch_until(&f, providers, &names, t0, ready)
+        .await
+        .context("waiting for Providers")?;
+    let after = f.requests_total().await?;
+    // The benchmark's own requests: one POST per object plus the watch and the two metric reads.
+    let own = COUNT as u64 + 3;
+    let per_provider = (after.saturating_sub(before).saturating_sub(own)) as f64 / COUNT as f64;
+    let ws_per = (ws_requests.saturating_sub(own)) as f64 / COUNT as f64;
+
+    let (w50, w95) = (percentile(&mut ws_times, 50.0), percentile(&mut ws_times, 95.0));
+    let (p50, p95) = (percentile(&mut times, 50.0), percentile(&mut times, 95.0));
+    println!(
+        "\nbaseline: {COUNT} bare Workspaces to Ready        p50 {:>8.1}ms  p95 {:>8.1}ms  requests/workspace {ws_per:.1}",
+        ms(w50),
+        ms(w95)
+    );
+    println!(
+        "{COUNT} Providers to Ready=True                       p50 {:>8.1}ms  p95 {:>8.1}ms  requests/provider {per_provider:.1}",
+        ms(p50),
+        ms(p95)
+    );
+    println!(
+        "\nsummary: Provider p95 {:.0}ms = {:.2}x the bare-workspace p95, {:.2} of the 1 s target; {per_provider:.1} kube requests per Provider ({:.2} of the 25 target)",
+        ms(p95),
+        ms(p95) / ms(w95).max(0.001),
+        ms(p95) / 1000.0,
+        per_provider / 25.0
+    );
+    Ok(())
+}
