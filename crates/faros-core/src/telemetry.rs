@@ -23,7 +23,7 @@ pub struct LogArgs {
     #[arg(
         long,
         env = "FAROS_LOG_LEVEL",
-        default_value = "info,kube=warn,hyper=warn,rustls=warn",
+        default_value = "info,kube=warn,hyper=warn,rustls=error",
         global = true
     )]
     pub log_level: String,

@@ -17,6 +17,10 @@ pub(super) const CLIENTS: usize = 8;
 
 /// A `faros dev` child process and a client for it.
 pub(super) struct Faros {
+    /// The hub API's URL.
+    pub(super) hub: String,
+    /// The state directory.
+    pub(super) state: PathBuf,
     pub(super) url: String,
     pub(super) token: String,
     pub(super) http: reqwest::Client,
@@ -32,15 +36,15 @@ impl Drop for Faros {
 }
 
 impl Faros {
+    /// Only the platform core: embedded kcp, hub API on a free port, reconciler, no provider.
+    pub(super) const CORE: &'static [&'static str] = &["--hub-port", "0", "--no-quickstart"];
+
     pub(super) fn start(root: &Path, state: PathBuf, extra: &[&str]) -> anyhow::Result<Self> {
         let mut child = Command::new(root.join("target/release/faros"))
             .args([
                 "dev",
                 "--kcp-port",
                 "0",
-                "--hub-port",
-                "0",
-                "--no-quickstart",
                 "--log-level",
                 &std::env::var("BENCH_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
                 "--state-dir",
@@ -52,8 +56,12 @@ impl Faros {
             .context("starting target/release/faros")?;
         let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
         let mut kubeconfig = None;
+        let mut hub = String::new();
         for line in BufReader::new(stdout).lines() {
             let line = line?;
+            if let Some(h) = line.trim().strip_prefix("hub API:") {
+                hub = h.trim().to_string();
+            }
             if let Some(p) = line.trim().strip_prefix("admin kubeconfig:") {
                 kubeconfig = Some(PathBuf::from(p.trim()));
             }
@@ -83,6 +91,8 @@ impl Faros {
         let url = server.trim_end_matches("/clusters/root").to_string();
         Ok(Self {
             child,
+            hub,
+            state,
             url,
             token: token.to_string(),
             http,

@@ -162,7 +162,8 @@ pub async fn run(root: &Path, rss_objects: usize) -> anyhow::Result<()> {
         ("group commit", vec![]),
         ("no group commit", vec!["--kcp-no-group-commit"]),
     ] {
-        let f = Arc::new(Faros::start(root, dir.path().join(label.replace(' ', "-")), &flags)?);
+        let args: Vec<&str> = Faros::CORE.iter().copied().chain(flags).collect();
+        let f = Arc::new(Faros::start(root, dir.path().join(label.replace(' ', "-")), &args)?);
         f.namespace("bench").await?;
         let elapsed = f.create_many("bench", "c", CREATES).await?;
         let rate = CREATES as f64 / elapsed.as_secs_f64();
@@ -173,7 +174,7 @@ pub async fn run(root: &Path, rss_objects: usize) -> anyhow::Result<()> {
         );
     }
 
-    let f = Arc::new(Faros::start(root, dir.path().join("latency"), &[])?);
+    let f = Arc::new(Faros::start(root, dir.path().join("latency"), Faros::CORE)?);
     let (mut watch, mut rtt) = watch_latency(&f).await?;
     let (w50, w99, r50) = (
         percentile(&mut watch, 50.0),
@@ -201,7 +202,7 @@ pub async fn run(root: &Path, rss_objects: usize) -> anyhow::Result<()> {
     );
     drop(f);
 
-    let f = Arc::new(Faros::start(root, dir.path().join("rss"), &[])?);
+    let f = Arc::new(Faros::start(root, dir.path().join("rss"), Faros::CORE)?);
     f.namespace("rss").await?;
     let idle = f.rss_mib()?;
     f.create_many("rss", "r", rss_objects).await?;

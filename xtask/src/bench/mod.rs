@@ -12,6 +12,7 @@ use clap::{Args, ValueEnum};
 mod faros;
 mod kcp;
 mod provider;
+mod proxy;
 mod stats;
 
 #[derive(Args)]
@@ -33,6 +34,8 @@ enum Suite {
     Kcp,
     /// Provider provisioning: 100 Providers at once, time to Ready and kube requests per Provider.
     Provider,
+    /// The hub's backend proxy vs direct and vs nginx (wrk), and heartbeats/s.
+    Proxy,
 }
 
 impl Bench {
@@ -46,6 +49,7 @@ impl Bench {
             let suite = match self.suite {
                 Suite::Kcp => "kcp",
                 Suite::Provider => "provider",
+                Suite::Proxy => "proxy",
             };
             let rss = self.rss_objects.to_string();
             let xtask = root.join("target/release/xtask");
@@ -59,6 +63,7 @@ impl Bench {
         match self.suite {
             Suite::Kcp => runtime.block_on(kcp::run(root, self.rss_objects)),
             Suite::Provider => runtime.block_on(provider::run(root)),
+            Suite::Proxy => runtime.block_on(proxy::run(root)),
         }
     }
 }

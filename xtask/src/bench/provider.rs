@@ -85,7 +85,7 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
     let dir = tempfile::tempdir_in(&target)?;
     println!("faros provider provisioning benchmark (release builds, {COUNT} at once)");
 
-    let f = Arc::new(Faros::start(root, dir.path().join("provider"), &[])?);
+    let f = Arc::new(Faros::start(root, dir.path().join("provider"), Faros::CORE)?);
     // Providers live in root:faros:system:providers, which exists once the reconciler bootstrapped.
     let providers = "/clusters/root:faros:system:providers/apis/admin.faros.sh/v1alpha1/providers";
     let started = Instant::now();

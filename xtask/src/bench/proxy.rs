@@ -1,0 +1,204 @@
+//! `cargo xtask bench proxy`: the hub's backend proxy under load, with wrk (Debian package) as the load
+//! generator. In one run, against the same upstream (the quickstart backend's `/healthz`):
+//! direct (plain HTTP), through the hub (`/services/providers/quickstart/healthz`, HTTPS, authenticated),
+//! and through nginx (Debian package) as an HTTPS reverse proxy with the same certificate.
+//! Also heartbeats/s with a warm TokenReview cache.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow, bail};
+use serde_json::Value;
+
+use super::faros::Faros;
+
+const DURATION: &str = "8s";
+const CONNECTIONS: &str = "32";
+
+struct Result {
+    requests_per_sec: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// wrk's latency figures ("50%    1.23ms") in milliseconds.
+fn parse_latency(text: &str, pct: &str) -> Option<f64> {
+    let line = text.lines().find(|l| l.trim_start().starts_with(pct))?;
+    let value = line.split_whitespace().nth(1)?;
+    let (num, unit) = value.split_at(value.find(|c: char| c.is_alphabetic())?);
+    let n: f64 = num.parse().ok()?;
+    Some(match unit {
+        "us" => n / 1000.0,
+        "ms" => n,
+        "s" => n * 1000.0,
+        _ => return None,
+    })
+}
+
+fn wrk(url: &str, headers: &[String], script: Option<&Path>) -> anyhow::Result<Result> {
+    let mut cmd = Command::new("wrk");
+    cmd.args(["-t2", "-c", CONNECTIONS, "-d", DURATION, "--latency"]);
+    for h in headers {
+        cmd.args(["-H", h]);
+    }
+    if let Some(s) = script {
+        cmd.arg("-s").arg(s);
+    }
+    let out = cmd.arg(url).output().context("running wrk (apt-get install -y wrk)")?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    if !out.status.success() || text.contains("Non-2xx") {
+        bail!(
+            "wrk against {url} failed or saw errors:\n{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let rps = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| anyhow!("no Requests/sec in wrk output:\n{text}"))?;
+    Ok(Result {
+        requests_per_sec: rps,
+        p50_ms: parse_latency(&text, "50%").unwrap_or(f64::NAN),
+        p99_ms: parse_latency(&text, "99%").unwrap_or(f64::NAN),
+    })
+}
+
+/// nginx as an HTTPS reverse proxy to `upstream`, with the hub's certificate.
+fn nginx(dir: &Path, state: &Path, port: u16, upstream: &str) -> anyhow::Result<Child> {
+    let conf = dir.join("nginx.conf");
+    let cert = state.join("apiserver.crt");
+    let key = state.join("apiserver.key");
+    std::fs::write(
+        &conf,
+        format!(
+            "daemon off; worker_processes 2; pid {pid}; error_log {err} warn;\n\
+             events {{ worker_connections 1024; }}\n\
+             http {{ access_log off; client_body_temp_path {tmp}; proxy_temp_path {tmp};\n\
+               upstream backend {{ server {upstream}; keepalive 64; }}\n\
+               server {{ listen 127.0.0.1:{port} ssl; ssl_certificate {cert}; ssl_certificate_key {key};\n\
+                 location / {{ proxy_http_version 1.1; proxy_set_header Connection \"\"; proxy_pass http://backend; }} }} }}\n",
+            pid = dir.join("nginx.pid").display(),
+            err = dir.join("nginx.err").display(),
+            tmp = dir.display(),
+            cert = cert.display(),
+            key = key.display(),
+        ),
+    )?;
+    Command::new("nginx")
+        .arg("-c")
+        .arg(&conf)
+        .arg("-p")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .context("starting nginx (apt-get install -y nginx-light)")
+}
+
+async fn wait_ok(http: &reqwest::Client, url: &str, token: Option<&str>) -> anyhow::Result<()> {
+    let started = Instant::now();
+    loop {
+        let mut req = http.get(url);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Ok(r) = req.send().await
+            && r.status().is_success()
+        {
+            return Ok(());
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            bail!("{url} did not become available");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn run(root: &Path) -> anyhow::Result<()> {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let dir = tempfile::tempdir_in(root.join("target"))?;
+    let backend_port = free_port()?;
+    let backend_port_arg = backend_port.to_string();
+    let f = Faros::start(
+        root,
+        dir.path().join("state"),
+        &["--hub-port", "0", "--quickstart-port", &backend_port_arg],
+    )?;
+    let direct = format!("http://127.0.0.1:{backend_port}/healthz");
+    let via_hub = format!("{}/services/providers/quickstart/healthz", f.hub);
+    wait_ok(&f.http, &direct, None).await?;
+    // The hub routes to the provider once its CatalogEntry is Ready in the registry.
+    wait_ok(&f.http, &via_hub, Some(&f.token)).await?;
+    let nginx_port = free_port()?;
+    let nginx_dir = dir.path().join("nginx");
+    std::fs::create_dir_all(&nginx_dir)?;
+    let mut nginx = nginx(&nginx_dir, &f.state, nginx_port, &format!("127.0.0.1:{backend_port}"))?;
+    let via_nginx = format!("https://localhost:{nginx_port}/healthz");
+    wait_ok(&f.http, &via_nginx, None).await?;
+
+    println!("faros hub proxy benchmark (release builds, wrk -t2 -c{CONNECTIONS} -d{DURATION})\n");
+    let auth = format!("Authorization: Bearer {}", f.token);
+    let d = wrk(&direct, &[], None)?;
+    let n = wrk(&via_nginx, &[], None)?;
+    let h = wrk(&via_hub, &[auth], None)?;
+    let row = |name: &str, r: &Result| {
+        println!(
+            "{name:<28} {:>10.0} req/s   p50 {:>6.2}ms   p99 {:>6.2}ms",
+            r.requests_per_sec, r.p50_ms, r.p99_ms
+        )
+    };
+    row("baseline: direct upstream", &d);
+    row("baseline: nginx (HTTPS)", &n);
+    row("hub backend proxy (HTTPS)", &h);
+    println!(
+        "\nhub vs nginx: {:.2}x req/s (target >= 1.00); added p50 vs direct {:.2}ms (target <= 0.30), added p99 {:.2}ms",
+        h.requests_per_sec / n.requests_per_sec,
+        h.p50_ms - d.p50_ms,
+        h.p99_ms - d.p99_ms
+    );
+
+    // Heartbeats with the provider's own ServiceAccount token (TokenReview cached after the first).
+    let kc: Value = serde_saphyr::from_str(&std::fs::read_to_string(f.state.join("quickstart.kubeconfig"))?)?;
+    let sa_token = kc
+        .pointer("/users/0/user/token")
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow!("no provider token"))?;
+    let script = dir.path().join("heartbeat.lua");
+    std::fs::write(
+        &script,
+        "wrk.method = \"POST\"\nwrk.body = '{\"version\":\"bench\",\"status\":\"ok\"}'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n",
+    )?;
+    let beat = wrk(
+        &format!("{}/api/providers/quickstart/heartbeat", f.hub),
+        &[format!("Authorization: Bearer {sa_token}")],
+        Some(&script),
+    )?;
+    println!(
+        "heartbeats/s (warm TokenReview cache)  {:>10.0}   p99 {:.2}ms   ratio to 20 000 target {:.2}",
+        beat.requests_per_sec,
+        beat.p99_ms,
+        beat.requests_per_sec / 20_000.0
+    );
+    let _ = nginx.kill();
+    let _ = nginx.wait();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_wrk_latency() {
+        let text = "  Latency Distribution\n     50%  412.00us\n     75%    1.20ms\n     99%    2.50s\n";
+        assert_eq!(parse_latency(text, "50%"), Some(0.412));
+        assert_eq!(parse_latency(text, "75%"), Some(1.2));
+        assert_eq!(parse_latency(text, "99%"), Some(2500.0));
+        assert_eq!(parse_latency(text, "90%"), None);
+    }
+}
