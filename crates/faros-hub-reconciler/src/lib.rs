@@ -68,7 +68,7 @@ pub struct ControllerSettings {
 impl Default for ControllerSettings {
     fn default() -> Self {
         Self {
-            concurrency: 16,
+            concurrency: 64,
             workspace_timeout: Duration::from_secs(60),
             token_timeout: Duration::from_secs(30),
             resync: Duration::from_secs(300),

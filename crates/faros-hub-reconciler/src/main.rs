@@ -49,7 +49,7 @@ struct Args {
     #[arg(long, env = "FAROS_LEASE_RETRY_PERIOD_SECONDS", default_value_t = 2)]
     lease_retry_period_seconds: u64,
     /// Providers reconciled in parallel.
-    #[arg(long, env = "FAROS_CONCURRENCY", default_value_t = 16)]
+    #[arg(long, env = "FAROS_CONCURRENCY", default_value_t = 64)]
     concurrency: usize,
     /// Seconds between full re-reconciles of a healthy Provider.
     #[arg(long, env = "FAROS_RESYNC_SECONDS", default_value_t = 300)]
