@@ -6,6 +6,7 @@
 //! from one Secret. Rotation publishes the new key and keeps the previous public keys in the JWKS,
 //! so assertions signed just before a rotation still verify until they expire.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
@@ -55,7 +56,13 @@ struct Keys {
 pub struct KeyStore {
     keys: RwLock<Keys>,
     path: Option<PathBuf>,
+    /// Recently signed assertions, reused while they have at least half their lifetime left: signing
+    /// is the most expensive step of a proxied request, and a caller repeats the same identity.
+    recent: std::sync::Mutex<HashMap<(String, String), (i64, String)>>,
 }
+
+/// Bound on cached assertions; the cache is cleared when it grows past it.
+const RECENT_MAX: usize = 4096;
 
 impl std::fmt::Debug for KeyStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -71,6 +78,7 @@ impl KeyStore {
     /// A key that lives as long as the process (tests; a single dev hub).
     pub fn ephemeral() -> Result<Self, KeyError> {
         Ok(Self {
+            recent: Default::default(),
             keys: RwLock::new(Keys {
                 current: Arc::new(SigningKey::generate(new_kid())?),
                 previous: Vec::new(),
@@ -95,6 +103,7 @@ impl KeyStore {
                 let der = B64.decode(&file.current.pkcs8).map_err(|e| invalid(e.to_string()))?;
                 let key = SigningKey::from_pkcs8(file.current.kid, &der).map_err(|e| invalid(e.to_string()))?;
                 Ok(Self {
+                    recent: Default::default(),
                     keys: RwLock::new(Keys {
                         current: Arc::new(key),
                         previous: file.previous,
@@ -153,7 +162,25 @@ impl KeyStore {
     /// A compact JWS asserting `identity` to `provider`, valid for [`identity::DEFAULT_TTL`].
     pub fn sign(&self, identity: Identity, provider: &str, now_unix: i64) -> String {
         let key = self.keys.read().unwrap_or_else(|p| p.into_inner()).current.clone();
-        key.sign(&Claims::new(identity, provider, now_unix, identity::DEFAULT_TTL))
+        // Keyed by signing key, identity and audience: a rotation or any identity change signs anew.
+        let cache_key = (
+            format!("{}|{}", key.kid(), serde_json::to_string(&identity).unwrap_or_default()),
+            provider.to_string(),
+        );
+        let reuse_for = (identity::DEFAULT_TTL.as_secs() / 2) as i64;
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((issued, token)) = recent.get(&cache_key)
+            && now_unix >= *issued
+            && now_unix - issued < reuse_for
+        {
+            return token.clone();
+        }
+        let token = key.sign(&Claims::new(identity, provider, now_unix, identity::DEFAULT_TTL));
+        if recent.len() >= RECENT_MAX {
+            recent.clear();
+        }
+        recent.insert(cache_key, (now_unix, token.clone()));
+        token
     }
 
     /// The published keys: current first.
@@ -197,6 +224,26 @@ mod tests {
             user: "alice".into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn assertions_are_reused_only_for_half_their_lifetime_and_the_same_caller() {
+        let store = KeyStore::ephemeral().unwrap();
+        let first = store.sign(alice(), "q", NOW);
+        assert_eq!(store.sign(alice(), "q", NOW + 29), first);
+        assert_ne!(
+            store.sign(alice(), "q", NOW + 30),
+            first,
+            "re-signed after half the TTL"
+        );
+        assert_ne!(store.sign(alice(), "other", NOW), first, "another audience");
+        let bob = Identity {
+            user: "bob".into(),
+            ..Default::default()
+        };
+        assert_ne!(store.sign(bob, "q", NOW), first, "another caller");
+        store.rotate().unwrap();
+        assert_ne!(store.sign(alice(), "q", NOW), first, "a rotated key signs anew");
     }
 
     #[test]
