@@ -18,4 +18,5 @@ pub mod provider;
 pub mod schema_gen;
 pub mod status;
 pub mod telemetry;
+pub mod token_file;
 pub mod wait;

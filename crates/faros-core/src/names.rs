@@ -329,6 +329,71 @@ pub const RECONCILER_FIELD_MANAGER: &str = "faros-hub-reconciler";
 /// Leader-election Lease of the hub reconciler, in [`SYSTEM_NAMESPACE`] of [`SYSTEM_CONTROLLERS_PATH`].
 pub const RECONCILER_LEASE: &str = "faros-hub-reconciler";
 
+
+// ---------------------------------------------------------------------------------------------
+// Tenancy: membership RBAC inside organization and team workspaces
+// ---------------------------------------------------------------------------------------------
+
+/// ClusterRole of workspace admins: everything, including membership and Enable.
+pub const WORKSPACE_ADMIN_ROLE: &str = "faros:workspace:admin";
+/// ClusterRole of workspace members: aggregates [`WORKSPACE_MEMBER_BASE_ROLE`] and the per-provider
+/// roles Enable adds ([`provider_member_role`]).
+pub const WORKSPACE_MEMBER_ROLE: &str = "faros:workspace:member";
+/// `access` plus read-only rights on everything.
+pub const WORKSPACE_MEMBER_BASE_ROLE: &str = "faros:workspace:member-base";
+/// Label selecting ClusterRoles into [`WORKSPACE_MEMBER_ROLE`].
+pub const LABEL_AGGREGATE_TO_MEMBER: &str = "faros.sh/aggregate-to-workspace-member";
+/// Label on membership ClusterRoleBindings: `direct` or `inherited` (org admins in team workspaces).
+pub const LABEL_MEMBERSHIP: &str = "faros.sh/membership";
+pub const MEMBERSHIP_DIRECT: &str = "direct";
+pub const MEMBERSHIP_INHERITED: &str = "inherited";
+/// Annotation holding the member's username (names are hashed: usernames are not DNS names).
+pub const ANNOTATION_USER: &str = "faros.sh/user";
+/// Annotation holding a display name on tenant workspaces.
+pub const ANNOTATION_DISPLAY_NAME: &str = "faros.sh/display-name";
+/// Annotation recording who created an organization or workspace.
+pub const ANNOTATION_CREATED_BY: &str = "faros.sh/created-by";
+
+/// ClusterRole granting workspace members write access to one enabled provider's resources.
+pub fn provider_member_role(provider: &str) -> String {
+    format!("faros:provider:{provider}:member")
+}
+
+/// ClusterRole + ClusterRoleBinding letting a provider's ServiceAccount proxy to edges.
+pub fn edges_proxy_grant(provider: &str) -> String {
+    format!("faros:provider:{provider}:edges-proxy")
+}
+
+/// `/api/orgs/<org>/workspaces/<ws>/mcp`.
+pub fn mcp_path(org: &str, workspace: &str) -> String {
+    format!("/api/orgs/{org}/workspaces/{workspace}/mcp")
+}
+
+/// `/api/orgs/<org>/workspaces/<ws>/providers/enabled`.
+pub fn enabled_path(org: &str, workspace: &str) -> String {
+    format!("/api/orgs/{org}/workspaces/{workspace}/providers/enabled")
+}
+
+/// Provider whose `edges` resource `edgeProxyAccess` grants `proxy` on.
+pub const EDGES_PROVIDER: &str = "edges";
+/// The resource `edgeProxyAccess` grants [`EDGE_PROXY_VERB`] on.
+pub const EDGES_RESOURCE: &str = "edges";
+/// Condition kcp sets on a deleting APIBinding while bound objects remain.
+pub const CONDITION_BINDING_RESOURCE_DELETE_SUCCESS: &str = "BindingResourceDeleteSuccess";
+
+/// The name kcp's RBAC knows a ServiceAccount by outside its own workspace (kcp's "global
+/// ServiceAccount" form, `system:kcp:serviceaccount:<cluster>:<namespace>:<name>`). A bare
+/// `system:serviceaccount:…` subject would instead match a same-named ServiceAccount the tenant
+/// creates in their own workspace.
+pub fn global_service_account_user(cluster: &str, namespace: &str, name: &str) -> String {
+    format!("system:kcp:serviceaccount:{cluster}:{namespace}:{name}")
+}
+
+/// [`global_service_account_user`] of a provider's `default/provider` ServiceAccount.
+pub fn provider_global_user(provider_cluster: &str) -> String {
+    global_service_account_user(provider_cluster, PROVIDER_NAMESPACE, PROVIDER_SERVICE_ACCOUNT)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

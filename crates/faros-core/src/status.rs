@@ -274,6 +274,29 @@ impl Status {
     }
 }
 
+impl From<&kube::Error> for Status {
+    /// What a kcp call's failure means to the hub's own caller: kcp's Status passes through (its
+    /// message names the object), a transport failure becomes 503 without internals.
+    fn from(e: &kube::Error) -> Self {
+        match e {
+            kube::Error::Api(s) => {
+                let code = s.code;
+                Status::failure(code, &s.reason, s.message.clone())
+            }
+            other => {
+                tracing::warn!(error = %other, "kcp request failed");
+                Status::unavailable("kcp is not reachable right now; retry shortly")
+            }
+        }
+    }
+}
+
+impl From<kube::Error> for Status {
+    fn from(e: kube::Error) -> Self {
+        Status::from(&e)
+    }
+}
+
 /// `<resource>.<group>`, or just `<resource>` for the core group, as Kubernetes prints it.
 pub fn qualified(group: &str, resource: &str) -> String {
     if group.is_empty() {

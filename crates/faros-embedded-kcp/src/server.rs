@@ -3,7 +3,8 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, Weak};
+use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::extract::State;
@@ -144,8 +145,11 @@ impl Server {
                 dir.join("service-account.key").display()
             ))
         })?;
+        let mut token_file_stamp = None;
         let static_tokens = match &config.token_file {
             Some(path) => {
+                // Stamp before reading: an edit landing in between is then seen by the first poll.
+                token_file_stamp = file_stamp(path);
                 let text = std::fs::read_to_string(path).map_err(|source| ServerError::File {
                     path: path.clone(),
                     source,
@@ -217,6 +221,13 @@ impl Server {
         crate::kcp::tenancy::bootstrap(&state).await;
         let mut controllers = vec![tokio::spawn(crate::controllers::run(state.clone(), events_rx))];
         controllers.extend(crate::kcp::spawn_controllers(&state));
+        if let Some(path) = &config.token_file {
+            controllers.push(tokio::spawn(watch_token_file(
+                Arc::downgrade(&state),
+                path.clone(),
+                token_file_stamp,
+            )));
+        }
 
         let tls_config = tls.server_config();
         let acceptor = tokio_rustls::TlsAcceptor::from(tls_config.clone());
@@ -300,6 +311,55 @@ impl Server {
         }
         for c in self.controllers {
             let _ = c.await;
+        }
+    }
+}
+
+/// How often the token file is checked for changes.
+const TOKEN_FILE_POLL: Duration = Duration::from_secs(1);
+
+/// What identifies a version of the token file: modification time and length. `None`: unreadable.
+type FileStamp = Option<(SystemTime, u64)>;
+
+fn file_stamp(path: &Path) -> FileStamp {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// Re-reads the token file whenever its stamp changes, so users can be added to a running `faros
+/// dev`. A background poll rather than a check on the request path: authentication is synchronous
+/// there and cannot await file IO, and one `stat` a second is free. A bad edit (or a vanished file)
+/// is logged once per change, naming the file and line, and the previous tokens stay in force.
+/// Holds only a weak reference so it never keeps a stopped server's state alive.
+async fn watch_token_file(state: Weak<ApiState>, path: PathBuf, mut stamp: FileStamp) {
+    let mut tick = tokio::time::interval(TOKEN_FILE_POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let Some(state) = state.upgrade() else { return };
+        let current = {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || file_stamp(&path))
+                .await
+                .unwrap_or(None)
+        };
+        if current == stamp {
+            continue;
+        }
+        stamp = current;
+        let text = match tokio::fs::read_to_string(&path).await {
+            Ok(text) => text,
+            Err(e) => {
+                tracing::error!(path = %path.display(), error = %e, "cannot re-read the token file; keeping the previous tokens");
+                continue;
+            }
+        };
+        match state.authn.reload_static_tokens(&text) {
+            Ok(users) => tracing::info!(path = %path.display(), users, "token file reloaded"),
+            Err(e) => {
+                tracing::error!(path = %path.display(), error = %e, "token file not reloaded; keeping the previous tokens")
+            }
         }
     }
 }

@@ -60,6 +60,8 @@ pub struct Shared {
     /// kcp's server root (scheme, authority and any path prefix).
     pub kcp_base: http::Uri,
     pub settings: HttpSettings,
+    /// Organizations, workspaces, membership, Enable/Disable, MCP federation.
+    pub tenancy: Arc<crate::tenancy::Tenancy>,
 }
 
 /// Cheap-to-clone handle on [`Shared`].
@@ -138,6 +140,7 @@ pub fn router(st: AppState) -> Router {
         .route("/services/providers/{name}", any(proxy::handlers::backend))
         .route("/services/providers/{name}/", any(proxy::handlers::backend))
         .route("/services/providers/{name}/{*rest}", any(proxy::handlers::backend))
+        .merge(crate::tenancy::routes::router())
         // route_layer: unmatched paths 404 without asking for credentials.
         .route_layer(middleware::from_fn_with_state(authn, require_caller));
     Router::new()

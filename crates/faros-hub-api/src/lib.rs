@@ -20,11 +20,13 @@ pub mod catalog;
 pub mod clock;
 pub mod heartbeat;
 pub mod keys;
+pub mod mcp;
 pub mod metrics;
 pub mod probe;
 pub mod proxy;
 pub mod registry;
 pub mod server;
+pub mod tenancy;
 pub mod tokenreview;
 
 use std::future::Future;
@@ -86,10 +88,16 @@ pub struct Config {
     /// How long in-flight requests may finish after shutdown is requested.
     pub shutdown_grace: Duration,
     pub clock: Arc<dyn Clock>,
-    /// Replaces bearer-TokenReview authentication of users (hub API part 2 plugs in here).
+    /// Replaces the default chain (static tokens, OIDC, kcp TokenReview) of user authentication.
     pub authenticator: Option<Arc<dyn Authenticator>>,
+    /// kcp's token file (`--token-auth-file`): its users authenticate here too; re-read on change.
+    pub token_file: Option<PathBuf>,
+    /// Bearer ID tokens of this OIDC issuer authenticate users.
+    pub oidc: Option<auth::OidcSettings>,
     /// Replaces the kcp TokenReview (tests).
     pub token_reviewer: Option<Arc<dyn TokenReviewer>>,
+    /// Organizations, workspaces, Enable/Disable.
+    pub tenancy: tenancy::TenancySettings,
 }
 
 impl std::fmt::Debug for Config {
@@ -104,6 +112,8 @@ impl std::fmt::Debug for Config {
             .field("registry", &self.registry)
             .field("catalog", &self.catalog)
             .field("probe", &self.probe)
+            .field("token_file", &self.token_file)
+            .field("oidc", &self.oidc)
             .finish_non_exhaustive()
     }
 }
@@ -124,7 +134,10 @@ impl Config {
             shutdown_grace: Duration::from_secs(10),
             clock: Arc::new(SystemClock),
             authenticator: None,
+            token_file: None,
+            oidc: None,
             token_reviewer: None,
+            tenancy: tenancy::TenancySettings::default(),
         }
     }
 }
@@ -138,6 +151,8 @@ pub enum Error {
     Proxy(#[from] proxy::ProxyError),
     #[error(transparent)]
     Keys(#[from] keys::KeyError),
+    #[error(transparent)]
+    Auth(#[from] auth::AuthError),
     #[error(transparent)]
     Tls(#[from] server::TlsError),
     #[error("listening on {addr}: {source}")]
@@ -168,7 +183,7 @@ impl Hub {
         };
         let authn: Arc<dyn Authenticator> = match &config.authenticator {
             Some(a) => a.clone(),
-            None => Arc::new(BearerTokenReview::new(reviewer.clone(), faros_core::names::ROOT_PATH)),
+            None => auth_chain(&config, reviewer.clone())?,
         };
         let keys = match &config.signing_key_file {
             Some(path) => KeyStore::load_or_create(path)?,
@@ -193,6 +208,7 @@ impl Hub {
             kcp_http: proxy::kcp_client(&config.kube, config.connect_timeout)?,
             kcp_base,
             settings: http_settings,
+            tenancy: tenancy::Tenancy::new(factory.clone(), config.tenancy.clone()),
         });
         Ok(Self { state, config, factory })
     }
@@ -272,6 +288,22 @@ impl Hub {
         while background.join_next().await.is_some() {}
         Ok(())
     }
+}
+
+/// Static tokens (if configured), then OIDC (if configured), then kcp's TokenReview.
+fn auth_chain(config: &Config, reviewer: Arc<dyn TokenReviewer>) -> Result<Arc<dyn Authenticator>, Error> {
+    let mut chain: Vec<Arc<dyn Authenticator>> = Vec::new();
+    if let Some(path) = &config.token_file {
+        chain.push(Arc::new(auth::StaticTokens::load(path)?));
+    }
+    if let Some(settings) = &config.oidc {
+        let http = auth::oidc::http_client(settings, config.connect_timeout)?;
+        chain.push(Arc::new(
+            auth::OidcAuthenticator::new(settings.clone(), http)?.with_clock(config.clock.clone()),
+        ));
+    }
+    chain.push(Arc::new(BearerTokenReview::new(reviewer, faros_core::names::ROOT_PATH)));
+    Ok(Arc::new(auth::Chain(chain)))
 }
 
 /// Builds a [`Hub`] from `config`, binds `config.listen` and serves until `shutdown`.

@@ -21,6 +21,8 @@ pub struct Metrics {
     heartbeats: Family<RouteLabel, Counter>,
     ready_providers: Gauge,
     status_writes: Family<RouteLabel, Counter>,
+    /// MCP federation.
+    pub mcp: McpMetrics,
 }
 
 impl Default for Metrics {
@@ -54,8 +56,10 @@ impl Metrics {
             "CatalogEntry status writes by result",
             status_writes.clone(),
         );
+        let mcp = McpMetrics::register(&mut registry);
         Self {
             registry,
+            mcp,
             requests,
             proxy_latency,
             heartbeats,
@@ -96,6 +100,65 @@ impl Metrics {
     }
 }
 
+type ProviderLabel = [(&'static str, String); 1];
+type ProviderOutcomeLabels = ([(&'static str, String); 1], [(&'static str, &'static str); 1]);
+
+/// Metrics of the MCP federation. Provider names label them: their set is bounded by the catalog.
+#[derive(Clone, Debug)]
+pub struct McpMetrics {
+    tools: Family<ProviderLabel, Gauge>,
+    calls: Family<ProviderOutcomeLabels, Counter>,
+    discovery: Family<ProviderOutcomeLabels, Histogram>,
+}
+
+impl McpMetrics {
+    fn register(registry: &mut Registry) -> Self {
+        let m = Self {
+            tools: Family::default(),
+            calls: Family::default(),
+            // 1 ms .. ~60 s: a discovery is an MCP handshake plus tools/list.
+            discovery: Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.001, 2.5, 13))),
+        };
+        registry.register(
+            "mcp_tools",
+            "Tools federated per provider (last discovery)",
+            m.tools.clone(),
+        );
+        registry.register(
+            "mcp_calls",
+            "Federated tool calls by provider and outcome",
+            m.calls.clone(),
+        );
+        registry.register_with_unit(
+            "mcp_discovery",
+            "Time to discover a provider's tools, by provider and outcome",
+            prometheus_client::registry::Unit::Seconds,
+            m.discovery.clone(),
+        );
+        m
+    }
+
+    pub fn set_tools(&self, provider: &str, n: usize) {
+        self.tools
+            .get_or_create(&[("provider", provider.to_string())])
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// `outcome`: `ok`, `tool_error`, `provider_error`, `timeout`.
+    pub fn call(&self, provider: &str, outcome: &'static str) {
+        self.calls
+            .get_or_create(&([("provider", provider.to_string())], [("outcome", outcome)]))
+            .inc();
+    }
+
+    /// `outcome`: `ok`, `no_endpoint`, `error`, `timeout`.
+    pub fn discovered(&self, provider: &str, outcome: &'static str, took: Duration) {
+        self.discovery
+            .get_or_create(&([("provider", provider.to_string())], [("outcome", outcome)]))
+            .observe(took.as_secs_f64());
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -123,5 +186,21 @@ mod tests {
             text.contains("faros_hub_api_proxy_latency_seconds_count{route=\"backend_proxy\"} 1"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn renders_mcp_metrics() {
+        let m = Metrics::new();
+        m.mcp.set_tools("quickstart", 2);
+        m.mcp.call("quickstart", "ok");
+        m.mcp.discovered("quickstart", "ok", Duration::from_millis(3));
+        let text = m.encode().unwrap();
+        for want in [
+            "faros_hub_api_mcp_tools{provider=\"quickstart\"} 2",
+            "faros_hub_api_mcp_calls_total{provider=\"quickstart\",outcome=\"ok\"} 1",
+            "faros_hub_api_mcp_discovery_seconds_count{provider=\"quickstart\",outcome=\"ok\"} 1",
+        ] {
+            assert!(text.contains(want), "{want} in {text}");
+        }
     }
 }

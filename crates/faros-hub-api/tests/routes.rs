@@ -250,7 +250,7 @@ async fn backend_proxy_asserts_identity_and_never_forwards_credentials() {
         .bearer_auth(ALICE)
         .header("x-faros-user", "admin")
         .header("x-faros-assertion", "forged")
-        .header("x-faros-org", "victim")
+        .header("x-faros-cluster", "victim-cluster")
         .header("cookie", "session=secret")
         .body("payload")
         .send()
@@ -265,9 +265,18 @@ async fn backend_proxy_asserts_identity_and_never_forwards_credentials() {
     let h = &seen["headers"];
     assert_eq!(h["x-faros-user"], "alice");
     assert_eq!(h["x-faros-base-path"], "/services/providers/q");
-    for absent in ["authorization", "cookie", "x-faros-org"] {
+    for absent in ["authorization", "cookie", "x-faros-org", "x-faros-cluster"] {
         assert!(h.get(absent).is_none(), "{absent} leaked: {h}");
     }
+    // Naming a tenant takes both headers (then membership is checked in kcp); half of it is refused.
+    let half = http
+        .get(hub.url("/services/providers/q/api/hello"))
+        .bearer_auth(ALICE)
+        .header("x-faros-org", "victim")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(half.status(), 400);
     // The assertion verifies against the JWKS the hub publishes, for q only.
     let jwks: Jwks = http
         .get(hub.url(identity::JWKS_PATH))

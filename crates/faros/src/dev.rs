@@ -1,114 +1,193 @@
 //! `faros dev`: the whole platform in one process on an embedded kcp: the kcp-compatible API server,
-//! the hub API (HTTPS, same CA), the hub reconciler, and the quickstart provider registered, initialised
-//! and served the way a real provider is. Writes `<state-dir>/admin.kubeconfig` and `<state-dir>/hub.url`,
-//! prints where things are, and stops cleanly on SIGINT/SIGTERM.
+//! the hub API (HTTPS, same CA), the hub reconciler, the quickstart provider registered, initialised
+//! and served the way a real provider is, and a dev user who administers organization `demo` with
+//! workspace `default`. [`Stack::start`] brings it up (in-process users such as the e2e scenarios
+//! call it directly); [`run`] adds the console output and waits for SIGINT/SIGTERM.
 
 mod quickstart;
+pub mod tenant;
+pub mod tokens;
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use faros_embedded_kcp::{Config, Server};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
-use crate::DevArgs;
+use crate::cli::DevArgs;
 
 /// Resolves when `stop` flips to true.
 pub(crate) async fn stopped(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-pub async fn run(args: DevArgs) -> anyhow::Result<()> {
-    let mut config = Config::new(&args.state_dir);
-    config.listen = args.listen();
-    config.token_file = args.token_file.clone();
-    config.max_body_bytes = args.kcp_max_body_bytes;
-    config.history_capacity = args.kcp_watch_history;
-    config.group_commit = !args.kcp_no_group_commit;
-    let server = Server::start(config).await.context("starting the embedded kcp")?;
-    let kubeconfig_path = args.state_dir.join("admin.kubeconfig");
-    faros_embedded_kcp::server::write_private(&kubeconfig_path, server.admin_kubeconfig().as_bytes())
-        .with_context(|| format!("writing {}", kubeconfig_path.display()))?;
-    let kubeconfig_display = std::fs::canonicalize(&kubeconfig_path).unwrap_or(kubeconfig_path.clone());
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let admin = server
-        .admin_config("root")
-        .await
-        .context("loading the admin kubeconfig")?;
+/// A running platform.
+pub struct Stack {
+    pub kcp: Server,
+    /// Admin access to kcp (`root`).
+    pub admin: kube::Config,
+    /// The hub API's base URL (`https://127.0.0.1:<port>`).
+    pub hub_url: String,
+    /// The CA that signs both kcp's and the hub's serving certificates.
+    pub ca_pem: String,
+    pub state_dir: PathBuf,
+    /// The static token file shared by kcp and the hub.
+    pub token_file: PathBuf,
+    /// The dev user's name and token.
+    pub dev_user: tokens::DevUser,
+    /// Where the quickstart provider's backend listens, when it runs.
+    pub quickstart: Option<SocketAddr>,
+    stop: watch::Sender<bool>,
+    hub: JoinHandle<Result<(), faros_hub_api::Error>>,
+    reconciler: JoinHandle<Result<(), faros_hub_reconciler::Error>>,
+    provider: Option<JoinHandle<anyhow::Result<()>>>,
+    tenant: JoinHandle<()>,
+}
 
-    // The hub API, on the same CA as kcp so one kubeconfig CA works for both.
-    let hub_listener = tokio::net::TcpListener::bind(SocketAddr::new(args.kcp_bind_address, args.hub_port))
-        .await
-        .with_context(|| format!("binding the hub API to port {}", args.hub_port))?;
-    let hub_url = format!("https://{}", hub_listener.local_addr()?);
-    std::fs::write(args.state_dir.join("hub.url"), &hub_url).context("writing hub.url")?;
-    let mut hub_config = faros_hub_api::Config::new(admin.clone());
-    hub_config.tls = Some(faros_hub_api::Tls::Config(server.tls_config()));
-    hub_config.signing_key_file = Some(args.state_dir.join("hub-signing-key.json"));
-    let hub = faros_hub_api::Hub::new(hub_config).context("configuring the hub API")?;
-    let hub_task = tokio::spawn(hub.serve(hub_listener, stopped(stop_rx.clone())));
+impl Stack {
+    /// Starts every component; returns once kcp and the hub listen (the reconciler, the quickstart
+    /// provider and the demo tenant come up in the background: wait on their conditions).
+    pub async fn start(args: DevArgs) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&args.state_dir)
+            .with_context(|| format!("creating the state directory {}", args.state_dir.display()))?;
+        let token_file = args.token_file();
+        let dev_user = tokens::ensure_dev_user(&args.state_dir, &token_file)?;
 
-    // The reconciler writes provider kubeconfigs that reach kcp through the hub's pass-through.
-    let mut reconciler_config = faros_hub_reconciler::Config::new(admin.clone());
-    reconciler_config.hub_url = Some(hub_url.clone());
-    reconciler_config.ca_pem = Some(server.ca_pem().to_string());
-    let reconciler = tokio::spawn(faros_hub_reconciler::run(reconciler_config, stopped(stop_rx.clone())));
+        let mut config = Config::new(&args.state_dir);
+        config.listen = args.listen();
+        config.token_file = Some(token_file.clone());
+        config.max_body_bytes = args.kcp_max_body_bytes;
+        config.history_capacity = args.kcp_watch_history;
+        config.group_commit = !args.kcp_no_group_commit;
+        let kcp = Server::start(config).await.context("starting the embedded kcp")?;
+        let kubeconfig_path = args.state_dir.join("admin.kubeconfig");
+        faros_embedded_kcp::server::write_private(&kubeconfig_path, kcp.admin_kubeconfig().as_bytes())
+            .with_context(|| format!("writing {}", kubeconfig_path.display()))?;
+        let admin = kcp.admin_config("root").await.context("loading the admin kubeconfig")?;
+        let ca_pem = kcp.ca_pem().to_string();
+        let (stop, stop_rx) = watch::channel(false);
 
-    let provider = if args.no_quickstart {
-        None
-    } else {
-        let dev = quickstart::Dev {
-            admin: admin.clone(),
-            state_dir: args.state_dir.clone(),
-            hub_url: hub_url.clone(),
-            ca_pem: server.ca_pem().to_string(),
-            listen: SocketAddr::new(args.kcp_bind_address, args.quickstart_port),
+        // The hub API, on the same CA as kcp so one kubeconfig CA works for both.
+        let hub_listener = tokio::net::TcpListener::bind(SocketAddr::new(args.kcp_bind_address, args.hub_port))
+            .await
+            .with_context(|| format!("binding the hub API to port {}", args.hub_port))?;
+        let hub_url = format!("https://{}", hub_listener.local_addr()?);
+        let mut hub_config = faros_hub_api::Config::new(admin.clone());
+        hub_config.tls = Some(faros_hub_api::Tls::Config(kcp.tls_config()));
+        hub_config.signing_key_file = Some(args.state_dir.join("hub-signing-key.json"));
+        hub_config.token_file = Some(token_file.clone());
+        hub_config.tenancy.public_url = Some(hub_url.clone());
+        hub_config.tenancy.ca_pem = Some(ca_pem.clone());
+        let hub = faros_hub_api::Hub::new(hub_config).context("configuring the hub API")?;
+        let tenancy = hub.state().tenancy.clone();
+        let hub = tokio::spawn(hub.serve(hub_listener, stopped(stop_rx.clone())));
+        std::fs::write(args.state_dir.join("hub.url"), &hub_url).context("writing hub.url")?;
+        std::fs::write(args.state_dir.join("ca.crt"), &ca_pem).context("writing ca.crt")?;
+
+        // The reconciler writes provider kubeconfigs that reach kcp through the hub's pass-through.
+        let mut reconciler_config = faros_hub_reconciler::Config::new(admin.clone());
+        reconciler_config.hub_url = Some(hub_url.clone());
+        reconciler_config.ca_pem = Some(ca_pem.clone());
+        let reconciler = tokio::spawn(faros_hub_reconciler::run(reconciler_config, stopped(stop_rx.clone())));
+
+        let (provider, quickstart) = if args.no_quickstart {
+            (None, None)
+        } else {
+            let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.kcp_bind_address, args.quickstart_port))
+                .await
+                .with_context(|| format!("binding the quickstart backend to port {}", args.quickstart_port))?;
+            let addr = listener.local_addr()?;
+            let dev = quickstart::Dev {
+                admin: admin.clone(),
+                state_dir: args.state_dir.clone(),
+                hub_url: hub_url.clone(),
+                ca_pem: ca_pem.clone(),
+                listener,
+            };
+            (Some(tokio::spawn(quickstart::run(dev, stop_rx.clone()))), Some(addr))
         };
-        Some(tokio::spawn(quickstart::run(dev, stop_rx.clone())))
-    };
+
+        let tenant = tokio::spawn(tenant::seed(tenancy, dev_user.name.clone(), stop_rx));
+
+        Ok(Self {
+            kcp,
+            admin,
+            hub_url,
+            ca_pem,
+            state_dir: args.state_dir.clone(),
+            token_file,
+            dev_user,
+            quickstart,
+            stop,
+            hub,
+            reconciler,
+            provider,
+            tenant,
+        })
+    }
+
+    /// Stops every component (provider first, kcp last) and waits for them.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        self.tenant.abort();
+        if let Some(p) = self.provider {
+            log_end("quickstart provider", p.await.map_err(anyhow::Error::from).and_then(|r| r));
+        }
+        log_end(
+            "hub reconciler",
+            self.reconciler
+                .await
+                .map_err(anyhow::Error::from)
+                .and_then(|r| r.map_err(Into::into)),
+        );
+        log_end(
+            "hub API",
+            self.hub.await.map_err(anyhow::Error::from).and_then(|r| r.map_err(Into::into)),
+        );
+        self.kcp.shutdown().await;
+    }
+}
+
+pub async fn run(args: DevArgs) -> anyhow::Result<()> {
+    let no_quickstart = args.no_quickstart;
+    let stack = Stack::start(args).await?;
+    let kubeconfig = display(&stack.state_dir.join("admin.kubeconfig"));
+    let mcp_url = format!(
+        "{}{}",
+        stack.hub_url,
+        faros_core::names::mcp_path(tenant::DEMO_ORG, tenant::DEMO_WORKSPACE)
+    );
 
     // Printed on stdout (not the log) so scripts and people can find things.
     println!("faros dev is running");
-    println!("  embedded kcp:      {}/clusters/root", server.url());
-    println!("  hub API:           {hub_url}");
-    println!("  admin kubeconfig:  {}", kubeconfig_display.display());
-    println!(
-        "  try:               KUBECONFIG={} kubectl get namespaces",
-        kubeconfig_display.display()
-    );
-    if !args.no_quickstart {
-        println!(
-            "  quickstart:        provider `quickstart` (root:faros:providers:quickstart), backend on port {}",
-            args.quickstart_port
-        );
+    println!("  embedded kcp:      {}/clusters/root", stack.kcp.url());
+    println!("  hub API:           {}", stack.hub_url);
+    println!("  admin kubeconfig:  {kubeconfig}");
+    println!("  try:               KUBECONFIG={kubeconfig} kubectl get namespaces");
+    if let Some(addr) = stack.quickstart.filter(|_| !no_quickstart) {
+        println!("  quickstart:        provider `quickstart` (root:faros:providers:quickstart), backend on {addr}");
     }
-    println!("  state directory:   {}", display(&args.state_dir));
+    println!(
+        "  dev user:          {} (token in {}: {})",
+        stack.dev_user.name,
+        display(&stack.dev_user.token_path),
+        stack.dev_user.token
+    );
+    println!(
+        "  tenant:            organization `{}`, workspace `{}` (dev user is admin); more users: edit {}",
+        tenant::DEMO_ORG,
+        tenant::DEMO_WORKSPACE,
+        display(&stack.token_file)
+    );
+    println!("  MCP endpoint:      {mcp_url}");
+    println!("  MCP client config: {}", tenant::mcp_client_config(&mcp_url, &stack.dev_user.token));
+    println!("  state directory:   {}", display(&stack.state_dir));
     println!("Press Ctrl-C to stop.");
 
     faros_core::telemetry::shutdown_signal().await;
-    let _ = stop_tx.send(true);
-    if let Some(p) = provider {
-        log_end(
-            "quickstart provider",
-            p.await.map_err(anyhow::Error::from).and_then(|r| r),
-        );
-    }
-    log_end(
-        "hub reconciler",
-        reconciler
-            .await
-            .map_err(anyhow::Error::from)
-            .and_then(|r| r.map_err(Into::into)),
-    );
-    log_end(
-        "hub API",
-        hub_task
-            .await
-            .map_err(anyhow::Error::from)
-            .and_then(|r| r.map_err(Into::into)),
-    );
-    server.shutdown().await;
+    stack.stop().await;
     Ok(())
 }
 

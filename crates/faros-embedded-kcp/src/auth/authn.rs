@@ -1,10 +1,13 @@
 //! Bearer token → identity: the admin token, static tokens and ServiceAccount JWTs.
 //!
 //! Static and admin tokens are kept only as SHA-256 digests, so a lookup never compares secrets
-//! byte by byte and a heap dump does not reveal them. Nothing here logs a token.
+//! byte by byte and a heap dump does not reveal them. Nothing here logs a token. The static tokens
+//! can be replaced while serving ([`Authenticator::reload_static_tokens`]) when the token file
+//! changes; the server watches the file.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -12,7 +15,7 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 
 use super::service_account::{SaClaims, ServiceAccountTokens};
-use super::token_file::StaticToken;
+use super::token_file::{StaticToken, TokenFileError, parse_token_file, user_info};
 use super::{GROUP_AUTHENTICATED, GROUP_MASTERS, UserInfo};
 
 /// The user the admin token authenticates as.
@@ -68,16 +71,39 @@ struct Entry {
     source: CredentialSource,
 }
 
+/// Why a re-read token file was not applied; the previous tokens stay in force.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReloadError {
+    #[error(transparent)]
+    Parse(#[from] TokenFileError),
+    #[error(transparent)]
+    Conflict(#[from] AuthnError),
+    /// An editor truncates before it writes; an empty file is a write in progress, not "no users".
+    #[error("the token file is empty (a write in progress?)")]
+    Empty,
+}
+
+/// How many token-file reloads were applied and refused since start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReloadCounts {
+    pub applied: u64,
+    pub rejected: u64,
+}
+
 /// Combines the configured authenticators; build once, share behind an `Arc`.
 pub struct Authenticator {
-    by_digest: HashMap<[u8; 32], Entry>,
+    admin_digest: Option<[u8; 32]>,
+    /// Admin and static tokens by digest; replaced whole when the token file changes.
+    by_digest: RwLock<Arc<HashMap<[u8; 32], Entry>>>,
     service_accounts: Option<ServiceAccountTokens>,
+    applied: AtomicU64,
+    rejected: AtomicU64,
 }
 
 impl std::fmt::Debug for Authenticator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Authenticator")
-            .field("tokens", &self.by_digest.len())
+            .field("tokens", &self.tokens().len())
             .field("service_accounts", &self.service_accounts.is_some())
             .finish()
     }
@@ -87,51 +113,98 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
+fn admin_entry() -> Entry {
+    Entry {
+        user: Arc::new(UserInfo {
+            username: ADMIN_USER.to_string(),
+            uid: ADMIN_USER.to_string(),
+            groups: vec![GROUP_MASTERS.to_string(), GROUP_AUTHENTICATED.to_string()],
+            extra: Default::default(),
+        }),
+        source: CredentialSource::Admin,
+    }
+}
+
+/// The digest table of the admin token plus `static_tokens`.
+fn build_table(
+    admin_digest: Option<[u8; 32]>,
+    static_tokens: &[StaticToken],
+) -> Result<HashMap<[u8; 32], Entry>, AuthnError> {
+    let mut by_digest = HashMap::new();
+    if let Some(admin) = admin_digest {
+        by_digest.insert(admin, admin_entry());
+    }
+    for token in static_tokens {
+        let entry = Entry {
+            user: Arc::new(user_info(token)),
+            source: CredentialSource::StaticToken,
+        };
+        if let Some(previous) = by_digest.insert(digest(&token.token), entry) {
+            return Err(match previous.source {
+                CredentialSource::Admin => AuthnError::StaticTokenIsAdminToken {
+                    user: token.user.clone(),
+                },
+                _ => AuthnError::DuplicateStaticToken {
+                    user: token.user.clone(),
+                },
+            });
+        }
+    }
+    Ok(by_digest)
+}
+
 impl Authenticator {
     pub fn new(
         admin_token: Option<&str>,
         static_tokens: &[StaticToken],
         service_accounts: Option<ServiceAccountTokens>,
     ) -> Result<Self, AuthnError> {
-        let mut by_digest = HashMap::new();
-        if let Some(token) = admin_token {
-            if token.is_empty() {
-                return Err(AuthnError::EmptyAdminToken);
-            }
-            let user = UserInfo {
-                username: ADMIN_USER.to_string(),
-                uid: ADMIN_USER.to_string(),
-                groups: vec![GROUP_MASTERS.to_string(), GROUP_AUTHENTICATED.to_string()],
-                extra: Default::default(),
-            };
-            by_digest.insert(
-                digest(token),
-                Entry {
-                    user: Arc::new(user),
-                    source: CredentialSource::Admin,
-                },
-            );
-        }
-        for token in static_tokens {
-            let entry = Entry {
-                user: Arc::new(token.user_info()),
-                source: CredentialSource::StaticToken,
-            };
-            if let Some(previous) = by_digest.insert(digest(&token.token), entry) {
-                return Err(match previous.source {
-                    CredentialSource::Admin => AuthnError::StaticTokenIsAdminToken {
-                        user: token.user.clone(),
-                    },
-                    _ => AuthnError::DuplicateStaticToken {
-                        user: token.user.clone(),
-                    },
-                });
-            }
-        }
+        let admin_digest = match admin_token {
+            Some("") => return Err(AuthnError::EmptyAdminToken),
+            Some(token) => Some(digest(token)),
+            None => None,
+        };
         Ok(Self {
-            by_digest,
+            admin_digest,
+            by_digest: RwLock::new(Arc::new(build_table(admin_digest, static_tokens)?)),
             service_accounts,
+            applied: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
         })
+    }
+
+    fn tokens(&self) -> Arc<HashMap<[u8; 32], Entry>> {
+        self.by_digest.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the static tokens with those of `text` (a re-read token file). On any error the
+    /// previous tokens stay in force, so a bad edit never locks every user out.
+    pub fn reload_static_tokens(&self, text: &str) -> Result<usize, ReloadError> {
+        let table = (|| {
+            if text.is_empty() {
+                return Err(ReloadError::Empty);
+            }
+            let tokens = parse_token_file(text)?;
+            Ok((tokens.len(), build_table(self.admin_digest, &tokens)?))
+        })();
+        match table {
+            Ok((count, table)) => {
+                *self.by_digest.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(table);
+                self.applied.fetch_add(1, Ordering::Relaxed);
+                Ok(count)
+            }
+            Err(e) => {
+                self.rejected.fetch_add(1, Ordering::Relaxed);
+                Err(e)
+            }
+        }
+    }
+
+    pub fn reload_counts(&self) -> ReloadCounts {
+        ReloadCounts {
+            applied: self.applied.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
+        }
     }
 
     /// `None` means "not authenticated" (401); the reason is deliberately not exposed.
@@ -139,7 +212,7 @@ impl Authenticator {
         if bearer.is_empty() {
             return None;
         }
-        if let Some(entry) = self.by_digest.get(&digest(bearer)) {
+        if let Some(entry) = self.tokens().get(&digest(bearer)) {
             return Some(Authenticated {
                 user: UserInfo::clone(&entry.user),
                 source: entry.source.clone(),
@@ -157,7 +230,6 @@ impl Authenticator {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::auth::token_file::parse_token_file;
     use pretty_assertions::assert_eq;
 
     fn authenticator() -> (Authenticator, ServiceAccountTokens) {
@@ -263,5 +335,52 @@ mod tests {
         let (authn, _) = authenticator();
         let printed = format!("{authn:?}");
         assert_eq!(printed, "Authenticator { tokens: 3, service_accounts: true }");
+    }
+
+    #[test]
+    fn reload_replaces_static_tokens_and_keeps_them_on_errors() {
+        let (authn, _) = authenticator();
+        let user = |token: &str| authn.authenticate(token).map(|a| a.user.username);
+
+        assert_eq!(
+            authn.reload_static_tokens("carol-token,carol,3\nbob-token,bob,2"),
+            Ok(2)
+        );
+        assert_eq!(user("carol-token").as_deref(), Some("carol"));
+        assert_eq!(user("alice-token"), None, "alice was removed from the file");
+        assert_eq!(
+            user("admin-token").as_deref(),
+            Some("admin"),
+            "the admin token is not in the file"
+        );
+
+        let refused = [
+            (
+                "carol-token,carol",
+                ReloadError::Parse(TokenFileError::TooFewColumns { line: 1, found: 2 }),
+            ),
+            ("", ReloadError::Empty),
+            (
+                "admin-token,mallory,9",
+                ReloadError::Conflict(AuthnError::StaticTokenIsAdminToken { user: "mallory".into() }),
+            ),
+        ];
+        for (text, want) in refused {
+            assert_eq!(authn.reload_static_tokens(text), Err(want), "{text:?}");
+            assert_eq!(user("carol-token").as_deref(), Some("carol"), "after {text:?}");
+            assert_eq!(user("bob-token").as_deref(), Some("bob"), "after {text:?}");
+        }
+        assert_eq!(
+            authn.reload_counts(),
+            ReloadCounts {
+                applied: 1,
+                rejected: 3
+            }
+        );
+
+        // A file of comments only is a deliberate "no static users".
+        assert_eq!(authn.reload_static_tokens("# nobody\n"), Ok(0));
+        assert_eq!(user("carol-token"), None);
+        assert_eq!(user("admin-token").as_deref(), Some("admin"));
     }
 }

@@ -1,163 +1,21 @@
-//! kube-apiserver's / kcp's `--token-auth-file` format.
-//!
-//! One CSV record per line: `token,user,uid[,"group1,group2"]`. Like Go's `encoding/csv` with
-//! `TrimLeadingSpace`, a field may be quoted (`""` escapes a quote) and columns past the fourth are
-//! ignored. Blank lines and lines starting with `#` are skipped. Where kube-apiserver only warns
-//! (empty or duplicate tokens), this parser refuses: a dev server should fail loudly at start.
+//! kube-apiserver's / kcp's `--token-auth-file` format: the parser lives in
+//! [`faros_core::token_file`] (the hub API reads the same file); this adds the conversion to the
+//! server's [`UserInfo`].
 
-use std::collections::HashMap;
-use std::fmt;
+pub use faros_core::token_file::{StaticToken, TokenFileError, parse_token_file};
 
 use super::{GROUP_AUTHENTICATED, UserInfo};
 
-/// One line of a token file. `Debug` never prints the token.
-#[derive(Clone, PartialEq, Eq)]
-pub struct StaticToken {
-    pub token: String,
-    pub user: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-}
-
-impl fmt::Debug for StaticToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StaticToken")
-            .field("token", &"<redacted>")
-            .field("user", &self.user)
-            .field("uid", &self.uid)
-            .field("groups", &self.groups)
-            .finish()
-    }
-}
-
-impl StaticToken {
-    /// The identity this token authenticates as, including `system:authenticated`.
-    pub fn user_info(&self) -> UserInfo {
-        let mut user = UserInfo {
-            username: self.user.clone(),
-            uid: self.uid.clone(),
-            groups: self.groups.clone(),
-            extra: Default::default(),
-        };
-        user.ensure_group(GROUP_AUTHENTICATED);
-        user
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TokenFileError {
-    #[error("token file line {line}: {detail}")]
-    Csv { line: usize, detail: &'static str },
-    #[error("token file line {line}: must have at least 3 columns (token, user name, user uid), found {found}")]
-    TooFewColumns { line: usize, found: usize },
-    #[error("token file line {line}: the token (column 1) is empty")]
-    EmptyToken { line: usize },
-    #[error("token file line {line}: the user name (column 2) is empty")]
-    EmptyUser { line: usize },
-    #[error("token file line {line}: the group list (column 4) contains an empty group name")]
-    EmptyGroup { line: usize },
-    #[error("token file line {line}: duplicate token, already defined on line {first}")]
-    DuplicateToken { line: usize, first: usize },
-}
-
-/// Parses a whole token file. Line numbers in errors are 1-based.
-pub fn parse_token_file(text: &str) -> Result<Vec<StaticToken>, TokenFileError> {
-    let mut tokens = Vec::new();
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    for (index, raw) in text.lines().enumerate() {
-        let line = index + 1;
-        let content = raw.strip_suffix('\r').unwrap_or(raw);
-        let trimmed = content.trim_start();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let fields = split_csv_line(content).map_err(|detail| TokenFileError::Csv { line, detail })?;
-        if fields.len() < 3 {
-            return Err(TokenFileError::TooFewColumns {
-                line,
-                found: fields.len(),
-            });
-        }
-        let mut fields = fields.into_iter();
-        // The length check above guarantees three items; `unwrap_or_default` only satisfies the lint.
-        let token = fields.next().unwrap_or_default();
-        let user = fields.next().unwrap_or_default();
-        let uid = fields.next().unwrap_or_default();
-        let groups = match fields.next() {
-            Some(list) if !list.is_empty() => {
-                let groups: Vec<String> = list.split(',').map(str::to_string).collect();
-                if groups.iter().any(String::is_empty) {
-                    return Err(TokenFileError::EmptyGroup { line });
-                }
-                groups
-            }
-            _ => Vec::new(),
-        };
-        if token.is_empty() {
-            return Err(TokenFileError::EmptyToken { line });
-        }
-        if user.is_empty() {
-            return Err(TokenFileError::EmptyUser { line });
-        }
-        if let Some(&first) = seen.get(&token) {
-            return Err(TokenFileError::DuplicateToken { line, first });
-        }
-        seen.insert(token.clone(), line);
-        tokens.push(StaticToken {
-            token,
-            user,
-            uid,
-            groups,
-        });
-    }
-    Ok(tokens)
-}
-
-/// Splits one CSV record the way Go's `encoding/csv` does with `TrimLeadingSpace` (no multi-line
-/// quoted fields: a token file never needs them).
-fn split_csv_line(line: &str) -> Result<Vec<String>, &'static str> {
-    let mut fields = Vec::new();
-    let mut chars = line.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        let mut field = String::new();
-        if chars.peek() == Some(&'"') {
-            chars.next();
-            loop {
-                match chars.next() {
-                    None => return Err("quoted field is not terminated"),
-                    Some('"') => match chars.peek() {
-                        Some('"') => {
-                            chars.next();
-                            field.push('"');
-                        }
-                        None | Some(',') => break,
-                        Some(_) => return Err("extraneous or missing \" in quoted-field"),
-                    },
-                    Some(c) => field.push(c),
-                }
-            }
-        } else {
-            while let Some(&c) = chars.peek() {
-                if c == ',' {
-                    break;
-                }
-                if c == '"' {
-                    return Err("bare \" in non-quoted-field");
-                }
-                field.push(c);
-                chars.next();
-            }
-        }
-        fields.push(field);
-        match chars.next() {
-            Some(',') => continue,
-            // Both branches above stop only at a comma or the end of the line.
-            _ => return Ok(fields),
-        }
-    }
+/// The identity `token` authenticates as, including `system:authenticated`.
+pub fn user_info(token: &StaticToken) -> UserInfo {
+    let mut user = UserInfo {
+        username: token.user.clone(),
+        uid: token.uid.clone(),
+        groups: token.groups.clone(),
+        extra: Default::default(),
+    };
+    user.ensure_group(GROUP_AUTHENTICATED);
+    user
 }
 
 #[cfg(test)]
@@ -166,107 +24,21 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
-    fn tok(token: &str, user: &str, uid: &str, groups: &[&str]) -> StaticToken {
-        StaticToken {
-            token: token.into(),
-            user: user.into(),
-            uid: uid.into(),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-        }
-    }
-
     #[test]
-    fn good_lines() {
-        let cases: Vec<(&str, Vec<StaticToken>)> = vec![
-            ("t1,alice,uid-1", vec![tok("t1", "alice", "uid-1", &[])]),
-            (
-                "t1,alice,uid-1,\"g1,g2\"",
-                vec![tok("t1", "alice", "uid-1", &["g1", "g2"])],
-            ),
-            ("t1,alice,uid-1,g1", vec![tok("t1", "alice", "uid-1", &["g1"])]),
-            ("t1,alice,,", vec![tok("t1", "alice", "", &[])]),
-            ("t1, alice, uid-1, \"g1\"", vec![tok("t1", "alice", "uid-1", &["g1"])]),
-            (
-                "t1,alice,uid-1,\"g1\",ignored,columns",
-                vec![tok("t1", "alice", "uid-1", &["g1"])],
-            ),
-            ("\"t,1\",\"al\"\"ice\",u", vec![tok("t,1", "al\"ice", "u", &[])]),
-            ("t1,alice,uid-1\r\n", vec![tok("t1", "alice", "uid-1", &[])]),
-            (
-                "# admin tokens\n\n   \nt1,alice,1\n  # indented comment\nt2,bob,2,\"system:masters\"\n",
-                vec![tok("t1", "alice", "1", &[]), tok("t2", "bob", "2", &["system:masters"])],
-            ),
-            ("", vec![]),
-        ];
-        for (input, want) in cases {
-            assert_eq!(parse_token_file(input), Ok(want), "input {input:?}");
-        }
-    }
-
-    #[test]
-    fn bad_lines() {
+    fn user_info_adds_authenticated_once() {
         let cases = [
-            ("t1,alice", TokenFileError::TooFewColumns { line: 1, found: 2 }),
-            ("# c\nt1", TokenFileError::TooFewColumns { line: 2, found: 1 }),
-            (",alice,1", TokenFileError::EmptyToken { line: 1 }),
-            ("t1,,1", TokenFileError::EmptyUser { line: 1 }),
-            ("t1,a,1,\"g1,,g2\"", TokenFileError::EmptyGroup { line: 1 }),
             (
-                "t1,a,1\nt2,b,2\nt1,c,3",
-                TokenFileError::DuplicateToken { line: 3, first: 1 },
+                "t1,alice,1,\"dev,system:authenticated\"",
+                vec!["dev", "system:authenticated"],
             ),
-            (
-                "t1,\"alice,1",
-                TokenFileError::Csv {
-                    line: 1,
-                    detail: "quoted field is not terminated",
-                },
-            ),
-            (
-                "t1,\"alice\"x,1",
-                TokenFileError::Csv {
-                    line: 1,
-                    detail: "extraneous or missing \" in quoted-field",
-                },
-            ),
-            (
-                "t1,al\"ice,1",
-                TokenFileError::Csv {
-                    line: 1,
-                    detail: "bare \" in non-quoted-field",
-                },
-            ),
+            ("t1,bob,,", vec!["system:authenticated"]),
+            ("t1,carol,3,\"ops\"", vec!["ops", "system:authenticated"]),
         ];
-        for (input, want) in cases {
-            assert_eq!(parse_token_file(input), Err(want), "input {input:?}");
+        for (line, want) in cases {
+            let tokens = parse_token_file(line).unwrap();
+            assert_eq!(user_info(&tokens[0]).groups, want, "{line}");
         }
-    }
-
-    #[test]
-    fn error_messages_name_line_and_problem() {
-        let err = parse_token_file("\n\nt1,alice").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "token file line 3: must have at least 3 columns (token, user name, user uid), found 2"
-        );
-        let err = parse_token_file("t1,a,1\nt1,b,2").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "token file line 2: duplicate token, already defined on line 1"
-        );
-    }
-
-    #[test]
-    fn user_info_adds_authenticated_once_and_debug_hides_token() {
-        let t = tok("s3cr3t", "alice", "1", &["dev", "system:authenticated"]);
-        assert_eq!(
-            t.user_info().groups,
-            vec!["dev".to_string(), "system:authenticated".to_string()]
-        );
-        assert_eq!(
-            tok("x", "bob", "", &[]).user_info().groups,
-            vec!["system:authenticated".to_string()]
-        );
-        assert!(!format!("{t:?}").contains("s3cr3t"));
+        let alice = user_info(&parse_token_file("t1,alice,1001").unwrap()[0]);
+        assert_eq!((alice.username.as_str(), alice.uid.as_str()), ("alice", "1001"));
     }
 }

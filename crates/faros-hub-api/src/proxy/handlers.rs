@@ -141,10 +141,12 @@ pub async fn backend(State(st): State<AppState>, req: Request) -> Response {
             .ok_or_else(|| Status::not_found_message(format!("provider {name:?} has no backend")))?;
         let target = routes::join(&base, rest, req.uri().query())
             .map_err(|e| Status::bad_request(format!("cannot build the upstream URL: {e}")))?;
-        let assertion = st.keys.sign(caller.identity(), name, faros_core::identity::now_unix());
+        // Before anything is stripped: the tenant the client names, checked against membership.
+        let identity = st.tenancy.identity_for(&caller, req.headers()).await?;
+        let assertion = st.keys.sign(identity.clone(), name, faros_core::identity::now_unix());
         let mode = Mode::Backend {
             base_path: names::backend_proxy_prefix(name),
-            user: caller.user.clone(),
+            identity,
             assertion,
         };
         let headers = headers::request_headers(req.headers(), &mode, &forwarded(&st, &req));

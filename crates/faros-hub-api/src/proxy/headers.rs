@@ -7,6 +7,7 @@
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
+use faros_core::identity::Identity;
 use faros_core::names;
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1 plus the legacy ones); never forwarded as-is.
@@ -30,10 +31,11 @@ pub const HEADER_BASE_PATH: &str = "x-faros-base-path";
 pub enum Mode {
     /// `/ui/providers/<name>/*`: anonymous, credential-free.
     Ui { base_path: String },
-    /// `/services/providers/<name>/*`: credential-free, plus the verified identity.
+    /// `/services/providers/<name>/*`: credential-free, plus the verified identity (and tenant,
+    /// when the request acts in a workspace).
     Backend {
         base_path: String,
-        user: String,
+        identity: Identity,
         assertion: String,
     },
     /// `/clusters/*`, `/services/apiexport/*`: the caller's credentials go to kcp unchanged.
@@ -118,11 +120,16 @@ pub fn request_headers(inbound: &HeaderMap, mode: &Mode, forwarded: &Forwarded) 
         Mode::Ui { base_path } => set(HEADER_BASE_PATH, base_path),
         Mode::Backend {
             base_path,
-            user,
+            identity,
             assertion,
         } => {
             set(HEADER_BASE_PATH, base_path);
-            set(names::HEADER_USER, user);
+            set(names::HEADER_USER, &identity.user);
+            if !identity.cluster.is_empty() {
+                set(names::HEADER_ORG, &identity.org);
+                set(names::HEADER_WORKSPACE, &identity.workspace);
+                set(names::HEADER_CLUSTER, &identity.cluster);
+            }
             set(names::HEADER_ASSERTION, assertion);
         }
         Mode::Kcp => {}
@@ -214,7 +221,21 @@ mod tests {
         };
         let backend = Mode::Backend {
             base_path: "/services/providers/q".into(),
-            user: "alice".into(),
+            identity: Identity {
+                user: "alice".into(),
+                ..Default::default()
+            },
+            assertion: "signed".into(),
+        };
+        let tenant_backend = Mode::Backend {
+            base_path: "/services/providers/q".into(),
+            identity: Identity {
+                user: "alice".into(),
+                groups: vec!["devs".into()],
+                org: "acme".into(),
+                workspace: "dev".into(),
+                cluster: "c1".into(),
+            },
             assertion: "signed".into(),
         };
         type Case<'a> = (&'a str, Mode, Vec<(&'a str, &'a str)>);
@@ -232,6 +253,22 @@ mod tests {
                     &[
                         ("x-faros-base-path", "/services/providers/q"),
                         ("x-faros-user", "alice"),
+                        ("x-faros-assertion", "signed"),
+                    ],
+                ]
+                .concat(),
+            ),
+            (
+                "backend in a workspace",
+                tenant_backend,
+                [
+                    &common[..],
+                    &[
+                        ("x-faros-base-path", "/services/providers/q"),
+                        ("x-faros-user", "alice"),
+                        ("x-faros-org", "acme"),
+                        ("x-faros-workspace", "dev"),
+                        ("x-faros-cluster", "c1"),
                         ("x-faros-assertion", "signed"),
                     ],
                 ]

@@ -2,7 +2,6 @@
 //! apply its `Provider`, wait for the hub reconciler's kubeconfig Secret, run `init` with that
 //! kubeconfig, then `serve` (controller, backend, MCP tools, UI assets, heartbeats to the hub).
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +27,8 @@ pub struct Dev {
     pub state_dir: PathBuf,
     pub hub_url: String,
     pub ca_pem: String,
-    pub listen: SocketAddr,
+    /// Bound by the caller so the address is known before the provider is provisioned.
+    pub listener: tokio::net::TcpListener,
 }
 
 pub async fn run(dev: Dev, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
@@ -41,9 +41,7 @@ pub async fn run(dev: Dev, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
     let parsed = kube::config::Kubeconfig::from_yaml(&kubeconfig).context("parsing the provider kubeconfig")?;
     let config = kube::Config::from_custom_kubeconfig(parsed, &Default::default()).await?;
 
-    let listener = tokio::net::TcpListener::bind(dev.listen)
-        .await
-        .with_context(|| format!("binding the quickstart backend to {}", dev.listen))?;
+    let listener = dev.listener;
     let url = format!("http://{}", listener.local_addr()?);
 
     // init, exactly as the provider's own `init` subcommand, with the URL it is really served on.

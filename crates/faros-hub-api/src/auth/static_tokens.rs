@@ -1,0 +1,276 @@
+//! Bearer tokens from kcp's token file (`--token-auth-file`), so a user's token works against both
+//! kcp and the hub.
+//!
+//! Tokens are kept only as SHA-256 digests: a lookup hashes the presented token and finds the digest
+//! in a map, so no secret is ever compared byte by byte (timing reveals at most something about a
+//! digest, which says nothing about a token), and a heap dump holds no token.
+//!
+//! The file is re-read when its modification time or length changes. The check runs on the request
+//! path, at most once per [`StaticTokens::check_every`] and by one request at a time (others go on
+//! with the current tokens): authentication is async here, so the `stat` never blocks a worker, and
+//! no background task has to be tied to the hub's lifetime (a router built for a test reloads too).
+//! A bad edit is logged (file and line) and the previous tokens stay in force.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use faros_core::status::Status;
+use faros_core::token_file::{StaticToken, TokenFileError, parse_token_file};
+use futures::future::BoxFuture;
+use http::HeaderMap;
+use sha2::{Digest, Sha256};
+
+use super::{AuthError, Authenticator, Caller, CredentialSource, Verdict, bearer_token, settle, with_authenticated};
+
+/// Default interval between checks of the token file.
+pub const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// Identifies one version of the file: modification time and length. `None`: unreadable.
+type FileStamp = Option<(SystemTime, u64)>;
+
+type Table = HashMap<[u8; 32], Caller>;
+
+struct Check {
+    at: Instant,
+    stamp: FileStamp,
+}
+
+/// How many reloads were applied and refused since [`StaticTokens::load`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReloadCounts {
+    pub applied: u64,
+    pub rejected: u64,
+}
+
+/// Why a changed file was not applied.
+#[derive(Debug, thiserror::Error)]
+enum ReloadError {
+    #[error("cannot read it: {0}")]
+    Read(#[from] std::io::Error),
+    #[error(transparent)]
+    Parse(#[from] TokenFileError),
+    /// Editors truncate before writing; an empty file is a write in progress, not "no users".
+    #[error("it is empty (a write in progress?)")]
+    Empty,
+}
+
+/// Authenticates bearer tokens listed in a token file, reloading it when it changes.
+pub struct StaticTokens {
+    path: PathBuf,
+    check_every: Duration,
+    table: RwLock<Arc<Table>>,
+    check: tokio::sync::Mutex<Check>,
+    applied: AtomicU64,
+    rejected: AtomicU64,
+}
+
+impl std::fmt::Debug for StaticTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StaticTokens")
+            .field("path", &self.path)
+            .field("tokens", &self.current().len())
+            .finish()
+    }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+fn table(tokens: Vec<StaticToken>) -> Table {
+    tokens
+        .into_iter()
+        .map(|t| {
+            let caller = Caller {
+                user: t.user,
+                groups: with_authenticated(t.groups),
+                source: CredentialSource::StaticToken,
+            };
+            (digest(&t.token), caller)
+        })
+        .collect()
+}
+
+fn stamp_of(meta: &std::fs::Metadata) -> FileStamp {
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+impl StaticTokens {
+    /// Reads and parses `path`; a missing or invalid file is an error (fail at start, loudly).
+    pub fn load(path: impl Into<PathBuf>) -> Result<Self, AuthError> {
+        let path = path.into();
+        let read_err = |source| AuthError::TokenFileRead {
+            path: path.clone(),
+            source,
+        };
+        // Stamp before reading: an edit landing in between is then seen by the first check.
+        let stamp = stamp_of(&std::fs::metadata(&path).map_err(read_err)?);
+        let text = std::fs::read_to_string(&path).map_err(read_err)?;
+        let tokens = parse_token_file(&text).map_err(|source| AuthError::TokenFile {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Self {
+            table: RwLock::new(Arc::new(table(tokens))),
+            check: tokio::sync::Mutex::new(Check {
+                at: Instant::now(),
+                stamp,
+            }),
+            path,
+            check_every: CHECK_EVERY,
+            applied: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+        })
+    }
+
+    /// Checks the file for changes at most once per `every` (default [`CHECK_EVERY`]).
+    pub fn check_every(mut self, every: Duration) -> Self {
+        self.check_every = every;
+        self
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn reload_counts(&self) -> ReloadCounts {
+        ReloadCounts {
+            applied: self.applied.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
+        }
+    }
+
+    fn current(&self) -> Arc<Table> {
+        self.table.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Re-reads the file if it is due for a check and changed since the last one.
+    async fn refresh(&self) {
+        // One request checks; concurrent ones carry on with the tokens they have.
+        let Ok(mut check) = self.check.try_lock() else {
+            return;
+        };
+        if check.at.elapsed() < self.check_every {
+            return;
+        }
+        check.at = Instant::now();
+        let stamp = tokio::fs::metadata(&self.path).await.ok().and_then(|m| stamp_of(&m));
+        if stamp == check.stamp {
+            return;
+        }
+        check.stamp = stamp;
+        match self.read().await {
+            Ok(tokens) => {
+                let users = tokens.len();
+                *self.table.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(table(tokens));
+                self.applied.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(path = %self.path.display(), users, "token file reloaded");
+            }
+            Err(e) => {
+                self.rejected.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(path = %self.path.display(), error = %e, "token file not reloaded; keeping the previous tokens");
+            }
+        }
+    }
+
+    async fn read(&self) -> Result<Vec<StaticToken>, ReloadError> {
+        let text = tokio::fs::read_to_string(&self.path).await?;
+        if text.is_empty() {
+            return Err(ReloadError::Empty);
+        }
+        Ok(parse_token_file(&text)?)
+    }
+
+    /// The caller `token` authenticates as, if it is in the file.
+    pub async fn lookup(&self, token: &str) -> Option<Caller> {
+        self.refresh().await;
+        self.current().get(&digest(token)).cloned()
+    }
+}
+
+impl Authenticator for StaticTokens {
+    fn authenticate<'a>(&'a self, headers: &'a HeaderMap) -> BoxFuture<'a, Result<Caller, Status>> {
+        Box::pin(async move {
+            if bearer_token(headers).is_none() {
+                return Err(super::missing_credentials());
+            }
+            settle(self.verdict(headers).await)
+        })
+    }
+
+    /// A token not in the file is [`Verdict::NotMine`]: kcp may still know it (ServiceAccounts).
+    fn verdict<'a>(&'a self, headers: &'a HeaderMap) -> BoxFuture<'a, Verdict> {
+        Box::pin(async move {
+            let Some(token) = bearer_token(headers) else {
+                return Verdict::NotMine;
+            };
+            match self.lookup(token).await {
+                Some(caller) => Verdict::Accepted(caller),
+                None => Verdict::NotMine,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::auth::test_support::{bearer, headers};
+    use pretty_assertions::assert_eq;
+
+    fn caller(user: &str, groups: &[&str]) -> Caller {
+        Caller {
+            user: user.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            source: CredentialSource::StaticToken,
+        }
+    }
+
+    #[tokio::test]
+    async fn authenticates_listed_tokens_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.csv");
+        std::fs::write(&path, "alice-token,alice,1,\"dev,ops\"\nbob-token,bob,2\n").unwrap();
+        let tokens = StaticTokens::load(&path).unwrap();
+        let cases = [
+            (
+                "alice-token",
+                Some(caller("alice", &["dev", "ops", "system:authenticated"])),
+            ),
+            ("bob-token", Some(caller("bob", &["system:authenticated"]))),
+            ("alice-token2", None),
+            ("alice-toke", None),
+            ("ALICE-TOKEN", None),
+        ];
+        for (token, want) in cases {
+            assert_eq!(tokens.lookup(token).await, want, "{token}");
+        }
+        assert_eq!(tokens.authenticate(&bearer("alice-token")).await.unwrap().user, "alice");
+        let unknown = tokens.authenticate(&bearer("nobody-token")).await.unwrap_err();
+        assert_eq!((unknown.code, unknown.message.contains("nobody")), (401, false));
+        assert_eq!(tokens.authenticate(&headers(None)).await.unwrap_err().code, 401);
+        assert_eq!(tokens.verdict(&bearer("nobody-token")).await, Verdict::NotMine);
+        assert!(!format!("{tokens:?}").contains("alice-token"));
+    }
+
+    #[test]
+    fn load_fails_loudly() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = StaticTokens::load(dir.path().join("absent.csv")).unwrap_err();
+        assert!(matches!(missing, AuthError::TokenFileRead { .. }), "{missing}");
+        let path = dir.path().join("bad.csv");
+        std::fs::write(&path, "t1,alice,1\nt2,bob\n").unwrap();
+        let bad = StaticTokens::load(&path).unwrap_err();
+        assert_eq!(
+            bad.to_string(),
+            format!(
+                "token file {}: token file line 2: must have at least 3 columns (token, user name, user uid), found 2",
+                path.display()
+            )
+        );
+    }
+}

@@ -1,0 +1,58 @@
+//! `/api/orgs/{org}/workspaces/{ws}/mcp`: authentication and membership first (Status JSON),
+//! then rmcp's streamable HTTP service bound to that workspace and caller.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tower::ServiceExt;
+
+use super::server::WorkspaceServer;
+use super::{Federation, WorkspaceCtx};
+use crate::auth::{Caller, missing_credentials};
+
+/// The endpoint's route.
+pub const MCP_ROUTE: &str = "/api/orgs/{org}/workspaces/{ws}/mcp";
+
+/// The MCP route. Mount it behind the authenticating middleware (it needs the
+/// [`Caller`] extension; without one it answers 401).
+pub fn routes<S>(fed: Arc<Federation>) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    Router::new().route(MCP_ROUTE, any(handle)).with_state(fed)
+}
+
+fn server_config(fed: &Federation) -> StreamableHttpServerConfig {
+    StreamableHttpServerConfig::default()
+        // rmcp's Host allow-list guards unauthenticated local servers against DNS rebinding;
+        // the hub is served under its public name and every request carries credentials.
+        .disable_allowed_hosts()
+        .with_cancellation_token(fed.shutdown.child_token())
+}
+
+async fn handle(State(fed): State<Arc<Federation>>, Path((org, ws)): Path<(String, String)>, req: Request) -> Response {
+    let Some(caller) = req.extensions().get::<Caller>().cloned() else {
+        return missing_credentials().into_response();
+    };
+    let target = match fed.directory.resolve(&caller, &org, &ws).await {
+        Ok(t) => t,
+        Err(status) => return status.into_response(),
+    };
+    let ctx = Arc::new(WorkspaceCtx { caller, target });
+    let sessions = fed.sessions_for(&ctx);
+    let config = server_config(&fed);
+    let make = {
+        let fed = fed.clone();
+        move || Ok(WorkspaceServer::new(fed.clone(), ctx.clone()))
+    };
+    let service = StreamableHttpService::new(make, sessions, config);
+    match service.oneshot(req).await {
+        Ok(resp) => resp.map(Body::new),
+        Err(never) => match never {},
+    }
+}

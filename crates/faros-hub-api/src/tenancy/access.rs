@@ -1,0 +1,336 @@
+//! Who may do what in a tenant workspace, decided by kcp itself.
+//!
+//! Membership is kcp RBAC inside the workspace (see [`super::rbac`]); the hub never keeps its own
+//! membership list. A caller is a **member** of a workspace when kcp would let them in at all
+//! (`access` on `/`), and an **admin** when kcp would let them create APIBindings there, which is
+//! exactly what Enable does on their behalf. Both questions are SubjectAccessReviews against the
+//! workspace, so `kubectl` and the hub can never disagree. Answers are cached briefly per
+//! (user, groups, cluster) so a busy portal or MCP client does not cost two kcp round trips per
+//! request; the TTL bounds how long a revoked member keeps access through the hub.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use faros_core::client::ClientFactory;
+use faros_core::kcp::{LogicalClusterPhase, Workspace};
+use faros_core::names;
+use faros_core::status::Status;
+use k8s_openapi::api::authorization::v1::{
+    NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use kube::Api;
+use kube::api::PostParams;
+use tokio::time::Instant;
+
+use crate::auth::Caller;
+
+/// The group every authenticated user is in; SARs must carry it for kcp's default grants to apply.
+pub const GROUP_AUTHENTICATED: &str = "system:authenticated";
+
+/// A caller's standing in a workspace. `Admin` implies `Member`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Member,
+    Admin,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Member => "member",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+/// A resolved organization (`workspace: None`) or team workspace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkspaceRef {
+    pub org: String,
+    pub workspace: Option<String>,
+    /// Canonical kcp path, e.g. `root:faros:tenants:acme:dev`.
+    pub path: String,
+    /// Logical cluster name (what `/clusters/<cluster>` and identity assertions carry).
+    pub cluster: String,
+}
+
+/// Tuning of [`Access`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessSettings {
+    /// How long a SubjectAccessReview answer is reused.
+    pub decision_ttl: Duration,
+    /// How long a workspace name → logical cluster resolution is reused.
+    pub resolve_ttl: Duration,
+}
+
+impl Default for AccessSettings {
+    fn default() -> Self {
+        Self {
+            decision_ttl: Duration::from_secs(5),
+            resolve_ttl: Duration::from_secs(30),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct DecisionKey {
+    user: String,
+    groups: Vec<String>,
+    cluster: String,
+}
+
+/// Resolves tenant workspaces and decides membership (see the module docs).
+pub struct Access {
+    factory: ClientFactory,
+    settings: AccessSettings,
+    decisions: Mutex<HashMap<DecisionKey, (Instant, Option<Role>)>>,
+    resolved: Mutex<HashMap<String, (Instant, WorkspaceRef)>>,
+}
+
+impl Access {
+    pub fn new(factory: ClientFactory, settings: AccessSettings) -> Self {
+        Self {
+            factory,
+            settings,
+            decisions: Mutex::new(HashMap::new()),
+            resolved: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn factory(&self) -> &ClientFactory {
+        &self.factory
+    }
+
+    /// Forgets cached answers (after the hub itself changed memberships or deleted workspaces).
+    pub fn invalidate(&self) {
+        if let Ok(mut d) = self.decisions.lock() {
+            d.clear();
+        }
+        if let Ok(mut r) = self.resolved.lock() {
+            r.clear();
+        }
+    }
+
+    /// The organization `org`, or its team workspace `ws`. 404 when absent, 503 while kcp is still
+    /// initializing it (clients retry), 400 for names that cannot be workspaces.
+    pub async fn resolve(&self, org: &str, ws: Option<&str>) -> Result<WorkspaceRef, Status> {
+        names::validate_dns_label(org).map_err(|e| Status::bad_request(format!("organization {org:?}: {e}")))?;
+        if let Some(ws) = ws {
+            names::validate_dns_label(ws).map_err(|e| Status::bad_request(format!("workspace {ws:?}: {e}")))?;
+        }
+        let path = match ws {
+            Some(ws) => names::team_workspace_path(org, ws),
+            None => names::org_workspace_path(org),
+        };
+        if let Some(hit) = self.cached_resolution(&path) {
+            return Ok(hit);
+        }
+        let (parent, name) = match ws {
+            Some(ws) => (names::org_workspace_path(org), ws),
+            None => (names::TENANTS_PATH.to_string(), org),
+        };
+        let client = self
+            .factory
+            .cluster(&parent)
+            .map_err(|e| Status::internal(format!("building a kcp client: {e}")))?;
+        let what = match ws {
+            Some(ws) => format!("workspace {ws:?} in organization {org:?}"),
+            None => format!("organization {org:?}"),
+        };
+        let workspace = match Api::<Workspace>::all(client).get_opt(name).await {
+            Ok(Some(w)) => w,
+            Ok(None) => return Err(Status::not_found_message(format!("{what} not found"))),
+            // The org itself is gone: the team workspace is too.
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
+                return Err(Status::not_found_message(format!("{what} not found")));
+            }
+            Err(e) => return Err(Status::from(e)),
+        };
+        let phase = workspace.status.as_ref().and_then(|s| s.phase.clone());
+        let cluster = workspace.spec.cluster.clone().unwrap_or_default();
+        if workspace.metadata.deletion_timestamp.is_some() {
+            return Err(Status::not_found_message(format!("{what} is being deleted")));
+        }
+        if phase != Some(LogicalClusterPhase::Ready) || cluster.is_empty() {
+            return Err(Status::unavailable(format!(
+                "{what} is not ready yet (phase {}); retry shortly",
+                phase.map(|p| format!("{p:?}")).unwrap_or_else(|| "unknown".into())
+            )));
+        }
+        let resolved = WorkspaceRef {
+            org: org.to_string(),
+            workspace: ws.map(str::to_string),
+            path: path.clone(),
+            cluster,
+        };
+        if let Ok(mut r) = self.resolved.lock() {
+            r.insert(path, (Instant::now(), resolved.clone()));
+        }
+        Ok(resolved)
+    }
+
+    fn cached_resolution(&self, path: &str) -> Option<WorkspaceRef> {
+        let r = self.resolved.lock().ok()?;
+        let (at, hit) = r.get(path)?;
+        (at.elapsed() < self.settings.resolve_ttl).then(|| hit.clone())
+    }
+
+    /// The caller's role in the logical cluster `cluster`, `None` when not a member.
+    pub async fn role(&self, caller: &Caller, cluster: &str) -> Result<Option<Role>, Status> {
+        let key = DecisionKey {
+            user: caller.user.clone(),
+            groups: caller.groups.clone(),
+            cluster: cluster.to_string(),
+        };
+        if let Ok(d) = self.decisions.lock()
+            && let Some((at, role)) = d.get(&key)
+            && at.elapsed() < self.settings.decision_ttl
+        {
+            return Ok(*role);
+        }
+        let (member, admin) = tokio::try_join!(
+            self.review(caller, cluster, member_attributes()),
+            self.review(caller, cluster, admin_attributes()),
+        )?;
+        let role = role_from(member, admin);
+        if let Ok(mut d) = self.decisions.lock() {
+            // Bounded: entries past their TTL are dropped whenever the map grows large.
+            if d.len() > 10_000 {
+                let ttl = self.settings.decision_ttl;
+                d.retain(|_, (at, _)| at.elapsed() < ttl);
+            }
+            d.insert(key, (Instant::now(), role));
+        }
+        Ok(role)
+    }
+
+    /// Resolves the workspace and requires at least `min` there: 404 when it does not exist, 403
+    /// when the caller is not a member (or only a member where admin is needed).
+    pub async fn require(
+        &self,
+        caller: &Caller,
+        org: &str,
+        ws: Option<&str>,
+        min: Role,
+    ) -> Result<(WorkspaceRef, Role), Status> {
+        let target = self.resolve(org, ws).await?;
+        let role = self.role(caller, &target.cluster).await?;
+        match role {
+            Some(r) if r >= min => Ok((target, r)),
+            Some(_) => Err(Status::forbidden(format!(
+                "user {:?} is a member of {} but this needs the admin role",
+                caller.user,
+                describe(&target)
+            ))),
+            None => Err(Status::forbidden(format!(
+                "user {:?} is not a member of {}",
+                caller.user,
+                describe(&target)
+            ))),
+        }
+    }
+
+    async fn review(&self, caller: &Caller, cluster: &str, attrs: Attrs) -> Result<bool, Status> {
+        let client = self
+            .factory
+            .cluster(cluster)
+            .map_err(|e| Status::internal(format!("building a kcp client: {e}")))?;
+        let mut groups = caller.groups.clone();
+        if !groups.iter().any(|g| g == GROUP_AUTHENTICATED) {
+            groups.push(GROUP_AUTHENTICATED.to_string());
+        }
+        let (resource_attributes, non_resource_attributes) = match attrs {
+            Attrs::Resource(r) => (Some(r), None),
+            Attrs::NonResource(n) => (None, Some(n)),
+        };
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(caller.user.clone()),
+                groups: Some(groups),
+                resource_attributes,
+                non_resource_attributes,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let answer = Api::<SubjectAccessReview>::all(client)
+            .create(&PostParams::default(), &review)
+            .await
+            .map_err(Status::from)?;
+        Ok(answer.status.is_some_and(|s| s.allowed && !s.denied.unwrap_or(false)))
+    }
+}
+
+enum Attrs {
+    Resource(ResourceAttributes),
+    NonResource(NonResourceAttributes),
+}
+
+/// Being let into the workspace at all: kcp's workspace content authorizer asks exactly this.
+fn member_attributes() -> Attrs {
+    Attrs::NonResource(NonResourceAttributes {
+        path: Some("/".into()),
+        verb: Some("access".into()),
+    })
+}
+
+/// Creating APIBindings: what Enable does, and what the member role does not grant.
+fn admin_attributes() -> Attrs {
+    Attrs::Resource(ResourceAttributes {
+        verb: Some("create".into()),
+        group: Some("apis.kcp.io".into()),
+        resource: Some("apibindings".into()),
+        ..Default::default()
+    })
+}
+
+/// Admin rights without `access` (possible only through hand-written RBAC) are no membership:
+/// kcp would not let that user into the workspace.
+fn role_from(member: bool, admin: bool) -> Option<Role> {
+    match (member, admin) {
+        (true, true) => Some(Role::Admin),
+        (true, false) => Some(Role::Member),
+        (false, _) => None,
+    }
+}
+
+/// "organization \"acme\"" or "workspace \"dev\" of organization \"acme\"".
+pub fn describe(target: &WorkspaceRef) -> String {
+    match &target.workspace {
+        Some(ws) => format!("workspace {ws:?} of organization {:?}", target.org),
+        None => format!("organization {:?}", target.org),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_from_reviews() {
+        for (member, admin, want) in [
+            (true, true, Some(Role::Admin)),
+            (true, false, Some(Role::Member)),
+            (false, true, None),
+            (false, false, None),
+        ] {
+            assert_eq!(role_from(member, admin), want, "member={member} admin={admin}");
+        }
+        assert!(Role::Admin > Role::Member);
+    }
+
+    #[test]
+    fn describes_targets() {
+        let mut t = WorkspaceRef {
+            org: "acme".into(),
+            workspace: Some("dev".into()),
+            path: "root:faros:tenants:acme:dev".into(),
+            cluster: "abc".into(),
+        };
+        assert_eq!(describe(&t), "workspace \"dev\" of organization \"acme\"");
+        t.workspace = None;
+        assert_eq!(describe(&t), "organization \"acme\"");
+    }
+}

@@ -1,0 +1,114 @@
+//! The tenant a backend-proxy (or MCP) request acts in.
+//!
+//! A client names the tenant with `X-Faros-Org` and `X-Faros-Workspace`; the hub checks the caller
+//! is a member there and only then asserts org, workspace and logical cluster to the provider. A
+//! request naming neither is a tenant-less call (the identity carries only the user); naming one
+//! without the other is a 400, never a guess.
+
+use faros_core::identity::Identity;
+use faros_core::names;
+use faros_core::status::Status;
+use http::HeaderMap;
+
+use super::Tenancy;
+use super::access::{Role, WorkspaceRef};
+use crate::auth::Caller;
+
+/// The org and workspace a request names, if any.
+pub fn requested_tenant(headers: &HeaderMap) -> Result<Option<(String, String)>, Status> {
+    let get = |name: &str| -> Result<Option<String>, Status> {
+        match headers.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .to_str()
+                .map(|s| Some(s.trim().to_string()))
+                .map_err(|_| Status::bad_request(format!("{name}: not a valid header value"))),
+        }
+    };
+    match (get(names::HEADER_ORG)?, get(names::HEADER_WORKSPACE)?) {
+        (None, None) => Ok(None),
+        (Some(org), Some(ws)) if !org.is_empty() && !ws.is_empty() => Ok(Some((org, ws))),
+        _ => Err(Status::bad_request(format!(
+            "send both {} and {} to act in a workspace, or neither",
+            names::HEADER_ORG,
+            names::HEADER_WORKSPACE
+        ))),
+    }
+}
+
+/// The identity asserted for `caller` in `target`.
+pub fn identity_in(caller: &Caller, target: Option<&WorkspaceRef>) -> Identity {
+    let mut id = caller.identity();
+    if let Some(t) = target {
+        id.org = t.org.clone();
+        id.workspace = t.workspace.clone().unwrap_or_default();
+        id.cluster = t.cluster.clone();
+    }
+    id
+}
+
+impl Tenancy {
+    /// Resolves the tenant named by `headers` (membership required: 403 otherwise) and returns
+    /// the identity to assert.
+    pub async fn identity_for(&self, caller: &Caller, headers: &HeaderMap) -> Result<Identity, Status> {
+        match requested_tenant(headers)? {
+            None => Ok(identity_in(caller, None)),
+            Some((org, ws)) => {
+                let (target, _) = self.access.require(caller, &org, Some(&ws), Role::Member).await?;
+                Ok(identity_in(caller, Some(&target)))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn tenant_headers() {
+        assert_eq!(requested_tenant(&headers(&[])).unwrap(), None);
+        assert_eq!(
+            requested_tenant(&headers(&[("x-faros-org", "acme"), ("x-faros-workspace", "dev")])).unwrap(),
+            Some(("acme".into(), "dev".into()))
+        );
+        for bad in [
+            headers(&[("x-faros-org", "acme")]),
+            headers(&[("x-faros-workspace", "dev")]),
+            headers(&[("x-faros-org", ""), ("x-faros-workspace", "dev")]),
+        ] {
+            assert_eq!(requested_tenant(&bad).unwrap_err().code, 400);
+        }
+    }
+
+    #[test]
+    fn identities() {
+        let caller = Caller {
+            user: "alice".into(),
+            groups: vec!["g".into()],
+            ..Default::default()
+        };
+        let bare = identity_in(&caller, None);
+        assert_eq!((bare.user.as_str(), bare.org.as_str(), bare.cluster.as_str()), ("alice", "", ""));
+        let t = WorkspaceRef {
+            org: "acme".into(),
+            workspace: Some("dev".into()),
+            path: "root:faros:tenants:acme:dev".into(),
+            cluster: "c1".into(),
+        };
+        let id = identity_in(&caller, Some(&t));
+        assert_eq!(
+            (id.org.as_str(), id.workspace.as_str(), id.cluster.as_str(), id.groups.clone()),
+            ("acme", "dev", "c1", vec!["g".to_string()])
+        );
+    }
+}

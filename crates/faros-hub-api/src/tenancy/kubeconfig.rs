@@ -1,0 +1,118 @@
+//! `GET /api/orgs/{org}/workspaces/{ws}/kubeconfig`: a kubeconfig that reaches the workspace
+//! through the hub's kcp pass-through, so `kubectl get <provider resources>` works for tenants.
+//!
+//! No credential is included unless the caller asks (`?includeToken=true`) and authenticated with
+//! a static token, which the hub then echoes back to its own owner. OIDC users plug in their own
+//! token (kcp must trust the same issuer).
+
+use axum::Extension;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use faros_core::status::Status;
+
+use super::access::Role;
+use crate::app::AppState;
+use crate::auth::{Caller, CredentialSource, bearer_token};
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Params {
+    #[serde(default)]
+    pub include_token: bool,
+}
+
+/// The kubeconfig document (IO-free; `token` only when it may be shared).
+pub fn document(server: &str, ca_pem: Option<&str>, context: &str, user: &str, token: Option<&str>) -> serde_json::Value {
+    let mut cluster = serde_json::json!({ "server": server });
+    if let Some(ca) = ca_pem {
+        cluster["certificate-authority-data"] = base64::engine::general_purpose::STANDARD.encode(ca).into();
+    }
+    let mut user_entry = serde_json::json!({});
+    if let Some(t) = token {
+        user_entry["token"] = t.into();
+    }
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context, "cluster": cluster}],
+        "users": [{"name": user, "user": user_entry}],
+        "contexts": [{"name": context, "context": {"cluster": context, "user": user}}],
+        "current-context": context,
+    })
+}
+
+/// The hub's public base URL: configured, or as this request reached it.
+pub fn public_url(configured: Option<&str>, headers: &HeaderMap, proto: &str) -> Result<String, Status> {
+    if let Some(u) = configured {
+        return Ok(u.trim_end_matches('/').to_string());
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_alphanumeric() || "-.:[]".contains(c)))
+        .ok_or_else(|| Status::bad_request("cannot tell the hub's address: no valid Host header"))?;
+    Ok(format!("{proto}://{host}"))
+}
+
+pub async fn kubeconfig(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path((org, ws)): Path<(String, String)>,
+    Query(params): Query<Params>,
+    headers: HeaderMap,
+) -> Result<Response, Status> {
+    let (target, _) = st.tenancy.access.require(&caller, &org, Some(&ws), Role::Member).await?;
+    let token = if params.include_token {
+        if caller.source != CredentialSource::StaticToken {
+            return Err(Status::bad_request(
+                "includeToken=true works only for static-token users; use your own token with this kubeconfig",
+            ));
+        }
+        bearer_token(&headers)
+    } else {
+        None
+    };
+    let base = public_url(st.tenancy.settings.public_url.as_deref(), &headers, st.settings.public_proto)?;
+    let server = format!("{base}/clusters/{}", target.cluster);
+    let context = format!("{org}-{ws}");
+    let doc = document(&server, st.tenancy.settings.ca_pem.as_deref(), &context, &caller.user, token);
+    let yaml = serde_saphyr::to_string(&doc).map_err(|e| Status::internal(format!("rendering the kubeconfig: {e}")))?;
+    let mut resp = yaml.into_response();
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/yaml"));
+    // It may carry a credential.
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(resp)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents() {
+        let d = document("https://hub:8443/clusters/abc", Some("PEM"), "acme-dev", "alice", None);
+        assert_eq!(d["clusters"][0]["cluster"]["server"], "https://hub:8443/clusters/abc");
+        assert_eq!(d["clusters"][0]["cluster"]["certificate-authority-data"], "UEVN");
+        assert_eq!(d["users"][0]["user"], serde_json::json!({}));
+        assert_eq!(d["current-context"], "acme-dev");
+        let with = document("s", None, "c", "alice", Some("tok"));
+        assert_eq!(with["users"][0]["user"]["token"], "tok");
+        assert!(with["clusters"][0]["cluster"].get("certificate-authority-data").is_none());
+    }
+
+    #[test]
+    fn public_urls() {
+        let mut h = HeaderMap::new();
+        assert_eq!(public_url(Some("https://hub.example.com/"), &h, "https").unwrap(), "https://hub.example.com");
+        assert_eq!(public_url(None, &h, "https").unwrap_err().code, 400);
+        h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8443"));
+        assert_eq!(public_url(None, &h, "https").unwrap(), "https://127.0.0.1:8443");
+        h.insert(header::HOST, HeaderValue::from_static("evil/path"));
+        assert_eq!(public_url(None, &h, "http").unwrap_err().code, 400);
+    }
+}

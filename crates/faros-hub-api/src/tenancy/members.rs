@@ -1,0 +1,167 @@
+//! `/api/orgs/{org}[/workspaces/{ws}]/members[/{user}]`: membership as ClusterRoleBindings.
+//!
+//! Members may read the list; admins change it. Changing an organization's admins re-materializes
+//! them into every team workspace of the org. The last direct admin of an organization cannot be
+//! removed or demoted: nobody could manage it afterwards.
+
+use axum::Extension;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use faros_core::status::Status;
+
+use super::access::{Role, WorkspaceRef};
+use super::rbac::Membership;
+use super::spaces;
+use crate::app::AppState;
+use crate::auth::Caller;
+
+#[derive(serde::Serialize)]
+pub struct MemberList {
+    pub items: Vec<Membership>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PutMember {
+    pub role: Role,
+}
+
+fn validate_user(user: &str) -> Result<(), Status> {
+    if user.is_empty() || user.len() > 256 || user.chars().any(char::is_control) {
+        return Err(Status::bad_request(format!("user {user:?}: must be 1-256 printable characters")));
+    }
+    if user.starts_with("system:") {
+        return Err(Status::bad_request(format!(
+            "user {user:?}: system identities cannot be workspace members"
+        )));
+    }
+    Ok(())
+}
+
+async fn list(st: &AppState, caller: &Caller, org: &str, ws: Option<&str>) -> Result<Json<MemberList>, Status> {
+    let (target, _) = st.tenancy.access.require(caller, org, ws, Role::Member).await?;
+    Ok(Json(MemberList {
+        items: spaces::members(&st.tenancy, &target.cluster).await?,
+    }))
+}
+
+async fn put(st: &AppState, caller: &Caller, org: &str, ws: Option<&str>, user: &str, bytes: &[u8]) -> Result<Response, Status> {
+    validate_user(user)?;
+    let req: PutMember =
+        serde_json::from_slice(bytes).map_err(|e| Status::bad_request(format!("invalid request body: {e}")))?;
+    let (target, _) = st.tenancy.access.require(caller, org, ws, Role::Admin).await?;
+    if req.role == Role::Member {
+        guard_last_admin(st, &target, user).await?;
+    }
+    spaces::set_member(&st.tenancy, &target.cluster, user, req.role).await?;
+    if target.workspace.is_none() {
+        spaces::propagate_org_admins(&st.tenancy, &target).await?;
+    }
+    tracing::info!(%org, workspace = ?ws, member = %user, role = req.role.as_str(), by = %caller.user, "membership set");
+    Ok(Json(Membership {
+        user: user.to_string(),
+        role: req.role,
+        inherited: false,
+    })
+    .into_response())
+}
+
+async fn remove(st: &AppState, caller: &Caller, org: &str, ws: Option<&str>, user: &str) -> Result<Response, Status> {
+    validate_user(user)?;
+    let (target, _) = st.tenancy.access.require(caller, org, ws, Role::Admin).await?;
+    guard_last_admin(st, &target, user).await?;
+    let removed = spaces::remove_member(&st.tenancy, &target.cluster, user).await?;
+    if target.workspace.is_none() {
+        spaces::propagate_org_admins(&st.tenancy, &target).await?;
+    }
+    if !removed {
+        return Err(Status::not_found_message(format!("{user:?} is not a direct member")));
+    }
+    tracing::info!(%org, workspace = ?ws, member = %user, by = %caller.user, "membership removed");
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// 409 when `user` is the only direct admin of an organization.
+async fn guard_last_admin(st: &AppState, target: &WorkspaceRef, user: &str) -> Result<(), Status> {
+    if target.workspace.is_some() {
+        return Ok(());
+    }
+    let admins = spaces::org_admins(&st.tenancy, target).await?;
+    if admins.len() == 1 && admins[0] == user {
+        return Err(Status::conflict_message(format!(
+            "{user:?} is the last admin of organization {:?}; add another admin first",
+            target.org
+        )));
+    }
+    Ok(())
+}
+
+pub async fn list_org(
+    State(st): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path(org): Path<String>,
+) -> Result<Json<MemberList>, Status> {
+    list(&st, &c, &org, None).await
+}
+
+pub async fn list_ws(
+    State(st): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path((org, ws)): Path<(String, String)>,
+) -> Result<Json<MemberList>, Status> {
+    list(&st, &c, &org, Some(&ws)).await
+}
+
+pub async fn put_org(
+    State(st): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path((org, user)): Path<(String, String)>,
+    bytes: axum::body::Bytes,
+) -> Result<Response, Status> {
+    put(&st, &c, &org, None, &user, &bytes).await
+}
+
+pub async fn put_ws(
+    State(st): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path((org, ws, user)): Path<(String, String, String)>,
+    bytes: axum::body::Bytes,
+) -> Result<Response, Status> {
+    put(&st, &c, &org, Some(&ws), &user, &bytes).await
+}
+
+pub async fn delete_org(
+    State(st): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path((org, user)): Path<(String, String)>,
+) -> Result<Response, Status> {
+    remove(&st, &c, &org, None, &user).await
+}
+
+pub async fn delete_ws(
+    State(st): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path((org, ws, user)): Path<(String, String, String)>,
+) -> Result<Response, Status> {
+    remove(&st, &c, &org, Some(&ws), &user).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usernames() {
+        for (u, ok) in [
+            ("alice", true),
+            ("oidc:alice@example.com", true),
+            ("", false),
+            ("system:serviceaccount:default:x", false),
+            ("a\nb", false),
+        ] {
+            assert_eq!(validate_user(u).is_ok(), ok, "{u:?}");
+        }
+    }
+}

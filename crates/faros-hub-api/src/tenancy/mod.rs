@@ -1,0 +1,80 @@
+//! Tenancy: organizations and team workspaces as kcp workspaces, membership as kcp RBAC inside
+//! them, and what tenants do there (Enable/Disable providers, MCP federation).
+//!
+//! One source of truth: an organization is the workspace `root:faros:tenants:<org>`, a team
+//! workspace is `root:faros:tenants:<org>:<ws>`, and a user belongs to one when a ClusterRoleBinding
+//! there grants them `faros:workspace:admin` or `faros:workspace:member` ([`rbac`]). The hub asks kcp
+//! ([`access`]) instead of keeping an index, so what the portal shows and what `kubectl` allows are
+//! the same thing. Org admins are materialized as admins into every workspace of the org, because
+//! kcp RBAC does not inherit across workspaces.
+//!
+//! This module must not talk to providers; it only reads the registry and writes kcp.
+
+pub mod access;
+pub mod identity;
+pub mod kubeconfig;
+pub mod enable;
+pub mod me;
+pub mod members;
+pub mod orgs;
+pub mod rbac;
+pub mod routes;
+pub mod spaces;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use faros_core::client::ClientFactory;
+use tokio::sync::watch;
+
+pub use access::{Access, AccessSettings, Role, WorkspaceRef};
+
+/// Settings of the tenant-facing API.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TenancySettings {
+    pub access: AccessSettings,
+    /// The hub's public base URL (what tenant kubeconfigs point at), e.g. `https://hub.example.com`.
+    /// `None`: derived from the request's `Host` and the serving scheme.
+    pub public_url: Option<String>,
+    /// PEM CA bundle clients need to trust the hub (goes into tenant kubeconfigs).
+    pub ca_pem: Option<String>,
+    /// How long Enable waits for the APIBinding to become Bound before answering 202.
+    pub enable_wait: Option<Duration>,
+}
+
+/// Shared state of the tenancy routes.
+pub struct Tenancy {
+    pub access: Access,
+    pub settings: TenancySettings,
+    /// Bumped whenever the hub enables or disables a provider somewhere (MCP federation listens).
+    bindings_changed: watch::Sender<u64>,
+}
+
+impl Tenancy {
+    pub fn new(factory: ClientFactory, settings: TenancySettings) -> Arc<Self> {
+        Arc::new(Self {
+            access: Access::new(factory, settings.access),
+            settings,
+            bindings_changed: watch::channel(0).0,
+        })
+    }
+
+    /// Tells listeners that some workspace's set of enabled providers changed.
+    pub fn notify_bindings_changed(&self) {
+        self.bindings_changed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Changes announced by [`Tenancy::notify_bindings_changed`].
+    pub fn subscribe_bindings(&self) -> watch::Receiver<u64> {
+        self.bindings_changed.subscribe()
+    }
+
+    pub fn factory(&self) -> &ClientFactory {
+        self.access.factory()
+    }
+
+    /// [`TenancySettings::enable_wait`] with its default.
+    pub fn enable_wait(&self) -> Duration {
+        self.settings.enable_wait.unwrap_or(Duration::from_secs(10))
+    }
+}

@@ -1,0 +1,166 @@
+//! `/api/orgs[/{org}[/workspaces[/{ws}]]]`: organizations and team workspaces.
+//!
+//! Any authenticated user may create an organization and becomes its admin. Org admins create
+//! team workspaces and are admins of all of them; members see what they belong to.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use faros_core::names;
+use faros_core::status::Status;
+use futures::future::join_all;
+
+use super::access::{Role, WorkspaceRef, describe};
+use super::spaces::{self, CreateRequest, Space};
+use crate::app::AppState;
+use crate::auth::Caller;
+
+/// `{"items": [...]}`.
+#[derive(serde::Serialize)]
+pub struct SpaceList {
+    pub items: Vec<Space>,
+}
+
+fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Status> {
+    serde_json::from_slice(bytes).map_err(|e| Status::bad_request(format!("invalid request body: {e}")))
+}
+
+/// `POST /api/orgs`
+pub async fn create_org(State(st): State<AppState>, Extension(caller): Extension<Caller>, bytes: axum::body::Bytes) -> Response {
+    let result = async {
+        let req: CreateRequest = body(&bytes)?;
+        req.validate()?;
+        let t = &st.tenancy;
+        let (ws, created) = spaces::create_org(t, &req, &caller.user).await?;
+        tracing::info!(org = %req.name, user = %caller.user, "organization created");
+        let code = if created { StatusCode::CREATED } else { StatusCode::OK };
+        Ok::<_, Status>((code, Json(spaces::space(&ws, names::org_workspace_path(&req.name), Some(Role::Admin)))))
+    }
+    .await;
+    result.into_response()
+}
+
+/// `GET /api/orgs`: the organizations the caller belongs to.
+pub async fn list_orgs(State(st): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Json<SpaceList>, Status> {
+    let items = visible(&st, &caller, names::TENANTS_PATH, |name| names::org_workspace_path(name)).await?;
+    Ok(Json(SpaceList { items }))
+}
+
+/// Children of `parent` the caller has a role in, with that role.
+pub async fn visible(
+    st: &AppState,
+    caller: &Caller,
+    parent: &str,
+    path_of: impl Fn(&str) -> String,
+) -> Result<Vec<Space>, Status> {
+    let t = &st.tenancy;
+    let all = spaces::children(t, parent).await?;
+    let checks = all.iter().map(|ws| async {
+        let cluster = ws.spec.cluster.clone().filter(|_| ws.is_ready())?;
+        // A failed review hides the entry rather than failing the whole listing.
+        let role = t.access.role(caller, &cluster).await.ok().flatten()?;
+        Some(spaces::space(ws, path_of(ws.metadata.name.as_deref().unwrap_or_default()), Some(role)))
+    });
+    Ok(join_all(checks).await.into_iter().flatten().collect())
+}
+
+/// `GET /api/orgs/{org}`
+pub async fn get_org(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(org): Path<String>,
+) -> Result<Json<Space>, Status> {
+    let (target, role) = st.tenancy.access.require(&caller, &org, None, Role::Member).await?;
+    Ok(Json(describe_space(&st, &target, role).await?))
+}
+
+async fn describe_space(st: &AppState, target: &WorkspaceRef, role: Role) -> Result<Space, Status> {
+    let (parent, name) = match &target.workspace {
+        Some(ws) => (names::org_workspace_path(&target.org), ws.as_str()),
+        None => (names::TENANTS_PATH.to_string(), target.org.as_str()),
+    };
+    let ws = spaces::children(&st.tenancy, &parent)
+        .await?
+        .into_iter()
+        .find(|w| w.metadata.name.as_deref() == Some(name))
+        .ok_or_else(|| Status::not_found_message(format!("{} not found", describe(target))))?;
+    Ok(spaces::space(&ws, target.path.clone(), Some(role)))
+}
+
+/// `DELETE /api/orgs/{org}`: org admins only; kcp deletes the org's workspaces with it.
+pub async fn delete_org(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(org): Path<String>,
+) -> Result<Response, Status> {
+    st.tenancy.access.require(&caller, &org, None, Role::Admin).await?;
+    spaces::delete(&st.tenancy, names::TENANTS_PATH, &org).await?;
+    tracing::info!(%org, user = %caller.user, "organization deleted");
+    Ok(accepted(&format!("organization {org:?} is being deleted")))
+}
+
+fn accepted(message: &str) -> Response {
+    (
+        StatusCode::ACCEPTED,
+        Json(serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "message": message})),
+    )
+        .into_response()
+}
+
+/// `POST /api/orgs/{org}/workspaces`: org admins only.
+pub async fn create_workspace(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(org): Path<String>,
+    bytes: axum::body::Bytes,
+) -> Response {
+    let result = async {
+        let req: CreateRequest = body(&bytes)?;
+        req.validate()?;
+        let t = &st.tenancy;
+        let (org_ref, _) = t.access.require(&caller, &org, None, Role::Admin).await?;
+        let (ws, created) = spaces::create_team_workspace(t, &org_ref, &req, &caller.user).await?;
+        tracing::info!(%org, workspace = %req.name, user = %caller.user, "workspace created");
+        let code = if created { StatusCode::CREATED } else { StatusCode::OK };
+        Ok::<_, Status>((
+            code,
+            Json(spaces::space(&ws, names::team_workspace_path(&org, &req.name), Some(Role::Admin))),
+        ))
+    }
+    .await;
+    result.into_response()
+}
+
+/// `GET /api/orgs/{org}/workspaces`: the org's workspaces the caller belongs to.
+pub async fn list_workspaces(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(org): Path<String>,
+) -> Result<Json<SpaceList>, Status> {
+    let (org_ref, _) = st.tenancy.access.require(&caller, &org, None, Role::Member).await?;
+    let items = visible(&st, &caller, &org_ref.path, |name| names::team_workspace_path(&org, name)).await?;
+    Ok(Json(SpaceList { items }))
+}
+
+/// `GET /api/orgs/{org}/workspaces/{ws}`
+pub async fn get_workspace(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path((org, ws)): Path<(String, String)>,
+) -> Result<Json<Space>, Status> {
+    let (target, role) = st.tenancy.access.require(&caller, &org, Some(&ws), Role::Member).await?;
+    Ok(Json(describe_space(&st, &target, role).await?))
+}
+
+/// `DELETE /api/orgs/{org}/workspaces/{ws}`: workspace admins (org admins included).
+pub async fn delete_workspace(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path((org, ws)): Path<(String, String)>,
+) -> Result<Response, Status> {
+    st.tenancy.access.require(&caller, &org, Some(&ws), Role::Admin).await?;
+    spaces::delete(&st.tenancy, &names::org_workspace_path(&org), &ws).await?;
+    tracing::info!(%org, workspace = %ws, user = %caller.user, "workspace deleted");
+    Ok(accepted(&format!("workspace {ws:?} of organization {org:?} is being deleted")))
+}

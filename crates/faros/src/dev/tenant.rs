@@ -1,0 +1,63 @@
+//! The demo tenant of `faros dev`: organization `demo` with workspace `default`, administered by
+//! the dev user, created through the same code paths as `POST /api/orgs` and
+//! `POST /api/orgs/demo/workspaces`. Idempotent across restarts.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use faros_core::status::Status;
+use faros_hub_api::tenancy::Tenancy;
+use faros_hub_api::tenancy::spaces::{self, CreateRequest};
+use tokio::sync::watch;
+
+pub const DEMO_ORG: &str = "demo";
+pub const DEMO_WORKSPACE: &str = "default";
+
+/// A ready-to-paste MCP client configuration (streamable HTTP with a bearer).
+pub fn mcp_client_config(url: &str, token: &str) -> String {
+    serde_json::json!({
+        "mcpServers": {"faros-demo": {"type": "http", "url": url, "headers": {"Authorization": format!("Bearer {token}")}}}
+    })
+    .to_string()
+}
+
+/// Creates the demo org and workspace once the hub's workspace tree exists. Retries while kcp or
+/// the reconciler's bootstrap are not there yet (404/503), gives up on anything else.
+pub async fn seed(tenancy: Arc<Tenancy>, user: String, mut stop: watch::Receiver<bool>) {
+    let mut delay = Duration::from_millis(100);
+    loop {
+        match try_seed(&tenancy, &user).await {
+            Ok(cluster) => {
+                tracing::info!(org = DEMO_ORG, workspace = DEMO_WORKSPACE, %cluster, %user, "demo tenant ready");
+                return;
+            }
+            Err(s) if matches!(s.code, 404 | 503 | 500) => {
+                tracing::debug!(code = s.code, message = %s.message, "demo tenant not ready yet, retrying");
+            }
+            Err(s) => {
+                tracing::warn!(code = s.code, message = %s.message, "cannot create the demo tenant");
+                return;
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        delay = (delay * 2).min(Duration::from_secs(2));
+    }
+}
+
+async fn try_seed(t: &Tenancy, user: &str) -> Result<String, Status> {
+    let org_req = CreateRequest {
+        name: DEMO_ORG.into(),
+        display_name: Some("Demo".into()),
+    };
+    spaces::create_org(t, &org_req, user).await?;
+    let org = t.access.resolve(DEMO_ORG, None).await?;
+    let ws_req = CreateRequest {
+        name: DEMO_WORKSPACE.into(),
+        display_name: Some("Default".into()),
+    };
+    let (ws, _) = spaces::create_team_workspace(t, &org, &ws_req, user).await?;
+    Ok(ws.spec.cluster.clone().unwrap_or_default())
+}

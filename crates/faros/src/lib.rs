@@ -1,0 +1,9 @@
+//! `faros`: the command-line tool, and the whole platform as a library.
+//!
+//! [`dev::Stack`] starts everything `faros dev` runs (embedded kcp, hub API, hub reconciler, the
+//! quickstart provider, a dev user with an organization and workspace) inside the calling process,
+//! which is how the `e2e/` scenarios drive the real stack. This crate composes the other crates;
+//! it must not grow logic of its own beyond wiring and dev conveniences.
+
+pub mod cli;
+pub mod dev;
