@@ -124,7 +124,9 @@ impl Platform {
     pub async fn provider_ready(&self, name: &str) -> anyhow::Result<()> {
         let token = self.dev_token().to_string();
         eventually(&format!("provider {name} to be Ready"), WAIT, || async {
-            let r = self.call(reqwest::Method::GET, "/api/providers", Some(&token), None).await?;
+            let r = self
+                .call(reqwest::Method::GET, "/api/providers", Some(&token), None)
+                .await?;
             let ready = r.body["items"]
                 .as_array()
                 .is_some_and(|items| items.iter().any(|i| i["name"] == name && i["ready"] == true));
@@ -146,7 +148,9 @@ impl Platform {
         if r.status != 200 {
             bail!("kubeconfig: {} {}", r.status, r.text);
         }
-        let path = self.dir().join(format!("{org}-{ws}-{}.kubeconfig", &token[..token.len().min(8)]));
+        let path = self
+            .dir()
+            .join(format!("{org}-{ws}-{}.kubeconfig", &token[..token.len().min(8)]));
         std::fs::write(&path, r.text)?;
         Ok(path)
     }
@@ -158,7 +162,13 @@ impl Platform {
 
 fn faros_embedded_kcp_token() -> String {
     // Unique enough per user within one test; the token file rejects duplicates.
-    format!("{:x}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0))
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    )
 }
 
 /// Runs `kubectl --kubeconfig <kubeconfig> <args>` with `stdin`, off the async runtime.

@@ -18,13 +18,23 @@ async fn a_tenant_enables_uses_and_disables_quickstart() {
 
     // Organization and workspace through the REST API.
     let org = p
-        .call(Method::POST, "/api/orgs", Some(&alice), Some(json!({"name": "acme", "displayName": "Acme"})))
+        .call(
+            Method::POST,
+            "/api/orgs",
+            Some(&alice),
+            Some(json!({"name": "acme", "displayName": "Acme"})),
+        )
         .await
         .unwrap();
     assert_eq!(org.status, 201, "{}", org.text);
     assert_eq!(org.body["role"], "admin");
     let ws = p
-        .call(Method::POST, "/api/orgs/acme/workspaces", Some(&alice), Some(json!({"name": "dev"})))
+        .call(
+            Method::POST,
+            "/api/orgs/acme/workspaces",
+            Some(&alice),
+            Some(json!({"name": "dev"})),
+        )
         .await
         .unwrap();
     assert_eq!(ws.status, 201, "{}", ws.text);
@@ -43,7 +53,12 @@ async fn a_tenant_enables_uses_and_disables_quickstart() {
     assert_eq!(enabled.status, 200, "{}", enabled.text);
     assert_eq!(enabled.body["phase"], "Bound");
     let list = p
-        .call(Method::GET, "/api/orgs/acme/workspaces/dev/providers/enabled", Some(&alice), None)
+        .call(
+            Method::GET,
+            "/api/orgs/acme/workspaces/dev/providers/enabled",
+            Some(&alice),
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(list.status, 200, "{}", list.text);
@@ -52,17 +67,30 @@ async fn a_tenant_enables_uses_and_disables_quickstart() {
     // kubectl with the kubeconfig the hub hands out: through the hub's pass-through, as alice.
     let kubeconfig = p.tenant_kubeconfig("acme", "dev", &alice).await.unwrap();
     let kc_text = std::fs::read_to_string(&kubeconfig).unwrap();
-    assert!(kc_text.contains(&format!("{}/clusters/{cluster}", p.stack.hub_url)), "{kc_text}");
+    assert!(
+        kc_text.contains(&format!("{}/clusters/{cluster}", p.stack.hub_url)),
+        "{kc_text}"
+    );
     let empty = kubectl(&kubeconfig, &["get", "greetings", "-A"], None).await.unwrap();
     assert!(empty.status.success(), "{}", String::from_utf8_lossy(&empty.stderr));
-    let created = kubectl(&kubeconfig, &["create", "-f", "-"], Some(GREETING)).await.unwrap();
+    let created = kubectl(&kubeconfig, &["create", "-f", "-"], Some(GREETING))
+        .await
+        .unwrap();
     assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
 
     // The provider's controller answers through the virtual workspace.
     eventually("the provider to reply to the Greeting", WAIT, || async {
         let out = kubectl(
             &kubeconfig,
-            &["get", "greeting", "hi", "-n", "default", "-o", "jsonpath={.status.reply}"],
+            &[
+                "get",
+                "greeting",
+                "hi",
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={.status.reply}",
+            ],
             None,
         )
         .await?;
@@ -76,13 +104,25 @@ async fn a_tenant_enables_uses_and_disables_quickstart() {
     // the verified identity.
     let tenant = [("X-Faros-Org", "acme"), ("X-Faros-Workspace", "dev")];
     let greetings = p
-        .call_with(Method::GET, "/services/providers/quickstart/api/greetings", Some(&alice), None, &tenant)
+        .call_with(
+            Method::GET,
+            "/services/providers/quickstart/api/greetings",
+            Some(&alice),
+            None,
+            &tenant,
+        )
         .await
         .unwrap();
     assert_eq!(greetings.status, 200, "{}", greetings.text);
     assert!(greetings.text.contains("Ada"), "{}", greetings.text);
     let hello = p
-        .call_with(Method::GET, "/services/providers/quickstart/api/hello", Some(&alice), None, &tenant)
+        .call_with(
+            Method::GET,
+            "/services/providers/quickstart/api/hello",
+            Some(&alice),
+            None,
+            &tenant,
+        )
         .await
         .unwrap();
     assert_eq!(hello.status, 200, "{}", hello.text);
@@ -90,17 +130,30 @@ async fn a_tenant_enables_uses_and_disables_quickstart() {
     assert_eq!(hello.body["org"], "acme");
     assert_eq!(hello.body["workspace"], "dev");
     assert_eq!(hello.body["cluster"], cluster.as_str());
-    assert!(!hello.text.contains(&alice), "the provider must never see the caller's token");
+    assert!(
+        !hello.text.contains(&alice),
+        "the provider must never see the caller's token"
+    );
 
     // Disable: the binding goes, and with it the greetings and the API.
     let disabled = p
-        .call(Method::POST, "/api/orgs/acme/workspaces/dev/providers/quickstart/disable", Some(&alice), None)
+        .call(
+            Method::POST,
+            "/api/orgs/acme/workspaces/dev/providers/quickstart/disable",
+            Some(&alice),
+            None,
+        )
         .await
         .unwrap();
     assert!([202, 204].contains(&disabled.status), "{}", disabled.text);
     eventually("quickstart to be gone from the workspace", WAIT, || async {
         let r = p
-            .call(Method::POST, "/api/orgs/acme/workspaces/dev/providers/quickstart/disable", Some(&alice), None)
+            .call(
+                Method::POST,
+                "/api/orgs/acme/workspaces/dev/providers/quickstart/disable",
+                Some(&alice),
+                None,
+            )
             .await?;
         Ok((r.status == 204).then_some(()))
     })

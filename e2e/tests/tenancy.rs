@@ -22,7 +22,10 @@ async fn membership_decides_every_tenant_route() {
         (Method::GET, "/api/me"),
         (Method::GET, "/api/orgs"),
         (Method::POST, "/api/orgs"),
-        (Method::POST, "/api/orgs/acme/workspaces/dev/providers/quickstart/enable"),
+        (
+            Method::POST,
+            "/api/orgs/acme/workspaces/dev/providers/quickstart/enable",
+        ),
         (Method::GET, "/api/orgs/acme/workspaces/dev/kubeconfig"),
     ] {
         let r = p.call(m.clone(), path, None, None).await.unwrap();
@@ -32,16 +35,37 @@ async fn membership_decides_every_tenant_route() {
     assert_eq!(status(&p, Method::GET, "/api/me", Some("not-a-token"), None).await, 401);
 
     assert_eq!(
-        status(&p, Method::POST, "/api/orgs", Some(&alice), Some(json!({"name": "acme"}))).await,
+        status(
+            &p,
+            Method::POST,
+            "/api/orgs",
+            Some(&alice),
+            Some(json!({"name": "acme"}))
+        )
+        .await,
         201
     );
     assert_eq!(
-        status(&p, Method::POST, "/api/orgs/acme/workspaces", Some(&alice), Some(json!({"name": "dev"}))).await,
+        status(
+            &p,
+            Method::POST,
+            "/api/orgs/acme/workspaces",
+            Some(&alice),
+            Some(json!({"name": "dev"}))
+        )
+        .await,
         201
     );
     // Names are DNS labels; duplicates conflict.
     assert_eq!(
-        status(&p, Method::POST, "/api/orgs", Some(&bob), Some(json!({"name": "Not_A_Label"}))).await,
+        status(
+            &p,
+            Method::POST,
+            "/api/orgs",
+            Some(&bob),
+            Some(json!({"name": "Not_A_Label"}))
+        )
+        .await,
         400
     );
     assert_eq!(
@@ -54,15 +78,27 @@ async fn membership_decides_every_tenant_route() {
     for (m, path, body) in [
         (Method::GET, "/api/orgs/acme".to_string(), None),
         (Method::GET, "/api/orgs/acme/workspaces".to_string(), None),
-        (Method::POST, "/api/orgs/acme/workspaces".to_string(), Some(json!({"name": "x"}))),
+        (
+            Method::POST,
+            "/api/orgs/acme/workspaces".to_string(),
+            Some(json!({"name": "x"})),
+        ),
         (Method::GET, "/api/orgs/acme/members".to_string(), None),
-        (Method::PUT, "/api/orgs/acme/members/bob".to_string(), Some(json!({"role": "admin"}))),
+        (
+            Method::PUT,
+            "/api/orgs/acme/members/bob".to_string(),
+            Some(json!({"role": "admin"})),
+        ),
         (Method::GET, ws.to_string(), None),
         (Method::DELETE, ws.to_string(), None),
         (Method::GET, format!("{ws}/members"), None),
         (Method::GET, format!("{ws}/kubeconfig"), None),
         (Method::GET, format!("{ws}/providers/enabled"), None),
-        (Method::POST, format!("{ws}/providers/quickstart/enable"), Some(json!({}))),
+        (
+            Method::POST,
+            format!("{ws}/providers/quickstart/enable"),
+            Some(json!({})),
+        ),
         (Method::POST, format!("{ws}/providers/quickstart/disable"), None),
         (Method::DELETE, "/api/orgs/acme".to_string(), None),
     ] {
@@ -75,18 +111,40 @@ async fn membership_decides_every_tenant_route() {
 
     // Bob becomes a member of dev: he can read, not enable.
     assert_eq!(
-        status(&p, Method::PUT, &format!("{ws}/members/bob"), Some(&alice), Some(json!({"role": "member"}))).await,
+        status(
+            &p,
+            Method::PUT,
+            &format!("{ws}/members/bob"),
+            Some(&alice),
+            Some(json!({"role": "member"}))
+        )
+        .await,
         200
     );
     assert_eq!(status(&p, Method::GET, ws, Some(&bob), None).await, 200);
     assert_eq!(
-        status(&p, Method::POST, &format!("{ws}/providers/quickstart/enable"), Some(&bob), Some(json!({}))).await,
+        status(
+            &p,
+            Method::POST,
+            &format!("{ws}/providers/quickstart/enable"),
+            Some(&bob),
+            Some(json!({}))
+        )
+        .await,
         403
     );
     let me = p.call(Method::GET, "/api/me", Some(&bob), None).await.unwrap();
     assert_eq!(me.body["user"], "bob");
-    assert_eq!(me.body["organizations"][0]["workspaces"][0]["name"], "dev", "{}", me.text);
-    assert_eq!(me.body["organizations"][0]["workspaces"][0]["role"], "member", "{}", me.text);
+    assert_eq!(
+        me.body["organizations"][0]["workspaces"][0]["name"], "dev",
+        "{}",
+        me.text
+    );
+    assert_eq!(
+        me.body["organizations"][0]["workspaces"][0]["role"], "member",
+        "{}",
+        me.text
+    );
 
     // Alice enables: undeclared claims are refused, request-supplied verbs ignored.
     let undeclared = p
@@ -118,12 +176,23 @@ async fn membership_decides_every_tenant_route() {
     let binding: Value = serde_json::from_slice(&binding.stdout).unwrap();
     let claims = binding["spec"]["permissionClaims"].as_array().unwrap();
     let configmaps = claims.iter().find(|c| c["resource"] == "configmaps").unwrap();
-    assert_ne!(configmaps["verbs"], json!(["*"]), "verbs come from the CatalogEntry: {configmaps}");
+    assert_ne!(
+        configmaps["verbs"],
+        json!(["*"]),
+        "verbs come from the CatalogEntry: {configmaps}"
+    );
     assert_eq!(configmaps["state"], "Accepted");
 
     // An org admin added later is an admin of the existing workspace, in the hub and in kcp.
     assert_eq!(
-        status(&p, Method::PUT, "/api/orgs/acme/members/carol", Some(&alice), Some(json!({"role": "admin"}))).await,
+        status(
+            &p,
+            Method::PUT,
+            "/api/orgs/acme/members/carol",
+            Some(&alice),
+            Some(json!({"role": "admin"}))
+        )
+        .await,
         200
     );
     assert_eq!(status(&p, Method::GET, ws, Some(&carol), None).await, 200);
@@ -143,11 +212,23 @@ async fn membership_decides_every_tenant_route() {
 
     // Isolation: bob's own workspace is out of alice's reach, through kcp and through providers.
     assert_eq!(
-        status(&p, Method::POST, "/api/orgs", Some(&bob), Some(json!({"name": "bobco"}))).await,
+        status(
+            &p,
+            Method::POST,
+            "/api/orgs",
+            Some(&bob),
+            Some(json!({"name": "bobco"}))
+        )
+        .await,
         201
     );
     let bobs_ws = p
-        .call(Method::POST, "/api/orgs/bobco/workspaces", Some(&bob), Some(json!({"name": "x"})))
+        .call(
+            Method::POST,
+            "/api/orgs/bobco/workspaces",
+            Some(&bob),
+            Some(json!({"name": "x"})),
+        )
         .await
         .unwrap();
     assert_eq!(bobs_ws.status, 201, "{}", bobs_ws.text);
@@ -174,7 +255,10 @@ async fn membership_decides_every_tenant_route() {
         .await
         .unwrap();
     assert_eq!(proxied.status, 403, "{}", proxied.text);
-    assert_eq!(status(&p, Method::GET, "/api/orgs/bobco/workspaces/x", Some(&alice), None).await, 403);
+    assert_eq!(
+        status(&p, Method::GET, "/api/orgs/bobco/workspaces/x", Some(&alice), None).await,
+        403
+    );
 
     p.stop().await;
 }

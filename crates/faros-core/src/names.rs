@@ -329,7 +329,6 @@ pub const RECONCILER_FIELD_MANAGER: &str = "faros-hub-reconciler";
 /// Leader-election Lease of the hub reconciler, in [`SYSTEM_NAMESPACE`] of [`SYSTEM_CONTROLLERS_PATH`].
 pub const RECONCILER_LEASE: &str = "faros-hub-reconciler";
 
-
 // ---------------------------------------------------------------------------------------------
 // Tenancy: membership RBAC inside organization and team workspaces
 // ---------------------------------------------------------------------------------------------

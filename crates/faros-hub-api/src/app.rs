@@ -1,18 +1,20 @@
 //! Shared request state and the router: which route is public, which is authenticated, and the
 //! layers every request passes (request ID, tracing, metrics).
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use faros_core::identity::JWKS_PATH;
 use faros_core::status::Status;
 use http::{HeaderValue, header};
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower::ServiceBuilder;
+use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use crate::auth::{Authenticator, require_caller};
@@ -62,6 +64,8 @@ pub struct Shared {
     pub settings: HttpSettings,
     /// Organizations, workspaces, membership, Enable/Disable, MCP federation.
     pub tenancy: Arc<crate::tenancy::Tenancy>,
+    /// MCP federation; set once by [`crate::Hub::new`] (it needs the finished state).
+    pub mcp: std::sync::OnceLock<Arc<crate::mcp::Federation>>,
 }
 
 /// Cheap-to-clone handle on [`Shared`].
@@ -74,6 +78,9 @@ pub fn route_label(path: &str) -> &'static str {
         "/metrics" => "metrics",
         JWKS_PATH => "jwks",
         "/api/providers" => "api_providers",
+        p if p.starts_with("/api/orgs/") && p.ends_with("/mcp") => "mcp",
+        "/api/me" | "/api/orgs" => "tenancy",
+        p if p.starts_with("/api/orgs/") => "tenancy",
         p if p.starts_with("/api/providers/") && p.ends_with("/heartbeat") => "heartbeat",
         p if p.starts_with("/ui/providers/") => "ui_proxy",
         p if p.starts_with("/services/providers/") => "backend_proxy",
@@ -83,13 +90,58 @@ pub fn route_label(path: &str) -> &'static str {
     }
 }
 
+/// Marks a response of the router's fallback: the request matched no route.
+#[derive(Clone, Copy, Debug)]
+struct Unrouted;
+
+/// Counts every request by route and status. It wraps the whole router (see [`router`]), so it
+/// learns that no route matched from the fallback's [`Unrouted`] marker, not from `MatchedPath`.
 async fn count(State(st): State<AppState>, req: Request, next: Next) -> Response {
     let label = route_label(req.uri().path());
-    let matched = req.extensions().get::<MatchedPath>().is_some();
     let resp = next.run(req).await;
+    let matched = resp.extensions().get::<Unrouted>().is_none();
     st.metrics
         .request(if matched { label } else { "other" }, resp.status().as_u16());
     resp
+}
+
+/// Request IDs shaped like UUIDv4, unique per process without a `getrandom` call per request: a
+/// random 64-bit prefix drawn once, and a counter run through a bijection of the 62 low bits
+/// (so no two requests of one process share an ID, and IDs do not read as a sequence).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FastRequestId;
+
+static REQUEST_COUNTER: AtomicU64 = AtomicU64::new(0);
+static REQUEST_PREFIX: OnceLock<u64> = OnceLock::new();
+
+const LOW62: u64 = (1 << 62) - 1;
+
+/// A bijection of `0..2^62`: odd multipliers and xor-shifts are each invertible modulo 2^62.
+fn scramble62(mut x: u64) -> u64 {
+    x &= LOW62;
+    x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15) & LOW62;
+    x ^= x >> 29;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9) & LOW62;
+    x ^= x >> 32;
+    x
+}
+
+/// The UUID of the `n`th request under `prefix`: version 4, RFC 4122 variant.
+fn request_uuid(prefix: u64, n: u64) -> uuid::Uuid {
+    let high = (prefix & !0xF000) | 0x4000;
+    let low = scramble62(n) | (0b10 << 62);
+    uuid::Uuid::from_u64_pair(high, low)
+}
+
+impl MakeRequestId for FastRequestId {
+    fn make_request_id<B>(&mut self, _: &http::Request<B>) -> Option<RequestId> {
+        let prefix = *REQUEST_PREFIX.get_or_init(|| uuid::Uuid::new_v4().as_u64_pair().0);
+        let id = request_uuid(prefix, REQUEST_COUNTER.fetch_add(1, Ordering::Relaxed));
+        let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
+        HeaderValue::from_str(id.hyphenated().encode_lower(&mut buf))
+            .ok()
+            .map(RequestId::new)
+    }
 }
 
 async fn healthz() -> Response {
@@ -127,7 +179,10 @@ async fn jwks(State(st): State<AppState>) -> Response {
 }
 
 async fn not_found(req: Request) -> Response {
-    Status::not_found_message(format!("no route for {} {}", req.method(), req.uri().path())).into_response()
+    let mut resp =
+        Status::not_found_message(format!("no route for {} {}", req.method(), req.uri().path())).into_response();
+    resp.extensions_mut().insert(Unrouted);
+    resp
 }
 
 /// The hub router. Public: health, metrics, JWKS, heartbeats (authenticated by their own
@@ -140,10 +195,14 @@ pub fn router(st: AppState) -> Router {
         .route("/services/providers/{name}", any(proxy::handlers::backend))
         .route("/services/providers/{name}/", any(proxy::handlers::backend))
         .route("/services/providers/{name}/{*rest}", any(proxy::handlers::backend))
-        .merge(crate::tenancy::routes::router())
-        // route_layer: unmatched paths 404 without asking for credentials.
-        .route_layer(middleware::from_fn_with_state(authn, require_caller));
-    Router::new()
+        .merge(crate::tenancy::routes::router());
+    let authenticated = match st.mcp.get() {
+        Some(fed) => authenticated.merge(crate::mcp::routes(fed.clone())),
+        None => authenticated,
+    }
+    // route_layer: unmatched paths 404 without asking for credentials.
+    .route_layer(middleware::from_fn_with_state(authn, require_caller));
+    let routes = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
@@ -156,7 +215,12 @@ pub fn router(st: AppState) -> Router {
         .route("/services/apiexport/{*rest}", any(proxy::handlers::kcp))
         .merge(authenticated)
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(st.clone(), count))
+        .with_state(st.clone());
+    // The layers every request passes wrap the finished router once. `Router::layer` would wrap each
+    // route instead, and every layer would then box and clone the route's service per request.
+    let layered = ServiceBuilder::new()
+        .layer(SetRequestIdLayer::x_request_id(FastRequestId))
+        .layer(PropagateRequestIdLayer::x_request_id())
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|req: &Request| {
@@ -171,9 +235,9 @@ pub fn router(st: AppState) -> Router {
                 // once by the registry instead.
                 .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
         )
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-        .with_state(st)
+        .layer(middleware::from_fn_with_state(st, count))
+        .service(routes);
+    Router::new().fallback_service(layered)
 }
 
 #[cfg(test)]
@@ -186,6 +250,9 @@ mod tests {
             ("/healthz", "health"),
             ("/api/providers", "api_providers"),
             ("/api/providers/q/heartbeat", "heartbeat"),
+            ("/api/orgs/a/workspaces/w/mcp", "mcp"),
+            ("/api/orgs/a/workspaces/w/providers/q/enable", "tenancy"),
+            ("/api/me", "tenancy"),
             ("/ui/providers/q/main.js", "ui_proxy"),
             ("/services/providers/q/api", "backend_proxy"),
             ("/services/apiexport/x/y/clusters/*/apis", "kcp_apiexport"),

@@ -7,6 +7,7 @@
 //! so assertions signed just before a rotation still verify until they expire.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
@@ -58,7 +59,32 @@ pub struct KeyStore {
     path: Option<PathBuf>,
     /// Recently signed assertions, reused while they have at least half their lifetime left: signing
     /// is the most expensive step of a proxied request, and a caller repeats the same identity.
-    recent: std::sync::Mutex<HashMap<(String, String), (i64, String)>>,
+    /// Keyed by a hash of (key ID, identity, audience); a hit counts only when all three are equal.
+    recent: std::sync::Mutex<HashMap<u64, Recent>>,
+    hasher: RandomState,
+}
+
+struct Recent {
+    kid: String,
+    identity: Identity,
+    provider: String,
+    issued: i64,
+    token: String,
+}
+
+/// Feeds serialized bytes into a hasher, so every field of [`Identity`] (present and future) is
+/// hashed without building a string per request.
+struct HashWriter<'a>(&'a mut dyn Hasher);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Bound on cached assertions; the cache is cleared when it grows past it.
@@ -79,6 +105,7 @@ impl KeyStore {
     pub fn ephemeral() -> Result<Self, KeyError> {
         Ok(Self {
             recent: Default::default(),
+            hasher: RandomState::new(),
             keys: RwLock::new(Keys {
                 current: Arc::new(SigningKey::generate(new_kid())?),
                 previous: Vec::new(),
@@ -104,6 +131,7 @@ impl KeyStore {
                 let key = SigningKey::from_pkcs8(file.current.kid, &der).map_err(|e| invalid(e.to_string()))?;
                 Ok(Self {
                     recent: Default::default(),
+                    hasher: RandomState::new(),
                     keys: RwLock::new(Keys {
                         current: Arc::new(key),
                         previous: file.previous,
@@ -163,23 +191,46 @@ impl KeyStore {
     pub fn sign(&self, identity: Identity, provider: &str, now_unix: i64) -> String {
         let key = self.keys.read().unwrap_or_else(|p| p.into_inner()).current.clone();
         // Keyed by signing key, identity and audience: a rotation or any identity change signs anew.
-        let cache_key = (
-            format!("{}|{}", key.kid(), serde_json::to_string(&identity).unwrap_or_default()),
-            provider.to_string(),
-        );
+        let hash = {
+            let mut h = self.hasher.build_hasher();
+            h.write(key.kid().as_bytes());
+            h.write_u8(0);
+            // Serializing an Identity into a hasher cannot fail.
+            let _ = serde_json::to_writer(HashWriter(&mut h), &identity);
+            h.write_u8(0);
+            h.write(provider.as_bytes());
+            h.finish()
+        };
         let reuse_for = (identity::DEFAULT_TTL.as_secs() / 2) as i64;
         let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((issued, token)) = recent.get(&cache_key)
-            && now_unix >= *issued
-            && now_unix - issued < reuse_for
+        if let Some(r) = recent.get(&hash)
+            && now_unix >= r.issued
+            && now_unix - r.issued < reuse_for
+            && r.kid == key.kid()
+            && r.provider == provider
+            && r.identity == identity
         {
-            return token.clone();
+            return r.token.clone();
         }
-        let token = key.sign(&Claims::new(identity, provider, now_unix, identity::DEFAULT_TTL));
+        let token = key.sign(&Claims::new(
+            identity.clone(),
+            provider,
+            now_unix,
+            identity::DEFAULT_TTL,
+        ));
         if recent.len() >= RECENT_MAX {
             recent.clear();
         }
-        recent.insert(cache_key, (now_unix, token.clone()));
+        recent.insert(
+            hash,
+            Recent {
+                kid: key.kid().to_string(),
+                identity,
+                provider: provider.to_string(),
+                issued: now_unix,
+                token: token.clone(),
+            },
+        );
         token
     }
 

@@ -98,6 +98,8 @@ pub struct Config {
     pub token_reviewer: Option<Arc<dyn TokenReviewer>>,
     /// Organizations, workspaces, Enable/Disable.
     pub tenancy: tenancy::TenancySettings,
+    /// MCP federation timeouts and cache lifetimes.
+    pub mcp: mcp::McpSettings,
 }
 
 impl std::fmt::Debug for Config {
@@ -138,6 +140,7 @@ impl Config {
             oidc: None,
             token_reviewer: None,
             tenancy: tenancy::TenancySettings::default(),
+            mcp: mcp::McpSettings::default(),
         }
     }
 }
@@ -151,6 +154,8 @@ pub enum Error {
     Proxy(#[from] proxy::ProxyError),
     #[error(transparent)]
     Keys(#[from] keys::KeyError),
+    #[error(transparent)]
+    Mcp(#[from] mcp::upstream::UpstreamError),
     #[error(transparent)]
     Auth(#[from] auth::AuthError),
     #[error(transparent)]
@@ -209,7 +214,12 @@ impl Hub {
             kcp_base,
             settings: http_settings,
             tenancy: tenancy::Tenancy::new(factory.clone(), config.tenancy.clone()),
+            mcp: std::sync::OnceLock::new(),
         });
+        let directory = mcp::directory::TenancyDirectory::new(state.tenancy.clone(), state.registry.clone());
+        let federation = mcp::Federation::new(&state, Arc::new(directory), config.mcp)?;
+        // Just created, so the cell is empty.
+        let _ = state.mcp.set(federation);
         Ok(Self { state, config, factory })
     }
 
@@ -283,6 +293,10 @@ impl Hub {
         ));
         shutdown.await;
         tracing::info!("hub API shutting down");
+        // Open MCP event streams would otherwise hold the grace period.
+        if let Some(fed) = self.state.mcp.get() {
+            fed.shutdown();
+        }
         cancel.cancel();
         let _ = serving.await;
         while background.join_next().await.is_some() {}

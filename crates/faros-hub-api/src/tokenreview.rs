@@ -122,7 +122,17 @@ impl Default for CacheSettings {
     }
 }
 
-type CacheKey = (String, [u8; 32]);
+/// SHA-256 of (cluster, NUL, token): a cluster name has no NUL, so distinct pairs never share an
+/// input, and a lookup needs no allocation.
+type CacheKey = [u8; 32];
+
+fn cache_key(cluster: &str, token: &str) -> CacheKey {
+    let mut h = Sha256::new();
+    h.update(cluster.as_bytes());
+    h.update([0u8]);
+    h.update(token.as_bytes());
+    h.finalize().into()
+}
 
 /// A caching wrapper around any reviewer. Errors are never cached.
 pub struct CachedReviewer<R> {
@@ -148,7 +158,7 @@ impl<R: TokenReviewer> TokenReviewer for CachedReviewer<R> {
         token: &'a str,
     ) -> BoxFuture<'a, Result<Option<ReviewedUser>, ReviewError>> {
         Box::pin(async move {
-            let key: CacheKey = (cluster.to_string(), Sha256::digest(token.as_bytes()).into());
+            let key = cache_key(cluster, token);
             let now = Instant::now();
             if let Some((expires, user)) = self.entries.lock().unwrap_or_else(|p| p.into_inner()).get(&key)
                 && *expires > now

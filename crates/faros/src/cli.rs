@@ -46,7 +46,6 @@ impl DevArgs {
     }
 }
 
-
 impl DevArgs {
     /// Defaults for an in-process stack in `state_dir` with every port picked by the OS.
     pub fn ephemeral(state_dir: impl Into<PathBuf>) -> Self {
@@ -66,6 +65,8 @@ impl DevArgs {
 
     /// The static token file in use.
     pub fn token_file(&self) -> PathBuf {
-        self.token_file.clone().unwrap_or_else(|| self.state_dir.join("tokens.csv"))
+        self.token_file
+            .clone()
+            .unwrap_or_else(|| self.state_dir.join("tokens.csv"))
     }
 }

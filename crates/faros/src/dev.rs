@@ -133,7 +133,10 @@ impl Stack {
         let _ = self.stop.send(true);
         self.tenant.abort();
         if let Some(p) = self.provider {
-            log_end("quickstart provider", p.await.map_err(anyhow::Error::from).and_then(|r| r));
+            log_end(
+                "quickstart provider",
+                p.await.map_err(anyhow::Error::from).and_then(|r| r),
+            );
         }
         log_end(
             "hub reconciler",
@@ -144,7 +147,10 @@ impl Stack {
         );
         log_end(
             "hub API",
-            self.hub.await.map_err(anyhow::Error::from).and_then(|r| r.map_err(Into::into)),
+            self.hub
+                .await
+                .map_err(anyhow::Error::from)
+                .and_then(|r| r.map_err(Into::into)),
         );
         self.kcp.shutdown().await;
     }
@@ -182,7 +188,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         display(&stack.token_file)
     );
     println!("  MCP endpoint:      {mcp_url}");
-    println!("  MCP client config: {}", tenant::mcp_client_config(&mcp_url, &stack.dev_user.token));
+    println!(
+        "  MCP client config: {}",
+        tenant::mcp_client_config(&mcp_url, &stack.dev_user.token)
+    );
     println!("  state directory:   {}", display(&stack.state_dir));
     println!("Press Ctrl-C to stop.");
 

@@ -15,6 +15,7 @@
 //! [`Directory`] seam so this module never talks to kcp itself.
 
 pub mod describe;
+pub mod directory;
 pub mod federation;
 pub mod naming;
 pub mod routes;

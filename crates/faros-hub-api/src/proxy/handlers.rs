@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use axum::body::Body;
+use axum::body::{Body, HttpBody};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::response::{IntoResponse, Response};
 use faros_core::names;
@@ -54,7 +54,24 @@ fn lookup(st: &AppState, name: &str) -> Result<View, Status> {
     Ok(view)
 }
 
-/// Rejects bodies above the limit up front (Content-Length) and caps streamed ones.
+/// How an upstream is named in 502/504 messages; formatted only when one is written.
+enum Upstream<'a> {
+    Ui(&'a str),
+    Backend(&'a str),
+}
+
+impl std::fmt::Display for Upstream<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Upstream::Ui(name) => write!(f, "the UI of provider {name:?}"),
+            Upstream::Backend(name) => write!(f, "the backend of provider {name:?}"),
+        }
+    }
+}
+
+/// Rejects bodies above the limit up front (Content-Length) and caps streamed ones. A body whose
+/// size is known not to exceed the limit (an empty one, or one hyper holds to its Content-Length)
+/// needs no cap.
 fn limit_body(st: &AppState, req: Request) -> Result<Request, Status> {
     let limit = st.settings.body_limit;
     let declared = req
@@ -66,6 +83,9 @@ fn limit_body(st: &AppState, req: Request) -> Result<Request, Status> {
         return Err(Status::too_large(format!(
             "request body exceeds the limit of {limit} bytes"
         )));
+    }
+    if req.body().size_hint().upper().is_some_and(|n| n <= limit as u64) {
+        return Ok(req);
     }
     Ok(req.map(|b| Body::new(Limited::new(b, limit))))
 }
@@ -88,22 +108,23 @@ pub async fn ui(State(st): State<AppState>, req: Request) -> Response {
                 req.method()
             )));
         }
-        let path = req.uri().path().to_string();
-        let (name, rest) = routes::split(&path, routes::UI_PREFIX).map_err(|e| route_error(e, &path))?;
+        // A clone of the URI shares its bytes with the request's.
+        let uri = req.uri().clone();
+        let path = uri.path();
+        let (name, rest) = routes::split(path, routes::UI_PREFIX).map_err(|e| route_error(e, path))?;
         let view = lookup(&st, name)?;
         let base = view
             .provider
             .endpoints
             .ui
-            .clone()
+            .as_ref()
             .ok_or_else(|| Status::not_found_message(format!("provider {name:?} has no UI")))?;
-        let target = routes::join(&base, rest, req.uri().query())
+        let target = routes::join(base, rest, uri.query())
             .map_err(|e| Status::bad_request(format!("cannot build the upstream URL: {e}")))?;
         let mode = Mode::Ui {
             base_path: names::ui_proxy_prefix(name),
         };
         let headers = headers::request_headers(req.headers(), &mode, &forwarded(&st, &req));
-        let what = format!("the UI of provider {name:?}");
         super::forward(
             &st.providers_http,
             req,
@@ -111,7 +132,7 @@ pub async fn ui(State(st): State<AppState>, req: Request) -> Response {
             headers,
             &mode,
             st.settings.upstream_timeout,
-            &what,
+            &Upstream::Ui(name),
         )
         .await
     }
@@ -124,12 +145,13 @@ pub async fn ui(State(st): State<AppState>, req: Request) -> Response {
 pub async fn backend(State(st): State<AppState>, req: Request) -> Response {
     let started = Instant::now();
     let result = async {
-        let path = req.uri().path().to_string();
-        let (name, rest) = routes::split(&path, routes::BACKEND_PREFIX).map_err(|e| route_error(e, &path))?;
+        // A clone of the URI shares its bytes with the request's.
+        let uri = req.uri().clone();
+        let path = uri.path();
+        let (name, rest) = routes::split(path, routes::BACKEND_PREFIX).map_err(|e| route_error(e, path))?;
         let caller = req
             .extensions()
             .get::<Caller>()
-            .cloned()
             // The router only mounts this behind `require_caller`; a missing caller is a wiring bug.
             .ok_or_else(|| Status::unauthorized("no authenticated caller"))?;
         let view = lookup(&st, name)?;
@@ -137,12 +159,12 @@ pub async fn backend(State(st): State<AppState>, req: Request) -> Response {
             .provider
             .endpoints
             .backend
-            .clone()
+            .as_ref()
             .ok_or_else(|| Status::not_found_message(format!("provider {name:?} has no backend")))?;
-        let target = routes::join(&base, rest, req.uri().query())
+        let target = routes::join(base, rest, uri.query())
             .map_err(|e| Status::bad_request(format!("cannot build the upstream URL: {e}")))?;
         // Before anything is stripped: the tenant the client names, checked against membership.
-        let identity = st.tenancy.identity_for(&caller, req.headers()).await?;
+        let identity = st.tenancy.identity_for(caller, req.headers()).await?;
         let assertion = st.keys.sign(identity.clone(), name, faros_core::identity::now_unix());
         let mode = Mode::Backend {
             base_path: names::backend_proxy_prefix(name),
@@ -151,7 +173,6 @@ pub async fn backend(State(st): State<AppState>, req: Request) -> Response {
         };
         let headers = headers::request_headers(req.headers(), &mode, &forwarded(&st, &req));
         let req = limit_body(&st, req)?;
-        let what = format!("the backend of provider {name:?}");
         super::forward(
             &st.providers_http,
             req,
@@ -159,7 +180,7 @@ pub async fn backend(State(st): State<AppState>, req: Request) -> Response {
             headers,
             &mode,
             st.settings.upstream_timeout,
-            &what,
+            &Upstream::Backend(name),
         )
         .await
     }
@@ -190,7 +211,7 @@ pub async fn kcp(State(st): State<AppState>, req: Request) -> Response {
             headers,
             &Mode::Kcp,
             st.settings.kcp_timeout,
-            "kcp",
+            &"kcp",
         )
         .await
     }

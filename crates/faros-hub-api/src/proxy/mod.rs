@@ -83,7 +83,7 @@ pub async fn forward(
     headers: http::HeaderMap,
     mode: &Mode,
     timeout: Duration,
-    what: &str,
+    what: &(dyn std::fmt::Display + Sync),
 ) -> Result<Response, Status> {
     let upgrade = headers::wants_upgrade(req.headers()).then(|| hyper::upgrade::on(&mut req));
     let (parts, body) = req.into_parts();

@@ -242,7 +242,7 @@ impl Access {
             groups.push(GROUP_AUTHENTICATED.to_string());
         }
         let (resource_attributes, non_resource_attributes) = match attrs {
-            Attrs::Resource(r) => (Some(r), None),
+            Attrs::Resource(r) => (Some(*r), None),
             Attrs::NonResource(n) => (None, Some(n)),
         };
         let review = SubjectAccessReview {
@@ -264,7 +264,7 @@ impl Access {
 }
 
 enum Attrs {
-    Resource(ResourceAttributes),
+    Resource(Box<ResourceAttributes>),
     NonResource(NonResourceAttributes),
 }
 
@@ -278,12 +278,12 @@ fn member_attributes() -> Attrs {
 
 /// Creating APIBindings: what Enable does, and what the member role does not grant.
 fn admin_attributes() -> Attrs {
-    Attrs::Resource(ResourceAttributes {
+    Attrs::Resource(Box::new(ResourceAttributes {
         verb: Some("create".into()),
         group: Some("apis.kcp.io".into()),
         resource: Some("apibindings".into()),
         ..Default::default()
-    })
+    }))
 }
 
 /// Admin rights without `access` (possible only through hand-written RBAC) are no membership:

@@ -98,7 +98,10 @@ mod tests {
             ..Default::default()
         };
         let bare = identity_in(&caller, None);
-        assert_eq!((bare.user.as_str(), bare.org.as_str(), bare.cluster.as_str()), ("alice", "", ""));
+        assert_eq!(
+            (bare.user.as_str(), bare.org.as_str(), bare.cluster.as_str()),
+            ("alice", "", "")
+        );
         let t = WorkspaceRef {
             org: "acme".into(),
             workspace: Some("dev".into()),
@@ -107,7 +110,12 @@ mod tests {
         };
         let id = identity_in(&caller, Some(&t));
         assert_eq!(
-            (id.org.as_str(), id.workspace.as_str(), id.cluster.as_str(), id.groups.clone()),
+            (
+                id.org.as_str(),
+                id.workspace.as_str(),
+                id.cluster.as_str(),
+                id.groups.clone()
+            ),
             ("acme", "dev", "c1", vec!["g".to_string()])
         );
     }

@@ -24,7 +24,13 @@ pub struct Params {
 }
 
 /// The kubeconfig document (IO-free; `token` only when it may be shared).
-pub fn document(server: &str, ca_pem: Option<&str>, context: &str, user: &str, token: Option<&str>) -> serde_json::Value {
+pub fn document(
+    server: &str,
+    ca_pem: Option<&str>,
+    context: &str,
+    user: &str,
+    token: Option<&str>,
+) -> serde_json::Value {
     let mut cluster = serde_json::json!({ "server": server });
     if let Some(ca) = ca_pem {
         cluster["certificate-authority-data"] = base64::engine::general_purpose::STANDARD.encode(ca).into();
@@ -63,7 +69,11 @@ pub async fn kubeconfig(
     Query(params): Query<Params>,
     headers: HeaderMap,
 ) -> Result<Response, Status> {
-    let (target, _) = st.tenancy.access.require(&caller, &org, Some(&ws), Role::Member).await?;
+    let (target, _) = st
+        .tenancy
+        .access
+        .require(&caller, &org, Some(&ws), Role::Member)
+        .await?;
     let token = if params.include_token {
         if caller.source != CredentialSource::StaticToken {
             return Err(Status::bad_request(
@@ -74,10 +84,20 @@ pub async fn kubeconfig(
     } else {
         None
     };
-    let base = public_url(st.tenancy.settings.public_url.as_deref(), &headers, st.settings.public_proto)?;
+    let base = public_url(
+        st.tenancy.settings.public_url.as_deref(),
+        &headers,
+        st.settings.public_proto,
+    )?;
     let server = format!("{base}/clusters/{}", target.cluster);
     let context = format!("{org}-{ws}");
-    let doc = document(&server, st.tenancy.settings.ca_pem.as_deref(), &context, &caller.user, token);
+    let doc = document(
+        &server,
+        st.tenancy.settings.ca_pem.as_deref(),
+        &context,
+        &caller.user,
+        token,
+    );
     let yaml = serde_saphyr::to_string(&doc).map_err(|e| Status::internal(format!("rendering the kubeconfig: {e}")))?;
     let mut resp = yaml.into_response();
     resp.headers_mut()
@@ -102,13 +122,20 @@ mod tests {
         assert_eq!(d["current-context"], "acme-dev");
         let with = document("s", None, "c", "alice", Some("tok"));
         assert_eq!(with["users"][0]["user"]["token"], "tok");
-        assert!(with["clusters"][0]["cluster"].get("certificate-authority-data").is_none());
+        assert!(
+            with["clusters"][0]["cluster"]
+                .get("certificate-authority-data")
+                .is_none()
+        );
     }
 
     #[test]
     fn public_urls() {
         let mut h = HeaderMap::new();
-        assert_eq!(public_url(Some("https://hub.example.com/"), &h, "https").unwrap(), "https://hub.example.com");
+        assert_eq!(
+            public_url(Some("https://hub.example.com/"), &h, "https").unwrap(),
+            "https://hub.example.com"
+        );
         assert_eq!(public_url(None, &h, "https").unwrap_err().code, 400);
         h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8443"));
         assert_eq!(public_url(None, &h, "https").unwrap(), "https://127.0.0.1:8443");

@@ -30,7 +30,9 @@ pub struct PutMember {
 
 fn validate_user(user: &str) -> Result<(), Status> {
     if user.is_empty() || user.len() > 256 || user.chars().any(char::is_control) {
-        return Err(Status::bad_request(format!("user {user:?}: must be 1-256 printable characters")));
+        return Err(Status::bad_request(format!(
+            "user {user:?}: must be 1-256 printable characters"
+        )));
     }
     if user.starts_with("system:") {
         return Err(Status::bad_request(format!(
@@ -47,7 +49,14 @@ async fn list(st: &AppState, caller: &Caller, org: &str, ws: Option<&str>) -> Re
     }))
 }
 
-async fn put(st: &AppState, caller: &Caller, org: &str, ws: Option<&str>, user: &str, bytes: &[u8]) -> Result<Response, Status> {
+async fn put(
+    st: &AppState,
+    caller: &Caller,
+    org: &str,
+    ws: Option<&str>,
+    user: &str,
+    bytes: &[u8],
+) -> Result<Response, Status> {
     validate_user(user)?;
     let req: PutMember =
         serde_json::from_slice(bytes).map_err(|e| Status::bad_request(format!("invalid request body: {e}")))?;

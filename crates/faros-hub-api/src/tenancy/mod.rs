@@ -11,9 +11,9 @@
 //! This module must not talk to providers; it only reads the registry and writes kcp.
 
 pub mod access;
+pub mod enable;
 pub mod identity;
 pub mod kubeconfig;
-pub mod enable;
 pub mod me;
 pub mod members;
 pub mod orgs;

@@ -27,7 +27,11 @@ fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Status> {
 }
 
 /// `POST /api/orgs`
-pub async fn create_org(State(st): State<AppState>, Extension(caller): Extension<Caller>, bytes: axum::body::Bytes) -> Response {
+pub async fn create_org(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    bytes: axum::body::Bytes,
+) -> Response {
     let result = async {
         let req: CreateRequest = body(&bytes)?;
         req.validate()?;
@@ -35,15 +39,25 @@ pub async fn create_org(State(st): State<AppState>, Extension(caller): Extension
         let (ws, created) = spaces::create_org(t, &req, &caller.user).await?;
         tracing::info!(org = %req.name, user = %caller.user, "organization created");
         let code = if created { StatusCode::CREATED } else { StatusCode::OK };
-        Ok::<_, Status>((code, Json(spaces::space(&ws, names::org_workspace_path(&req.name), Some(Role::Admin)))))
+        Ok::<_, Status>((
+            code,
+            Json(spaces::space(
+                &ws,
+                names::org_workspace_path(&req.name),
+                Some(Role::Admin),
+            )),
+        ))
     }
     .await;
     result.into_response()
 }
 
 /// `GET /api/orgs`: the organizations the caller belongs to.
-pub async fn list_orgs(State(st): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Json<SpaceList>, Status> {
-    let items = visible(&st, &caller, names::TENANTS_PATH, |name| names::org_workspace_path(name)).await?;
+pub async fn list_orgs(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Json<SpaceList>, Status> {
+    let items = visible(&st, &caller, names::TENANTS_PATH, names::org_workspace_path).await?;
     Ok(Json(SpaceList { items }))
 }
 
@@ -60,7 +74,11 @@ pub async fn visible(
         let cluster = ws.spec.cluster.clone().filter(|_| ws.is_ready())?;
         // A failed review hides the entry rather than failing the whole listing.
         let role = t.access.role(caller, &cluster).await.ok().flatten()?;
-        Some(spaces::space(ws, path_of(ws.metadata.name.as_deref().unwrap_or_default()), Some(role)))
+        Some(spaces::space(
+            ws,
+            path_of(ws.metadata.name.as_deref().unwrap_or_default()),
+            Some(role),
+        ))
     });
     Ok(join_all(checks).await.into_iter().flatten().collect())
 }
@@ -125,7 +143,11 @@ pub async fn create_workspace(
         let code = if created { StatusCode::CREATED } else { StatusCode::OK };
         Ok::<_, Status>((
             code,
-            Json(spaces::space(&ws, names::team_workspace_path(&org, &req.name), Some(Role::Admin))),
+            Json(spaces::space(
+                &ws,
+                names::team_workspace_path(&org, &req.name),
+                Some(Role::Admin),
+            )),
         ))
     }
     .await;
@@ -139,7 +161,10 @@ pub async fn list_workspaces(
     Path(org): Path<String>,
 ) -> Result<Json<SpaceList>, Status> {
     let (org_ref, _) = st.tenancy.access.require(&caller, &org, None, Role::Member).await?;
-    let items = visible(&st, &caller, &org_ref.path, |name| names::team_workspace_path(&org, name)).await?;
+    let items = visible(&st, &caller, &org_ref.path, |name| {
+        names::team_workspace_path(&org, name)
+    })
+    .await?;
     Ok(Json(SpaceList { items }))
 }
 
@@ -149,7 +174,11 @@ pub async fn get_workspace(
     Extension(caller): Extension<Caller>,
     Path((org, ws)): Path<(String, String)>,
 ) -> Result<Json<Space>, Status> {
-    let (target, role) = st.tenancy.access.require(&caller, &org, Some(&ws), Role::Member).await?;
+    let (target, role) = st
+        .tenancy
+        .access
+        .require(&caller, &org, Some(&ws), Role::Member)
+        .await?;
     Ok(Json(describe_space(&st, &target, role).await?))
 }
 
@@ -162,5 +191,7 @@ pub async fn delete_workspace(
     st.tenancy.access.require(&caller, &org, Some(&ws), Role::Admin).await?;
     spaces::delete(&st.tenancy, &names::org_workspace_path(&org), &ws).await?;
     tracing::info!(%org, workspace = %ws, user = %caller.user, "workspace deleted");
-    Ok(accepted(&format!("workspace {ws:?} of organization {org:?} is being deleted")))
+    Ok(accepted(&format!(
+        "workspace {ws:?} of organization {org:?} is being deleted"
+    )))
 }

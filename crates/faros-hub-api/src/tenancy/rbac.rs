@@ -156,7 +156,12 @@ pub fn member_binding(user: &str, role: Role) -> ClusterRoleBinding {
 
 /// Org admin `user` is an admin of a team workspace of that org.
 pub fn inherited_binding(user: &str) -> ClusterRoleBinding {
-    binding(inherited_binding_name(user), user, Role::Admin, names::MEMBERSHIP_INHERITED)
+    binding(
+        inherited_binding_name(user),
+        user,
+        Role::Admin,
+        names::MEMBERSHIP_INHERITED,
+    )
 }
 
 /// One membership as read back from a binding.
@@ -197,11 +202,13 @@ mod tests {
         assert_eq!(a, member_binding_name("alice"));
         assert_ne!(a, member_binding_name("alice "));
         assert_eq!(a.len(), "faros:member:".len() + 20);
-        assert!(a.strip_prefix("faros:member:").unwrap().chars().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(
-            inherited_binding_name("alice").strip_prefix("faros:org-admin:"),
-            None
+        assert!(
+            a.strip_prefix("faros:member:")
+                .unwrap()
+                .chars()
+                .all(|c| c.is_ascii_hexdigit())
         );
+        assert_ne!(inherited_binding_name("alice").strip_prefix("faros:org-admin:"), None);
     }
 
     #[test]
@@ -255,7 +262,12 @@ mod tests {
             ]
         );
         let base_labels = roles[1].metadata.labels.clone().unwrap();
-        let selector = roles[2].aggregation_rule.clone().unwrap().cluster_role_selectors.unwrap();
+        let selector = roles[2]
+            .aggregation_rule
+            .clone()
+            .unwrap()
+            .cluster_role_selectors
+            .unwrap();
         for (k, v) in selector[0].match_labels.clone().unwrap() {
             assert_eq!(base_labels.get(&k), Some(&v));
         }

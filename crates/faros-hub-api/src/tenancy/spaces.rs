@@ -158,7 +158,10 @@ pub async fn create(
     creator: &str,
 ) -> Result<(Workspace, bool), Status> {
     let api = Api::<Workspace>::all(client(t, parent)?);
-    let created = match api.create(&PostParams::default(), &workspace_object(kind, req, creator)).await {
+    let created = match api
+        .create(&PostParams::default(), &workspace_object(kind, req, creator))
+        .await
+    {
         Ok(_) => true,
         Err(kube::Error::Api(s)) if s.code == 409 => {
             let existing = api.get(&req.name).await.map_err(Status::from)?;
@@ -175,7 +178,14 @@ pub async fn create(
         }
         Err(e) => return Err(Status::from(e)),
     };
-    match wait_for(api, &req.name, |w: Option<&Workspace>| w.is_some_and(Workspace::is_ready), READY_WAIT).await {
+    match wait_for(
+        api,
+        &req.name,
+        |w: Option<&Workspace>| w.is_some_and(Workspace::is_ready),
+        READY_WAIT,
+    )
+    .await
+    {
         Ok(Some(ws)) => Ok((ws, created)),
         Ok(None) => Err(Status::conflict_message(format!(
             "{} {:?} was deleted while being created",
@@ -226,7 +236,9 @@ pub async fn apply_roles(t: &Tenancy, cluster: &str) -> Result<(), Status> {
         let mut obj = serde_json::to_value(&role).map_err(|e| Status::internal(e.to_string()))?;
         obj["apiVersion"] = "rbac.authorization.k8s.io/v1".into();
         obj["kind"] = "ClusterRole".into();
-        api.patch(&name, &params, &Patch::Apply(obj)).await.map_err(Status::from)?;
+        api.patch(&name, &params, &Patch::Apply(obj))
+            .await
+            .map_err(Status::from)?;
     }
     Ok(())
 }
@@ -239,7 +251,9 @@ async fn put_binding(t: &Tenancy, cluster: &str, binding: ClusterRoleBinding) ->
         if existing.role_ref == binding.role_ref && existing.subjects == binding.subjects {
             return Ok(());
         }
-        api.delete(&name, &DeleteParams::default()).await.map_err(Status::from)?;
+        api.delete(&name, &DeleteParams::default())
+            .await
+            .map_err(Status::from)?;
     }
     match api.create(&PostParams::default(), &binding).await {
         Ok(_) => Ok(()),
@@ -375,11 +389,18 @@ mod tests {
         assert_eq!(s.created_by.as_deref(), Some("alice"));
         assert_eq!(s.phase, "Scheduling");
         assert_eq!(
-            workspace_object(Kind::Organization, &CreateRequest { name: "acme".into(), display_name: None }, "a")
-                .spec
-                .type_
-                .unwrap()
-                .name,
+            workspace_object(
+                Kind::Organization,
+                &CreateRequest {
+                    name: "acme".into(),
+                    display_name: None
+                },
+                "a"
+            )
+            .spec
+            .type_
+            .unwrap()
+            .name,
             "organization"
         );
     }

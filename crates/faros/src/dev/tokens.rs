@@ -30,7 +30,9 @@ pub struct DevUser {
 
 impl std::fmt::Debug for DevUser {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DevUser").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("DevUser")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -70,8 +72,13 @@ pub fn ensure_dev_user(state_dir: &Path, token_file: &Path) -> anyhow::Result<De
                     .append(true)
                     .open(token_file)
                     .with_context(|| format!("opening {}", token_file.display()))?;
-                let sep = if text.is_empty() || text.ends_with('\n') { "" } else { "\n" };
-                write!(f, "{sep}{}", line(&token, DEV_USER)).with_context(|| format!("appending to {}", token_file.display()))?;
+                let sep = if text.is_empty() || text.ends_with('\n') {
+                    ""
+                } else {
+                    "\n"
+                };
+                write!(f, "{sep}{}", line(&token, DEV_USER))
+                    .with_context(|| format!("appending to {}", token_file.display()))?;
             }
         }
     }

@@ -1,0 +1,44 @@
+//! The production [`Directory`]: membership from [`crate::tenancy::Access`] (kcp
+//! SubjectAccessReviews), enabled providers from the workspace's APIBindings.
+
+use std::sync::Arc;
+
+use faros_core::status::Status;
+use futures::future::BoxFuture;
+
+use super::Directory;
+use crate::auth::Caller;
+use crate::registry::Registry;
+use crate::tenancy::{Role, Tenancy, WorkspaceRef, enable};
+
+pub struct TenancyDirectory {
+    tenancy: Arc<Tenancy>,
+    registry: Arc<Registry>,
+}
+
+impl TenancyDirectory {
+    pub fn new(tenancy: Arc<Tenancy>, registry: Arc<Registry>) -> Self {
+        Self { tenancy, registry }
+    }
+}
+
+impl Directory for TenancyDirectory {
+    fn resolve<'a>(
+        &'a self,
+        caller: &'a Caller,
+        org: &'a str,
+        ws: &'a str,
+    ) -> BoxFuture<'a, Result<WorkspaceRef, Status>> {
+        Box::pin(async move {
+            let (target, _) = self.tenancy.access.require(caller, org, Some(ws), Role::Member).await?;
+            Ok(target)
+        })
+    }
+
+    fn enabled<'a>(&'a self, target: &'a WorkspaceRef) -> BoxFuture<'a, Result<Vec<String>, Status>> {
+        Box::pin(async move {
+            let rows = enable::enabled(&self.tenancy, &self.registry, target).await?;
+            Ok(rows.into_iter().filter(|r| r.bound).map(|r| r.provider).collect())
+        })
+    }
+}
