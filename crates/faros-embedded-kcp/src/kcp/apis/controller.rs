@@ -44,6 +44,9 @@ const EXPORTS: &str = "apiexports";
 const BINDINGS: &str = "apibindings";
 const SCHEMAS: &str = "apiresourceschemas";
 const SLICES: &str = "apiexportendpointslices";
+/// kcp's shard-internal cluster holding one copy of every bound schema ("bound CRDs", named by the
+/// schema's UID), so bound resources stay served when the export's workspace goes away.
+pub const BOUND_CRDS_CLUSTER: &str = "system:bound-crds";
 
 const API_EXPORT_VALID: &str = "APIExportValid";
 const INITIAL_BINDING_COMPLETED: &str = "InitialBindingCompleted";
@@ -388,6 +391,33 @@ impl Controller {
             },
         );
         Ok((uid, defs, storage))
+    }
+
+    /// Copies schema `name` of `export_cluster` to [`BOUND_CRDS_CLUSTER`] as `uid`, once: schemas
+    /// are immutable in kcp, so the copy never needs updating.
+    async fn ensure_bound_crd(&self, export_cluster: &str, name: &str, uid: &str) {
+        if uid.is_empty() || get(&self.state, &key(SCHEMAS, BOUND_CRDS_CLUSTER, uid)).is_some() {
+            return;
+        }
+        let Some(schema) = get(&self.state, &key(SCHEMAS, export_cluster, name)) else {
+            return;
+        };
+        let copy = json!({
+            "apiVersion": "apis.kcp.io/v1alpha1",
+            "kind": "APIResourceSchema",
+            "metadata": {
+                "name": uid,
+                "annotations": {
+                    "apis.kcp.io/bound-crd": "",
+                    "apis.kcp.io/schema-cluster": export_cluster,
+                    "apis.kcp.io/schema-name": name,
+                },
+            },
+            "spec": schema.get("spec").cloned().unwrap_or_default(),
+        });
+        if let Err(e) = create_object(&self.state, BOUND_CRDS_CLUSTER, GROUP, SCHEMAS, copy).await {
+            tracing::warn!(error = %e, schema = name, "cannot record the bound schema");
+        }
     }
 
     // ----- exports -------------------------------------------------------------------------------
@@ -930,6 +960,10 @@ impl Controller {
                 extra: Default::default(),
             });
         }
+        for b in &bound {
+            self.ensure_bound_crd(&export_cluster, &b.schema.name, &b.schema.uid)
+                .await;
+        }
         conditions::set(conds, Mark::true_(API_EXPORT_VALID), now);
         status.bound_resources = Some(bound).filter(|b| !b.is_empty());
         if skipped.is_empty() {
@@ -1234,7 +1268,11 @@ impl Controller {
                 continue;
             };
             for br in status.bound_resources.clone().unwrap_or_default() {
-                let Ok((_, schema_defs, _)) = self.schema_defs(&export_cluster, &br.schema.name) else {
+                // The export's schema, or once its workspace is gone, the bound copy.
+                let found = self
+                    .schema_defs(&export_cluster, &br.schema.name)
+                    .or_else(|_| self.schema_defs(BOUND_CRDS_CLUSTER, &br.schema.uid));
+                let Ok((_, schema_defs, _)) = found else {
                     continue;
                 };
                 for d in schema_defs {

@@ -71,7 +71,12 @@ pub async fn delete_cluster(state: &ApiState, cluster: &str) {
                 }
             }
         }
-        for key in keys {
+        // APIBindings last: watchers of an APIExport's virtual workspace see objects only while
+        // their cluster binds the export, and must see these objects' deletions (kcp delivers them).
+        let (bindings, content): (Vec<_>, Vec<_>) = keys
+            .into_iter()
+            .partition(|k| k.group == "apis.kcp.io" && k.resource == "apibindings");
+        for key in content.into_iter().chain(bindings) {
             write(state, WriteOp::Delete { key, expected_rv: None }).await;
         }
     }
