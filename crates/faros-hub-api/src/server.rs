@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::ConnectInfo;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
@@ -67,6 +67,12 @@ pub fn tls_from_files(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfi
 }
 
 /// Serves `router` on `listener` until `stop` is cancelled, then drains for up to `grace`.
+///
+/// Connections are handed to one single-threaded runtime per core (as nginx hands them to its
+/// worker processes): every hop of a request (TLS, handler, the upstream client connection the
+/// handler spawns) then runs on one thread, instead of bouncing between the caller's runtime's
+/// workers with a cross-thread wake-up at each hop. Without threads to spare (a one-core machine,
+/// or a runtime that cannot be built) connections are served on the caller's runtime.
 pub async fn serve(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
@@ -75,6 +81,114 @@ pub async fn serve(
     grace: Duration,
 ) {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut workers = Vec::new();
+    if threads > 1 {
+        for i in 0..threads {
+            match Worker::start(i, acceptor.clone(), router.clone(), stop.clone(), grace) {
+                Ok(w) => workers.push(w),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot start a connection thread; serving on the caller's runtime");
+                    break;
+                }
+            }
+        }
+    }
+    if workers.len() < 2 {
+        for w in workers {
+            w.finish().await;
+        }
+        return serve_here(listener, acceptor, router, stop, grace).await;
+    }
+    let mut next = 0usize;
+    loop {
+        let (tcp, peer) = tokio::select! {
+            _ = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(error) => {
+                    tracing::debug!(%error, "accept failed");
+                    continue;
+                }
+            },
+        };
+        let _ = tcp.set_nodelay(true);
+        // The socket leaves this runtime's I/O driver and joins the worker's.
+        match tcp.into_std() {
+            Ok(std) => {
+                let _ = workers[next % workers.len()].connections.send((std, peer));
+                next = next.wrapping_add(1);
+            }
+            Err(error) => tracing::debug!(%peer, %error, "cannot hand over a connection"),
+        }
+    }
+    for w in workers {
+        w.finish().await;
+    }
+}
+
+/// A connection thread: a current-thread runtime serving the connections it is sent.
+struct Worker {
+    connections: tokio::sync::mpsc::UnboundedSender<(std::net::TcpStream, SocketAddr)>,
+    done: tokio::sync::oneshot::Receiver<()>,
+}
+
+impl Worker {
+    fn start(
+        index: usize,
+        acceptor: Option<tokio_rustls::TlsAcceptor>,
+        router: Router,
+        stop: CancellationToken,
+        grace: Duration,
+    ) -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let (connections, mut incoming) = tokio::sync::mpsc::unbounded_channel::<(std::net::TcpStream, SocketAddr)>();
+        let (done_tx, done) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name(format!("hub-http-{index}"))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let mut tasks = tokio::task::JoinSet::new();
+                    loop {
+                        let (std, peer) = tokio::select! {
+                            _ = stop.cancelled() => break,
+                            next = incoming.recv() => match next {
+                                Some(c) => c,
+                                None => break,
+                            },
+                        };
+                        match TcpStream::from_std(std) {
+                            Ok(tcp) => {
+                                tasks.spawn(connection(tcp, peer, acceptor.clone(), router.clone(), stop.clone()));
+                            }
+                            Err(error) => tracing::debug!(%peer, %error, "cannot register a connection"),
+                        }
+                        while tasks.try_join_next().is_some() {}
+                    }
+                    drain(tasks, grace).await;
+                });
+                // Ends what the connections left behind (pooled upstream connections, upgrades).
+                drop(runtime);
+                let _ = done_tx.send(());
+            })?;
+        Ok(Self { connections, done })
+    }
+
+    /// Waits until the thread has drained its connections and stopped.
+    async fn finish(self) {
+        drop(self.connections);
+        let _ = self.done.await;
+    }
+}
+
+/// Serving on the caller's runtime.
+async fn serve_here(
+    listener: TcpListener,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    router: Router,
+    stop: CancellationToken,
+    grace: Duration,
+) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
         let (tcp, peer) = tokio::select! {
@@ -88,32 +202,42 @@ pub async fn serve(
             },
         };
         let _ = tcp.set_nodelay(true);
-        let acceptor = acceptor.clone();
-        let router = router.clone();
-        let stop = stop.clone();
-        connections.spawn(async move {
-            let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
-                req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
-                router.clone().oneshot(req.map(axum::body::Body::new))
-            });
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            match acceptor {
-                Some(acceptor) => match acceptor.accept(tcp).await {
-                    Ok(tls) => drive(builder.serve_connection_with_upgrades(TokioIo::new(tls), service), stop).await,
-                    Err(error) => tracing::debug!(%peer, %error, "TLS handshake failed"),
-                },
-                None => drive(builder.serve_connection_with_upgrades(TokioIo::new(tcp), service), stop).await,
-            }
-        });
+        connections.spawn(connection(tcp, peer, acceptor.clone(), router.clone(), stop.clone()));
         while connections.try_join_next().is_some() {}
     }
-    // Stop accepting; give in-flight requests the grace period.
+    drain(connections, grace).await;
+}
+
+/// Stop accepting; give in-flight requests the grace period.
+async fn drain(mut connections: tokio::task::JoinSet<()>, grace: Duration) {
     if tokio::time::timeout(grace, async { while connections.join_next().await.is_some() {} })
         .await
         .is_err()
     {
         tracing::info!("grace period over; closing remaining connections");
         connections.shutdown().await;
+    }
+}
+
+/// One connection: TLS (if configured), then HTTP/1.1 or HTTP/2 until it closes or `stop`.
+async fn connection(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    router: Router,
+    stop: CancellationToken,
+) {
+    let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
+        router.clone().oneshot(req.map(axum::body::Body::new))
+    });
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    match acceptor {
+        Some(acceptor) => match acceptor.accept(tcp).await {
+            Ok(tls) => drive(builder.serve_connection_with_upgrades(TokioIo::new(tls), service), stop).await,
+            Err(error) => tracing::debug!(%peer, %error, "TLS handshake failed"),
+        },
+        None => drive(builder.serve_connection_with_upgrades(TokioIo::new(tcp), service), stop).await,
     }
 }
 
