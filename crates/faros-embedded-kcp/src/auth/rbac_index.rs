@@ -179,6 +179,9 @@ impl<K: Ord + Clone> SubjectIndex<K> {
             add(&self.users, name);
             add(&self.service_accounts, name);
         }
+        if let Some(global) = &who.global {
+            add(&self.users, global);
+        }
         for group in &who.groups {
             add(&self.groups, group);
         }
@@ -189,15 +192,28 @@ impl<K: Ord + Clone> SubjectIndex<K> {
 /// The identities of a user as seen from one logical cluster.
 struct Who<'a> {
     username: Option<&'a str>,
+    /// kcp's GlobalServiceAccount alias of a ServiceAccount,
+    /// `system:kcp:serviceaccount:<cluster>:<namespace>:<name>`, matched against User subjects in
+    /// every cluster: the one way to grant a ServiceAccount of another workspace access.
+    global: Option<String>,
     groups: Vec<&'a str>,
+}
+
+/// The GlobalServiceAccount user name of a ServiceAccount user, if it is one.
+pub fn global_service_account_name(user: &UserInfo) -> Option<String> {
+    let (ns, name) = user.service_account()?;
+    let cluster = user.cluster_name()?;
+    Some(format!("system:kcp:serviceaccount:{cluster}:{ns}:{name}"))
 }
 
 impl<'a> Who<'a> {
     fn new(user: &'a UserInfo, cluster: &str) -> Self {
         let foreign_sa = user.service_account().is_some() && user.cluster_name().is_some_and(|c| c != cluster);
+        let global = global_service_account_name(user);
         if !foreign_sa {
             return Self {
                 username: Some(&user.username),
+                global,
                 groups: user.groups.iter().map(String::as_str).collect(),
             };
         }
@@ -212,7 +228,11 @@ impl<'a> Who<'a> {
                         .is_some_and(|rest| rest.starts_with(':'))
             })
             .collect();
-        Self { username: None, groups }
+        Self {
+            username: None,
+            global,
+            groups,
+        }
     }
 }
 
@@ -800,6 +820,39 @@ mod tests {
 
     fn sa_user(cluster: &str, ns: &str, name: &str) -> UserInfo {
         SaClaims::new(cluster, ns, name, "uid", "tok").user_info()
+    }
+
+    #[test]
+    fn global_service_account_subjects_match_that_account_only() {
+        let mut idx = RbacIndex::new();
+        let role = cluster_role(
+            "edges",
+            json!({}),
+            json!([{"apiGroups": ["*"], "resources": ["edges"], "verbs": ["proxy"]}]),
+        );
+        let grant = binding(
+            "ClusterRoleBinding",
+            "",
+            "edges",
+            "ClusterRole",
+            "edges",
+            json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "system:kcp:serviceaccount:other:default:provider"}]),
+        );
+        idx.upsert(C, RbacKind::ClusterRole, &role).unwrap();
+        idx.upsert(C, RbacKind::ClusterRoleBinding, &grant).unwrap();
+        for (who, want) in [
+            (sa_user("other", "default", "provider"), true),
+            // Same namespace and name, but another cluster's account (e.g. the tenant's own).
+            (sa_user(C, "default", "provider"), false),
+            (sa_user("other", "default", "builder"), false),
+            (user("system:kcp:serviceaccount:other:default:provider", &[]), true),
+        ] {
+            let attrs = Attributes {
+                name: "e1",
+                ..Attributes::resource(&who, "proxy", "edges.example", "edges")
+            };
+            assert_eq!(idx.authorize(C, &attrs).is_allowed(), want, "{}", who.username);
+        }
     }
 
     #[test]
