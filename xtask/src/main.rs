@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod codegen;
+mod e2e;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "faros project automation")]
@@ -25,13 +26,15 @@ enum Command {
     Codegen(codegen::Codegen),
     /// Measure performance targets against baselines taken in the same run (release builds).
     Bench(bench::Bench),
-    // Later: `e2e`, `lint`, each in its own module.
+    /// Run the e2e scenarios (against the in-process platform by default).
+    E2e(e2e::E2e),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Codegen(cmd) => cmd.run(&project_root()),
         Command::Bench(cmd) => cmd.run(&project_root()),
+        Command::E2e(cmd) => cmd.run(&project_root()),
     }
 }
 

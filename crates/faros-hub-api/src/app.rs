@@ -245,6 +245,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn request_ids_are_v4_uuids_unique_per_process() {
+        let mut seen = std::collections::HashSet::new();
+        for n in 0..10_000 {
+            let id = request_uuid(0xFFFF_FFFF_FFFF_FFFF, n);
+            assert_eq!(id.get_version_num(), 4, "{id}");
+            assert_eq!(id.get_variant(), uuid::Variant::RFC4122, "{id}");
+            assert!(seen.insert(id), "duplicate {id} at {n}");
+        }
+        // Counters that differ only above bit 62 would collide; they are 2^62 requests apart.
+        assert_eq!(scramble62(0), 0);
+        assert_ne!(scramble62(1), 1);
+        let made = FastRequestId.make_request_id(&http::Request::new(())).unwrap();
+        assert_eq!(made.header_value().len(), uuid::fmt::Hyphenated::LENGTH);
+    }
+
+    #[test]
     fn route_labels() {
         for (path, want) in [
             ("/healthz", "health"),

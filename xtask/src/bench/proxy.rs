@@ -89,8 +89,33 @@ fn wrk_with(args: &[&str], url: &str, headers: &[String], script: Option<&Path>)
     })
 }
 
+/// A running nginx; dropping it stops master and workers (a SIGKILL to the master alone would
+/// leave the workers serving the port).
+struct Nginx {
+    child: Child,
+    conf: std::path::PathBuf,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let stopped = Command::new("nginx")
+            .arg("-c")
+            .arg(&self.conf)
+            .arg("-p")
+            .arg(&self.dir)
+            .args(["-s", "stop"])
+            .stderr(Stdio::null())
+            .status();
+        if !stopped.is_ok_and(|s| s.success()) {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
 /// nginx as an HTTPS reverse proxy to `upstream`, with the hub's certificate.
-fn nginx(dir: &Path, state: &Path, port: u16, upstream: &str) -> anyhow::Result<Child> {
+fn nginx(dir: &Path, state: &Path, port: u16, upstream: &str) -> anyhow::Result<Nginx> {
     let conf = dir.join("nginx.conf");
     let cert = state.join("apiserver.crt");
     let key = state.join("apiserver.key");
@@ -110,14 +135,19 @@ fn nginx(dir: &Path, state: &Path, port: u16, upstream: &str) -> anyhow::Result<
             key = key.display(),
         ),
     )?;
-    Command::new("nginx")
+    let child = Command::new("nginx")
         .arg("-c")
         .arg(&conf)
         .arg("-p")
         .arg(dir)
         .stdout(Stdio::null())
         .spawn()
-        .context("starting nginx (apt-get install -y nginx-light)")
+        .context("starting nginx (apt-get install -y nginx-light)")?;
+    Ok(Nginx {
+        child,
+        conf,
+        dir: dir.to_path_buf(),
+    })
 }
 
 async fn wait_ok(http: &reqwest::Client, url: &str, token: Option<&str>) -> anyhow::Result<()> {
@@ -157,7 +187,7 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
     let nginx_port = free_port()?;
     let nginx_dir = dir.path().join("nginx");
     std::fs::create_dir_all(&nginx_dir)?;
-    let mut nginx = nginx(&nginx_dir, &f.state, nginx_port, &format!("127.0.0.1:{backend_port}"))?;
+    let nginx = nginx(&nginx_dir, &f.state, nginx_port, &format!("127.0.0.1:{backend_port}"))?;
     let via_nginx = format!("https://localhost:{nginx_port}/healthz");
     wait_ok(&f.http, &via_nginx, None).await?;
 
@@ -231,8 +261,7 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
         beat.p99_ms,
         beat.requests_per_sec / 20_000.0
     );
-    let _ = nginx.kill();
-    let _ = nginx.wait();
+    drop(nginx);
     Ok(())
 }
 
