@@ -46,6 +46,21 @@ struct Args {
     /// Backend health probe timeout, in seconds.
     #[arg(long, env = "FAROS_PROBE_TIMEOUT", default_value_t = 2)]
     probe_timeout: u64,
+    /// The hub's public base URL, written into tenant kubeconfigs (default: as the request reached it).
+    #[arg(long, env = "FAROS_PUBLIC_URL")]
+    public_url: Option<String>,
+    /// PEM CA bundle clients need to trust the hub, put into tenant kubeconfigs.
+    #[arg(long, env = "FAROS_PUBLIC_CA_FILE")]
+    public_ca_file: Option<PathBuf>,
+    /// How long Enable waits for the APIBinding to be Bound before answering 202, in seconds.
+    #[arg(long, env = "FAROS_ENABLE_WAIT", default_value_t = 10)]
+    enable_wait: u64,
+    /// Longest wait for one provider's MCP `tools/list`, in seconds (then it is left out).
+    #[arg(long, env = "FAROS_MCP_DISCOVERY_TIMEOUT", default_value_t = 8)]
+    mcp_discovery_timeout: u64,
+    /// Longest wait for one provider's MCP `tools/call`, in seconds.
+    #[arg(long, env = "FAROS_MCP_CALL_TIMEOUT", default_value_t = 90)]
+    mcp_call_timeout: u64,
     #[command(flatten)]
     auth: AuthArgs,
     #[command(flatten)]
@@ -128,6 +143,14 @@ async fn main() -> anyhow::Result<()> {
     config.probe.timeout = Duration::from_secs(args.probe_timeout);
     config.oidc = args.auth.oidc()?;
     config.token_file = args.auth.token_auth_file;
+    config.tenancy.public_url = args.public_url;
+    config.tenancy.ca_pem = match &args.public_ca_file {
+        Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?),
+        None => None,
+    };
+    config.tenancy.enable_wait = Some(Duration::from_secs(args.enable_wait));
+    config.mcp.discovery_timeout = Duration::from_secs(args.mcp_discovery_timeout);
+    config.mcp.call_timeout = Duration::from_secs(args.mcp_call_timeout);
     faros_hub_api::run(config, faros_core::telemetry::shutdown_signal()).await?;
     Ok(())
 }
