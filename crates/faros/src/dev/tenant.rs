@@ -21,9 +21,11 @@ pub fn mcp_client_config(url: &str, token: &str) -> String {
     .to_string()
 }
 
-/// Creates the demo org and workspace once the hub's workspace tree exists. Retries while kcp or
-/// the reconciler's bootstrap are not there yet (404/503), gives up on anything else.
+/// Creates the demo org and workspace once the hub's workspace tree exists. Until the reconciler's
+/// bootstrap is done kcp answers 404 (no tenants workspace), 403 (workspace types not there yet) or
+/// 503, so every failure is retried with backoff; after [`GIVE_UP`] the last error is logged.
 pub async fn seed(tenancy: Arc<Tenancy>, user: String, mut stop: watch::Receiver<bool>) {
+    let started = tokio::time::Instant::now();
     let mut delay = Duration::from_millis(100);
     loop {
         match try_seed(&tenancy, &user).await {
@@ -31,12 +33,12 @@ pub async fn seed(tenancy: Arc<Tenancy>, user: String, mut stop: watch::Receiver
                 tracing::info!(org = DEMO_ORG, workspace = DEMO_WORKSPACE, %cluster, %user, "demo tenant ready");
                 return;
             }
-            Err(s) if matches!(s.code, 404 | 503 | 500) => {
-                tracing::debug!(code = s.code, message = %s.message, "demo tenant not ready yet, retrying");
+            Err(s) if started.elapsed() > GIVE_UP => {
+                tracing::warn!(code = s.code, message = %s.message, "cannot create the demo tenant; giving up");
+                return;
             }
             Err(s) => {
-                tracing::warn!(code = s.code, message = %s.message, "cannot create the demo tenant");
-                return;
+                tracing::debug!(code = s.code, message = %s.message, "demo tenant not ready yet, retrying");
             }
         }
         tokio::select! {
@@ -46,6 +48,9 @@ pub async fn seed(tenancy: Arc<Tenancy>, user: String, mut stop: watch::Receiver
         delay = (delay * 2).min(Duration::from_secs(2));
     }
 }
+
+/// How long the demo tenant is retried before `faros dev` gives up on it (the rest keeps running).
+const GIVE_UP: Duration = Duration::from_secs(300);
 
 async fn try_seed(t: &Tenancy, user: &str) -> Result<String, Status> {
     let org_req = CreateRequest {
