@@ -103,6 +103,13 @@ impl Access {
         &self.factory
     }
 
+    /// An admin kube client for the logical cluster (path or name) `cluster`.
+    pub fn client(&self, cluster: &str) -> Result<kube::Client, Status> {
+        self.factory
+            .cluster(cluster)
+            .map_err(|e| Status::internal(format!("building a kcp client: {e}")))
+    }
+
     /// Forgets cached answers (after the hub itself changed memberships or deleted workspaces).
     pub fn invalidate(&self) {
         if let Ok(mut d) = self.decisions.lock() {
@@ -131,10 +138,7 @@ impl Access {
             Some(ws) => (names::org_workspace_path(org), ws),
             None => (names::TENANTS_PATH.to_string(), org),
         };
-        let client = self
-            .factory
-            .cluster(&parent)
-            .map_err(|e| Status::internal(format!("building a kcp client: {e}")))?;
+        let client = self.client(&parent)?;
         let what = match ws {
             Some(ws) => format!("workspace {ws:?} in organization {org:?}"),
             None => format!("organization {org:?}"),
@@ -233,10 +237,7 @@ impl Access {
     }
 
     async fn review(&self, caller: &Caller, cluster: &str, attrs: Attrs) -> Result<bool, Status> {
-        let client = self
-            .factory
-            .cluster(cluster)
-            .map_err(|e| Status::internal(format!("building a kcp client: {e}")))?;
+        let client = self.client(cluster)?;
         let mut groups = caller.groups.clone();
         if !groups.iter().any(|g| g == GROUP_AUTHENTICATED) {
             groups.push(GROUP_AUTHENTICATED.to_string());

@@ -73,6 +73,11 @@ impl Tenancy {
         self.access.factory()
     }
 
+    /// An admin kube client for the logical cluster (path or name) `cluster`.
+    pub fn client(&self, cluster: &str) -> Result<kube::Client, faros_core::status::Status> {
+        self.access.client(cluster)
+    }
+
     /// [`TenancySettings::enable_wait`] with its default.
     pub fn enable_wait(&self) -> Duration {
         self.settings.enable_wait.unwrap_or(Duration::from_secs(10))

@@ -131,15 +131,9 @@ pub fn workspace_object(kind: Kind, req: &CreateRequest, creator: &str) -> Works
     ws
 }
 
-fn client(t: &Tenancy, cluster: &str) -> Result<kube::Client, Status> {
-    t.factory()
-        .cluster(cluster)
-        .map_err(|e| Status::internal(format!("building a kcp client: {e}")))
-}
-
 /// Workspaces directly under `parent`.
 pub async fn children(t: &Tenancy, parent: &str) -> Result<Vec<Workspace>, Status> {
-    let list = Api::<Workspace>::all(client(t, parent)?)
+    let list = Api::<Workspace>::all(t.client(parent)?)
         .list(&ListParams::default())
         .await
         .map_err(Status::from)?;
@@ -157,7 +151,7 @@ pub async fn create(
     req: &CreateRequest,
     creator: &str,
 ) -> Result<(Workspace, bool), Status> {
-    let api = Api::<Workspace>::all(client(t, parent)?);
+    let api = Api::<Workspace>::all(t.client(parent)?);
     let created = match api
         .create(&PostParams::default(), &workspace_object(kind, req, creator))
         .await
@@ -229,7 +223,7 @@ pub async fn create_team_workspace(
 
 /// Applies the membership ClusterRoles in `cluster`.
 pub async fn apply_roles(t: &Tenancy, cluster: &str) -> Result<(), Status> {
-    let api = Api::<ClusterRole>::all(client(t, cluster)?);
+    let api = Api::<ClusterRole>::all(t.client(cluster)?);
     let params = PatchParams::apply(FIELD_MANAGER).force();
     for role in rbac::workspace_roles() {
         let name = role.metadata.name.clone().unwrap_or_default();
@@ -244,7 +238,7 @@ pub async fn apply_roles(t: &Tenancy, cluster: &str) -> Result<(), Status> {
 }
 
 async fn put_binding(t: &Tenancy, cluster: &str, binding: ClusterRoleBinding) -> Result<(), Status> {
-    let api = Api::<ClusterRoleBinding>::all(client(t, cluster)?);
+    let api = Api::<ClusterRoleBinding>::all(t.client(cluster)?);
     let name = binding.metadata.name.clone().unwrap_or_default();
     if let Some(existing) = api.get_opt(&name).await.map_err(Status::from)? {
         // roleRef is immutable: a role change is a replacement.
@@ -264,7 +258,7 @@ async fn put_binding(t: &Tenancy, cluster: &str, binding: ClusterRoleBinding) ->
 }
 
 async fn delete_binding(t: &Tenancy, cluster: &str, name: &str) -> Result<bool, Status> {
-    let api = Api::<ClusterRoleBinding>::all(client(t, cluster)?);
+    let api = Api::<ClusterRoleBinding>::all(t.client(cluster)?);
     match api.delete(name, &DeleteParams::default()).await {
         Ok(_) => Ok(true),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
@@ -288,7 +282,7 @@ pub async fn remove_member(t: &Tenancy, cluster: &str, user: &str) -> Result<boo
 
 /// Memberships expressed by bindings in `cluster`, sorted by user.
 pub async fn members(t: &Tenancy, cluster: &str) -> Result<Vec<Membership>, Status> {
-    let list = Api::<ClusterRoleBinding>::all(client(t, cluster)?)
+    let list = Api::<ClusterRoleBinding>::all(t.client(cluster)?)
         .list(&ListParams::default().labels(&rbac::membership_selector()))
         .await
         .map_err(Status::from)?;
@@ -338,7 +332,7 @@ pub async fn propagate_org_admins(t: &Tenancy, org: &WorkspaceRef) -> Result<(),
 
 /// Deletes workspace `name` in `parent`; `false` when it was already gone.
 pub async fn delete(t: &Tenancy, parent: &str, name: &str) -> Result<bool, Status> {
-    let api = Api::<Workspace>::all(client(t, parent)?);
+    let api = Api::<Workspace>::all(t.client(parent)?);
     let gone = match api.delete(name, &DeleteParams::background()).await {
         Ok(_) => true,
         Err(kube::Error::Api(s)) if s.code == 404 => false,

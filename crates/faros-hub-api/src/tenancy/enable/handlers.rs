@@ -35,19 +35,13 @@ use crate::tenancy::{Role, Tenancy, WorkspaceRef};
 /// background, so the member role appears once kcp is done.
 const FINISH_WAIT: Duration = Duration::from_secs(300);
 
-fn client(t: &Tenancy, cluster: &str) -> Result<kube::Client, Status> {
-    t.factory()
-        .cluster(cluster)
-        .map_err(|e| Status::internal(format!("building a kcp client: {e}")))
-}
-
 async fn bindings(api: &Api<APIBinding>) -> Result<Vec<APIBinding>, Status> {
     Ok(api.list(&ListParams::default()).await.map_err(Status::from)?.items)
 }
 
 /// The providers enabled in `target`, one row per provider, sorted by name.
 pub async fn enabled(tenancy: &Tenancy, registry: &Registry, target: &WorkspaceRef) -> Result<Vec<Enabled>, Status> {
-    let api: Api<APIBinding> = Api::all(client(tenancy, &target.cluster)?);
+    let api: Api<APIBinding> = Api::all(tenancy.client(&target.cluster)?);
     let all = bindings(&api).await?;
     let ready = |p: &str| registry.view(p).is_some_and(|v| v.readiness.ready);
     Ok(plan::enabled_rows(&all, &ready))
@@ -104,7 +98,7 @@ async fn enable_inner(
         .view(name)
         .ok_or_else(|| Status::not_found_message(format!("provider {name:?} not found")))?;
 
-    let kube = client(&st.tenancy, &target.cluster)?;
+    let kube = st.tenancy.client(&target.cluster)?;
     let api: Api<APIBinding> = Api::all(kube.clone());
     let current = bindings(&api).await?;
     let registry = st.registry.clone();
@@ -275,7 +269,7 @@ pub async fn disable(
 async fn disable_inner(st: &AppState, caller: &Caller, org: &str, ws: &str, name: &str) -> Result<Response, Status> {
     let (target, _) = st.tenancy.access.require(caller, org, Some(ws), Role::Admin).await?;
     names::validate_dns_label(name).map_err(|e| Status::bad_request(format!("provider {name:?}: {e}")))?;
-    let kube = client(&st.tenancy, &target.cluster)?;
+    let kube = st.tenancy.client(&target.cluster)?;
     let api: Api<APIBinding> = Api::all(kube.clone());
     // Every binding of this provider's export, whatever its name; a same-named binding of
     // something else is not ours to delete.
