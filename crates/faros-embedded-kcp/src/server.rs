@@ -202,6 +202,8 @@ impl Server {
             max_body_bytes: config.max_body_bytes,
             events: events_tx,
             metrics: crate::metrics::Metrics::default(),
+            server_url: tokio::sync::watch::Sender::new(None),
+            apis: Arc::default(),
         });
         crate::controllers::rbac::rebuild(&state);
         crate::controllers::rebuild_cluster_index(&state);

@@ -43,6 +43,12 @@ pub struct ApiState {
     /// Events of committed writes, for the in-process controllers (namespace deletion, GC, tokens).
     pub events: tokio::sync::mpsc::UnboundedSender<Arc<Event>>,
     pub metrics: crate::metrics::Metrics,
+    /// The server's external URL (`https://host:port`) once it listens: workspace and endpoint
+    /// slice URLs are built from it.
+    pub server_url: tokio::sync::watch::Sender<Option<String>>,
+    /// What the APIExport/APIBinding controller publishes for the virtual workspace and claim
+    /// admission.
+    pub apis: Arc<crate::kcp::apis::view::Index>,
 }
 
 impl ApiState {

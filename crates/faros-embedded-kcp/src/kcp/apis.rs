@@ -10,9 +10,9 @@ mod claims;
 mod conditions;
 mod controller;
 mod hash;
-mod view;
+pub mod view;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use faros_core::kcp::LABEL_APIBINDING_EXPORT;
 use faros_core::status::{Status, StatusDetails};
@@ -26,12 +26,6 @@ use crate::auth::{Attributes, Decision, GROUP_MASTERS};
 pub use claims::{effective_verbs, label_key as claim_label_key, label_value as claim_label_value};
 pub use hash::{export_hash, identity_hash};
 
-/// The server's external URL (`https://host:port`) for processes with one server; endpoint slice
-/// URLs are `<server URL>/services/apiexport/<export cluster>/<export name>`. The per-server URL
-/// recorded with `tenancy::set_server_url` takes precedence (tests run several servers in one
-/// process). Slices wait, re-checked every second, until one of them is known.
-pub static SERVER_URL: OnceLock<String> = OnceLock::new();
-
 /// Finalizer kcp's admission puts on every APIBinding; removed once the bound objects are gone.
 pub const BINDING_FINALIZER: &str = "apis.kcp.io/apibinding-finalizer";
 /// Namespace of the identity secrets of APIExports (in the export's logical cluster).
@@ -39,7 +33,7 @@ pub const IDENTITY_NAMESPACE: &str = "kcp-system";
 
 /// The virtual workspace URL of an export, if the server URL is known.
 pub fn virtual_workspace_url(state: &ApiState, export_cluster: &str, export_name: &str) -> Option<String> {
-    let base = super::tenancy::server_url(state).or_else(|| SERVER_URL.get().cloned())?;
+    let base = super::tenancy::server_url(state)?;
     Some(format!(
         "{}/services/apiexport/{export_cluster}/{export_name}",
         base.trim_end_matches('/')
@@ -49,7 +43,9 @@ pub fn virtual_workspace_url(state: &ApiState, export_cluster: &str, export_name
 /// What the APIExport virtual workspace serves for `export_cluster`/`export_name` (None when the
 /// export does not exist or has no identity yet). Reads an in-memory index: cheap.
 pub fn export_view(state: &ApiState, export_cluster: &str, export_name: &str) -> Option<ExportView> {
-    view::get(state)?.export(&(export_cluster.to_string(), export_name.to_string()))
+    state
+        .apis
+        .export(&(export_cluster.to_string(), export_name.to_string()))
 }
 
 /// A handle on an export's entry in the index, read at call time: long-running requests (watches)
@@ -71,7 +67,7 @@ impl LiveExport {
 /// A live handle on `export_cluster`/`export_name` for filters that outlive one lookup.
 pub fn live_export(state: &ApiState, export_cluster: &str, export_name: &str) -> Option<LiveExport> {
     Some(LiveExport {
-        index: view::get(state)?,
+        index: state.apis.clone(),
         key: (export_cluster.to_string(), export_name.to_string()),
     })
 }
@@ -204,8 +200,7 @@ pub fn admit_claimed_object(state: &ApiState, req: &Request<'_>, obj: &mut Value
     if req.operation == Operation::Delete || req.subresource.is_some() {
         return Ok(());
     }
-    let Some(index) = view::get(state) else { return Ok(()) };
-    let claims = index.claims_for(req.cluster, &req.def.group, &req.def.resource);
+    let claims = state.apis.claims_for(req.cluster, &req.def.group, &req.def.resource);
     if claims.is_empty() {
         return Ok(());
     }

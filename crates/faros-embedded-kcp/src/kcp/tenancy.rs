@@ -14,7 +14,7 @@ pub mod names;
 mod status;
 pub mod types;
 
-use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::ApiState;
@@ -35,39 +35,25 @@ pub fn phase_delay() -> Duration {
         .map_or(DEFAULT_PHASE_DELAY, Duration::from_millis)
 }
 
-/// External URLs of running servers, keyed by their state (several servers may share a process).
-static SERVER_URLS: Mutex<Vec<(Weak<ApiState>, String)>> = Mutex::new(Vec::new());
-static URL_SET: LazyLock<tokio::sync::Notify> = LazyLock::new(tokio::sync::Notify::new);
-
 /// Records the server's external URL (`https://host:port`), from which workspace URLs
 /// (`spec.URL`, LogicalCluster `status.URL`) are built. The server calls this once it listens;
 /// workspaces wait in `Scheduling` until it is known.
-pub fn set_server_url(state: &Arc<ApiState>, url: &str) {
-    let mut urls = SERVER_URLS.lock().unwrap_or_else(|p| p.into_inner());
-    urls.retain(|(w, _)| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), Arc::as_ptr(state)));
-    urls.push((Arc::downgrade(state), url.trim_end_matches('/').to_string()));
-    drop(urls);
-    URL_SET.notify_waiters();
+pub fn set_server_url(state: &ApiState, url: &str) {
+    state
+        .server_url
+        .send_replace(Some(url.trim_end_matches('/').to_string()));
 }
 
 /// The server's external URL, if recorded.
 pub fn server_url(state: &ApiState) -> Option<String> {
-    let urls = SERVER_URLS.lock().unwrap_or_else(|p| p.into_inner());
-    urls.iter()
-        .find(|(w, _)| std::ptr::eq(w.as_ptr(), state))
-        .map(|(_, u)| u.clone())
+    state.server_url.borrow().clone()
 }
 
 async fn wait_server_url(state: &ApiState) -> String {
-    loop {
-        let notified = URL_SET.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if let Some(url) = server_url(state) {
-            return url;
-        }
-        notified.await;
-    }
+    let mut rx = state.server_url.subscribe();
+    // The sender lives in `state`, which outlives this call: the wait ends only with a URL.
+    let url = rx.wait_for(Option::is_some).await.ok().and_then(|u| u.clone());
+    url.unwrap_or_default()
 }
 
 /// Creates kcp's built-in WorkspaceTypes in `root` and the grant to use them (idempotent). `run`

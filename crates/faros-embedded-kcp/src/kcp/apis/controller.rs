@@ -164,7 +164,9 @@ struct Controller {
 
 /// Runs until aborted.
 pub async fn run(state: Arc<ApiState>) {
-    let (index, _registration) = super::view::register(&state);
+    // A restarted controller rebuilds the index from scratch.
+    let index = state.apis.clone();
+    index.clear();
     let mut c = Controller {
         state: state.clone(),
         index,

@@ -7,9 +7,8 @@
 //! removes its entry when it stops.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::RwLock;
 
-use crate::api::ApiState;
 use crate::kcp::{AcceptedClaim, ExportView};
 
 /// `(logical cluster name, object name)`.
@@ -31,47 +30,13 @@ pub struct Index {
     pub claims: RwLock<HashMap<String, Vec<ClaimLabel>>>,
 }
 
-type Indexes = RwLock<HashMap<usize, Arc<Index>>>;
-
-static INDEXES: OnceLock<Indexes> = OnceLock::new();
-
-fn indexes() -> &'static Indexes {
-    INDEXES.get_or_init(Indexes::default)
-}
-
-fn id(state: &ApiState) -> usize {
-    std::ptr::from_ref(state) as usize
-}
-
-/// The index of `state`'s server, if its controller runs.
-pub fn get(state: &ApiState) -> Option<Arc<Index>> {
-    indexes()
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(&id(state))
-        .cloned()
-}
-
-/// Creates the index for `state`; dropping the guard removes it.
-pub fn register(state: &ApiState) -> (Arc<Index>, Registration) {
-    let index = Arc::new(Index::default());
-    indexes()
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(id(state), index.clone());
-    (index, Registration(id(state)))
-}
-
-/// Keeps an index registered for as long as it lives.
-pub struct Registration(usize);
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        indexes().write().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
-    }
-}
-
 impl Index {
+    /// Forgets everything (controller start).
+    pub fn clear(&self) {
+        self.exports.write().unwrap_or_else(|p| p.into_inner()).clear();
+        self.claims.write().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
     pub fn export(&self, key: &ExportKey) -> Option<ExportView> {
         self.exports.read().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
     }
