@@ -75,9 +75,12 @@ impl Platform {
         writeln!(f, "{token},{user},{user}")?;
         drop(f);
         let t = token.clone();
-        eventually(&format!("the hub to accept {user}'s token"), WAIT, || async {
-            let r = self.call(reqwest::Method::GET, "/api/me", Some(&t), None).await?;
-            Ok((r.status == 200).then_some(()))
+        // Both reload the file on their own schedule: wait for the hub and for kcp (through the
+        // hub's pass-through, which forwards the bearer untouched).
+        eventually(&format!("the hub and kcp to accept {user}'s token"), WAIT, || async {
+            let hub = self.call(reqwest::Method::GET, "/api/me", Some(&t), None).await?;
+            let kcp = self.call(reqwest::Method::GET, "/clusters/root/api", Some(&t), None).await?;
+            Ok((hub.status == 200 && kcp.status == 200).then_some(()))
         })
         .await?;
         Ok(token)
