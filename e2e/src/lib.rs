@@ -79,7 +79,9 @@ impl Platform {
         // hub's pass-through, which forwards the bearer untouched).
         eventually(&format!("the hub and kcp to accept {user}'s token"), WAIT, || async {
             let hub = self.call(reqwest::Method::GET, "/api/me", Some(&t), None).await?;
-            let kcp = self.call(reqwest::Method::GET, "/clusters/root/api", Some(&t), None).await?;
+            let kcp = self
+                .call(reqwest::Method::GET, "/clusters/root/api", Some(&t), None)
+                .await?;
             Ok((hub.status == 200 && kcp.status == 200).then_some(()))
         })
         .await?;
