@@ -518,9 +518,25 @@ async fn enable_disable_and_the_enabled_list() {
         ]})
     );
 
-    // Disable: admins only; the Greeting's finalizer holds the binding (202, blocked), then it goes.
+    // Disable: admins only, and not while an enabled provider depends on it.
     let (code, _) = call(&stack, Some(BOB), &disable("greeter"), None).await;
     assert_eq!(code, 403);
+    let (code, body) = call(&stack, Some(ALICE), &disable("greeter"), None).await;
+    assert_eq!(code, 409, "{body}");
+    assert_eq!(
+        body["message"],
+        "provider \"greeter\" is required by fan enabled in this workspace; disable it first"
+    );
+    assert!(bindings.get_opt("greeter").await.unwrap().is_some());
+
+    // fan: no bound objects, so gone at once or shortly; its grant goes with it.
+    let (code, _) = call(&stack, Some(ALICE), &disable("fan"), None).await;
+    assert!(code == 202 || code == 204, "{code}");
+    wait_for(bindings.clone(), "fan", |b| b.is_none(), WAIT).await.unwrap();
+    assert!(crbs.get_opt(&names::edges_proxy_grant("fan")).await.unwrap().is_none());
+    assert!(roles.get_opt(&names::edges_proxy_grant("fan")).await.unwrap().is_none());
+
+    // The Greeting's finalizer holds greeter's binding (202, blocked), then it goes.
     let (code, body) = call(&stack, Some(ALICE), &disable("greeter"), None).await;
     assert_eq!(code, 202, "{body}");
     assert_eq!(body["bindingName"], "greeter");
@@ -565,12 +581,6 @@ async fn enable_disable_and_the_enabled_list() {
     let (code, body) = call(&stack, Some(ALICE), &disable("greeter"), None).await;
     assert_eq!((code, body), (204, json!("")));
 
-    // fan: no bound objects, so gone at once or shortly; its grant goes with it.
-    let (code, _) = call(&stack, Some(ALICE), &disable("fan"), None).await;
-    assert!(code == 202 || code == 204, "{code}");
-    wait_for(bindings.clone(), "fan", |b| b.is_none(), WAIT).await.unwrap();
-    assert!(crbs.get_opt(&names::edges_proxy_grant("fan")).await.unwrap().is_none());
-    assert!(roles.get_opt(&names::edges_proxy_grant("fan")).await.unwrap().is_none());
     let (code, body) = call(&stack, Some(BOB), &enabled, None).await;
     assert_eq!((code, body), (200, json!({"items": []})));
     // Disabling what is not enabled is a no-op.

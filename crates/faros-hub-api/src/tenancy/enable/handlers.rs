@@ -273,12 +273,29 @@ async fn disable_inner(st: &AppState, caller: &Caller, org: &str, ws: &str, name
     let api: Api<APIBinding> = Api::all(kube.clone());
     // Every binding of this provider's export, whatever its name; a same-named binding of
     // something else is not ours to delete.
-    let ours: Vec<String> = bindings(&api)
-        .await?
+    let all = bindings(&api).await?;
+    let ours: Vec<String> = all
         .iter()
         .filter(|b| plan::bound_provider(b) == Some(name))
         .filter_map(|b| b.metadata.name.clone())
         .collect();
+    let dependencies_of = |p: &str| -> Vec<String> {
+        st.registry
+            .view(p)
+            .and_then(|v| v.provider.spec.dependencies.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|d| d.name)
+            .collect()
+    };
+    let dependents = plan::dependents(&plan::enabled_rows(&all, &|_| false), name, &dependencies_of);
+    if !ours.is_empty() && !dependents.is_empty() {
+        return Err(Status::conflict_message(format!(
+            "provider {name:?} is required by {} enabled in this workspace; disable {} first",
+            dependents.join(", "),
+            if dependents.len() == 1 { "it" } else { "them" }
+        )));
+    }
     let mut changed = false;
     for b in &ours {
         changed |= delete_absent_ok(&api, b).await?;

@@ -454,6 +454,16 @@ fn deletion_blocked(binding: &APIBinding) -> Option<String> {
     )
 }
 
+/// The providers enabled in the workspace (`rows`, not being deleted) that declare `provider` as a
+/// dependency: Disable refuses while there are any, as Enable refuses without the dependency.
+pub fn dependents(rows: &[Enabled], provider: &str, dependencies_of: &dyn Fn(&str) -> Vec<String>) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.provider != provider && !r.terminating)
+        .filter(|r| dependencies_of(&r.provider).iter().any(|d| d == provider))
+        .map(|r| r.provider.clone())
+        .collect()
+}
+
 /// The enabled list of a workspace from its bindings, one row per provider, sorted by name.
 pub fn enabled_rows(bindings: &[APIBinding], ready: &dyn Fn(&str) -> bool) -> Vec<Enabled> {
     let providers: BTreeSet<&str> = bindings.iter().filter_map(bound_provider).collect();
@@ -803,6 +813,39 @@ mod tests {
             json!([{"apiGroups":["a.io"],"resources":["greetings"],"verbs":["*"]},
                    {"apiGroups":["b.io"],"resources":["gadgets","widgets"],"verbs":["*"]}])
         );
+    }
+
+    #[test]
+    fn dependents_table() {
+        let row = |p: &str, terminating: bool| Enabled {
+            provider: p.into(),
+            binding_name: p.into(),
+            phase: "Bound".into(),
+            bound: !terminating,
+            accepted_claims: vec![],
+            terminating,
+            deletion_blocked: None,
+            ready: true,
+        };
+        let deps = |p: &str| match p {
+            "fan" | "dash" => vec!["greeter".to_string()],
+            "greeter" => vec!["base".to_string()],
+            _ => vec![],
+        };
+        let rows = [
+            row("base", false),
+            row("dash", true),
+            row("fan", false),
+            row("greeter", false),
+        ];
+        for (provider, want) in [
+            ("greeter", vec!["fan"]),
+            ("base", vec!["greeter"]),
+            ("fan", vec![]),
+            ("unknown", vec![]),
+        ] {
+            assert_eq!(dependents(&rows, provider, &deps), want, "{provider}");
+        }
     }
 
     #[test]
