@@ -54,19 +54,53 @@ fn lookup(st: &AppState, name: &str) -> Result<View, Status> {
     Ok(view)
 }
 
-/// How an upstream is named in 502/504 messages; formatted only when one is written.
-enum Upstream<'a> {
-    Ui(&'a str),
-    Backend(&'a str),
+/// The two provider surfaces the hub proxies to.
+#[derive(Clone, Copy)]
+enum Surface {
+    Ui,
+    Backend,
+}
+
+/// A provider upstream; named in 502/504 messages, formatted only when one is written.
+struct Upstream<'a> {
+    surface: Surface,
+    name: &'a str,
+}
+
+impl Surface {
+    fn noun(self) -> &'static str {
+        match self {
+            Surface::Ui => "UI",
+            Surface::Backend => "backend",
+        }
+    }
 }
 
 impl std::fmt::Display for Upstream<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Upstream::Ui(name) => write!(f, "the UI of provider {name:?}"),
-            Upstream::Backend(name) => write!(f, "the backend of provider {name:?}"),
-        }
+        write!(f, "the {} of provider {:?}", self.surface.noun(), self.name)
     }
+}
+
+/// The Ready provider `uri` names under the surface's prefix, and the upstream URL for the rest of
+/// the path (404 unknown route or provider, or no such endpoint; 503 not Ready; 400 bad path).
+fn resolve<'a>(st: &AppState, uri: &'a http::Uri, surface: Surface) -> Result<(&'a str, http::Uri), Status> {
+    let path = uri.path();
+    let prefix = match surface {
+        Surface::Ui => routes::UI_PREFIX,
+        Surface::Backend => routes::BACKEND_PREFIX,
+    };
+    let (name, rest) = routes::split(path, prefix).map_err(|e| route_error(e, path))?;
+    let view = lookup(st, name)?;
+    let endpoints = &view.provider.endpoints;
+    let base = match surface {
+        Surface::Ui => endpoints.ui.as_ref(),
+        Surface::Backend => endpoints.backend.as_ref(),
+    }
+    .ok_or_else(|| Status::not_found_message(format!("provider {name:?} has no {}", surface.noun())))?;
+    let target = routes::join(base, rest, uri.query())
+        .map_err(|e| Status::bad_request(format!("cannot build the upstream URL: {e}")))?;
+    Ok((name, target))
 }
 
 /// Rejects bodies above the limit up front (Content-Length) and caps streamed ones. A body whose
@@ -108,19 +142,9 @@ pub async fn ui(State(st): State<AppState>, req: Request) -> Response {
                 req.method()
             )));
         }
-        // A clone of the URI shares its bytes with the request's.
+        // A clone of the URI shares its bytes with the request's; the name borrows from it.
         let uri = req.uri().clone();
-        let path = uri.path();
-        let (name, rest) = routes::split(path, routes::UI_PREFIX).map_err(|e| route_error(e, path))?;
-        let view = lookup(&st, name)?;
-        let base = view
-            .provider
-            .endpoints
-            .ui
-            .as_ref()
-            .ok_or_else(|| Status::not_found_message(format!("provider {name:?} has no UI")))?;
-        let target = routes::join(base, rest, uri.query())
-            .map_err(|e| Status::bad_request(format!("cannot build the upstream URL: {e}")))?;
+        let (name, target) = resolve(&st, &uri, Surface::Ui)?;
         let mode = Mode::Ui {
             base_path: names::ui_proxy_prefix(name),
         };
@@ -132,7 +156,10 @@ pub async fn ui(State(st): State<AppState>, req: Request) -> Response {
             headers,
             &mode,
             st.settings.upstream_timeout,
-            &Upstream::Ui(name),
+            &Upstream {
+                surface: Surface::Ui,
+                name,
+            },
         )
         .await
     }
@@ -145,24 +172,13 @@ pub async fn ui(State(st): State<AppState>, req: Request) -> Response {
 pub async fn backend(State(st): State<AppState>, req: Request) -> Response {
     let started = Instant::now();
     let result = async {
-        // A clone of the URI shares its bytes with the request's.
-        let uri = req.uri().clone();
-        let path = uri.path();
-        let (name, rest) = routes::split(path, routes::BACKEND_PREFIX).map_err(|e| route_error(e, path))?;
         let caller = req
             .extensions()
             .get::<Caller>()
             // The router only mounts this behind `require_caller`; a missing caller is a wiring bug.
             .ok_or_else(|| Status::unauthorized("no authenticated caller"))?;
-        let view = lookup(&st, name)?;
-        let base = view
-            .provider
-            .endpoints
-            .backend
-            .as_ref()
-            .ok_or_else(|| Status::not_found_message(format!("provider {name:?} has no backend")))?;
-        let target = routes::join(base, rest, uri.query())
-            .map_err(|e| Status::bad_request(format!("cannot build the upstream URL: {e}")))?;
+        let uri = req.uri().clone();
+        let (name, target) = resolve(&st, &uri, Surface::Backend)?;
         // Before anything is stripped: the tenant the client names, checked against membership.
         let identity = st.tenancy.identity_for(caller, req.headers()).await?;
         let assertion = st.keys.sign(identity.clone(), name, faros_core::identity::now_unix());
@@ -180,7 +196,10 @@ pub async fn backend(State(st): State<AppState>, req: Request) -> Response {
             headers,
             &mode,
             st.settings.upstream_timeout,
-            &Upstream::Backend(name),
+            &Upstream {
+                surface: Surface::Backend,
+                name,
+            },
         )
         .await
     }
