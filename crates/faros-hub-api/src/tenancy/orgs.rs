@@ -31,25 +31,20 @@ pub async fn create_org(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
     bytes: axum::body::Bytes,
-) -> Response {
-    let result = async {
-        let req: CreateRequest = body(&bytes)?;
-        req.validate()?;
-        let t = &st.tenancy;
-        let (ws, created) = spaces::create_org(t, &req, &caller.user).await?;
-        tracing::info!(org = %req.name, user = %caller.user, "organization created");
-        let code = if created { StatusCode::CREATED } else { StatusCode::OK };
-        Ok::<_, Status>((
-            code,
-            Json(spaces::space(
-                &ws,
-                names::org_workspace_path(&req.name),
-                Some(Role::Admin),
-            )),
-        ))
-    }
-    .await;
-    result.into_response()
+) -> Result<(StatusCode, Json<Space>), Status> {
+    let req: CreateRequest = body(&bytes)?;
+    req.validate()?;
+    let (ws, created) = spaces::create_org(&st.tenancy, &req, &caller.user).await?;
+    tracing::info!(org = %req.name, user = %caller.user, "organization created");
+    let code = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((
+        code,
+        Json(spaces::space(
+            &ws,
+            names::org_workspace_path(&req.name),
+            Some(Role::Admin),
+        )),
+    ))
 }
 
 /// `GET /api/orgs`: the organizations the caller belongs to.
@@ -132,26 +127,22 @@ pub async fn create_workspace(
     Extension(caller): Extension<Caller>,
     Path(org): Path<String>,
     bytes: axum::body::Bytes,
-) -> Response {
-    let result = async {
-        let req: CreateRequest = body(&bytes)?;
-        req.validate()?;
-        let t = &st.tenancy;
-        let (org_ref, _) = t.access.require(&caller, &org, None, Role::Admin).await?;
-        let (ws, created) = spaces::create_team_workspace(t, &org_ref, &req, &caller.user).await?;
-        tracing::info!(%org, workspace = %req.name, user = %caller.user, "workspace created");
-        let code = if created { StatusCode::CREATED } else { StatusCode::OK };
-        Ok::<_, Status>((
-            code,
-            Json(spaces::space(
-                &ws,
-                names::team_workspace_path(&org, &req.name),
-                Some(Role::Admin),
-            )),
-        ))
-    }
-    .await;
-    result.into_response()
+) -> Result<(StatusCode, Json<Space>), Status> {
+    let req: CreateRequest = body(&bytes)?;
+    req.validate()?;
+    let t = &st.tenancy;
+    let (org_ref, _) = t.access.require(&caller, &org, None, Role::Admin).await?;
+    let (ws, created) = spaces::create_team_workspace(t, &org_ref, &req, &caller.user).await?;
+    tracing::info!(%org, workspace = %req.name, user = %caller.user, "workspace created");
+    let code = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((
+        code,
+        Json(spaces::space(
+            &ws,
+            names::team_workspace_path(&org, &req.name),
+            Some(Role::Admin),
+        )),
+    ))
 }
 
 /// `GET /api/orgs/{org}/workspaces`: the org's workspaces the caller belongs to.
