@@ -56,12 +56,7 @@ struct Stack {
 
 impl Stack {
     async fn start() -> Self {
-        faros_core::telemetry::install_crypto_provider();
-        let _ = faros_core::telemetry::LogArgs {
-            log_format: faros_core::telemetry::LogFormat::Text,
-            log_level: std::env::var("FAROS_TEST_LOG").unwrap_or_else(|_| "info,kube=warn,hyper=warn".into()),
-        }
-        .init();
+        common::init_tracing_and_crypto();
         let dir = tempfile::tempdir().unwrap();
         let tokens = dir.path().join("tokens.csv");
         std::fs::write(

@@ -215,6 +215,17 @@ impl TestHub {
     }
 }
 
+/// The crypto provider, and logs captured by the test harness (shown for failures, and with
+/// `--nocapture`; level from `FAROS_TEST_LOG`).
+pub fn init_tracing_and_crypto() {
+    faros_core::telemetry::install_crypto_provider();
+    let _ = faros_core::telemetry::LogArgs {
+        log_format: faros_core::telemetry::LogFormat::Text,
+        log_level: std::env::var("FAROS_TEST_LOG").unwrap_or_else(|_| "info,kube=warn,hyper=warn".into()),
+    }
+    .init();
+}
+
 pub fn http() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
