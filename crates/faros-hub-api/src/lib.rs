@@ -18,6 +18,7 @@ pub mod app;
 pub mod auth;
 pub mod catalog;
 pub mod clock;
+pub mod edge;
 pub mod heartbeat;
 pub mod keys;
 pub mod mcp;
@@ -239,9 +240,9 @@ impl Hub {
         self.state.metrics.clone()
     }
 
-    /// The full router.
-    pub fn router(&self) -> axum::Router {
-        app::router(self.state.clone())
+    /// The whole hub as one service (proxies, API routes, the layers every request passes).
+    pub fn service(&self) -> edge::HubService {
+        app::service(self.state.clone())
     }
 
     /// Starts the kcp-facing loops (catalog watch, status writer, sweeper, backend prober); they
@@ -287,7 +288,7 @@ impl Hub {
         let serving = tokio::spawn(server::serve(
             listener,
             tls,
-            self.router(),
+            self.service(),
             cancel.clone(),
             self.config.shutdown_grace,
         ));

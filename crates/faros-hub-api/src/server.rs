@@ -6,8 +6,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
+use std::convert::Infallible;
+
+use axum::body::Body;
 use axum::extract::ConnectInfo;
+use axum::response::Response;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
@@ -66,6 +69,25 @@ pub fn tls_from_files(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfi
     Ok(Arc::new(config))
 }
 
+/// What the server can serve: the hub's [`crate::edge::HubService`], or any axum `Router`.
+pub trait HttpService:
+    tower::Service<http::Request<Body>, Response = Response, Error = Infallible, Future: Send + 'static>
+    + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> HttpService for S where
+    S: tower::Service<http::Request<Body>, Response = Response, Error = Infallible, Future: Send + 'static>
+        + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// Serves `router` on `listener` until `stop` is cancelled, then drains for up to `grace`.
 ///
 /// Connections are handed to one single-threaded runtime per core (as nginx hands them to its
@@ -76,7 +98,7 @@ pub fn tls_from_files(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfi
 pub async fn serve(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
-    router: Router,
+    router: impl HttpService,
     stop: CancellationToken,
     grace: Duration,
 ) {
@@ -137,7 +159,7 @@ impl Worker {
     fn start(
         index: usize,
         acceptor: Option<tokio_rustls::TlsAcceptor>,
-        router: Router,
+        router: impl HttpService,
         stop: CancellationToken,
         grace: Duration,
     ) -> std::io::Result<Self> {
@@ -185,7 +207,7 @@ impl Worker {
 async fn serve_here(
     listener: TcpListener,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
-    router: Router,
+    router: impl HttpService,
     stop: CancellationToken,
     grace: Duration,
 ) {
@@ -219,22 +241,30 @@ async fn drain(mut connections: tokio::task::JoinSet<()>, grace: Duration) {
     }
 }
 
-/// One connection: TLS (if configured), then HTTP/1.1 or HTTP/2 until it closes or `stop`.
+/// One connection: TLS (if configured), then HTTP/1.1 or HTTP/2 until it closes or `stop`. Over
+/// TLS the protocol is the one ALPN settled, so the first bytes need not be sniffed for it.
 async fn connection(
     tcp: TcpStream,
     peer: SocketAddr,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
-    router: Router,
+    router: impl HttpService,
     stop: CancellationToken,
 ) {
     let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
         req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
-        router.clone().oneshot(req.map(axum::body::Body::new))
+        router.clone().oneshot(req.map(Body::new))
     });
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     match acceptor {
         Some(acceptor) => match acceptor.accept(tcp).await {
-            Ok(tls) => drive(builder.serve_connection_with_upgrades(TokioIo::new(tls), service), stop).await,
+            Ok(tls) => {
+                if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+                    builder = builder.http2_only();
+                } else {
+                    builder = builder.http1_only();
+                }
+                drive(builder.serve_connection_with_upgrades(TokioIo::new(tls), service), stop).await
+            }
             Err(error) => tracing::debug!(%peer, %error, "TLS handshake failed"),
         },
         None => drive(builder.serve_connection_with_upgrades(TokioIo::new(tcp), service), stop).await,
@@ -261,11 +291,11 @@ pub trait GracefulConnection {
 
 impl<I, S, E> GracefulConnection for hyper_util::server::conn::auto::UpgradeableConnection<'_, I, S, E>
 where
-    S: hyper::service::Service<http::Request<hyper::body::Incoming>, Response = http::Response<axum::body::Body>>,
+    S: hyper::service::Service<http::Request<hyper::body::Incoming>, Response = Response>,
     S::Future: 'static,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, axum::body::Body>,
+    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, Body>,
 {
     fn begin_graceful_shutdown(self: std::pin::Pin<&mut Self>) {
         self.graceful_shutdown();

@@ -25,15 +25,13 @@ use faros_core::status::Status;
 use futures::future::BoxFuture;
 use http::HeaderMap;
 use http_body_util::{BodyExt, Limited};
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use kube::client::ConfigExt;
 use serde_json::{Map, Value};
 
 use super::{AuthError, Authenticator, Caller, CredentialSource, Verdict, bearer_token, settle, with_authenticated};
 use crate::clock::{Clock, SystemClock};
-use crate::proxy::Upstream;
+use crate::proxy::{Upstream, pool};
 
 /// The claim naming the user unless configured otherwise.
 pub const DEFAULT_USERNAME_CLAIM: &str = "sub";
@@ -138,7 +136,7 @@ pub fn http_client(settings: &OidcSettings, connect_timeout: Duration) -> Result
     let connector = tls
         .rustls_https_connector_with_connector(http)
         .map_err(|e| AuthError::Oidc(format!("building the TLS client for the issuer: {e}")))?;
-    Ok(Client::builder(TokioExecutor::new()).build(connector))
+    Ok(Upstream::new(connector, pool::IDLE_TIMEOUT))
 }
 
 /// Signature algorithms accepted.

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use axum::body::{Body, HttpBody};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::response::{IntoResponse, Response};
 use faros_core::names;
 use faros_core::status::Status;
@@ -14,7 +14,6 @@ use http_body_util::Limited;
 use super::headers::{self, Forwarded, Mode};
 use super::routes::{self, RouteError};
 use crate::app::AppState;
-use crate::auth::Caller;
 use crate::registry::View;
 
 fn forwarded(st: &AppState, req: &Request) -> Forwarded {
@@ -133,7 +132,7 @@ fn respond(st: &AppState, route: &'static str, started: Instant, result: Result<
 }
 
 /// `/ui/providers/{name}[/*]`: GET/HEAD to `ui.url`, anonymous and credential-free.
-pub async fn ui(State(st): State<AppState>, req: Request) -> Response {
+pub async fn ui(st: &AppState, req: Request) -> Response {
     let started = Instant::now();
     let result = async {
         if req.method() != Method::GET && req.method() != Method::HEAD {
@@ -144,11 +143,11 @@ pub async fn ui(State(st): State<AppState>, req: Request) -> Response {
         }
         // A clone of the URI shares its bytes with the request's; the name borrows from it.
         let uri = req.uri().clone();
-        let (name, target) = resolve(&st, &uri, Surface::Ui)?;
+        let (name, target) = resolve(st, &uri, Surface::Ui)?;
         let mode = Mode::Ui {
             base_path: names::ui_proxy_prefix(name),
         };
-        let headers = headers::request_headers(req.headers(), &mode, &forwarded(&st, &req));
+        let headers = headers::request_headers(req.headers(), &mode, &forwarded(st, &req));
         super::forward(
             &st.providers_http,
             req,
@@ -164,31 +163,28 @@ pub async fn ui(State(st): State<AppState>, req: Request) -> Response {
         .await
     }
     .await;
-    respond(&st, "ui_proxy", started, result)
+    respond(st, "ui_proxy", started, result)
 }
 
-/// `/services/providers/{name}[/*]`: any method to `backend.url`, with the verified identity
-/// instead of the caller's credentials.
-pub async fn backend(State(st): State<AppState>, req: Request) -> Response {
+/// `/services/providers/{name}[/*]`: any method to `backend.url` for an authenticated caller, with
+/// the verified identity instead of the caller's credentials.
+pub async fn backend(st: &AppState, req: Request) -> Response {
     let started = Instant::now();
     let result = async {
-        let caller = req
-            .extensions()
-            .get::<Caller>()
-            // The router only mounts this behind `require_caller`; a missing caller is a wiring bug.
-            .ok_or_else(|| Status::unauthorized("no authenticated caller"))?;
+        // Before anything else: an anonymous caller learns nothing, not even which providers exist.
+        let caller = st.authn.authenticate(req.headers()).await?;
         let uri = req.uri().clone();
-        let (name, target) = resolve(&st, &uri, Surface::Backend)?;
+        let (name, target) = resolve(st, &uri, Surface::Backend)?;
         // Before anything is stripped: the tenant the client names, checked against membership.
-        let identity = st.tenancy.identity_for(caller, req.headers()).await?;
+        let identity = st.tenancy.identity_for(&caller, req.headers()).await?;
         let assertion = st.keys.sign(identity.clone(), name, faros_core::identity::now_unix());
         let mode = Mode::Backend {
             base_path: names::backend_proxy_prefix(name),
             identity,
             assertion,
         };
-        let headers = headers::request_headers(req.headers(), &mode, &forwarded(&st, &req));
-        let req = limit_body(&st, req)?;
+        let headers = headers::request_headers(req.headers(), &mode, &forwarded(st, &req));
+        let req = limit_body(st, req)?;
         super::forward(
             &st.providers_http,
             req,
@@ -204,11 +200,11 @@ pub async fn backend(State(st): State<AppState>, req: Request) -> Response {
         .await
     }
     .await;
-    respond(&st, "backend_proxy", started, result)
+    respond(st, "backend_proxy", started, result)
 }
 
 /// `/clusters/*` and `/services/apiexport/*`: to kcp, the caller's bearer unchanged.
-pub async fn kcp(State(st): State<AppState>, req: Request) -> Response {
+pub async fn kcp(st: &AppState, req: Request) -> Response {
     let started = Instant::now();
     let result = async {
         let path_and_query = req
@@ -221,8 +217,8 @@ pub async fn kcp(State(st): State<AppState>, req: Request) -> Response {
         let target: http::Uri = format!("{}{path_and_query}", base.trim_end_matches('/'))
             .parse()
             .map_err(|e| Status::bad_request(format!("cannot build the kcp URL: {e}")))?;
-        let headers = headers::request_headers(req.headers(), &Mode::Kcp, &forwarded(&st, &req));
-        let req = limit_body(&st, req)?;
+        let headers = headers::request_headers(req.headers(), &Mode::Kcp, &forwarded(st, &req));
+        let req = limit_body(st, req)?;
         super::forward(
             &st.kcp_http,
             req,
@@ -235,5 +231,5 @@ pub async fn kcp(State(st): State<AppState>, req: Request) -> Response {
         .await
     }
     .await;
-    respond(&st, "kcp", started, result)
+    respond(st, "kcp", started, result)
 }

@@ -4,6 +4,7 @@
 
 pub mod handlers;
 pub mod headers;
+pub mod pool;
 pub mod routes;
 
 use std::time::Duration;
@@ -12,16 +13,12 @@ use axum::body::Body;
 use axum::response::Response;
 use faros_core::status::Status;
 use http::{Request, StatusCode, Uri, Version};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use kube::client::ConfigExt;
 
 use headers::Mode;
-
-/// A pooled HTTP(S) client for upstreams.
-pub type Upstream = Client<HttpsConnector<HttpConnector>, Body>;
+pub use pool::{Upstream, UpstreamError};
 
 /// Errors building upstream clients.
 #[derive(Debug, thiserror::Error)]
@@ -42,12 +39,6 @@ fn http_connector(connect_timeout: Duration) -> HttpConnector {
     http
 }
 
-fn pool(connector: HttpsConnector<HttpConnector>) -> Upstream {
-    Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(90))
-        .build(connector)
-}
-
 /// A client for provider upstreams: plain HTTP, or HTTPS verified against the platform roots.
 pub fn provider_client(connect_timeout: Duration) -> Result<Upstream, ProxyError> {
     // A credential-free kube config is just a convenient builder of a rustls connector with the
@@ -59,7 +50,7 @@ pub fn provider_client(connect_timeout: Duration) -> Result<Upstream, ProxyError
             what: "provider upstreams",
             source,
         })?;
-    Ok(pool(connector))
+    Ok(Upstream::new(connector, pool::IDLE_TIMEOUT))
 }
 
 /// A client for kcp that trusts kcp's CA but presents **no** credentials of the hub's own: the
@@ -71,7 +62,7 @@ pub fn kcp_client(kube: &kube::Config, connect_timeout: Duration) -> Result<Upst
     let connector = anonymous
         .rustls_https_connector_with_connector(http_connector(connect_timeout))
         .map_err(|source| ProxyError::Tls { what: "kcp", source })?;
-    Ok(pool(connector))
+    Ok(Upstream::new(connector, pool::IDLE_TIMEOUT))
 }
 
 /// Forwards `req` to `target` with `headers` (already rewritten), waiting at most `timeout` for
@@ -133,7 +124,7 @@ pub async fn forward(
         });
     }
     headers::response_headers(response.headers_mut(), mode, switching);
-    Ok(response.map(Body::new))
+    Ok(response)
 }
 
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {

@@ -194,7 +194,7 @@ impl TestHub {
         tokio::spawn(faros_hub_api::server::serve(
             listener,
             None,
-            hub.router(),
+            hub.service(),
             stop.clone(),
             Duration::from_secs(1),
         ));

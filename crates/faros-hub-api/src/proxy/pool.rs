@@ -1,0 +1,367 @@
+//! HTTP/1.1 clients for upstreams (provider UIs and backends, kcp), with one connection pool per
+//! thread that uses them.
+//!
+//! A pooled connection is driven by a task on the runtime of the thread that opened it. The hub
+//! serves each client connection on one thread (see [`crate::server`]), so a per-thread pool keeps
+//! every hop of a proxied request on that thread, as nginx keeps a worker's upstream connections
+//! in that worker; a shared pool would hand requests to connections driven by other threads, at
+//! the price of two cross-thread wake-ups per request. The pool is also smaller than a general
+//! client's: no locks shared between threads, no per-request key allocation, nothing spawned per
+//! request. A connection goes back to its pool when the response body has been read to the end;
+//! one dropped half-way (a client that went away mid-stream) is closed instead.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, ready};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use bytes::Bytes;
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{HeaderValue, Request, Response, StatusCode, Uri, header};
+use hyper::body::Incoming;
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use thread_local::ThreadLocal;
+use tower::ServiceExt;
+
+/// How long an idle upstream connection is kept by default.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Idle connections kept per upstream and thread; more are closed when they come back.
+const MAX_IDLE_PER_UPSTREAM: usize = 128;
+/// How often a pool drops the idle connections that closed or outlived the idle timeout.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+/// Errors reaching an upstream.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("the upstream URL {0} has no scheme or authority")]
+    NotAbsolute(Uri),
+    #[error("connecting: {0}")]
+    Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error(transparent)]
+    Http(#[from] hyper::Error),
+}
+
+impl UpstreamError {
+    /// The upstream could not be reached at all (nothing was sent).
+    pub fn is_connect(&self) -> bool {
+        matches!(self, UpstreamError::Connect(_))
+    }
+}
+
+/// An upstream HTTP(S) client; clones share the pools.
+#[derive(Clone)]
+pub struct Upstream {
+    connector: HttpsConnector<HttpConnector>,
+    idle_timeout: Duration,
+    pools: Arc<ThreadLocal<Arc<Mutex<Pool>>>>,
+}
+
+type Key = (Scheme, Authority);
+
+/// One thread's idle connections.
+#[derive(Default)]
+struct Pool {
+    idle: HashMap<Key, Vec<Idle>>,
+    swept: Option<Instant>,
+}
+
+struct Idle {
+    conn: SendRequest<Body>,
+    since: Instant,
+}
+
+impl Pool {
+    /// The most recently used live connection to `key`, if any.
+    fn take(&mut self, key: &Key, idle_timeout: Duration) -> Option<SendRequest<Body>> {
+        let now = Instant::now();
+        if self.swept.is_none_or(|t| now.duration_since(t) >= SWEEP_EVERY) {
+            self.swept = Some(now);
+            self.idle.retain(|_, conns| {
+                conns.retain(|c| !c.conn.is_closed() && now.duration_since(c.since) < idle_timeout);
+                !conns.is_empty()
+            });
+        }
+        let conns = self.idle.get_mut(key)?;
+        while let Some(c) = conns.pop() {
+            if !c.conn.is_closed() && now.duration_since(c.since) < idle_timeout {
+                return Some(c.conn);
+            }
+        }
+        None
+    }
+
+    fn put(&mut self, key: Key, conn: SendRequest<Body>) {
+        let conns = self.idle.entry(key).or_default();
+        if conns.len() < MAX_IDLE_PER_UPSTREAM {
+            conns.push(Idle {
+                conn,
+                since: Instant::now(),
+            });
+        }
+    }
+}
+
+impl Upstream {
+    pub fn new(connector: HttpsConnector<HttpConnector>, idle_timeout: Duration) -> Self {
+        Self {
+            connector,
+            idle_timeout,
+            pools: Arc::new(ThreadLocal::new()),
+        }
+    }
+
+    /// Sends `req` (absolute URI) over HTTP/1.1: on an idle connection of this thread's pool when
+    /// there is one, else on a new connection. A request that a pooled connection could not take
+    /// (it closed meanwhile) goes to a new connection; one already written is never resent.
+    pub async fn request(&self, mut req: Request<Body>) -> Result<Response<Body>, UpstreamError> {
+        let uri = req.uri().clone();
+        let key = match (uri.scheme(), uri.authority()) {
+            (Some(s), Some(a)) => (s.clone(), a.clone()),
+            _ => return Err(UpstreamError::NotAbsolute(uri)),
+        };
+        to_origin_form(&mut req, &key.1);
+        let pool = self.pools.get_or(Default::default).clone();
+        loop {
+            let pooled = lock(&pool).take(&key, self.idle_timeout);
+            let Some(mut conn) = pooled else { break };
+            if conn.ready().await.is_err() {
+                continue;
+            }
+            match conn.try_send_request(req).await {
+                Ok(resp) => return Ok(returning(resp, conn, pool, key)),
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) => req = unsent,
+                    None => return Err(e.into_error().into()),
+                },
+            }
+        }
+        let mut conn = self.connect(uri).await?;
+        let resp = conn.send_request(req).await?;
+        Ok(returning(resp, conn, pool, key))
+    }
+
+    async fn connect(&self, uri: Uri) -> Result<SendRequest<Body>, UpstreamError> {
+        let io = self
+            .connector
+            .clone()
+            .oneshot(uri)
+            .await
+            .map_err(UpstreamError::Connect)?;
+        let (conn, driver) = http1::Builder::new()
+            .handshake(io)
+            .await
+            .map_err(|e| UpstreamError::Connect(e.into()))?;
+        tokio::spawn(async move {
+            if let Err(error) = driver.with_upgrades().await {
+                tracing::debug!(%error, "upstream connection ended");
+            }
+        });
+        Ok(conn)
+    }
+}
+
+fn lock(pool: &Mutex<Pool>) -> std::sync::MutexGuard<'_, Pool> {
+    pool.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// An HTTP/1.1 request line carries the path only; the authority goes into `Host`.
+fn to_origin_form(req: &mut Request<Body>, authority: &Authority) {
+    if !req.headers().contains_key(header::HOST) {
+        let host = authority.as_str().rsplit('@').next().unwrap_or_default();
+        if let Ok(v) = HeaderValue::from_str(host) {
+            req.headers_mut().insert(header::HOST, v);
+        }
+    }
+    let path = req
+        .uri()
+        .path_and_query()
+        .cloned()
+        .unwrap_or_else(|| PathAndQuery::from_static("/"));
+    *req.uri_mut() = Uri::from(path);
+}
+
+/// The response, arranged so the connection returns to `pool` once its body has been read.
+fn returning(resp: Response<Incoming>, conn: SendRequest<Body>, pool: Arc<Mutex<Pool>>, key: Key) -> Response<Body> {
+    if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
+        // The connection now belongs to the upgrade.
+        return resp.map(Body::new);
+    }
+    if resp.body().is_end_stream() {
+        lock(&pool).put(key, conn);
+        return resp.map(Body::new);
+    }
+    resp.map(|body| {
+        Body::new(ReturnOnEnd {
+            body,
+            back: Some((conn, pool, key)),
+        })
+    })
+}
+
+/// A response body that hands its connection back to the pool at its end.
+struct ReturnOnEnd {
+    body: Incoming,
+    back: Option<(SendRequest<Body>, Arc<Mutex<Pool>>, Key)>,
+}
+
+impl ReturnOnEnd {
+    fn give_back(&mut self) {
+        if let Some((conn, pool, key)) = self.back.take() {
+            lock(&pool).put(key, conn);
+        }
+    }
+}
+
+impl HttpBody for ReturnOnEnd {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let frame = ready!(Pin::new(&mut self.body).poll_frame(cx));
+        match &frame {
+            None => self.give_back(),
+            Some(Ok(_)) if self.body.is_end_stream() => self.give_back(),
+            // A broken body leaves the connection in an unknown state: it is not reused.
+            Some(Err(_)) => self.back = None,
+            Some(Ok(_)) => {}
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use http_body_util::BodyExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    fn client() -> Upstream {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        Upstream::new(connector, Duration::from_secs(90))
+    }
+
+    /// An HTTP/1.1 upstream that answers `body` to every request, counting connections; with
+    /// `close_after_one`, it closes each connection after its first response without saying so.
+    async fn upstream(body: &'static str, close_after_one: bool) -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut tcp, _) = listener.accept().await.unwrap();
+                count.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    let mut seen = Vec::new();
+                    loop {
+                        let n = match tcp.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        seen.extend_from_slice(&buf[..n]);
+                        while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&seen[..end]).to_string();
+                            seen.drain(..end + 4);
+                            assert!(head.starts_with("GET /p?q=1 HTTP/1.1\r\n"), "{head}");
+                            assert!(
+                                head.to_ascii_lowercase().contains(&format!("\r\nhost: {addr}")),
+                                "{head}"
+                            );
+                            let resp = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+                            tcp.write_all(resp.as_bytes()).await.unwrap();
+                            if close_after_one {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (format!("http://{addr}"), accepted)
+    }
+
+    async fn get(client: &Upstream, base: &str) -> Response<Body> {
+        let req = Request::get(format!("{base}/p?q=1")).body(Body::empty()).unwrap();
+        client.request(req).await.unwrap()
+    }
+
+    async fn text(resp: Response<Body>) -> String {
+        String::from_utf8(resp.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn reuses_a_connection_once_the_body_was_read() {
+        let (base, accepted) = upstream("hello", false).await;
+        let c = client();
+        for _ in 0..5 {
+            assert_eq!(text(get(&c, &base).await).await, "hello");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_body_still_unread_keeps_its_connection_busy() {
+        let (base, accepted) = upstream("hello", false).await;
+        let c = client();
+        let first = get(&c, &base).await;
+        assert_eq!(text(get(&c, &base).await).await, "hello");
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+        // A body dropped half-read closes its connection instead of returning it.
+        drop(first);
+        assert_eq!(text(get(&c, &base).await).await, "hello");
+        assert_eq!(accepted.load(Ordering::SeqCst), 2, "the read one is reused");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_pooled_connection_the_upstream_closed_is_replaced() {
+        let (base, accepted) = upstream("bye", true).await;
+        let c = client();
+        for n in 1..=3 {
+            assert_eq!(text(get(&c, &base).await).await, "bye");
+            assert_eq!(accepted.load(Ordering::SeqCst), n);
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn unreachable_and_relative_upstreams_are_errors() {
+        let closed = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
+        let c = client();
+        let req = Request::get(format!("http://{closed}/")).body(Body::empty()).unwrap();
+        assert!(c.request(req).await.unwrap_err().is_connect());
+        let req = Request::get("/relative").body(Body::empty()).unwrap();
+        assert!(matches!(
+            c.request(req).await.unwrap_err(),
+            UpstreamError::NotAbsolute(_)
+        ));
+    }
+}
