@@ -62,7 +62,7 @@ pub enum IdentityError {
 }
 
 /// Who is calling, and in which tenant.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Identity {
     /// Authenticated username (as kcp sees it).
     #[serde(rename = "sub")]

@@ -7,13 +7,14 @@
 //! so assertions signed just before a rotation still verify until they expire.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher, RandomState};
+use std::hash::{BuildHasher, RandomState};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use faros_core::identity::{self, Claims, Identity, IdentityError, Jwk, Jwks, SigningKey};
+use http::HeaderValue;
 use serde::{Deserialize, Serialize};
 
 /// How many retired public keys stay published.
@@ -69,22 +70,7 @@ struct Recent {
     identity: Identity,
     provider: String,
     issued: i64,
-    token: String,
-}
-
-/// Feeds serialized bytes into a hasher, so every field of [`Identity`] (present and future) is
-/// hashed without building a string per request.
-struct HashWriter<'a>(&'a mut dyn Hasher);
-
-impl std::io::Write for HashWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    token: HeaderValue,
 }
 
 /// Bound on cached assertions; the cache is cleared when it grows past it.
@@ -187,20 +173,13 @@ impl KeyStore {
         Ok(kid)
     }
 
-    /// A compact JWS asserting `identity` to `provider`, valid for [`identity::DEFAULT_TTL`].
-    pub fn sign(&self, identity: Identity, provider: &str, now_unix: i64) -> String {
+    /// A compact JWS asserting `identity` to `provider`, valid for [`identity::DEFAULT_TTL`], as
+    /// the header value it travels in. One is reused for half its lifetime, so a busy caller costs
+    /// a hash lookup per request instead of a signature.
+    pub fn sign(&self, identity: &Identity, provider: &str, now_unix: i64) -> HeaderValue {
         let key = self.keys.read().unwrap_or_else(|p| p.into_inner()).current.clone();
         // Keyed by signing key, identity and audience: a rotation or any identity change signs anew.
-        let hash = {
-            let mut h = self.hasher.build_hasher();
-            h.write(key.kid().as_bytes());
-            h.write_u8(0);
-            // Serializing an Identity into a hasher cannot fail.
-            let _ = serde_json::to_writer(HashWriter(&mut h), &identity);
-            h.write_u8(0);
-            h.write(provider.as_bytes());
-            h.finish()
-        };
+        let hash = self.hasher.hash_one((key.kid(), identity, provider));
         let reuse_for = (identity::DEFAULT_TTL.as_secs() / 2) as i64;
         let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(r) = recent.get(&hash)
@@ -208,16 +187,13 @@ impl KeyStore {
             && now_unix - r.issued < reuse_for
             && r.kid == key.kid()
             && r.provider == provider
-            && r.identity == identity
+            && r.identity == *identity
         {
             return r.token.clone();
         }
-        let token = key.sign(&Claims::new(
-            identity.clone(),
-            provider,
-            now_unix,
-            identity::DEFAULT_TTL,
-        ));
+        let jws = key.sign(&Claims::new(identity.clone(), provider, now_unix, identity::DEFAULT_TTL));
+        // A compact JWS is base64url and dots: always a valid header value.
+        let token = HeaderValue::try_from(jws).unwrap_or_else(|_| HeaderValue::from_static(""));
         if recent.len() >= RECENT_MAX {
             recent.clear();
         }
@@ -225,7 +201,7 @@ impl KeyStore {
             hash,
             Recent {
                 kid: key.kid().to_string(),
-                identity,
+                identity: identity.clone(),
                 provider: provider.to_string(),
                 issued: now_unix,
                 token: token.clone(),
@@ -280,21 +256,21 @@ mod tests {
     #[test]
     fn assertions_are_reused_only_for_half_their_lifetime_and_the_same_caller() {
         let store = KeyStore::ephemeral().unwrap();
-        let first = store.sign(alice(), "q", NOW);
-        assert_eq!(store.sign(alice(), "q", NOW + 29), first);
+        let first = store.sign(&alice(), "q", NOW);
+        assert_eq!(store.sign(&alice(), "q", NOW + 29), first);
         assert_ne!(
-            store.sign(alice(), "q", NOW + 30),
+            store.sign(&alice(), "q", NOW + 30),
             first,
             "re-signed after half the TTL"
         );
-        assert_ne!(store.sign(alice(), "other", NOW), first, "another audience");
+        assert_ne!(store.sign(&alice(), "other", NOW), first, "another audience");
         let bob = Identity {
             user: "bob".into(),
             ..Default::default()
         };
-        assert_ne!(store.sign(bob, "q", NOW), first, "another caller");
+        assert_ne!(store.sign(&bob, "q", NOW), first, "another caller");
         store.rotate().unwrap();
-        assert_ne!(store.sign(alice(), "q", NOW), first, "a rotated key signs anew");
+        assert_ne!(store.sign(&alice(), "q", NOW), first, "a rotated key signs anew");
     }
 
     #[test]
@@ -302,10 +278,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("keys/signing.json");
         let store = KeyStore::load_or_create(&path).unwrap();
-        let before = store.sign(alice(), "q", NOW);
+        let before = store.sign(&alice(), "q", NOW);
         let again = KeyStore::load_or_create(&path).unwrap();
         assert_eq!(again.jwks(), store.jwks());
-        assert_eq!(verify(&before, &again.jwks(), "q", NOW).unwrap().identity.user, "alice");
+        assert_eq!(verify(before.to_str().unwrap(), &again.jwks(), "q", NOW).unwrap().identity.user, "alice");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -313,20 +289,20 @@ mod tests {
         }
 
         let kid = again.rotate().unwrap();
-        let after = again.sign(alice(), "q", NOW);
-        assert_eq!(identity::token_kid(&after).unwrap(), kid);
+        let after = again.sign(&alice(), "q", NOW);
+        assert_eq!(identity::token_kid(after.to_str().unwrap()).unwrap(), kid);
         let reloaded = KeyStore::load_or_create(&path).unwrap();
         let jwks = reloaded.jwks();
         assert_eq!(jwks.keys.len(), 2);
         assert_eq!(jwks.keys[0].kid, kid);
-        assert!(verify(&before, &jwks, "q", NOW).is_ok());
-        assert!(verify(&after, &jwks, "q", NOW).is_ok());
+        assert!(verify(before.to_str().unwrap(), &jwks, "q", NOW).is_ok());
+        assert!(verify(after.to_str().unwrap(), &jwks, "q", NOW).is_ok());
         // Only RETAINED_KEYS old keys stay published.
         for _ in 0..3 {
             reloaded.rotate().unwrap();
         }
         assert_eq!(reloaded.jwks().keys.len(), 1 + RETAINED_KEYS);
-        assert!(verify(&before, &reloaded.jwks(), "q", NOW).is_err());
+        assert!(verify(before.to_str().unwrap(), &reloaded.jwks(), "q", NOW).is_err());
     }
 
     #[test]

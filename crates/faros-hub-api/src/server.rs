@@ -254,20 +254,23 @@ async fn connection(
         req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
         router.clone().oneshot(req.map(Body::new))
     });
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     match acceptor {
         Some(acceptor) => match acceptor.accept(tcp).await {
+            Ok(tls) if tls.get_ref().1.alpn_protocol() == Some(b"h2") => {
+                let builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+                drive(builder.serve_connection(TokioIo::new(tls), service), stop).await
+            }
             Ok(tls) => {
-                if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
-                    builder = builder.http2_only();
-                } else {
-                    builder = builder.http1_only();
-                }
-                drive(builder.serve_connection_with_upgrades(TokioIo::new(tls), service), stop).await
+                let builder = hyper::server::conn::http1::Builder::new();
+                drive(builder.serve_connection(TokioIo::new(tls), service).with_upgrades(), stop).await
             }
             Err(error) => tracing::debug!(%peer, %error, "TLS handshake failed"),
         },
-        None => drive(builder.serve_connection_with_upgrades(TokioIo::new(tcp), service), stop).await,
+        // Plain HTTP: HTTP/2 with prior knowledge, or HTTP/1.1, told apart by the first bytes.
+        None => {
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            drive(builder.serve_connection_with_upgrades(TokioIo::new(tcp), service), stop).await
+        }
     }
 }
 
@@ -284,9 +287,34 @@ where
     let _ = conn.await;
 }
 
-/// The one method of hyper-util's connection types the drain needs.
+/// The one method of hyper's connection types the drain needs.
 pub trait GracefulConnection {
     fn begin_graceful_shutdown(self: std::pin::Pin<&mut Self>);
+}
+
+impl<I, S> GracefulConnection for hyper::server::conn::http1::UpgradeableConnection<I, S>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming>,
+    S::ResBody: 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    fn begin_graceful_shutdown(self: std::pin::Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+impl<I, S, E> GracefulConnection for hyper::server::conn::http2::Connection<I, S, E>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming>,
+    S::ResBody: 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>,
+{
+    fn begin_graceful_shutdown(self: std::pin::Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
 }
 
 impl<I, S, E> GracefulConnection for hyper_util::server::conn::auto::UpgradeableConnection<'_, I, S, E>

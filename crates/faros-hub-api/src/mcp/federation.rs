@@ -460,7 +460,7 @@ impl Federation {
         let identity = ctx.identity();
         let assertion = self
             .keys
-            .sign(identity.clone(), provider, faros_core::identity::now_unix());
+            .sign(&identity, provider, faros_core::identity::now_unix());
         upstream::identity_headers(&identity, &assertion)
     }
 

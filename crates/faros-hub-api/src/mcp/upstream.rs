@@ -38,11 +38,11 @@ pub fn mcp_url(backend: &http::Uri) -> String {
 /// identity in clear (what the backend proxy also sends, for logs and simple providers).
 pub fn identity_headers(
     identity: &Identity,
-    assertion: &str,
+    assertion: &HeaderValue,
 ) -> Result<HashMap<HeaderName, HeaderValue>, UpstreamError> {
     let mut out = HashMap::new();
+    out.insert(HeaderName::from_static(names::HEADER_ASSERTION), assertion.clone());
     for (header, value) in [
-        (names::HEADER_ASSERTION, assertion),
         (names::HEADER_USER, identity.user.as_str()),
         (names::HEADER_ORG, identity.org.as_str()),
         (names::HEADER_WORKSPACE, identity.workspace.as_str()),
@@ -258,7 +258,7 @@ mod tests {
             workspace: "dev".into(),
             cluster: "c1".into(),
         };
-        let h = identity_headers(&who, "signed").unwrap();
+        let h = identity_headers(&who, &HeaderValue::from_static("signed")).unwrap();
         let mut got: Vec<(String, String)> = h
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_string()))
@@ -280,7 +280,7 @@ mod tests {
             ..who
         };
         assert!(matches!(
-            identity_headers(&bad, "s"),
+            identity_headers(&bad, &HeaderValue::from_static("s")),
             Err(UpstreamError::Header {
                 header: "x-faros-user",
                 ..

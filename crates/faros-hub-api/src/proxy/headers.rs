@@ -36,7 +36,7 @@ pub enum Mode {
     Backend {
         base_path: String,
         identity: Identity,
-        assertion: String,
+        assertion: HeaderValue,
     },
     /// `/clusters/*`, `/services/apiexport/*`: the caller's credentials go to kcp unchanged.
     Kcp,
@@ -130,7 +130,7 @@ pub fn request_headers(inbound: &HeaderMap, mode: &Mode, forwarded: &Forwarded) 
                 set(names::HEADER_WORKSPACE, &identity.workspace);
                 set(names::HEADER_CLUSTER, &identity.cluster);
             }
-            set(names::HEADER_ASSERTION, assertion);
+            out.insert(HeaderName::from_static(names::HEADER_ASSERTION), assertion.clone());
         }
         Mode::Kcp => {}
     }
@@ -225,7 +225,7 @@ mod tests {
                 user: "alice".into(),
                 ..Default::default()
             },
-            assertion: "signed".into(),
+            assertion: HeaderValue::from_static("signed"),
         };
         let tenant_backend = Mode::Backend {
             base_path: "/services/providers/q".into(),
@@ -236,7 +236,7 @@ mod tests {
                 workspace: "dev".into(),
                 cluster: "c1".into(),
             },
-            assertion: "signed".into(),
+            assertion: HeaderValue::from_static("signed"),
         };
         type Case<'a> = (&'a str, Mode, Vec<(&'a str, &'a str)>);
         let cases: Vec<Case<'_>> = vec![

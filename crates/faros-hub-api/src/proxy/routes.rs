@@ -27,14 +27,25 @@ pub fn split<'a>(path: &'a str, prefix: &str) -> Result<(&'a str, &'a str), Rout
         None => (tail, "/"),
     };
     names::validate_dns_label(name).map_err(|_| RouteError::NotAProviderPath)?;
-    let dotty = rest.split('/').any(|seg| {
-        let s = seg.to_ascii_lowercase().replace("%2e", ".");
-        s == "." || s == ".."
-    });
-    if dotty {
+    if rest.split('/').any(is_dot_segment) {
         return Err(RouteError::DotSegment);
     }
     Ok((name, rest))
+}
+
+/// `.` or `..`, spelled with dots or percent-encoded (`%2e`, `%2E`) ones.
+fn is_dot_segment(seg: &str) -> bool {
+    let mut rest = seg.as_bytes();
+    let mut dots = 0;
+    while !rest.is_empty() {
+        rest = match rest {
+            [b'.', tail @ ..] => tail,
+            [b'%', b'2', e, tail @ ..] if e.eq_ignore_ascii_case(&b'e') => tail,
+            _ => return false,
+        };
+        dots += 1;
+    }
+    dots == 1 || dots == 2
 }
 
 /// `base` + `rest` (+ `?query`): the upstream URI of a proxied request.
@@ -81,6 +92,26 @@ mod tests {
             ("/ui/providers/q/./x", Err(RouteError::DotSegment)),
         ] {
             assert_eq!(split(path, UI_PREFIX), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn dot_segments() {
+        for (seg, want) in [
+            (".", true),
+            ("..", true),
+            ("%2e", true),
+            ("%2E%2e", true),
+            (".%2E", true),
+            ("...", false),
+            ("", false),
+            ("%2", false),
+            ("%2f", false),
+            (".a", false),
+            ("a.", false),
+            ("%2e%2e%2e", false),
+        ] {
+            assert_eq!(is_dot_segment(seg), want, "{seg:?}");
         }
     }
 
