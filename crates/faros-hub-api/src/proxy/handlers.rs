@@ -1,6 +1,7 @@
 //! The three proxy routes: provider UI, provider backend, kcp pass-through.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::{Body, HttpBody};
@@ -14,7 +15,7 @@ use http_body_util::Limited;
 use super::headers::{self, Forwarded, Mode};
 use super::routes::{self, RouteError};
 use crate::app::AppState;
-use crate::registry::View;
+use crate::registry::Provider;
 
 fn forwarded(st: &AppState, req: &Request) -> Forwarded {
     Forwarded {
@@ -39,18 +40,18 @@ fn route_error(e: RouteError, path: &str) -> Status {
     }
 }
 
-fn lookup(st: &AppState, name: &str) -> Result<View, Status> {
-    let view = st
+fn lookup(st: &AppState, name: &str) -> Result<Arc<Provider>, Status> {
+    let (provider, readiness) = st
         .registry
-        .view(name)
+        .readiness(name)
         .ok_or_else(|| Status::not_found(names::PROVIDERS_GROUP, "providers", name))?;
-    if !view.readiness.ready {
+    if !readiness.ready {
         return Err(Status::unavailable(format!(
             "provider {name:?} is not ready ({})",
-            view.readiness.reason
+            readiness.reason
         )));
     }
-    Ok(view)
+    Ok(provider)
 }
 
 /// The two provider surfaces the hub proxies to.
@@ -90,8 +91,8 @@ fn resolve<'a>(st: &AppState, uri: &'a http::Uri, surface: Surface) -> Result<(&
         Surface::Backend => routes::BACKEND_PREFIX,
     };
     let (name, rest) = routes::split(path, prefix).map_err(|e| route_error(e, path))?;
-    let view = lookup(st, name)?;
-    let endpoints = &view.provider.endpoints;
+    let provider = lookup(st, name)?;
+    let endpoints = &provider.endpoints;
     let base = match surface {
         Surface::Ui => endpoints.ui.as_ref(),
         Surface::Backend => endpoints.backend.as_ref(),

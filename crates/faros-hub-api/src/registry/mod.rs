@@ -431,7 +431,7 @@ impl Registry {
             return BackendHealth::NotDeclared;
         };
         match inner.health.get(&p.name) {
-            Some((probed, h)) if *probed == url.to_string() => h.clone(),
+            Some((probed, h)) if formats_as(url, probed) => h.clone(),
             _ => BackendHealth::Unknown,
         }
     }
@@ -477,6 +477,17 @@ impl Registry {
             last_beat,
             reported_version: live.and_then(|l| l.version.clone()),
         }
+    }
+
+    /// Provider `name` and its readiness now: what routing a request needs, and no more.
+    pub fn readiness(&self, name: &str) -> Option<(Arc<Provider>, Readiness)> {
+        let now = self.clock.now();
+        let inner = self.read();
+        let p = inner.providers.get(name)?;
+        let last_beat = inner.liveness.get(&p.name).and_then(|l| l.last_beat);
+        let health = Self::health_of(&inner, p);
+        let r = readiness(&p.endpoints, last_beat, &health, now, self.settings.heartbeat_ttl);
+        Some((p.clone(), r))
     }
 
     /// Provider `name` with its readiness now.
@@ -625,6 +636,21 @@ impl StatusWork {
     }
 }
 
+/// Whether `value` displays exactly as `expected`, compared piece by piece without building the
+/// string (a provider's backend URL is checked against the probed one on every proxied request).
+fn formats_as(value: &impl std::fmt::Display, expected: &str) -> bool {
+    struct Compare<'a>(&'a str);
+    impl std::fmt::Write for Compare<'_> {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 = self.0.strip_prefix(s).ok_or(std::fmt::Error)?;
+            Ok(())
+        }
+    }
+    let mut rest = Compare(expected);
+    std::fmt::write(&mut rest, format_args!("{value}")).is_ok() && rest.0.is_empty()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests;
+

@@ -121,15 +121,16 @@ pub struct Readiness {
     pub ready: bool,
     /// CatalogEntry `Ready` reason.
     pub reason: &'static str,
-    pub message: String,
+    /// Static when Ready: the hot path computes it per request.
+    pub message: std::borrow::Cow<'static, str>,
 }
 
 impl Readiness {
-    fn not(reason: &'static str, message: String) -> Self {
+    fn not(reason: &'static str, message: impl Into<std::borrow::Cow<'static, str>>) -> Self {
         Self {
             ready: false,
             reason,
-            message,
+            message: message.into(),
         }
     }
 }
@@ -165,11 +166,11 @@ pub fn readiness(
         BackendHealth::NotDeclared | BackendHealth::Healthy => Readiness {
             ready: true,
             reason: names::REASON_ENDPOINTS_RESOLVED,
-            message: MESSAGE_READY.into(),
+            message: std::borrow::Cow::Borrowed(MESSAGE_READY),
         },
         BackendHealth::Unknown => Readiness::not(
             names::REASON_BACKEND_UNHEALTHY,
-            "Backend health has not been probed yet.".into(),
+            "Backend health has not been probed yet.",
         ),
         BackendHealth::Unhealthy(why) => Readiness::not(
             names::REASON_BACKEND_UNHEALTHY,
@@ -248,7 +249,7 @@ pub fn desired_status(
             (
                 ConditionStatus::from(w.readiness.ready),
                 w.readiness.reason,
-                w.readiness.message.clone(),
+                w.readiness.message.to_string(),
             )
         }
         Err(rejection) => {

@@ -267,3 +267,12 @@ fn synced_after_every_source_listed() {
     reg.replace_source("b", vec![]);
     assert!(reg.get("q").is_none());
 }
+
+#[test]
+fn formats_as_compares_without_building_the_string() {
+    let uri: http::Uri = "http://b:1/x?y=1".parse().unwrap();
+    assert!(formats_as(&uri, "http://b:1/x?y=1"));
+    for other in ["http://b:1/x?y=", "http://b:1/x?y=12", "", "http://b:2/x?y=1"] {
+        assert!(!formats_as(&uri, other), "{other}");
+    }
+}
