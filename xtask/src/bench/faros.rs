@@ -46,7 +46,7 @@ impl Faros {
                 "--kcp-port",
                 "0",
                 "--log-level",
-                &std::env::var("BENCH_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
+                &std::env::var("BENCH_SERVER_LOG").unwrap_or_else(|_| "warn,rustls=error".into()),
                 "--state-dir",
             ])
             .arg(&state)
