@@ -2,29 +2,34 @@
 //! (DESIGN §3.6), and the JWKS the provider verifies it with.
 //!
 //! The backend proxy never forwards the caller's bearer token. Instead it strips inbound `X-Faros-*`
-//! headers and adds `X-Faros-Assertion`: a compact JWS (RFC 7515) signed with Ed25519 (`alg: EdDSA`,
-//! RFC 8037) over [`Claims`] naming the caller (user, groups), where they act (org, workspace, logical
+//! headers and adds `X-Faros-Assertion`: a JWT (compact JWS, RFC 7515) signed with ECDSA P-256 /
+//! SHA-256 (`alg: ES256`, RFC 7518 §3.4) over [`Claims`] naming the caller (user, groups), where they act (org, workspace, logical
 //! cluster) and which provider it is for (`aud`). A provider can therefore trust the identity without
 //! ever holding a user credential, and an assertion minted for one provider is useless at another.
 //!
 //! Assertions are short-lived ([`DEFAULT_TTL`], at most [`MAX_TTL`]) because they are bearer
 //! credentials between hub and provider and nothing revokes them. The hub publishes its public keys
-//! as a JWKS (`{"keys":[{"kty":"OKP","crv":"Ed25519","x":…,"kid":…}]}`); verifiers pick the key by
+//! as a JWKS (`{"keys":[{"kty":"EC","crv":"P-256","x":…,"y":…,"kid":…}]}`); verifiers pick the key by
 //! `kid`, so the hub can rotate by publishing the new key before signing with it.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use aws_lc_rs::signature::{ED25519, Ed25519KeyPair, KeyPair, UnparsedPublicKey};
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{
+    ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair, UnparsedPublicKey,
+};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde::{Deserialize, Serialize};
 
-/// JWS `alg` for Ed25519 (RFC 8037).
-pub const ALG_EDDSA: &str = "EdDSA";
-/// JWK `kty` of Ed25519 keys.
-pub const KTY_OKP: &str = "OKP";
-/// JWK `crv` of Ed25519 keys.
-pub const CRV_ED25519: &str = "Ed25519";
+/// JWS `alg` of ECDSA with P-256 and SHA-256 (RFC 7518 §3.4).
+pub const ALG_ES256: &str = "ES256";
+/// JWK `kty` of elliptic-curve keys.
+pub const KTY_EC: &str = "EC";
+/// JWK `crv` of P-256 keys.
+pub const CRV_P256: &str = "P-256";
+/// Length of one P-256 coordinate, and of each of `r` and `s` in a signature.
+const P256_FIELD_LEN: usize = 32;
 /// Issuer the hub writes into every assertion.
 pub const ISSUER: &str = "faros-hub";
 /// Lifetime the hub gives an assertion.
@@ -39,13 +44,15 @@ pub const JWKS_PATH: &str = "/.well-known/faros/jwks.json";
 /// Errors signing or verifying assertions.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum IdentityError {
-    #[error("generating an Ed25519 key failed")]
+    #[error("generating a P-256 key failed")]
     KeyGeneration,
-    #[error("invalid Ed25519 key: {0}")]
+    #[error("invalid P-256 key: {0}")]
     InvalidKey(String),
+    #[error("signing failed")]
+    Signing,
     #[error("malformed assertion: {0}")]
     Malformed(String),
-    #[error("unsupported assertion algorithm {0:?} (only EdDSA is accepted)")]
+    #[error("unsupported assertion algorithm {0:?} (only ES256 is accepted)")]
     UnsupportedAlgorithm(String),
     #[error("assertion signed by unknown key {0:?}")]
     UnknownKey(String),
@@ -108,13 +115,16 @@ impl Claims {
     }
 }
 
-/// One public key in JWK form (RFC 8037 OKP).
+/// One public key in JWK form (RFC 7518 §6.2 EC).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Jwk {
     pub kty: String,
     pub crv: String,
-    /// The raw 32-byte public key, base64url without padding.
+    /// The point's x coordinate (32 bytes), base64url without padding.
     pub x: String,
+    /// The point's y coordinate (32 bytes), base64url without padding.
+    #[serde(default)]
+    pub y: String,
     #[serde(default)]
     pub kid: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -145,10 +155,10 @@ struct Header {
     typ: Option<String>,
 }
 
-/// An Ed25519 private key with its key id.
+/// A P-256 private key with its key id.
 pub struct SigningKey {
     kid: String,
-    pair: Ed25519KeyPair,
+    pair: EcdsaKeyPair,
 }
 
 impl std::fmt::Debug for SigningKey {
@@ -161,21 +171,23 @@ impl std::fmt::Debug for SigningKey {
 impl SigningKey {
     /// A fresh random key.
     pub fn generate(kid: impl Into<String>) -> Result<Self, IdentityError> {
-        let pair = Ed25519KeyPair::generate().map_err(|_| IdentityError::KeyGeneration)?;
+        let pair =
+            EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).map_err(|_| IdentityError::KeyGeneration)?;
         Ok(Self { kid: kid.into(), pair })
     }
 
     /// A key from its PKCS#8 DER encoding (what [`SigningKey::to_pkcs8`] returns).
     pub fn from_pkcs8(kid: impl Into<String>, der: &[u8]) -> Result<Self, IdentityError> {
-        let pair = Ed25519KeyPair::from_pkcs8(der).map_err(|e| IdentityError::InvalidKey(e.to_string()))?;
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, der)
+            .map_err(|e| IdentityError::InvalidKey(e.to_string()))?;
         Ok(Self { kid: kid.into(), pair })
     }
 
-    /// PKCS#8 v2 DER, for persisting the key.
+    /// PKCS#8 DER, for persisting the key.
     pub fn to_pkcs8(&self) -> Result<Vec<u8>, IdentityError> {
         let doc = self
             .pair
-            .to_pkcs8()
+            .to_pkcs8v1()
             .map_err(|_| IdentityError::InvalidKey("cannot encode as PKCS#8".into()))?;
         Ok(doc.as_ref().to_vec())
     }
@@ -186,20 +198,27 @@ impl SigningKey {
 
     /// The public half as a JWK.
     pub fn public_jwk(&self) -> Jwk {
+        // The uncompressed point: 0x04, then x, then y.
+        let point = self.pair.public_key().as_ref();
+        let (x, y) = point
+            .get(1..)
+            .unwrap_or_default()
+            .split_at(P256_FIELD_LEN.min(point.len().saturating_sub(1)));
         Jwk {
-            kty: KTY_OKP.into(),
-            crv: CRV_ED25519.into(),
-            x: B64.encode(self.pair.public_key().as_ref()),
+            kty: KTY_EC.into(),
+            crv: CRV_P256.into(),
+            x: B64.encode(x),
+            y: B64.encode(y),
             kid: self.kid.clone(),
-            alg: Some(ALG_EDDSA.into()),
+            alg: Some(ALG_ES256.into()),
             use_: Some("sig".into()),
         }
     }
 
-    /// A compact JWS over `claims`.
-    pub fn sign(&self, claims: &Claims) -> String {
+    /// A compact JWS over `claims`; the signature is `r ‖ s` (64 bytes), as JWS requires.
+    pub fn sign(&self, claims: &Claims) -> Result<String, IdentityError> {
         let header = Header {
-            alg: ALG_EDDSA.into(),
+            alg: ALG_ES256.into(),
             kid: self.kid.clone(),
             typ: Some("JWT".into()),
         };
@@ -207,39 +226,55 @@ impl SigningKey {
         let header = B64.encode(serde_json::to_vec(&header).unwrap_or_default());
         let payload = B64.encode(serde_json::to_vec(claims).unwrap_or_default());
         let signing_input = format!("{header}.{payload}");
-        let signature = self.pair.sign(signing_input.as_bytes());
-        format!("{signing_input}.{}", B64.encode(signature.as_ref()))
+        let signature = self
+            .pair
+            .sign(&SystemRandom::new(), signing_input.as_bytes())
+            .map_err(|_| IdentityError::Signing)?;
+        Ok(format!("{signing_input}.{}", B64.encode(signature.as_ref())))
     }
 }
 
 /// Verifies `token` against `jwks` for `audience` at `now` (unix seconds) and returns its claims.
 ///
-/// Checks, in order: shape, `alg == EdDSA`, key known by `kid`, signature, audience, expiry (with
+/// Checks, in order: shape, `alg == ES256`, key known by `kid`, signature, audience, expiry (with
 /// [`LEEWAY`]), issue time not in the future, lifetime at most [`MAX_TTL`].
 pub fn verify(token: &str, jwks: &Jwks, audience: &str, now: i64) -> Result<Claims, IdentityError> {
     let header = decode_header(token)?;
-    if header.alg != ALG_EDDSA {
+    if header.alg != ALG_ES256 {
         return Err(IdentityError::UnsupportedAlgorithm(header.alg));
     }
     let jwk = jwks
         .find(&header.kid)
         .ok_or_else(|| IdentityError::UnknownKey(header.kid.clone()))?;
-    if jwk.kty != KTY_OKP || jwk.crv != CRV_ED25519 {
+    if jwk.kty != KTY_EC || jwk.crv != CRV_P256 {
         return Err(IdentityError::InvalidKey(format!(
-            "key {:?} is {}/{}, not {KTY_OKP}/{CRV_ED25519}",
+            "key {:?} is {}/{}, not {KTY_EC}/{CRV_P256}",
             jwk.kid, jwk.kty, jwk.crv
         )));
     }
-    let public = B64
-        .decode(&jwk.x)
-        .map_err(|e| IdentityError::InvalidKey(format!("key {:?}: x is not base64url: {e}", jwk.kid)))?;
+    let coordinate = |name: &str, value: &str| {
+        let bytes = B64
+            .decode(value)
+            .map_err(|e| IdentityError::InvalidKey(format!("key {:?}: {name} is not base64url: {e}", jwk.kid)))?;
+        if bytes.len() != P256_FIELD_LEN {
+            return Err(IdentityError::InvalidKey(format!(
+                "key {:?}: {name} has {} bytes, not {P256_FIELD_LEN}",
+                jwk.kid,
+                bytes.len()
+            )));
+        }
+        Ok(bytes)
+    };
+    let mut public = vec![0x04];
+    public.extend(coordinate("x", &jwk.x)?);
+    public.extend(coordinate("y", &jwk.y)?);
     let (signing_input, signature) = token
         .rsplit_once('.')
         .ok_or_else(|| IdentityError::Malformed("expected three dot-separated parts".into()))?;
     let signature = B64
         .decode(signature)
         .map_err(|e| IdentityError::Malformed(format!("signature is not base64url: {e}")))?;
-    UnparsedPublicKey::new(&ED25519, &public)
+    UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &public)
         .verify(signing_input.as_bytes(), &signature)
         .map_err(|_| IdentityError::BadSignature)?;
     let payload = signing_input
@@ -332,7 +367,7 @@ mod tests {
     fn sign_and_verify_round_trip() {
         let (key, jwks) = setup();
         let claims = Claims::new(alice(), "quickstart", NOW, DEFAULT_TTL);
-        let token = key.sign(&claims);
+        let token = key.sign(&claims).unwrap();
         assert_eq!(token_kid(&token).unwrap(), "k1");
         let got = verify(&token, &jwks, "quickstart", NOW + 10).unwrap();
         assert_eq!(got, claims);
@@ -355,11 +390,12 @@ mod tests {
     fn jwk_wire_shape_and_pkcs8_round_trip() {
         let (key, _) = setup();
         let jwk = serde_json::to_value(key.public_jwk()).unwrap();
-        assert_eq!(jwk["kty"], "OKP");
-        assert_eq!(jwk["crv"], "Ed25519");
-        assert_eq!(jwk["alg"], "EdDSA");
+        assert_eq!(jwk["kty"], "EC");
+        assert_eq!(jwk["crv"], "P-256");
+        assert_eq!(jwk["alg"], "ES256");
         assert_eq!(jwk["use"], "sig");
         assert_eq!(B64.decode(jwk["x"].as_str().unwrap()).unwrap().len(), 32);
+        assert_eq!(B64.decode(jwk["y"].as_str().unwrap()).unwrap().len(), 32);
         let again = SigningKey::from_pkcs8("k1", &key.to_pkcs8().unwrap()).unwrap();
         assert_eq!(again.public_jwk(), key.public_jwk());
         assert!(format!("{key:?}").contains("k1"));
@@ -368,13 +404,18 @@ mod tests {
     #[test]
     fn rejections() {
         let (key, jwks) = setup();
-        let token = key.sign(&Claims::new(alice(), "quickstart", NOW, DEFAULT_TTL));
+        let token = key.sign(&Claims::new(alice(), "quickstart", NOW, DEFAULT_TTL)).unwrap();
         let other = SigningKey::generate("k1").unwrap();
-        let forged = other.sign(&Claims::new(alice(), "quickstart", NOW, DEFAULT_TTL));
+        let forged = other
+            .sign(&Claims::new(alice(), "quickstart", NOW, DEFAULT_TTL))
+            .unwrap();
         let unknown = SigningKey::generate("k9")
             .unwrap()
-            .sign(&Claims::new(alice(), "quickstart", NOW, DEFAULT_TTL));
-        let long = key.sign(&Claims::new(alice(), "quickstart", NOW, Duration::from_secs(3600)));
+            .sign(&Claims::new(alice(), "quickstart", NOW, DEFAULT_TTL))
+            .unwrap();
+        let long = key
+            .sign(&Claims::new(alice(), "quickstart", NOW, Duration::from_secs(3600)))
+            .unwrap();
         // Payload swapped for one claiming another user, signature kept.
         let parts: Vec<&str> = token.split('.').collect();
         let mut bob = Claims::new(alice(), "quickstart", NOW, DEFAULT_TTL);
@@ -458,5 +499,19 @@ mod tests {
         }
         // Still valid right at the edge of the leeway.
         assert!(verify(&token, &jwks, "quickstart", NOW + 90).is_ok());
+        // The signature is JWS's fixed r ‖ s, not DER.
+        assert_eq!(B64.decode(token.rsplit('.').next().unwrap()).unwrap().len(), 64);
+        // Keys of another type or with short coordinates are refused by name.
+        let mut okp = jwks.clone();
+        okp.keys[0].kty = "OKP".into();
+        okp.keys[0].crv = "Ed25519".into();
+        assert!(
+            matches!(verify(&token, &okp, "quickstart", NOW), Err(IdentityError::InvalidKey(m)) if m.contains("OKP/Ed25519"))
+        );
+        let mut short = jwks.clone();
+        short.keys[0].y = B64.encode([1u8; 31]);
+        assert!(
+            matches!(verify(&token, &short, "quickstart", NOW), Err(IdentityError::InvalidKey(m)) if m.contains("y has 31 bytes"))
+        );
     }
 }

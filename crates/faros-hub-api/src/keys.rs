@@ -11,6 +11,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
+use aws_lc_rs::signature::Ed25519KeyPair;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use faros_core::identity::{self, Claims, Identity, IdentityError, Jwk, Jwks, SigningKey};
@@ -114,6 +115,9 @@ impl KeyStore {
                 };
                 let file: KeyFile = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
                 let der = B64.decode(&file.current.pkcs8).map_err(|e| invalid(e.to_string()))?;
+                if Ed25519KeyPair::from_pkcs8(&der).is_ok() {
+                    return Self::replace_legacy(path);
+                }
                 let key = SigningKey::from_pkcs8(file.current.kid, &der).map_err(|e| invalid(e.to_string()))?;
                 Ok(Self {
                     recent: Default::default(),
@@ -135,6 +139,19 @@ impl KeyStore {
             }
             Err(e) => Err(io(e)),
         }
+    }
+
+    /// Earlier versions signed with Ed25519; assertions are ES256 now. The old file is kept next to
+    /// the new one (nothing is lost), and a new key is made: assertions live a minute, so no
+    /// provider holds one the old key signed for long.
+    fn replace_legacy(path: &Path) -> Result<Self, KeyError> {
+        let kept = path.with_extension("ed25519.bak");
+        std::fs::rename(path, &kept).map_err(|source| KeyError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        tracing::warn!(path = %path.display(), kept = %kept.display(), "the signing key was an Ed25519 key of an earlier version; made a new ES256 key");
+        Self::load_or_create(path)
     }
 
     fn persist(&self) -> Result<(), KeyError> {
@@ -176,7 +193,7 @@ impl KeyStore {
     /// A compact JWS asserting `identity` to `provider`, valid for [`identity::DEFAULT_TTL`], as
     /// the header value it travels in. One is reused for half its lifetime, so a busy caller costs
     /// a hash lookup per request instead of a signature.
-    pub fn sign(&self, identity: &Identity, provider: &str, now_unix: i64) -> HeaderValue {
+    pub fn sign(&self, identity: &Identity, provider: &str, now_unix: i64) -> Result<HeaderValue, IdentityError> {
         let key = self.keys.read().unwrap_or_else(|p| p.into_inner()).current.clone();
         // Keyed by signing key, identity and audience: a rotation or any identity change signs anew.
         let hash = self.hasher.hash_one((key.kid(), identity, provider));
@@ -189,9 +206,14 @@ impl KeyStore {
             && r.provider == provider
             && r.identity == *identity
         {
-            return r.token.clone();
+            return Ok(r.token.clone());
         }
-        let jws = key.sign(&Claims::new(identity.clone(), provider, now_unix, identity::DEFAULT_TTL));
+        let jws = key.sign(&Claims::new(
+            identity.clone(),
+            provider,
+            now_unix,
+            identity::DEFAULT_TTL,
+        ))?;
         // A compact JWS is base64url and dots: always a valid header value.
         let token = HeaderValue::try_from(jws).unwrap_or_else(|_| HeaderValue::from_static(""));
         if recent.len() >= RECENT_MAX {
@@ -207,7 +229,7 @@ impl KeyStore {
                 token: token.clone(),
             },
         );
-        token
+        Ok(token)
     }
 
     /// The published keys: current first.
@@ -256,21 +278,25 @@ mod tests {
     #[test]
     fn assertions_are_reused_only_for_half_their_lifetime_and_the_same_caller() {
         let store = KeyStore::ephemeral().unwrap();
-        let first = store.sign(&alice(), "q", NOW);
-        assert_eq!(store.sign(&alice(), "q", NOW + 29), first);
+        let first = store.sign(&alice(), "q", NOW).unwrap();
+        assert_eq!(store.sign(&alice(), "q", NOW + 29).unwrap(), first);
         assert_ne!(
-            store.sign(&alice(), "q", NOW + 30),
+            store.sign(&alice(), "q", NOW + 30).unwrap(),
             first,
             "re-signed after half the TTL"
         );
-        assert_ne!(store.sign(&alice(), "other", NOW), first, "another audience");
+        assert_ne!(store.sign(&alice(), "other", NOW).unwrap(), first, "another audience");
         let bob = Identity {
             user: "bob".into(),
             ..Default::default()
         };
-        assert_ne!(store.sign(&bob, "q", NOW), first, "another caller");
+        assert_ne!(store.sign(&bob, "q", NOW).unwrap(), first, "another caller");
         store.rotate().unwrap();
-        assert_ne!(store.sign(&alice(), "q", NOW), first, "a rotated key signs anew");
+        assert_ne!(
+            store.sign(&alice(), "q", NOW).unwrap(),
+            first,
+            "a rotated key signs anew"
+        );
     }
 
     #[test]
@@ -278,10 +304,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("keys/signing.json");
         let store = KeyStore::load_or_create(&path).unwrap();
-        let before = store.sign(&alice(), "q", NOW);
+        let before = store.sign(&alice(), "q", NOW).unwrap();
         let again = KeyStore::load_or_create(&path).unwrap();
         assert_eq!(again.jwks(), store.jwks());
-        assert_eq!(verify(before.to_str().unwrap(), &again.jwks(), "q", NOW).unwrap().identity.user, "alice");
+        assert_eq!(
+            verify(before.to_str().unwrap(), &again.jwks(), "q", NOW)
+                .unwrap()
+                .identity
+                .user,
+            "alice"
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -289,7 +321,7 @@ mod tests {
         }
 
         let kid = again.rotate().unwrap();
-        let after = again.sign(&alice(), "q", NOW);
+        let after = again.sign(&alice(), "q", NOW).unwrap();
         assert_eq!(identity::token_kid(after.to_str().unwrap()).unwrap(), kid);
         let reloaded = KeyStore::load_or_create(&path).unwrap();
         let jwks = reloaded.jwks();
@@ -303,6 +335,24 @@ mod tests {
         }
         assert_eq!(reloaded.jwks().keys.len(), 1 + RETAINED_KEYS);
         assert!(verify(before.to_str().unwrap(), &reloaded.jwks(), "q", NOW).is_err());
+    }
+
+    #[test]
+    fn an_ed25519_key_of_an_earlier_version_is_kept_aside_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("signing.json");
+        let legacy = aws_lc_rs::signature::Ed25519KeyPair::generate()
+            .unwrap()
+            .to_pkcs8()
+            .unwrap();
+        let old = serde_json::json!({"current": {"kid": "old", "pkcs8": B64.encode(legacy.as_ref())}, "previous": []});
+        std::fs::write(&path, old.to_string()).unwrap();
+        let store = KeyStore::load_or_create(&path).unwrap();
+        assert_eq!(store.jwks().keys[0].kty, "EC");
+        let kept = dir.path().join("signing.ed25519.bak");
+        assert_eq!(std::fs::read_to_string(kept).unwrap(), old.to_string());
+        // The new key is what a restart loads.
+        assert_eq!(KeyStore::load_or_create(&path).unwrap().jwks(), store.jwks());
     }
 
     #[test]

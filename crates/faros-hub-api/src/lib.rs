@@ -5,13 +5,16 @@
 //!   written back only when it changes.
 //! - **Heartbeats** ([`heartbeat`]) from the provider's own ServiceAccount only (TokenReview), and
 //!   **backend health probes** ([`probe`]); together they decide readiness.
-//! - **Routes** ([`app`]): `GET /api/providers`, the UI proxy, the backend proxy (verified identity
-//!   and a signed assertion instead of the caller's credentials), the kcp pass-through, health,
-//!   metrics and the assertion JWKS.
+//! - **Front door** ([`edge`]): request IDs, spans and request metrics for every request, and
+//!   dispatch by path prefix to the **proxies** ([`proxy`]: provider UIs, provider backends with a
+//!   verified identity and signed assertion instead of the caller's credentials, the kcp
+//!   pass-through; per-thread upstream pools) or to the **API router** ([`app`]: `GET
+//!   /api/providers`, tenancy, Enable/Disable, MCP, health, metrics, the assertion JWKS).
 //!
-//! Composition: [`Hub::new`] builds everything without IO; [`Hub::router`] is the axum router (for
-//! in-process tests or mounting), [`Hub::spawn_background`] starts the kcp-facing loops, and
-//! [`Hub::serve`] does both and serves HTTP(S) until shutdown. [`run`] is the binary's entry.
+//! Composition: [`Hub::new`] builds everything without IO; [`Hub::service`] is the whole hub as one
+//! tower service (for in-process tests or mounting), [`Hub::spawn_background`] starts the kcp-facing
+//! loops, and [`Hub::serve`] does both and serves HTTP(S) until shutdown. [`run`] is the binary's
+//! entry.
 
 pub mod api;
 pub mod app;

@@ -262,7 +262,11 @@ async fn connection(
             }
             Ok(tls) => {
                 let builder = hyper::server::conn::http1::Builder::new();
-                drive(builder.serve_connection(TokioIo::new(tls), service).with_upgrades(), stop).await
+                drive(
+                    builder.serve_connection(TokioIo::new(tls), service).with_upgrades(),
+                    stop,
+                )
+                .await
             }
             Err(error) => tracing::debug!(%peer, %error, "TLS handshake failed"),
         },

@@ -1,7 +1,7 @@
 //! Verifying who a backend request is for.
 //!
 //! The hub's backend proxy strips the caller's credentials and every inbound `X-Faros-*` header,
-//! then adds `X-Faros-Assertion`, a short-lived Ed25519 JWS over the caller's identity with
+//! then adds `X-Faros-Assertion`, a short-lived ES256 JWT over the caller's identity with
 //! `aud` = this provider (format: [`faros_core::identity`]). [`IdentityVerifier`] checks it against
 //! the hub's JWKS (fetched from the hub and cached; refetched when a token names an unknown key, so
 //! hub key rotation needs no provider restart). The axum pieces:
@@ -287,15 +287,19 @@ mod tests {
         };
         let app = app(IdentityVerifier::with_jwks("quickstart", jwks));
         let now = identity::now_unix();
-        let valid = key.sign(&Claims::new(alice(), "quickstart", now, identity::DEFAULT_TTL));
-        let expired = key.sign(&Claims::new(alice(), "quickstart", now - 600, identity::DEFAULT_TTL));
-        let wrong_aud = key.sign(&Claims::new(alice(), "edges", now, identity::DEFAULT_TTL));
-        let forged = SigningKey::generate("hub-1").unwrap().sign(&Claims::new(
-            alice(),
-            "quickstart",
-            now,
-            identity::DEFAULT_TTL,
-        ));
+        let valid = key
+            .sign(&Claims::new(alice(), "quickstart", now, identity::DEFAULT_TTL))
+            .unwrap();
+        let expired = key
+            .sign(&Claims::new(alice(), "quickstart", now - 600, identity::DEFAULT_TTL))
+            .unwrap();
+        let wrong_aud = key
+            .sign(&Claims::new(alice(), "edges", now, identity::DEFAULT_TTL))
+            .unwrap();
+        let forged = SigningKey::generate("hub-1")
+            .unwrap()
+            .sign(&Claims::new(alice(), "quickstart", now, identity::DEFAULT_TTL))
+            .unwrap();
 
         assert_eq!(call(&app, Some(&valid)).await, (200, "alice@acme/dev (c1)".to_string()));
         for (name, token, needle) in [
@@ -344,7 +348,9 @@ mod tests {
 
         let verifier = IdentityVerifier::from_url("quickstart", &IdentityVerifier::hub_jwks_url(&url), None).unwrap();
         let now = identity::now_unix();
-        let t_old = old.sign(&Claims::new(alice(), "quickstart", now, identity::DEFAULT_TTL));
+        let t_old = old
+            .sign(&Claims::new(alice(), "quickstart", now, identity::DEFAULT_TTL))
+            .unwrap();
         assert_eq!(verifier.verify(&t_old).await.unwrap().identity, alice());
         assert_eq!(verifier.verify(&t_old).await.unwrap().identity, alice());
         assert_eq!(fetches.load(Ordering::SeqCst), 1, "second verify uses the cache");
@@ -352,7 +358,9 @@ mod tests {
         // The hub rotates; a token with the new kid is unknown to the cache. The first lookup is
         // within the refresh floor of the initial fetch, so it fails without hammering the hub.
         served.lock().unwrap().keys.push(new.public_jwk());
-        let t_new = new.sign(&Claims::new(alice(), "quickstart", now, identity::DEFAULT_TTL));
+        let t_new = new
+            .sign(&Claims::new(alice(), "quickstart", now, identity::DEFAULT_TTL))
+            .unwrap();
         assert!(matches!(
             verifier.verify(&t_new).await,
             Err(VerifyError::Invalid(IdentityError::UnknownKey(_)))

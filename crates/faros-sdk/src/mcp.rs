@@ -116,12 +116,14 @@ mod tests {
             cluster: "c1".into(),
             groups: vec![],
         };
-        let token = key.sign(&Claims::new(
-            who,
-            "quickstart",
-            identity::now_unix(),
-            identity::DEFAULT_TTL,
-        ));
+        let token = key
+            .sign(&Claims::new(
+                who,
+                "quickstart",
+                identity::now_unix(),
+                identity::DEFAULT_TTL,
+            ))
+            .unwrap();
         let headers = [(
             http::HeaderName::from_static(names::HEADER_ASSERTION),
             http::HeaderValue::from_str(&token).unwrap(),

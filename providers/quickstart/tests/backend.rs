@@ -45,6 +45,7 @@ fn assertion(key: &SigningKey) -> String {
         identity::now_unix(),
         identity::DEFAULT_TTL,
     ))
+    .unwrap()
 }
 
 async fn get(app: &axum::Router, path: &str, token: Option<&str>) -> (u16, String, String) {

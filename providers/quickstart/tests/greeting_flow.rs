@@ -217,12 +217,14 @@ async fn tenant_greetings_are_answered_through_the_virtual_workspace() {
         workspace: "tenant-a".into(),
         cluster: tenant_cluster,
     };
-    let token = key.sign(&Claims::new(
-        who,
-        "quickstart",
-        identity::now_unix(),
-        identity::DEFAULT_TTL,
-    ));
+    let token = key
+        .sign(&Claims::new(
+            who,
+            "quickstart",
+            identity::now_unix(),
+            identity::DEFAULT_TTL,
+        ))
+        .unwrap();
     let listed: serde_json::Value = reqwest::Client::new()
         .get(format!("{backend}/api/greetings"))
         .header(names::HEADER_ASSERTION, token)

@@ -460,7 +460,8 @@ impl Federation {
         let identity = ctx.identity();
         let assertion = self
             .keys
-            .sign(&identity, provider, faros_core::identity::now_unix());
+            .sign(&identity, provider, faros_core::identity::now_unix())
+            .map_err(|e| UpstreamError::Failed(format!("signing the identity assertion: {e}")))?;
         upstream::identity_headers(&identity, &assertion)
     }
 

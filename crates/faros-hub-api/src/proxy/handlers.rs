@@ -178,7 +178,10 @@ pub async fn backend(st: &AppState, req: Request) -> Response {
         let (name, target) = resolve(st, &uri, Surface::Backend)?;
         // Before anything is stripped: the tenant the client names, checked against membership.
         let identity = st.tenancy.identity_for(&caller, req.headers()).await?;
-        let assertion = st.keys.sign(&identity, name, faros_core::identity::now_unix());
+        let assertion = st
+            .keys
+            .sign(&identity, name, faros_core::identity::now_unix())
+            .map_err(|e| Status::internal(format!("signing the identity assertion: {e}")))?;
         let mode = Mode::Backend {
             base_path: names::backend_proxy_prefix(name),
             identity,

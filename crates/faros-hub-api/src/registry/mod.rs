@@ -653,4 +653,3 @@ fn formats_as(value: &impl std::fmt::Display, expected: &str) -> bool {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests;
-
