@@ -131,15 +131,13 @@ impl Service<Request<Body>> for HubService {
                 let code = resp.status();
                 st.metrics.request(if matched { label } else { "other" }, code.as_u16());
                 resp.headers_mut().entry(X_REQUEST_ID).or_insert(id);
-                if code.is_server_error() || tracing::enabled!(tracing::Level::DEBUG) {
-                    // 5xx at debug: a provider that is not Ready answers 503 to every request; the
-                    // registry logs readiness changes once instead.
-                    tracing::debug!(
-                        status = code.as_u16(),
-                        latency_ms = started.elapsed().as_secs_f64() * 1e3,
-                        "served"
-                    );
-                }
+                // At debug even for 5xx: a provider that is not Ready answers 503 to every request;
+                // the registry logs readiness changes once instead.
+                tracing::debug!(
+                    status = code.as_u16(),
+                    latency_ms = started.elapsed().as_secs_f64() * 1e3,
+                    "served"
+                );
                 Ok(resp)
             }
             .instrument(span),
