@@ -124,17 +124,9 @@ pub async fn serve(
     }
     let mut next = 0usize;
     loop {
-        let (tcp, peer) = tokio::select! {
-            _ = stop.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(error) => {
-                    tracing::debug!(%error, "accept failed");
-                    continue;
-                }
-            },
+        let Some((tcp, peer)) = accept(&listener, &stop).await else {
+            break;
         };
-        let _ = tcp.set_nodelay(true);
         // The socket leaves this runtime's I/O driver and joins the worker's.
         match tcp.into_std() {
             Ok(std) => {
@@ -203,6 +195,23 @@ impl Worker {
     }
 }
 
+/// The next connection (with Nagle off: responses are written whole), or `None` once `stop` fires.
+/// A failed accept (out of descriptors, a connection reset before it was taken) is skipped.
+async fn accept(listener: &TcpListener, stop: &CancellationToken) -> Option<(TcpStream, SocketAddr)> {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return None,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, peer)) => {
+                    let _ = tcp.set_nodelay(true);
+                    return Some((tcp, peer));
+                }
+                Err(error) => tracing::debug!(%error, "accept failed"),
+            },
+        }
+    }
+}
+
 /// Serving on the caller's runtime.
 async fn serve_here(
     listener: TcpListener,
@@ -213,17 +222,9 @@ async fn serve_here(
 ) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
-        let (tcp, peer) = tokio::select! {
-            _ = stop.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(error) => {
-                    tracing::debug!(%error, "accept failed");
-                    continue;
-                }
-            },
+        let Some((tcp, peer)) = accept(&listener, &stop).await else {
+            break;
         };
-        let _ = tcp.set_nodelay(true);
         connections.spawn(connection(tcp, peer, acceptor.clone(), router.clone(), stop.clone()));
         while connections.try_join_next().is_some() {}
     }
