@@ -25,7 +25,6 @@ use faros_core::status::Status;
 use futures::future::BoxFuture;
 use http::HeaderMap;
 use http_body_util::{BodyExt, Limited};
-use hyper_util::client::legacy::connect::HttpConnector;
 use kube::client::ConfigExt;
 use serde_json::{Map, Value};
 
@@ -130,11 +129,8 @@ pub fn http_client(settings: &OidcSettings, connect_timeout: Duration) -> Result
         }
         tls.root_cert = Some(certs);
     }
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_connect_timeout(Some(connect_timeout));
     let connector = tls
-        .rustls_https_connector_with_connector(http)
+        .rustls_https_connector_with_connector(crate::proxy::http_connector(connect_timeout))
         .map_err(|e| AuthError::Oidc(format!("building the TLS client for the issuer: {e}")))?;
     Ok(Upstream::new(connector, pool::IDLE_TIMEOUT))
 }

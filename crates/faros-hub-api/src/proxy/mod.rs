@@ -31,7 +31,8 @@ pub enum ProxyError {
     },
 }
 
-fn http_connector(connect_timeout: Duration) -> HttpConnector {
+/// TCP for every upstream client: HTTP or HTTPS URLs (TLS is layered on top), Nagle off, bounded connect.
+pub(crate) fn http_connector(connect_timeout: Duration) -> HttpConnector {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
