@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::api::ApiState;
+use crate::state::ServerState;
 use crate::store::{ObjectKey, WriteOp};
 
 fn object(kind: &str, api_version: &str, name: &str, extra: Value) -> Value {
@@ -65,7 +65,7 @@ pub fn default_objects() -> Vec<(ObjectKey, Value)> {
 
 /// Creates the default objects of `root` that are missing (idempotent across restarts): the defaults
 /// every logical cluster has, the root LogicalCluster, and access to root for authenticated users.
-pub async fn ensure_root(state: &ApiState) {
+pub async fn ensure_root(state: &ServerState) {
     ensure_cluster(state, "root").await;
     let extra = vec![
         (
@@ -114,11 +114,11 @@ pub async fn ensure_root(state: &ApiState) {
 }
 
 /// Creates the default objects of `cluster` that are missing.
-pub async fn ensure_cluster(state: &ApiState, cluster: &str) {
+pub async fn ensure_cluster(state: &ServerState, cluster: &str) {
     create_missing(state, cluster, default_objects()).await;
 }
 
-async fn create_missing(state: &ApiState, cluster: &str, objects: Vec<(ObjectKey, Value)>) {
+async fn create_missing(state: &ServerState, cluster: &str, objects: Vec<(ObjectKey, Value)>) {
     let now = crate::objects::now_rfc3339();
     for (mut key, mut obj) in objects {
         key.cluster = cluster.to_string();

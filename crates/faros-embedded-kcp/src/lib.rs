@@ -17,6 +17,7 @@ pub mod api;
 pub mod auth;
 pub mod bootstrap;
 pub mod builtin;
+pub mod client;
 pub mod controllers;
 pub mod kcp;
 pub mod metrics;
@@ -26,9 +27,11 @@ pub mod registry;
 pub mod schema;
 pub mod selector;
 pub mod server;
+pub mod state;
 pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tls;
+pub mod write;
 
 pub use server::{Config, Server, ServerError};

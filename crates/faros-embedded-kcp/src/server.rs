@@ -15,9 +15,10 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::api::{self, ApiState};
+use crate::api;
 use crate::auth::{Authenticator, RbacIndex, ServiceAccountTokens, generate_token, parse_token_file};
 use crate::registry::Registry;
+use crate::state::ServerState;
 use crate::store::{Store, StoreOptions};
 use crate::tls::TlsMaterial;
 
@@ -32,6 +33,10 @@ pub struct Config {
     pub token_file: Option<PathBuf>,
     /// Extra DNS names / IPs for the serving certificate.
     pub hostnames: Vec<String>,
+    /// The base URL clients reach this server at (kcp's `--shard-base-url`), published in workspace
+    /// and endpoint slice URLs and admin kubeconfigs. Unset: `https://<bound address>`, which is
+    /// only right when clients connect to the bound address itself (not behind a Service).
+    pub external_url: Option<String>,
     /// Watch/continue history length (events).
     pub history_capacity: usize,
     /// Request body limit.
@@ -49,6 +54,7 @@ impl Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             token_file: None,
             hostnames: Vec::new(),
+            external_url: None,
             history_capacity: 10_000,
             max_body_bytes: 3 * 1024 * 1024,
             group_commit: true,
@@ -79,10 +85,11 @@ pub enum ServerError {
 /// A running server. Dropping it does not stop it; call [`Server::shutdown`].
 pub struct Server {
     addr: SocketAddr,
+    url: String,
     ca_pem: String,
     tls_config: Arc<rustls::ServerConfig>,
     admin_token: String,
-    state: Arc<ApiState>,
+    state: Arc<ServerState>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
     controllers: Vec<tokio::task::JoinHandle<()>>,
@@ -185,7 +192,7 @@ impl Server {
                 message: e.to_string(),
             })?;
         let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
-        let state = Arc::new(ApiState {
+        let state = Arc::new(ServerState {
             store,
             registry: Registry::new(
                 [
@@ -217,8 +224,14 @@ impl Server {
             addr: config.listen,
             source,
         })?;
-        // Workspace and endpoint slice URLs are built from the address actually bound.
-        crate::kcp::tenancy::set_server_url(&state, &format!("https://{addr}"));
+        // Workspace and endpoint slice URLs are built from the external URL, or else from the
+        // address actually bound.
+        let url = config
+            .external_url
+            .as_deref()
+            .map(|u| u.trim_end_matches('/').to_string())
+            .unwrap_or_else(|| format!("https://{addr}"));
+        crate::kcp::tenancy::set_server_url(&state, &url);
         crate::bootstrap::ensure_root(&state).await;
         crate::kcp::tenancy::bootstrap(&state).await;
         let mut controllers = vec![tokio::spawn(crate::controllers::run(state.clone(), events_rx))];
@@ -239,6 +252,7 @@ impl Server {
         tracing::info!(%addr, state_dir = %dir.display(), "embedded kcp serving");
         Ok(Self {
             addr,
+            url,
             tls_config,
             ca_pem: tls.ca_pem().to_string(),
             admin_token,
@@ -253,9 +267,9 @@ impl Server {
         self.addr
     }
 
-    /// `https://127.0.0.1:<port>` (or the bound address).
+    /// The external URL if configured, else `https://<bound address>` (e.g. `https://127.0.0.1:<port>`).
     pub fn url(&self) -> String {
-        format!("https://{}", self.addr)
+        self.url.clone()
     }
 
     /// The serving TLS configuration (certificate for localhost/127.0.0.1 and the configured hosts,
@@ -274,7 +288,7 @@ impl Server {
     }
 
     /// Shared state, for in-process components and tests.
-    pub fn state(&self) -> &Arc<ApiState> {
+    pub fn state(&self) -> &Arc<ServerState> {
         &self.state
     }
 
@@ -333,7 +347,7 @@ fn file_stamp(path: &Path) -> FileStamp {
 /// there and cannot await file IO, and one `stat` a second is free. A bad edit (or a vanished file)
 /// is logged once per change, naming the file and line, and the previous tokens stay in force.
 /// Holds only a weak reference so it never keeps a stopped server's state alive.
-async fn watch_token_file(state: Weak<ApiState>, path: PathBuf, mut stamp: FileStamp) {
+async fn watch_token_file(state: Weak<ServerState>, path: PathBuf, mut stamp: FileStamp) {
     let mut tick = tokio::time::interval(TOKEN_FILE_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
@@ -366,7 +380,7 @@ async fn watch_token_file(state: Weak<ApiState>, path: PathBuf, mut stamp: FileS
     }
 }
 
-fn router(state: Arc<ApiState>) -> Router {
+fn router(state: Arc<ServerState>) -> Router {
     let health = || async { "ok" };
     Router::new()
         .route("/healthz", get(health))
@@ -377,7 +391,7 @@ fn router(state: Arc<ApiState>) -> Router {
         .with_state(state)
 }
 
-async fn metrics(State(state): State<Arc<ApiState>>, headers: http::HeaderMap) -> Response {
+async fn metrics(State(state): State<Arc<ServerState>>, headers: http::HeaderMap) -> Response {
     if let Err(s) = api::authenticate(&state, &headers) {
         return s.into_response();
     }

@@ -6,7 +6,8 @@ use axum::response::Response;
 use faros_core::status::Status;
 use serde_json::{Value, json};
 
-use super::{ApiState, ok};
+use super::ok;
+use crate::state::ServerState;
 
 /// The Kubernetes version this server reports (the k8s-openapi version faros builds against).
 pub const KUBE_MINOR: &str = "36";
@@ -27,7 +28,7 @@ pub fn legacy_versions() -> Response {
 }
 
 /// group → versions served in `cluster`, in registration order.
-fn group_versions(state: &ApiState, cluster: &str) -> BTreeMap<String, Vec<String>> {
+fn group_versions(state: &ServerState, cluster: &str) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for def in state.registry.resources(cluster) {
         if def.group.is_empty() {
@@ -49,7 +50,7 @@ fn api_group(name: &str, versions: &[String]) -> Value {
     json!({"name": name, "versions": vs, "preferredVersion": vs.first().cloned().unwrap_or(Value::Null)})
 }
 
-pub fn groups(state: &ApiState, cluster: &str) -> Response {
+pub fn groups(state: &ServerState, cluster: &str) -> Response {
     let groups: Vec<Value> = group_versions(state, cluster)
         .iter()
         .map(|(g, v)| api_group(g, v))
@@ -57,7 +58,7 @@ pub fn groups(state: &ApiState, cluster: &str) -> Response {
     ok(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
 }
 
-pub fn group(state: &ApiState, cluster: &str, name: &str) -> Result<Response, Status> {
+pub fn group(state: &ServerState, cluster: &str, name: &str) -> Result<Response, Status> {
     let all = group_versions(state, cluster);
     let versions = all
         .get(name)
@@ -68,7 +69,7 @@ pub fn group(state: &ApiState, cluster: &str, name: &str) -> Result<Response, St
     Ok(ok(&g))
 }
 
-pub fn resources(state: &ApiState, cluster: &str, group: &str, version: &str) -> Result<Response, Status> {
+pub fn resources(state: &ServerState, cluster: &str, group: &str, version: &str) -> Result<Response, Status> {
     let defs: Vec<_> = state
         .registry
         .resources(cluster)

@@ -1,7 +1,7 @@
 //! The HTTP face of the server: request parsing, authentication, authorization and dispatch to the
 //! read, write, watch, discovery and review handlers.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -10,9 +10,10 @@ use faros_core::status::Status;
 use http::{HeaderMap, Method, StatusCode};
 use serde_json::json;
 
-use crate::auth::{Attributes, Authenticator, CredentialSource, RbacIndex, ServiceAccountTokens, UserInfo};
-use crate::registry::{Registry, ResourceDef};
-use crate::store::{Event, ObjectKey, Store};
+use crate::auth::{Attributes, CredentialSource, UserInfo, authorize};
+use crate::registry::ResourceDef;
+use crate::state::ServerState;
+use crate::store::ObjectKey;
 
 pub mod discovery;
 pub mod openapi;
@@ -28,47 +29,6 @@ pub mod write;
 
 use params::Params;
 use request::{ResourcePath, Target};
-
-/// Everything a request handler needs.
-pub struct ApiState {
-    pub store: Store,
-    pub registry: Registry,
-    pub authn: Authenticator,
-    pub rbac: RwLock<RbacIndex>,
-    /// Logical clusters by name and path (from LogicalCluster objects).
-    pub clusters: RwLock<crate::kcp::clusters::ClusterIndex>,
-    pub sa_tokens: ServiceAccountTokens,
-    pub ca_pem: String,
-    pub max_body_bytes: usize,
-    /// Events of committed writes, for the in-process controllers (namespace deletion, GC, tokens).
-    pub events: tokio::sync::mpsc::UnboundedSender<Arc<Event>>,
-    pub metrics: crate::metrics::Metrics,
-    /// The server's external URL (`https://host:port`) once it listens: workspace and endpoint
-    /// slice URLs are built from it.
-    pub server_url: tokio::sync::watch::Sender<Option<String>>,
-    /// What the APIExport/APIBinding controller publishes for the virtual workspace and claim
-    /// admission.
-    pub apis: Arc<crate::kcp::apis::view::Index>,
-}
-
-impl ApiState {
-    /// Runs after every committed write: keeps the RBAC index current (synchronously, so a binding is
-    /// effective for the very next request) and hands events to the controllers.
-    pub fn committed(&self, events: &[Event]) {
-        for event in events {
-            if event.key.group == "rbac.authorization.k8s.io" {
-                crate::controllers::rbac::apply_event(&self.rbac, event);
-            }
-            if event.key.group == crate::kcp::clusters::LOGICAL_CLUSTER_GROUP {
-                self.clusters
-                    .write()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .apply_event(event);
-            }
-            let _ = self.events.send(Arc::new(event.clone()));
-        }
-    }
-}
 
 /// The verb of a resource request, as RBAC names it.
 pub fn verb(method: &Method, path: &ResourcePath, params: &Params) -> Result<&'static str, Status> {
@@ -90,7 +50,7 @@ pub fn verb(method: &Method, path: &ResourcePath, params: &Params) -> Result<&'s
 }
 
 /// Entry point for every API request (after the health routes).
-pub async fn handle(State(state): State<Arc<ApiState>>, req: Request) -> Response {
+pub async fn handle(State(state): State<Arc<ServerState>>, req: Request) -> Response {
     let method = req.method().clone();
     let started = std::time::Instant::now();
     let resp = match serve(&state, req).await {
@@ -103,7 +63,7 @@ pub async fn handle(State(state): State<Arc<ApiState>>, req: Request) -> Respons
     resp
 }
 
-async fn serve(state: &Arc<ApiState>, req: Request) -> Result<Response, Status> {
+async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Status> {
     let (parts, body) = req.into_parts();
     if let Some(rest) = parts.uri.path().strip_prefix(virtual_workspace::PREFIX) {
         let user = authenticate(state, &parts.headers)?;
@@ -153,7 +113,7 @@ async fn serve(state: &Arc<ApiState>, req: Request) -> Result<Response, Status> 
 
 /// A request's resolved context.
 pub struct RequestContext {
-    pub state: Arc<ApiState>,
+    pub state: Arc<ServerState>,
     pub user: UserInfo,
     /// The logical cluster name, or `*` for wildcard requests.
     pub cluster: String,
@@ -185,7 +145,7 @@ impl RequestContext {
 }
 
 /// Bearer authentication. ServiceAccount tokens stay valid only while their Secret exists.
-pub fn authenticate(state: &ApiState, headers: &HeaderMap) -> Result<UserInfo, Status> {
+pub fn authenticate(state: &ServerState, headers: &HeaderMap) -> Result<UserInfo, Status> {
     let Some(token) = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -219,7 +179,7 @@ pub fn authenticate(state: &ApiState, headers: &HeaderMap) -> Result<UserInfo, S
 
 /// Turns the cluster segment of the URL into a logical cluster name (kcp: a single segment is a name
 /// taken as is, a multi-segment value is a workspace path that must exist, `*` is the wildcard).
-fn resolve_cluster(state: &ApiState, segment: &str, user: &UserInfo) -> Result<String, Status> {
+fn resolve_cluster(state: &ServerState, segment: &str, user: &UserInfo) -> Result<String, Status> {
     if segment == "*" {
         // kcp serves wildcard requests to privileged users only; everyone else uses virtual workspaces.
         if !user.in_group(crate::auth::GROUP_MASTERS) {
@@ -234,47 +194,6 @@ fn resolve_cluster(state: &ApiState, segment: &str, user: &UserInfo) -> Result<S
     match clusters.resolve(segment) {
         Some(name) => Ok(name.to_string()),
         None => Err(Status::not_found("tenancy.kcp.io", "workspaces", segment)),
-    }
-}
-
-/// kcp's workspace content authorizer: the logical cluster must exist and be serving, and the user
-/// needs the `access` verb on `/` inside it, before ordinary RBAC applies.
-fn authorize_content(state: &ApiState, cluster: &str, attrs: &Attributes<'_>) -> Result<(), Status> {
-    if cluster == "*" || attrs.user.in_group(crate::auth::GROUP_MASTERS) {
-        return Ok(());
-    }
-    let deny = || Err(crate::auth::forbidden_status(attrs, "workspace access not permitted"));
-    let serving = {
-        let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
-        match clusters.get(cluster) {
-            None => return deny(),
-            Some(info) => !matches!(info.phase.as_str(), "Scheduling" | "Initializing"),
-        }
-    };
-    // ServiceAccounts of the cluster itself are always admitted (kcp's service-account authorizer).
-    let own_sa = attrs.user.cluster_name() == Some(cluster) && attrs.user.service_account().is_some();
-    if !serving || !(own_sa || can_access(state, cluster, attrs.user)) {
-        return deny();
-    }
-    Ok(())
-}
-
-fn can_access(state: &ApiState, cluster: &str, user: &UserInfo) -> bool {
-    let access = Attributes::non_resource(user, "access", "/");
-    let rbac = state.rbac.read().unwrap_or_else(|p| p.into_inner());
-    rbac.authorize(cluster, &access) == crate::auth::Decision::Allow
-}
-
-/// Workspace content check, then RBAC in `cluster`; system:masters bypasses both.
-pub fn authorize(state: &ApiState, cluster: &str, attrs: &Attributes<'_>) -> Result<(), Status> {
-    if attrs.user.in_group(crate::auth::GROUP_MASTERS) {
-        return Ok(());
-    }
-    authorize_content(state, cluster, attrs)?;
-    let rbac = state.rbac.read().unwrap_or_else(|p| p.into_inner());
-    match rbac.authorize(cluster, attrs) {
-        crate::auth::Decision::Allow => Ok(()),
-        crate::auth::Decision::Deny { reason } => Err(crate::auth::forbidden_status(attrs, &reason)),
     }
 }
 

@@ -6,8 +6,9 @@ use faros_core::status::Status;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{ApiState, ok};
+use super::ok;
 use crate::registry::ResourceDef;
+use crate::state::ServerState;
 
 fn gv_path(def: &ResourceDef) -> String {
     if def.group.is_empty() {
@@ -18,7 +19,7 @@ fn gv_path(def: &ResourceDef) -> String {
 }
 
 /// `/openapi/v3`: one entry per group-version with a content hash, as kube-apiserver serves it.
-pub fn index(state: &ApiState, cluster: &str, prefix_cluster: Option<&String>) -> Response {
+pub fn index(state: &ServerState, cluster: &str, prefix_cluster: Option<&String>) -> Response {
     let mut paths = Map::new();
     let prefix = prefix_cluster.map(|c| format!("/clusters/{c}")).unwrap_or_default();
     let mut gvs: Vec<String> = Vec::new();
@@ -45,7 +46,7 @@ fn hash(v: &Value) -> String {
     digest.iter().take(32).map(|b| format!("{b:02X}")).collect()
 }
 
-pub fn document(state: &ApiState, cluster: &str, gv: &str) -> Result<Response, Status> {
+pub fn document(state: &ServerState, cluster: &str, gv: &str) -> Result<Response, Status> {
     document_value(state, cluster, gv)
         .map(|d| ok(&d))
         .ok_or_else(|| Status::not_found_message("the server could not find the requested resource"))
@@ -60,7 +61,7 @@ fn schema_name(def: &ResourceDef) -> String {
     format!("{group}.{}.{}", def.version, def.kind)
 }
 
-fn document_value(state: &ApiState, cluster: &str, gv: &str) -> Option<Value> {
+fn document_value(state: &ServerState, cluster: &str, gv: &str) -> Option<Value> {
     let defs: Vec<_> = state
         .registry
         .resources(cluster)

@@ -5,12 +5,7 @@ use std::collections::HashMap;
 use faros_core::status::Status;
 
 /// `fieldValidation`: how unknown fields in a body are treated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FieldValidation {
-    Ignore,
-    Warn,
-    Strict,
-}
+pub use crate::write::FieldValidation;
 
 /// The query parameters the server understands. Unknown parameters are ignored, as Kubernetes does.
 #[derive(Clone, Debug, Default)]

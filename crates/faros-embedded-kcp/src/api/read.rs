@@ -18,7 +18,7 @@ pub fn get(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: &str
         .state
         .store
         .get(&key)
-        .map_err(|e| super::write::store_status(e, def, name))?;
+        .map_err(|e| crate::write::store_status(e, def, name))?;
     let Some(obj) = obj.filter(|o| ctx.visible.as_ref().is_none_or(|v| v(o))) else {
         return Err(Status::not_found(&def.group, &def.resource, name));
     };
@@ -117,14 +117,14 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
             .state
             .store
             .list_raw(&query)
-            .map_err(|e| super::write::store_status(e, def, ""))?;
+            .map_err(|e| crate::write::store_status(e, def, ""))?;
         return Ok(raw_list(def, page));
     }
     let mut page = ctx
         .state
         .store
         .list(&query)
-        .map_err(|e| super::write::store_status(e, def, ""))?;
+        .map_err(|e| crate::write::store_status(e, def, ""))?;
     if def.conversion.is_some() {
         page.items = page
             .items

@@ -18,12 +18,13 @@ use serde_json::{Value, json};
 use super::params::Params;
 use super::read::ObjectFilter;
 use super::request::{self, ResourcePath, Target};
-use super::{ApiState, RequestContext, ok, serve_resource};
+use super::{RequestContext, ok, serve_resource};
 use crate::auth::{Attributes, UserInfo};
 use crate::kcp::apis::LiveExport;
 use crate::kcp::{AcceptedClaim, ExportView};
 use crate::objects::CLUSTER_ANNOTATION;
 use crate::registry::ResourceDef;
+use crate::state::ServerState;
 
 pub const PREFIX: &str = "/services/apiexport/";
 
@@ -49,7 +50,7 @@ enum Served {
 }
 
 pub async fn serve(
-    state: &Arc<ApiState>,
+    state: &Arc<ServerState>,
     user: UserInfo,
     rest: String,
     parts: http::request::Parts,
@@ -145,17 +146,17 @@ pub async fn serve(
 }
 
 /// The same verb on `apiexports/content` of the export, in the export's workspace (kcp's VW authorizer).
-fn authorize_content(state: &ApiState, view: &ExportView, user: &UserInfo, verb: &str) -> Result<(), Status> {
+fn authorize_content(state: &ServerState, view: &ExportView, user: &UserInfo, verb: &str) -> Result<(), Status> {
     let attrs = Attributes {
         subresource: "content",
         name: &view.export_name,
         ..Attributes::resource(user, verb, "apis.kcp.io", "apiexports")
     };
-    super::authorize(state, &view.export_cluster, &attrs)
+    crate::auth::authorize(state, &view.export_cluster, &attrs)
 }
 
 /// Every definition reachable through the view, with the verbs it offers.
-fn served_defs(state: &ApiState, view: &ExportView) -> Vec<(Arc<ResourceDef>, Vec<String>)> {
+fn served_defs(state: &ServerState, view: &ExportView) -> Vec<(Arc<ResourceDef>, Vec<String>)> {
     let all_verbs = || {
         [
             "create",
@@ -202,7 +203,7 @@ fn served_defs(state: &ApiState, view: &ExportView) -> Vec<(Arc<ResourceDef>, Ve
     out
 }
 
-fn find(state: &ApiState, view: &ExportView, rp: &ResourcePath) -> Option<Served> {
+fn find(state: &ServerState, view: &ExportView, rp: &ResourcePath) -> Option<Served> {
     let matches = |d: &ResourceDef| d.group == rp.group && d.version == rp.version && d.resource == rp.resource;
     if let Some(d) = view.resources.iter().find(|d| matches(d)) {
         return Some(Served::Exported(d.clone()));
@@ -298,7 +299,7 @@ fn scope(
     }
 }
 
-fn discovery_groups(state: &ApiState, view: &ExportView) -> Response {
+fn discovery_groups(state: &ServerState, view: &ExportView) -> Response {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     for (d, _) in served_defs(state, view) {
         if d.group.is_empty() {
@@ -323,7 +324,7 @@ fn discovery_groups(state: &ApiState, view: &ExportView) -> Response {
     ok(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
 }
 
-fn discovery_resources(state: &ApiState, view: &ExportView, group: &str, version: &str) -> Result<Response, Status> {
+fn discovery_resources(state: &ServerState, view: &ExportView, group: &str, version: &str) -> Result<Response, Status> {
     let mut resources = Vec::new();
     for (d, verbs) in served_defs(state, view) {
         if d.group != group || d.version != version {

@@ -140,7 +140,7 @@ impl Sink {
 
 #[allow(clippy::too_many_arguments)]
 async fn run(
-    state: &super::ApiState,
+    state: &super::ServerState,
     sink: &Sink,
     def: &ResourceDef,
     cluster: Option<String>,

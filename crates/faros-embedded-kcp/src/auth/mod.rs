@@ -10,12 +10,14 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub mod authn;
+pub mod authorize;
 pub mod rbac;
 pub mod rbac_index;
 pub mod service_account;
 pub mod token_file;
 
 pub use authn::{Authenticated, Authenticator, AuthnError, CredentialSource, bearer_token, generate_token};
+pub use authorize::authorize;
 pub use rbac::{Attributes, Decision, PolicyRule, forbidden_message, forbidden_status};
 pub use rbac_index::{RbacError, RbacIndex, RbacKind, RulesFor};
 pub use service_account::{SaClaims, ServiceAccountTokens, TokenError};

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{key_of, list_all, rv, write};
-use crate::api::ApiState;
 use crate::objects;
 use crate::registry::ResourceDef;
+use crate::state::ServerState;
 use crate::store::{Event, EventType, ObjectKey, WriteOp};
 
 /// Owner (cluster, uid) → dependents' keys.
@@ -49,7 +49,7 @@ impl Collector {
     }
 
     /// Indexes every stored object that has owners (startup).
-    pub fn rebuild(&mut self, state: &ApiState) {
+    pub fn rebuild(&mut self, state: &ServerState) {
         for def in all_defs(state) {
             for obj in list_all(state, &def.group, &def.resource, None, None) {
                 if !owner_uids(&obj).is_empty() {
@@ -61,7 +61,7 @@ impl Collector {
     }
 
     /// Finishes collection interrupted by a restart.
-    pub async fn resume(&mut self, state: &ApiState) {
+    pub async fn resume(&mut self, state: &ServerState) {
         let dependents: Vec<ObjectKey> = self.dependents.values().flatten().cloned().collect();
         for key in dependents {
             self.collect_if_orphaned(state, &key).await;
@@ -76,7 +76,7 @@ impl Collector {
         }
     }
 
-    pub async fn observe(&mut self, state: &ApiState, event: &Arc<Event>) {
+    pub async fn observe(&mut self, state: &ServerState, event: &Arc<Event>) {
         let key = &event.key;
         match event.event_type {
             EventType::Deleted => {
@@ -105,7 +105,7 @@ impl Collector {
     }
 
     /// Deletes `dep` when none of its owners exist any more.
-    async fn collect_if_orphaned(&mut self, state: &ApiState, dep: &ObjectKey) {
+    async fn collect_if_orphaned(&mut self, state: &ServerState, dep: &ObjectKey) {
         let Ok(Some(obj)) = state.store.get(dep) else { return };
         let refs = obj
             .pointer("/metadata/ownerReferences")
@@ -126,7 +126,7 @@ impl Collector {
         super::delete(state, &def, dep, &obj).await;
     }
 
-    async fn recheck_owner(&mut self, state: &ApiState, cluster: &str, owner_uid: &str) {
+    async fn recheck_owner(&mut self, state: &ServerState, cluster: &str, owner_uid: &str) {
         // Owners are found through their dependents' references; scan the few kinds with deletion pending.
         for def in all_defs(state) {
             for obj in list_all(state, &def.group, &def.resource, Some(cluster), None) {
@@ -142,7 +142,7 @@ impl Collector {
     }
 
     /// Handles `orphan` and `foregroundDeletion` on an object being deleted.
-    async fn process_finalizers(&mut self, state: &ApiState, key: &ObjectKey, obj: &Value) {
+    async fn process_finalizers(&mut self, state: &ServerState, key: &ObjectKey, obj: &Value) {
         let finalizers = objects::finalizers(obj);
         let uid = objects::meta_str(obj, "uid").unwrap_or_default().to_string();
         let deps: Vec<ObjectKey> = self
@@ -212,13 +212,13 @@ fn finish_or_update(key: &ObjectKey, updated: Value, expected_rv: Option<u64>) -
     }
 }
 
-fn all_defs(state: &ApiState) -> Vec<Arc<ResourceDef>> {
+fn all_defs(state: &ServerState) -> Vec<Arc<ResourceDef>> {
     let mut defs = state.registry.all_resources();
     defs.retain(|d| !d.create_only);
     defs
 }
 
-fn def_for(state: &ApiState, cluster: &str, group: &str, resource: &str) -> Option<Arc<ResourceDef>> {
+fn def_for(state: &ServerState, cluster: &str, group: &str, resource: &str) -> Option<Arc<ResourceDef>> {
     state
         .registry
         .resources(cluster)
@@ -227,7 +227,7 @@ fn def_for(state: &ApiState, cluster: &str, group: &str, resource: &str) -> Opti
 }
 
 /// Whether the owner an ownerReference names still exists with that uid.
-fn owner_exists(state: &ApiState, dep: &ObjectKey, reference: &Value) -> bool {
+fn owner_exists(state: &ServerState, dep: &ObjectKey, reference: &Value) -> bool {
     let s = |k: &str| reference.get(k).and_then(Value::as_str).unwrap_or_default();
     let group = s("apiVersion").rsplit_once('/').map(|(g, _)| g).unwrap_or_default();
     let Some(def) = state

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::api::ApiState;
+use crate::state::ServerState;
 use crate::store::{Event, EventType, ListQuery, ObjectKey, WriteOp};
 
 /// Runs every controller over the committed-write events until the channel closes.
-pub async fn run(state: Arc<ApiState>, mut events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>) {
+pub async fn run(state: Arc<ServerState>, mut events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>) {
     let mut gc = gc::Collector::default();
     gc.rebuild(&state);
     // Work left over from before a restart (terminating namespaces, unfilled token secrets).
@@ -42,7 +42,7 @@ pub async fn run(state: Arc<ApiState>, mut events: tokio::sync::mpsc::UnboundedR
 
 /// Lists every object of `group/resource` in `cluster` (all clusters with None).
 pub fn list_all(
-    state: &ApiState,
+    state: &ServerState,
     group: &str,
     resource: &str,
     cluster: Option<&str>,
@@ -79,7 +79,7 @@ pub fn key_of(group: &str, resource: &str, obj: &Value) -> ObjectKey {
 }
 
 /// Commits controller writes; conflicts and not-found are expected races and retried by the next event.
-pub async fn write(state: &ApiState, op: WriteOp) -> bool {
+pub async fn write(state: &ServerState, op: WriteOp) -> bool {
     match state.store.write(vec![op]).await {
         Ok(events) => {
             state.committed(&events);
@@ -100,7 +100,7 @@ pub fn rv(obj: &Value) -> Option<u64> {
 }
 
 /// Loads every LogicalCluster into the cluster index (startup).
-pub fn rebuild_cluster_index(state: &ApiState) {
+pub fn rebuild_cluster_index(state: &ServerState) {
     use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE};
     let items = list_all(state, LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, None, None);
     let mut index = state.clusters.write().unwrap_or_else(|p| p.into_inner());
@@ -110,55 +110,9 @@ pub fn rebuild_cluster_index(state: &ApiState) {
     }
 }
 
-/// Creates an object on behalf of a controller: the same metadata rules as an API create (uid,
-/// creationTimestamp, generation, name validation, cluster annotation), no authorization.
-/// `group`/`resource` must be served in `cluster`.
-pub async fn create_object(
-    state: &ApiState,
-    cluster: &str,
-    group: &str,
-    resource: &str,
-    mut obj: Value,
-) -> Result<Value, faros_core::status::Status> {
-    use faros_core::status::Status;
-    let def = state
-        .registry
-        .resources(cluster)
-        .into_iter()
-        .find(|d| d.group == group && d.resource == resource && d.conversion.is_none())
-        .ok_or_else(|| {
-            Status::not_found_message(format!("{resource}.{group} is not served in logical cluster {cluster}"))
-        })?;
-    let ns = obj
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .map(String::from);
-    crate::objects::prepare_create(&def, ns.as_deref(), &mut obj, &crate::objects::now_rfc3339())?;
-    let meta = crate::objects::meta_mut(&mut obj);
-    let ann = meta.entry("annotations").or_insert_with(|| serde_json::json!({}));
-    if let Some(a) = ann.as_object_mut() {
-        a.insert(crate::objects::CLUSTER_ANNOTATION.into(), Value::String(cluster.into()));
-    }
-    let name = crate::objects::meta_str(&obj, "name").unwrap_or_default().to_string();
-    let key = ObjectKey {
-        group: group.into(),
-        resource: resource.into(),
-        cluster: cluster.into(),
-        namespace: ns.unwrap_or_default(),
-        name: name.clone(),
-    };
-    let events = state
-        .store
-        .write(vec![WriteOp::Create { key, object: obj }])
-        .await
-        .map_err(|e| crate::api::write::store_status(e, &def, &name))?;
-    state.committed(&events);
-    Ok(events.first().map(|e| (*e.object).clone()).unwrap_or(Value::Null))
-}
-
 /// Deletes `obj` (stored under `key`) the way a Background DELETE would: removed at once, or marked
 /// with a deletionTimestamp while finalizers remain.
-pub async fn delete(state: &ApiState, def: &crate::registry::ResourceDef, key: &ObjectKey, obj: &Value) {
+pub async fn delete(state: &ServerState, def: &crate::registry::ResourceDef, key: &ObjectKey, obj: &Value) {
     use crate::objects::{DeleteOutcome, now_rfc3339, prepare_delete};
     let op = match prepare_delete(def, obj, Some("Background"), &now_rfc3339()) {
         DeleteOutcome::Remove => WriteOp::Delete {

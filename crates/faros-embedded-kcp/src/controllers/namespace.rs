@@ -4,11 +4,11 @@
 use serde_json::{Value, json};
 
 use super::{key_of, list_all, rv, write};
-use crate::api::ApiState;
 use crate::objects;
+use crate::state::ServerState;
 use crate::store::{ObjectKey, WriteOp};
 
-pub async fn reconcile(state: &ApiState, cluster: &str, ns: &Value) {
+pub async fn reconcile(state: &ServerState, cluster: &str, ns: &Value) {
     if ns.pointer("/metadata/deletionTimestamp").is_none() {
         return;
     }
@@ -42,7 +42,7 @@ pub async fn reconcile(state: &ApiState, cluster: &str, ns: &Value) {
 
 /// Removes the `kubernetes` finalizer once the namespace is empty; removes the namespace when nothing
 /// else holds it.
-async fn finalize(state: &ApiState, cluster: &str, name: &str) {
+async fn finalize(state: &ServerState, cluster: &str, name: &str) {
     let key = ObjectKey {
         group: String::new(),
         resource: "namespaces".into(),
@@ -77,7 +77,7 @@ async fn finalize(state: &ApiState, cluster: &str, name: &str) {
 }
 
 /// Called when namespaced content is deleted: the namespace may now be empty.
-pub async fn recheck(state: &ApiState, cluster: &str, namespace: &str) {
+pub async fn recheck(state: &ServerState, cluster: &str, namespace: &str) {
     let key = ObjectKey {
         group: String::new(),
         resource: "namespaces".into(),
@@ -91,7 +91,7 @@ pub async fn recheck(state: &ApiState, cluster: &str, namespace: &str) {
 }
 
 /// Continues deletions that were in progress when the server stopped.
-pub async fn resume(state: &ApiState) {
+pub async fn resume(state: &ServerState) {
     for ns in list_all(state, "", "namespaces", None, None) {
         if ns.pointer("/metadata/deletionTimestamp").is_some() {
             let key = key_of("", "namespaces", &ns);

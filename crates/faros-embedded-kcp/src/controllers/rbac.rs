@@ -2,8 +2,8 @@
 
 use std::sync::RwLock;
 
-use crate::api::ApiState;
 use crate::auth::{RbacIndex, RbacKind};
+use crate::state::ServerState;
 use crate::store::{Event, EventType};
 
 fn kind(resource: &str) -> Option<RbacKind> {
@@ -30,7 +30,7 @@ pub fn apply_event(index: &RwLock<RbacIndex>, event: &Event) {
 }
 
 /// Loads every stored RBAC object into the index (startup).
-pub fn rebuild(state: &ApiState) {
+pub fn rebuild(state: &ServerState) {
     let mut index = state.rbac.write().unwrap_or_else(|p| p.into_inner());
     for resource in ["clusterroles", "roles", "clusterrolebindings", "rolebindings"] {
         let Some(kind) = kind(resource) else { continue };

@@ -6,15 +6,15 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use super::{key_of, list_all, rv, write};
-use crate::api::ApiState;
 use crate::auth::SaClaims;
+use crate::state::ServerState;
 use crate::store::{ObjectKey, WriteOp};
 
 pub const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
 const SA_NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
 const SA_UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
 
-pub async fn reconcile(state: &ApiState, key: &ObjectKey, secret: &Value) {
+pub async fn reconcile(state: &ServerState, key: &ObjectKey, secret: &Value) {
     if secret.get("type").and_then(Value::as_str) != Some(TOKEN_SECRET_TYPE)
         || secret.pointer("/metadata/deletionTimestamp").is_some()
     {
@@ -92,7 +92,7 @@ pub async fn reconcile(state: &ApiState, key: &ObjectKey, secret: &Value) {
 }
 
 /// Fills token secrets created while the server was down (or before a crash).
-pub async fn resume(state: &ApiState) {
+pub async fn resume(state: &ServerState) {
     for secret in list_all(state, "", "secrets", None, None) {
         let key = key_of("", "secrets", &secret);
         reconcile(state, &key, &secret).await;

@@ -6,9 +6,9 @@ use faros_core::status::Status;
 use serde_json::Value;
 
 use super::clusters::PATH_ANNOTATION;
-use crate::api::ApiState;
 use crate::auth::UserInfo;
 use crate::registry::ResourceDef;
+use crate::state::ServerState;
 
 /// The kind of write being admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub struct Request<'a> {
 }
 
 /// Runs kcp admission for `obj` (which may be mutated). Deletes pass the stored object as `obj`.
-pub fn admit(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
+pub fn admit(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
     if req.subresource.is_some() {
         return Ok(());
     }
@@ -53,7 +53,7 @@ pub fn admit(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Result<(),
 
 /// kcp's pathannotation admission: APIExports, APIBindings and WorkspaceTypes carry their workspace's
 /// canonical path in `kcp.io/path`.
-fn annotate_path(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
+fn annotate_path(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
     if req.operation == Operation::Delete {
         return Ok(());
     }

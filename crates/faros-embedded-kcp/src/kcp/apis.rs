@@ -20,8 +20,8 @@ use serde_json::Value;
 
 use super::ExportView;
 use super::admission::{Operation, Request};
-use crate::api::ApiState;
 use crate::auth::{Attributes, Decision, GROUP_MASTERS};
+use crate::state::ServerState;
 
 pub use claims::{effective_verbs, label_key as claim_label_key, label_value as claim_label_value};
 pub use hash::{export_hash, identity_hash};
@@ -32,7 +32,7 @@ pub const BINDING_FINALIZER: &str = "apis.kcp.io/apibinding-finalizer";
 pub const IDENTITY_NAMESPACE: &str = "kcp-system";
 
 /// The virtual workspace URL of an export, if the server URL is known.
-pub fn virtual_workspace_url(state: &ApiState, export_cluster: &str, export_name: &str) -> Option<String> {
+pub fn virtual_workspace_url(state: &ServerState, export_cluster: &str, export_name: &str) -> Option<String> {
     let base = super::tenancy::server_url(state)?;
     Some(format!(
         "{}/services/apiexport/{export_cluster}/{export_name}",
@@ -42,7 +42,7 @@ pub fn virtual_workspace_url(state: &ApiState, export_cluster: &str, export_name
 
 /// What the APIExport virtual workspace serves for `export_cluster`/`export_name` (None when the
 /// export does not exist or has no identity yet). Reads an in-memory index: cheap.
-pub fn export_view(state: &ApiState, export_cluster: &str, export_name: &str) -> Option<ExportView> {
+pub fn export_view(state: &ServerState, export_cluster: &str, export_name: &str) -> Option<ExportView> {
     state
         .apis
         .export(&(export_cluster.to_string(), export_name.to_string()))
@@ -65,7 +65,7 @@ impl LiveExport {
 }
 
 /// A live handle on `export_cluster`/`export_name` for filters that outlive one lookup.
-pub fn live_export(state: &ApiState, export_cluster: &str, export_name: &str) -> Option<LiveExport> {
+pub fn live_export(state: &ServerState, export_cluster: &str, export_name: &str) -> Option<LiveExport> {
     Some(LiveExport {
         index: state.apis.clone(),
         key: (export_cluster.to_string(), export_name.to_string()),
@@ -73,7 +73,7 @@ pub fn live_export(state: &ApiState, export_cluster: &str, export_name: &str) ->
 }
 
 /// Runs the API export/binding controller until aborted.
-pub async fn run(state: Arc<ApiState>) {
+pub async fn run(state: Arc<ServerState>) {
     controller::run(state).await;
 }
 
@@ -92,7 +92,7 @@ fn export_reference(obj: &Value) -> Option<(String, String)> {
 /// APIBinding admission (kcp `pkg/admission/apibinding`, `pkg/admission/apibindingfinalizer`):
 /// the finalizer on create, label `internal.apis.kcp.io/export`, and the `bind` check in the export's
 /// workspace on create and on updates that change the reference or the label.
-pub fn admit_binding(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
+pub fn admit_binding(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
     if req.operation == Operation::Delete {
         return Ok(());
     }
@@ -196,7 +196,7 @@ pub fn admit_binding(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Re
 /// permission-claims admission): for every accepted claim on its resource, label
 /// `claimed.internal.apis.kcp.io/<export hash>` is set when the claim's selector matches the object
 /// and removed when it does not. Meant to be called by kcp admission for non-kcp resources.
-pub fn admit_claimed_object(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
+pub fn admit_claimed_object(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
     if req.operation == Operation::Delete || req.subresource.is_some() {
         return Ok(());
     }

@@ -15,10 +15,10 @@ pub mod tenancy;
 
 use std::sync::Arc;
 
-use crate::api::ApiState;
+use crate::state::ServerState;
 
 /// Starts kcp's controllers.
-pub fn spawn_controllers(state: &Arc<ApiState>) -> Vec<tokio::task::JoinHandle<()>> {
+pub fn spawn_controllers(state: &Arc<ServerState>) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
         tokio::spawn(tenancy::run(state.clone())),
         tokio::spawn(apis::run(state.clone())),

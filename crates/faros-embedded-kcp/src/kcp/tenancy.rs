@@ -17,7 +17,7 @@ pub mod types;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::api::ApiState;
+use crate::state::ServerState;
 
 pub use admission::admit_workspace;
 
@@ -38,18 +38,18 @@ pub fn phase_delay() -> Duration {
 /// Records the server's external URL (`https://host:port`), from which workspace URLs
 /// (`spec.URL`, LogicalCluster `status.URL`) are built. The server calls this once it listens;
 /// workspaces wait in `Scheduling` until it is known.
-pub fn set_server_url(state: &ApiState, url: &str) {
+pub fn set_server_url(state: &ServerState, url: &str) {
     state
         .server_url
         .send_replace(Some(url.trim_end_matches('/').to_string()));
 }
 
 /// The server's external URL, if recorded.
-pub fn server_url(state: &ApiState) -> Option<String> {
+pub fn server_url(state: &ServerState) -> Option<String> {
     state.server_url.borrow().clone()
 }
 
-async fn wait_server_url(state: &ApiState) -> String {
+async fn wait_server_url(state: &ServerState) -> String {
     let mut rx = state.server_url.subscribe();
     // The sender lives in `state`, which outlives this call: the wait ends only with a URL.
     let url = rx.wait_for(Option::is_some).await.ok().and_then(|u| u.clone());
@@ -58,11 +58,11 @@ async fn wait_server_url(state: &ApiState) -> String {
 
 /// Creates kcp's built-in WorkspaceTypes in `root` and the grant to use them (idempotent). `run`
 /// does this too; the server may call it before it starts listening.
-pub async fn bootstrap(state: &ApiState) {
+pub async fn bootstrap(state: &ServerState) {
     catalog::ensure_builtins(state).await;
 }
 
 /// Runs the workspace controllers until aborted.
-pub async fn run(state: Arc<ApiState>) {
+pub async fn run(state: Arc<ServerState>) {
     lifecycle::run(state).await;
 }

@@ -32,11 +32,11 @@ use super::claims;
 use super::conditions::{self, Mark, SEVERITY_ERROR, SEVERITY_INFO, SEVERITY_WARNING};
 use super::view::{ClaimLabel, ExportKey, Index};
 use super::{BINDING_FINALIZER, IDENTITY_NAMESPACE};
-use crate::api::ApiState;
-use crate::controllers::{create_object, list_all, rv, write};
+use crate::controllers::{list_all, rv, write};
 use crate::kcp::{BoundConsumer, ExportView};
 use crate::objects::{self, DeleteOutcome};
 use crate::registry::ResourceDef;
+use crate::state::ServerState;
 use crate::store::{Event, EventType, ObjectKey, StoreError, WatchFilter, WriteOp};
 
 const GROUP: &str = "apis.kcp.io";
@@ -69,7 +69,7 @@ pub fn key(resource: &str, cluster: &str, name: &str) -> ObjectKey {
     }
 }
 
-fn get(state: &ApiState, key: &ObjectKey) -> Option<Value> {
+fn get(state: &ServerState, key: &ObjectKey) -> Option<Value> {
     match state.store.get(key) {
         Ok(v) => v,
         Err(e) => {
@@ -146,7 +146,7 @@ struct CachedDefs {
 }
 
 struct Controller {
-    state: Arc<ApiState>,
+    state: Arc<ServerState>,
     index: Arc<Index>,
     dirty: Dirty,
     /// Export → bindings referring to it (by resolved export cluster).
@@ -163,7 +163,7 @@ struct Controller {
 }
 
 /// Runs until aborted.
-pub async fn run(state: Arc<ApiState>) {
+pub async fn run(state: Arc<ServerState>) {
     // A restarted controller rebuilds the index from scratch.
     let index = state.apis.clone();
     index.clear();
@@ -226,7 +226,7 @@ pub async fn run(state: Arc<ApiState>) {
 
 type EventStream = std::pin::Pin<Box<dyn Stream<Item = Result<Arc<Event>, StoreError>> + Send>>;
 
-fn watches(state: &ApiState, from: u64) -> Result<Vec<EventStream>, StoreError> {
+fn watches(state: &ServerState, from: u64) -> Result<Vec<EventStream>, StoreError> {
     [EXPORTS, BINDINGS, SCHEMAS, SLICES]
         .into_iter()
         .map(|resource| {
@@ -417,7 +417,10 @@ impl Controller {
             },
             "spec": schema.get("spec").cloned().unwrap_or_default(),
         });
-        if let Err(e) = create_object(&self.state, BOUND_CRDS_CLUSTER, GROUP, SCHEMAS, copy).await {
+        if let Err(e) = crate::client::Client::system(&self.state)
+            .create(BOUND_CRDS_CLUSTER, GROUP, SCHEMAS, copy)
+            .await
+        {
             tracing::warn!(error = %e, schema = name, "cannot record the bound schema");
         }
     }
@@ -511,7 +514,10 @@ impl Controller {
                     "name": name, "uid": objects::meta_str(&obj, "uid").unwrap_or_default()}]},
                 "spec": {"export": {"name": name, "path": path}},
             });
-            if let Err(e) = create_object(&self.state, cluster, GROUP, SLICES, slice).await {
+            if let Err(e) = crate::client::Client::system(&self.state)
+                .create(cluster, GROUP, SLICES, slice)
+                .await
+            {
                 tracing::debug!(error = %e, cluster, name, "endpoint slice not created");
             }
         }
@@ -530,7 +536,10 @@ impl Controller {
         };
         if get(&self.state, &ns_key).is_none() {
             let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": IDENTITY_NAMESPACE}});
-            if let Err(e) = create_object(&self.state, cluster, "", "namespaces", ns).await {
+            if let Err(e) = crate::client::Client::system(&self.state)
+                .create(cluster, "", "namespaces", ns)
+                .await
+            {
                 tracing::debug!(error = %e, cluster, "identity namespace not created");
             }
         }
@@ -548,7 +557,10 @@ impl Controller {
             let secret = json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                 "metadata": {"name": name, "namespace": IDENTITY_NAMESPACE},
                 "data": {"key": base64::engine::general_purpose::STANDARD.encode(key_text.as_bytes())}});
-            if let Err(e) = create_object(&self.state, cluster, "", "secrets", secret).await {
+            if let Err(e) = crate::client::Client::system(&self.state)
+                .create(cluster, "", "secrets", secret)
+                .await
+            {
                 tracing::warn!(error = %e, cluster, name, "identity secret not created");
                 return;
             }

@@ -2,8 +2,8 @@
 //! [`ExportView`] per export and the accepted claims per consumer cluster. Written only by the
 //! controller; readers take a read lock and clone.
 //!
-//! The index hangs off a process-wide map keyed by the address of the server's [`ApiState`], because
-//! `ApiState` has no slot for it and tests run several servers in one process. The controller
+//! The index hangs off a process-wide map keyed by the address of the server's [`ServerState`], because
+//! `ServerState` has no slot for it and tests run several servers in one process. The controller
 //! removes its entry when it stops.
 
 use std::collections::HashMap;

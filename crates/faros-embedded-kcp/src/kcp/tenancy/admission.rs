@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 
 use super::catalog;
 use super::types::{self, TypeInfo};
-use crate::api::ApiState;
 use crate::auth::{Attributes, GROUP_MASTERS};
 use crate::kcp::admission::{Operation, Request};
 use crate::objects::{meta_mut, meta_str};
+use crate::state::ServerState;
 
 fn forbidden(name: &str, message: impl std::fmt::Display) -> Status {
     Status::forbidden(format!("workspaces.tenancy.kcp.io \"{name}\" is forbidden: {message}"))
@@ -48,7 +48,7 @@ fn type_ref(obj: &Value) -> Option<WorkspaceTypeReference> {
 }
 
 /// Workspace admission: type resolution and limits, owner annotation, immutable fields.
-pub fn admit_workspace(state: &ApiState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
+pub fn admit_workspace(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
     let privileged = req.user.in_group(GROUP_MASTERS);
     let name = meta_str(obj, "name").unwrap_or_default().to_string();
     match req.operation {
@@ -85,7 +85,7 @@ fn admit_update(old: &Value, new: &Value, name: &str, privileged: bool) -> Resul
 }
 
 fn admit_create(
-    state: &ApiState,
+    state: &ServerState,
     req: &Request<'_>,
     obj: &mut Value,
     name: &str,
@@ -176,7 +176,7 @@ fn split_qualified(q: &str) -> Option<(&str, &str)> {
 }
 
 /// kcp asks for verb `use` on `workspacetypes/<name>` in the type's workspace, for every alias.
-fn check_use(state: &ApiState, req: &Request<'_>, alias: &TypeInfo) -> Result<(), String> {
+fn check_use(state: &ServerState, req: &Request<'_>, alias: &TypeInfo) -> Result<(), String> {
     let denied = || {
         format!(
             "unable to use cluster workspace type {}: missing verb='use' permission on workspacetype",
@@ -191,7 +191,7 @@ fn check_use(state: &ApiState, req: &Request<'_>, alias: &TypeInfo) -> Result<()
         name: &alias.name,
         ..Attributes::resource(req.user, "use", catalog::GROUP, catalog::TYPES)
     };
-    crate::api::authorize(state, &cluster, &attrs).map_err(|_| denied())
+    crate::auth::authorize(state, &cluster, &attrs).map_err(|_| denied())
 }
 
 #[cfg(test)]

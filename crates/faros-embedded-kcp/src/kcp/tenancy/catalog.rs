@@ -5,9 +5,9 @@
 use serde_json::{Value, json};
 
 use super::types::TypeInfo;
-use crate::api::ApiState;
-use crate::controllers::{create_object, rv, write};
+use crate::controllers::{rv, write};
 use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
+use crate::state::ServerState;
 use crate::store::{ObjectKey, WriteOp};
 
 pub const GROUP: &str = "tenancy.kcp.io";
@@ -75,19 +75,19 @@ fn type_info(path: &str, obj: &Value) -> Option<TypeInfo> {
 }
 
 /// The logical cluster name of a workspace path (or of a name given as is).
-pub fn cluster_of_path(state: &ApiState, path: &str) -> Option<String> {
+pub fn cluster_of_path(state: &ServerState, path: &str) -> Option<String> {
     let index = state.clusters.read().unwrap_or_else(|p| p.into_inner());
     index.resolve(path).map(String::from)
 }
 
 /// The canonical path of a logical cluster.
-pub fn path_of_cluster(state: &ApiState, cluster: &str) -> Option<String> {
+pub fn path_of_cluster(state: &ServerState, cluster: &str) -> Option<String> {
     let index = state.clusters.read().unwrap_or_else(|p| p.into_inner());
     index.get(cluster).map(|c| c.path.clone())
 }
 
 /// Looks a WorkspaceType up by workspace path and name.
-pub fn lookup(state: &ApiState, path: &str, name: &str) -> Option<TypeInfo> {
+pub fn lookup(state: &ServerState, path: &str, name: &str) -> Option<TypeInfo> {
     let stored = cluster_of_path(state, path).and_then(|cluster| {
         let key = ObjectKey::new(GROUP, TYPES, cluster, "", name);
         state.store.get(&key).ok().flatten()
@@ -100,7 +100,7 @@ pub fn lookup(state: &ApiState, path: &str, name: &str) -> Option<TypeInfo> {
 }
 
 /// The LogicalCluster object of `cluster`.
-pub fn logical_cluster(state: &ApiState, cluster: &str) -> Option<Value> {
+pub fn logical_cluster(state: &ServerState, cluster: &str) -> Option<Value> {
     let key = ObjectKey::new(
         LOGICAL_CLUSTER_GROUP,
         LOGICAL_CLUSTER_RESOURCE,
@@ -112,7 +112,7 @@ pub fn logical_cluster(state: &ApiState, cluster: &str) -> Option<Value> {
 }
 
 /// The `<path>:<name>` type of a logical cluster; root's is `root:root` even before it is annotated.
-pub fn cluster_type(state: &ApiState, cluster: &str) -> Option<String> {
+pub fn cluster_type(state: &ServerState, cluster: &str) -> Option<String> {
     let annotated = logical_cluster(state, cluster).and_then(|lc| {
         lc.pointer("/metadata/annotations")
             .and_then(|a| a.get(TYPE_ANNOTATION))
@@ -123,7 +123,7 @@ pub fn cluster_type(state: &ApiState, cluster: &str) -> Option<String> {
 }
 
 /// Creates the built-in types, the `use` grant for them, and root's type annotation (idempotent).
-pub async fn ensure_builtins(state: &ApiState) {
+pub async fn ensure_builtins(state: &ServerState) {
     for (name, spec) in builtin_specs() {
         let key = ObjectKey::new(GROUP, TYPES, "root", "", name);
         if matches!(state.store.get(&key), Ok(Some(_))) {
@@ -131,7 +131,10 @@ pub async fn ensure_builtins(state: &ApiState) {
         }
         let obj = json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",
             "metadata": {"name": name, "annotations": {PATH_ANNOTATION: "root"}}, "spec": spec});
-        if let Err(e) = create_object(state, "root", GROUP, TYPES, obj).await {
+        if let Err(e) = crate::client::Client::system(state)
+            .create("root", GROUP, TYPES, obj)
+            .await
+        {
             tracing::debug!(error = %e, name, "built-in workspace type not created");
         }
     }
@@ -146,7 +149,10 @@ pub async fn ensure_builtins(state: &ApiState) {
         if matches!(state.store.get(&key), Ok(Some(_))) {
             continue;
         }
-        if let Err(e) = create_object(state, "root", rbac, resource, obj).await {
+        if let Err(e) = crate::client::Client::system(state)
+            .create("root", rbac, resource, obj)
+            .await
+        {
             tracing::debug!(error = %e, resource, "workspace type use grant not created");
         }
     }

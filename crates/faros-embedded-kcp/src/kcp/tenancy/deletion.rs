@@ -5,9 +5,9 @@ use serde_json::{Value, json};
 
 use faros_core::kcp::{ANNOTATION_WORKSPACE_CLUSTER, FINALIZER_LOGICALCLUSTER};
 
-use crate::api::ApiState;
 use crate::controllers::{rv, write};
 use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE};
+use crate::state::ServerState;
 use crate::store::{ObjectKey, WriteOp};
 
 /// Passes over a cluster's content before giving up on objects that keep reappearing.
@@ -25,7 +25,7 @@ pub fn cluster_of_workspace(ws: &Value) -> Option<String> {
 
 /// Removes every object of `cluster` (children's clusters first) and forgets the cluster's
 /// resources and RBAC. Finalizers inside are not waited for: the whole logical cluster goes.
-pub async fn delete_cluster(state: &ApiState, cluster: &str) {
+pub async fn delete_cluster(state: &ServerState, cluster: &str) {
     if cluster == "root" || cluster.is_empty() {
         return;
     }
@@ -94,7 +94,7 @@ pub async fn delete_cluster(state: &ApiState, cluster: &str) {
 }
 
 /// Finishes the deletion of a Workspace marked for deletion. Returns false when a write lost a race.
-pub async fn finalize(state: &ApiState, key: &ObjectKey, ws: &Value) -> bool {
+pub async fn finalize(state: &ServerState, key: &ObjectKey, ws: &Value) -> bool {
     let finalizers = crate::objects::finalizers(ws);
     if !finalizers.iter().any(|f| f == FINALIZER_LOGICALCLUSTER) {
         return true;

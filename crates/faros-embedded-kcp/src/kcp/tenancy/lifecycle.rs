@@ -33,9 +33,9 @@ use faros_core::kcp::{
 use super::status::{Cond, go_list, initializers, set_condition, set_phase};
 use super::types::{self, APIBINDINGS_INITIALIZER, TypeInfo};
 use super::{catalog, deletion, names};
-use crate::api::ApiState;
-use crate::controllers::{create_object, list_all, rv, write};
+use crate::controllers::{list_all, rv, write};
 use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
+use crate::state::ServerState;
 use crate::store::{Event, EventType, ObjectKey, WatchFilter, WriteOp};
 
 const WS_GROUP: &str = "tenancy.kcp.io";
@@ -68,7 +68,7 @@ impl WsKey {
 }
 
 struct Controller {
-    state: Arc<ApiState>,
+    state: Arc<ServerState>,
     /// Workspaces with a worker, and whether something changed since its last read.
     running: Mutex<HashMap<WsKey, bool>>,
     /// Logical cluster name → the Workspace that owns it (events inside a cluster wake its owner).
@@ -148,7 +148,7 @@ fn filter(group: &str, resource: &str) -> WatchFilter {
 }
 
 /// Runs the lifecycle controller until aborted.
-pub async fn run(state: Arc<ApiState>) {
+pub async fn run(state: Arc<ServerState>) {
     catalog::ensure_builtins(&state).await;
     let ctl = Arc::new(Controller {
         state: state.clone(),
@@ -227,7 +227,7 @@ fn needs_work(ws: &Value) -> bool {
 
 /// kcp's WorkspaceType controller reports every type Ready (there are no virtual workspace URLs to
 /// publish here, as the initializing workspaces view is not served).
-async fn mark_type_ready(state: &ApiState, obj: &Value) {
+async fn mark_type_ready(state: &ServerState, obj: &Value) {
     let ready = obj
         .pointer("/status/conditions")
         .and_then(Value::as_array)
@@ -259,7 +259,7 @@ async fn mark_type_ready(state: &ApiState, obj: &Value) {
     .await;
 }
 
-async fn step(state: &ApiState, key: &WsKey) -> Next {
+async fn step(state: &ServerState, key: &WsKey) -> Next {
     let object_key = key.object_key();
     let Ok(Some(ws)) = state.store.get(&object_key) else {
         return Next::Idle;
@@ -282,7 +282,7 @@ async fn step(state: &ApiState, key: &WsKey) -> Next {
 }
 
 /// Commits `updated` as the successor of `ws`; a lost race waits for the change's event.
-async fn update(state: &ApiState, key: &ObjectKey, ws: &Value, updated: Value, then: Next) -> Next {
+async fn update(state: &ServerState, key: &ObjectKey, ws: &Value, updated: Value, then: Next) -> Next {
     if &updated == ws {
         // Nothing to change means nothing to wait for either: avoid spinning on a no-op.
         return Next::Idle;
@@ -309,7 +309,7 @@ fn set_annotation(obj: &mut Value, name: &str, value: &str) {
     }
 }
 
-fn workspace_type(state: &ApiState, ws: &Value) -> Option<(TypeInfo, Vec<TypeInfo>)> {
+fn workspace_type(state: &ServerState, ws: &Value) -> Option<(TypeInfo, Vec<TypeInfo>)> {
     let path = ws.pointer("/spec/type/path").and_then(Value::as_str)?;
     let name = ws.pointer("/spec/type/name").and_then(Value::as_str)?;
     let get = |p: &str, n: &str| catalog::lookup(state, p, n);
@@ -328,7 +328,7 @@ fn lc_key(cluster: &str) -> ObjectKey {
     )
 }
 
-async fn schedule(state: &ApiState, key: &WsKey, ws: &Value) -> Next {
+async fn schedule(state: &ServerState, key: &WsKey, ws: &Value) -> Next {
     let object_key = key.object_key();
     let Some(cluster) = annotation(ws, ANNOTATION_WORKSPACE_CLUSTER).map(String::from) else {
         let cluster = ws
@@ -407,7 +407,7 @@ async fn schedule(state: &ApiState, key: &WsKey, ws: &Value) -> Next {
     update(state, &object_key, ws, updated, Next::Later).await
 }
 
-fn unused_cluster_name(state: &ApiState) -> String {
+fn unused_cluster_name(state: &ServerState) -> String {
     let index = state.clusters.read().unwrap_or_else(|p| p.into_inner());
     loop {
         let name = names::random_cluster_name();
@@ -419,7 +419,7 @@ fn unused_cluster_name(state: &ApiState) -> String {
 
 #[allow(clippy::too_many_arguments)]
 async fn create_logical_cluster(
-    state: &ApiState,
+    state: &ServerState,
     key: &WsKey,
     ws: &Value,
     cluster: &str,
@@ -457,7 +457,10 @@ async fn create_logical_cluster(
         "status": lc_status(url, &inits),
     });
     let status = lc["status"].clone();
-    match create_object(state, cluster, LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, lc).await {
+    match crate::client::Client::system(state)
+        .create(cluster, LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, lc)
+        .await
+    {
         // A create drops the status (it is a subresource); the scheduler sets it right after.
         Ok(created) => {
             let mut with_status = created.clone();
@@ -479,7 +482,7 @@ fn lc_status(url: &str, inits: &[String]) -> Value {
 
 /// What every logical cluster has (default RBAC roles); the `default` namespace comes from the
 /// universal initializer only, as in kcp.
-async fn ensure_default_objects(state: &ApiState, cluster: &str) {
+async fn ensure_default_objects(state: &ServerState, cluster: &str) {
     for (mut key, obj) in crate::bootstrap::default_objects() {
         if key.group.is_empty() && key.resource == "namespaces" {
             continue;
@@ -488,7 +491,9 @@ async fn ensure_default_objects(state: &ApiState, cluster: &str) {
         if matches!(state.store.get(&key), Ok(Some(_))) {
             continue;
         }
-        if let Err(e) = create_object(state, cluster, &key.group, &key.resource, obj).await
+        if let Err(e) = crate::client::Client::system(state)
+            .create(cluster, &key.group, &key.resource, obj)
+            .await
             && e.code != 409
         {
             tracing::warn!(error = %e, cluster, name = %key.name, "cannot create default object");
@@ -497,7 +502,7 @@ async fn ensure_default_objects(state: &ApiState, cluster: &str) {
 }
 
 /// kcp's `workspace-admin` ClusterRoleBinding: the workspace's creator is its cluster-admin.
-async fn ensure_workspace_admin(state: &ApiState, cluster: &str, owner: &str) {
+async fn ensure_workspace_admin(state: &ServerState, cluster: &str, owner: &str) {
     let Some(username) = serde_json::from_str::<Value>(owner)
         .ok()
         .and_then(|o| o.get("username").and_then(Value::as_str).map(String::from))
@@ -513,7 +518,9 @@ async fn ensure_workspace_admin(state: &ApiState, cluster: &str, owner: &str) {
         "metadata": {"name": "workspace-admin"},
         "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "cluster-admin"},
         "subjects": [{"apiGroup": rbac, "kind": "User", "name": username}]});
-    if let Err(e) = create_object(state, cluster, rbac, "clusterrolebindings", crb).await
+    if let Err(e) = crate::client::Client::system(state)
+        .create(cluster, rbac, "clusterrolebindings", crb)
+        .await
         && e.code != 409
     {
         tracing::warn!(error = %e, cluster, "cannot create workspace-admin binding");
@@ -540,7 +547,7 @@ fn mirror_initializers(ws: &mut Value, inits: &[String], now: &str) {
     set_condition(ws, &cond, now);
 }
 
-async fn initialize(state: &ApiState, key: &WsKey, ws: &Value) -> Next {
+async fn initialize(state: &ServerState, key: &WsKey, ws: &Value) -> Next {
     let object_key = key.object_key();
     let Some(cluster) = deletion::cluster_of_workspace(ws) else {
         return Next::Idle;
@@ -587,7 +594,10 @@ async fn initialize(state: &ApiState, key: &WsKey, ws: &Value) -> Next {
             UNIVERSAL_INITIALIZER => {
                 let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"},
                     "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
-                match create_object(state, &cluster, "", "namespaces", ns).await {
+                match crate::client::Client::system(state)
+                    .create(&cluster, "", "namespaces", ns)
+                    .await
+                {
                     Ok(_) => true,
                     Err(e) => e.code == 409,
                 }
@@ -608,7 +618,7 @@ async fn initialize(state: &ApiState, key: &WsKey, ws: &Value) -> Next {
 
 /// Creates the chain's default APIBindings that are missing; true once every one of them reports
 /// `InitialBindingCompleted=True` (the binding controller binds them).
-async fn default_bindings_complete(state: &ApiState, cluster: &str, aliases: &[TypeInfo]) -> bool {
+async fn default_bindings_complete(state: &ServerState, cluster: &str, aliases: &[TypeInfo]) -> bool {
     let mut complete = true;
     for reference in types::default_bindings(aliases) {
         let export_path = reference.path.clone().unwrap_or_default();
@@ -632,7 +642,9 @@ async fn default_bindings_complete(state: &ApiState, cluster: &str, aliases: &[T
                     "metadata": {"name": name, "annotations": {PATH_ANNOTATION: catalog::path_of_cluster(state, cluster).unwrap_or_default()}},
                     "spec": {"reference": {"export": {"path": export_path, "name": reference.export}},
                              "permissionClaims": claims}});
-                if let Err(e) = create_object(state, cluster, "apis.kcp.io", "apibindings", binding).await
+                if let Err(e) = crate::client::Client::system(state)
+                    .create(cluster, "apis.kcp.io", "apibindings", binding)
+                    .await
                     && e.code != 409
                 {
                     tracing::warn!(error = %e, cluster, "cannot create default APIBinding");
@@ -645,7 +657,7 @@ async fn default_bindings_complete(state: &ApiState, cluster: &str, aliases: &[T
 }
 
 /// kcp pre-accepts every claim of a default export, with its default selector or all objects.
-fn accepted_claims(state: &ApiState, export_path: &str, export: &str) -> Vec<Value> {
+fn accepted_claims(state: &ServerState, export_path: &str, export: &str) -> Vec<Value> {
     let Some(export_cluster) = catalog::cluster_of_path(state, export_path) else {
         return Vec::new();
     };

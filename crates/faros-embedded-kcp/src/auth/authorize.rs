@@ -1,0 +1,51 @@
+//! The authorization decision of every request and of kcp admission checks: kcp's workspace
+//! content authorizer (the cluster must exist and serve, the user needs `access` on `/`), then RBAC
+//! in the logical cluster; `system:masters` bypasses both.
+//!
+//! It decides only; it must not read requests or write anything.
+
+use faros_core::status::Status;
+
+use super::{Attributes, UserInfo};
+use crate::state::ServerState;
+
+/// kcp's workspace content authorizer: the logical cluster must exist and be serving, and the user
+/// needs the `access` verb on `/` inside it, before ordinary RBAC applies.
+fn authorize_content(state: &ServerState, cluster: &str, attrs: &Attributes<'_>) -> Result<(), Status> {
+    if cluster == "*" || attrs.user.in_group(super::GROUP_MASTERS) {
+        return Ok(());
+    }
+    let deny = || Err(super::forbidden_status(attrs, "workspace access not permitted"));
+    let serving = {
+        let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+        match clusters.get(cluster) {
+            None => return deny(),
+            Some(info) => !matches!(info.phase.as_str(), "Scheduling" | "Initializing"),
+        }
+    };
+    // ServiceAccounts of the cluster itself are always admitted (kcp's service-account authorizer).
+    let own_sa = attrs.user.cluster_name() == Some(cluster) && attrs.user.service_account().is_some();
+    if !serving || !(own_sa || can_access(state, cluster, attrs.user)) {
+        return deny();
+    }
+    Ok(())
+}
+
+fn can_access(state: &ServerState, cluster: &str, user: &UserInfo) -> bool {
+    let access = Attributes::non_resource(user, "access", "/");
+    let rbac = state.rbac.read().unwrap_or_else(|p| p.into_inner());
+    rbac.authorize(cluster, &access) == super::Decision::Allow
+}
+
+/// Workspace content check, then RBAC in `cluster`; system:masters bypasses both.
+pub fn authorize(state: &ServerState, cluster: &str, attrs: &Attributes<'_>) -> Result<(), Status> {
+    if attrs.user.in_group(super::GROUP_MASTERS) {
+        return Ok(());
+    }
+    authorize_content(state, cluster, attrs)?;
+    let rbac = state.rbac.read().unwrap_or_else(|p| p.into_inner());
+    match rbac.authorize(cluster, attrs) {
+        super::Decision::Allow => Ok(()),
+        super::Decision::Deny { reason } => Err(super::forbidden_status(attrs, &reason)),
+    }
+}

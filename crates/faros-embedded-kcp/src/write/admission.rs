@@ -1,0 +1,97 @@
+//! The checks and defaults of the write pipeline before an object is stored: unknown-field policy,
+//! pruning, defaults and schema validation; the namespace check; kcp admission; the cluster
+//! annotation. Each returns a Kubernetes Status on refusal and writes nothing.
+
+use faros_core::status::Status;
+use serde_json::{Value, json};
+
+use super::{FieldValidation, Writer, store_status};
+use crate::kcp::admission::Operation;
+use crate::objects::{CLUSTER_ANNOTATION, meta_mut, meta_str};
+use crate::registry::ResourceDef;
+use crate::store::ObjectKey;
+
+/// Unknown-field policy, pruning, defaulting and schema validation. Returns warnings.
+pub fn admit(w: &Writer<'_>, def: &ResourceDef, obj: &mut Value) -> Result<Vec<String>, Status> {
+    let mut warnings = Vec::new();
+    let unknown = def.schema.unknown_fields(obj);
+    if !unknown.is_empty() {
+        match w.field_validation.clone()? {
+            FieldValidation::Strict => {
+                let list = unknown
+                    .iter()
+                    .map(|f| format!("unknown field {:?}", f.trim_start_matches('.')))
+                    .collect::<Vec<_>>();
+                return Err(Status::bad_request(format!(
+                    "strict decoding error: {}",
+                    list.join(", ")
+                )));
+            }
+            FieldValidation::Warn => {
+                warnings.extend(
+                    unknown
+                        .iter()
+                        .map(|f| format!("unknown field {:?}", f.trim_start_matches('.'))),
+                );
+            }
+            FieldValidation::Ignore => {}
+        }
+        def.schema.prune(obj);
+    }
+    def.schema.apply_defaults(obj);
+    let causes = def.schema.validate(obj);
+    if !causes.is_empty() {
+        let name = meta_str(obj, "name").unwrap_or_default().to_string();
+        return Err(Status::invalid(&def.group, &def.kind, &name, causes));
+    }
+    Ok(warnings)
+}
+
+/// kcp admission for the writer's user and cluster.
+pub fn kcp_admit(
+    w: &Writer<'_>,
+    def: &ResourceDef,
+    operation: Operation,
+    old: Option<&Value>,
+    subresource: Option<&str>,
+    obj: &mut Value,
+) -> Result<(), Status> {
+    let req = crate::kcp::admission::Request {
+        operation,
+        user: w.user,
+        cluster: w.cluster,
+        def,
+        old,
+        subresource,
+    };
+    crate::kcp::admission::admit(w.state, &req, obj)
+}
+
+/// The cluster annotation kcp derives from the storage key.
+pub fn stamp_cluster(obj: &mut Value, cluster: &str) {
+    let meta = meta_mut(obj);
+    let ann = meta.entry("annotations").or_insert_with(|| json!({}));
+    if let Some(a) = ann.as_object_mut() {
+        a.insert(CLUSTER_ANNOTATION.into(), Value::String(cluster.into()));
+    }
+}
+
+/// Namespaced creates need an existing, non-terminating namespace.
+pub fn check_namespace(w: &Writer<'_>, def: &ResourceDef, ns: &str, name: &str) -> Result<(), Status> {
+    let key = ObjectKey {
+        group: String::new(),
+        resource: "namespaces".into(),
+        cluster: w.cluster.to_string(),
+        namespace: String::new(),
+        name: ns.into(),
+    };
+    let found = w.state.store.get(&key).map_err(|e| store_status(e, def, name))?;
+    match found {
+        None => Err(Status::not_found("", "namespaces", ns)),
+        Some(n) if n.pointer("/metadata/deletionTimestamp").is_some() => Err(Status::forbidden(format!(
+            "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+            faros_core::status::qualified(&def.group, &def.resource)
+        ))),
+        Some(_) => Ok(()),
+    }
+}

@@ -1,0 +1,51 @@
+//! Create: metadata rules, admission, namespace check, managedFields, kcp admission, commit.
+
+use faros_core::status::Status;
+use serde_json::Value;
+
+use super::Writer;
+use super::admission::{admit, check_namespace, kcp_admit, stamp_cluster};
+use crate::kcp::admission::Operation;
+use crate::objects::{self, meta_mut, meta_str};
+use crate::patch;
+use crate::registry::ResourceDef;
+use crate::store::WriteOp;
+
+/// Creates `obj` (already decoded). `managed`: the field manager to record; None when the caller
+/// (server-side apply) computed managedFields itself. Returns the stored object (the admitted one
+/// on a dry run) and warnings.
+pub async fn create(
+    w: &Writer<'_>,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    mut obj: Value,
+    managed: Option<&str>,
+) -> Result<(Value, Vec<String>), Status> {
+    let now = objects::now_rfc3339();
+    // Server-side apply computed managedFields already; metadata rules would otherwise drop them.
+    let applied_fields = if managed.is_none() {
+        obj.pointer("/metadata/managedFields").cloned()
+    } else {
+        None
+    };
+    objects::prepare_create(def, ns, &mut obj, &now)?;
+    if let Some(fields) = applied_fields {
+        meta_mut(&mut obj).insert("managedFields".into(), fields);
+    }
+    let warnings = admit(w, def, &mut obj)?;
+    let name = meta_str(&obj, "name").unwrap_or_default().to_string();
+    if def.namespaced {
+        check_namespace(w, def, ns.unwrap_or_default(), &name)?;
+    }
+    if let Some(m) = managed {
+        patch::managed_fields::update_managed_fields(None, &mut obj, m, &def.schema, None, &def.api_version(), &now);
+    }
+    kcp_admit(w, def, Operation::Create, None, None, &mut obj)?;
+    stamp_cluster(&mut obj, w.cluster);
+    if w.dry_run.clone()? {
+        return Ok((obj, warnings));
+    }
+    let key = w.key(def, ns, &name);
+    let stored = w.commit(def, &name, WriteOp::Create { key, object: obj }).await?;
+    Ok((stored, warnings))
+}

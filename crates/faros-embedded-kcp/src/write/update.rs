@@ -1,0 +1,101 @@
+//! Update: `new` replaces `old` (whole object, `/status` or `/finalize`), or removes it when its
+//! deletion completes; a no-op update writes nothing.
+
+use faros_core::status::Status;
+use serde_json::Value;
+
+use super::Writer;
+use super::admission::{admit, kcp_admit, stamp_cluster};
+use crate::kcp::admission::Operation;
+use crate::objects::{self, WritePart, meta_str};
+use crate::patch;
+use crate::registry::ResourceDef;
+use crate::store::WriteOp;
+
+/// The part of the object a subresource write changes.
+pub fn part(sub: Option<&str>) -> WritePart {
+    match sub {
+        Some("status") => WritePart::Status,
+        Some("finalize") => WritePart::Finalize,
+        _ => WritePart::Main,
+    }
+}
+
+/// Commits `new` as the successor of `old` (or deletes it when its deletion completes). `require_rv`:
+/// `new` must carry a resourceVersion. `manager`: the field manager to record (None when the caller
+/// computed managedFields). Returns the stored object (the admitted one on a dry run) and warnings.
+pub async fn update(
+    w: &Writer<'_>,
+    def: &ResourceDef,
+    old: &Value,
+    mut new: Value,
+    sub: Option<&str>,
+    require_rv: bool,
+    manager: Option<&str>,
+) -> Result<(Value, Vec<String>), Status> {
+    let name = meta_str(old, "name").unwrap_or_default().to_string();
+    let ns = meta_str(old, "namespace").map(String::from);
+    let expected_rv = match meta_str(&new, "resourceVersion").filter(|s| !s.is_empty()) {
+        Some(rv) => Some(
+            rv.parse::<u64>()
+                .map_err(|_| Status::bad_request(format!("invalid resourceVersion {rv:?}")))?,
+        ),
+        None => None,
+    };
+    let remove = objects::prepare_update(def, old, &mut new, part(sub), require_rv)?;
+    let warnings = admit(w, def, &mut new)?;
+    let now = objects::now_rfc3339();
+    if let Some(m) = manager {
+        patch::managed_fields::update_managed_fields(
+            Some(old),
+            &mut new,
+            m,
+            &def.schema,
+            sub,
+            &def.api_version(),
+            &now,
+        );
+    }
+    kcp_admit(w, def, Operation::Update, Some(old), sub, &mut new)?;
+    stamp_cluster(&mut new, w.cluster);
+    let key = w.key(def, ns.as_deref(), &name);
+    // Like kube-apiserver, an update that changes nothing is not written: no new resourceVersion, no event.
+    if !remove && unchanged(old, &new) {
+        if let Some(expected) = expected_rv
+            && meta_str(old, "resourceVersion") != Some(expected.to_string().as_str())
+        {
+            return Err(Status::conflict(&def.group, &def.resource, &name));
+        }
+        return Ok((old.clone(), warnings));
+    }
+    if w.dry_run.clone()? {
+        return Ok((new, warnings));
+    }
+    let stored = if remove {
+        w.commit(def, &name, WriteOp::Delete { key, expected_rv }).await?
+    } else {
+        w.commit(
+            def,
+            &name,
+            WriteOp::Update {
+                key,
+                object: new,
+                expected_rv,
+            },
+        )
+        .await?
+    };
+    Ok((stored, warnings))
+}
+
+/// Whether `new` equals `old` apart from the resourceVersion it carries.
+fn unchanged(old: &Value, new: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+        }
+        v
+    };
+    strip(old) == strip(new)
+}
