@@ -10,8 +10,10 @@ use std::path::{Path, PathBuf};
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod chart_docs;
 mod codegen;
 mod e2e;
+mod images;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "faros project automation")]
@@ -28,6 +30,8 @@ enum Command {
     Bench(bench::Bench),
     /// Run the e2e scenarios (against the in-process platform by default).
     E2e(e2e::E2e),
+    /// Build (and with --push push) the container images from the Dockerfile.
+    Images(images::Images),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -35,6 +39,7 @@ fn main() -> anyhow::Result<()> {
         Command::Codegen(cmd) => cmd.run(&project_root()),
         Command::Bench(cmd) => cmd.run(&project_root()),
         Command::E2e(cmd) => cmd.run(&project_root()),
+        Command::Images(cmd) => cmd.run(&project_root()),
     }
 }
 
