@@ -5,6 +5,9 @@
 //! - `config/apiresourceschemas/<schema name>.yaml`: the same types as kcp APIResourceSchemas, which
 //!   is what the hub applies in `root:faros:system:controllers`.
 //!
+//! - the charts' generated parts: README values tables and the quickstart chart's CatalogEntry
+//!   ([`crate::chart_docs`]).
+//!
 //! The files are committed so reviewers see schema changes in diffs; `--check` (and the test below)
 //! fail when they are out of date. Stale generated files (ones carrying [`HEADER`]) are removed.
 
@@ -32,7 +35,7 @@ pub struct Codegen {
 
 impl Codegen {
     pub fn run(&self, root: &Path) -> anyhow::Result<()> {
-        let drift = sync(root, &generated_files()?, self.check)?;
+        let drift = sync(root, &generated_files(root)?, self.check)?;
         if self.check && !drift.is_empty() {
             bail!(
                 "generated files are not up to date: {}\nrun `cargo xtask codegen` and commit the result",
@@ -50,8 +53,16 @@ pub struct GeneratedFile {
     pub contents: String,
 }
 
-/// Everything codegen produces, in a fixed order.
-pub fn generated_files() -> anyhow::Result<Vec<GeneratedFile>> {
+/// Everything codegen produces, in a fixed order: the YAML from the Rust types, then the charts'
+/// generated parts ([`crate::chart_docs`]).
+pub fn generated_files(root: &Path) -> anyhow::Result<Vec<GeneratedFile>> {
+    let mut files = type_files()?;
+    files.extend(crate::chart_docs::generated_files(root)?);
+    Ok(files)
+}
+
+/// The YAML derived from the Rust types in faros-core.
+fn type_files() -> anyhow::Result<Vec<GeneratedFile>> {
     let mut files = Vec::new();
     for crd in schema_gen::faros_crds() {
         let name = crd.metadata.name.clone().context("generated CRD has no name")?;
@@ -134,7 +145,7 @@ mod tests {
     #[test]
     fn committed_yaml_is_up_to_date() {
         let root = crate::project_root();
-        let drift = sync(&root, &generated_files().unwrap(), true).unwrap();
+        let drift = sync(&root, &generated_files(&root).unwrap(), true).unwrap();
         assert!(
             drift.is_empty(),
             "generated files are out of date: {}; run `cargo xtask codegen` and commit the result",
@@ -144,7 +155,7 @@ mod tests {
 
     #[test]
     fn file_set_and_yaml_round_trip() {
-        let files = generated_files().unwrap();
+        let files = type_files().unwrap();
         let paths: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
         assert_eq!(
             paths,
@@ -161,7 +172,7 @@ mod tests {
             let back: serde_json::Value = serde_saphyr::from_str(&file.contents).unwrap();
             assert_eq!(&back, schema, "{}", file.path.display());
         }
-        assert_eq!(generated_files().unwrap(), files, "codegen is not deterministic");
+        assert_eq!(type_files().unwrap(), files, "codegen is not deterministic");
     }
 
     #[test]
