@@ -30,8 +30,8 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
         target/release/faros-provider-quickstart /out/
 
 # What every image shares: the base, the non-root user and the OCI labels that do not depend on
-# the component. Nothing in it is writable by that user, so the images run with a read-only root
-# filesystem; state lives on mounted volumes.
+# the component. Nothing this file adds is writable by that user (COPY makes root-owned files), so
+# the images run with a read-only root filesystem; state lives on mounted volumes.
 FROM ${RUNTIME_IMAGE} AS runtime
 ARG VERSION=dev
 ARG REVISION=unknown
