@@ -1,14 +1,19 @@
-//! The kubeconfig a provider runs with: IO-free rendering.
+//! The kubeconfig a provider runs with: IO-free rendering, and the Secret that carries it.
 //!
 //! The server is `<base>/clusters/<logical cluster id>`: the cluster **name**, never the path, so the
 //! kubeconfig keeps working if the workspace tree is ever re-parented and does not need kcp's path
 //! index to resolve. TLS is verified against the hub/kcp CA unless the operator explicitly asked for
 //! `insecure-skip-tls-verify` (the original always skipped verification; we do not).
 
+use std::collections::BTreeMap;
+
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use faros_core::names;
 use faros_core::path::ClusterName;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
 /// Why a kubeconfig could not be rendered. Each message names the offending input.
@@ -131,6 +136,27 @@ pub fn render(params: &KubeconfigParams<'_>) -> Result<String, KubeconfigError> 
         url: String::new(),
         reason: e.to_string(),
     })
+}
+
+/// The Secret carrying a provider kubeconfig under key `kubeconfig`, labelled for `provider`: the
+/// one in kcp (`system:providers`) and its mirror in the hosting cluster have this same shape.
+/// `data`, not `stringData`: SSA tracks ownership of `stringData` keys on a path that never prunes
+/// `data`.
+pub fn secret(provider: &str, namespace: &str, secret_name: &str, kubeconfig: Vec<u8>) -> Secret {
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(secret_name.into()),
+            namespace: Some(namespace.into()),
+            labels: Some(names::managed_labels(provider)),
+            ..Default::default()
+        },
+        type_: Some("Opaque".into()),
+        data: Some(BTreeMap::from([(
+            names::KUBECONFIG_SECRET_KEY.to_string(),
+            ByteString(kubeconfig),
+        )])),
+        ..Default::default()
+    }
 }
 
 #[derive(Serialize)]
@@ -332,6 +358,17 @@ mod tests {
             );
             assert_eq!(kc.auth_infos[0].name, "faros", "{}", c.name);
         }
+    }
+
+    #[test]
+    fn secret_body() {
+        assert_eq!(
+            serde_json::to_value(secret("q", "default", "q-kubeconfig", b"yaml".to_vec())).unwrap(),
+            serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "q-kubeconfig", "namespace": "default",
+                    "labels": {"app.kubernetes.io/managed-by": "faros", "providers.faros.sh/provider": "q"}},
+                "type": "Opaque", "data": {"kubeconfig": "eWFtbA=="}})
+        );
     }
 
     #[test]

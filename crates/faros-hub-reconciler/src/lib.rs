@@ -11,7 +11,10 @@ pub mod health;
 pub mod kubeconfig;
 pub mod leader;
 pub mod metrics;
+pub mod mirror;
 pub mod status;
+
+pub use mirror::MirrorConfig;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -52,6 +55,9 @@ pub struct Config {
     pub listen: Option<SocketAddr>,
     pub bootstrap: BootstrapSettings,
     pub controller: ControllerSettings,
+    /// Mirror every provider kubeconfig Secret into a namespace of the hosting Kubernetes cluster
+    /// (where the providers' pods mount them). `None`: off.
+    pub mirror: Option<MirrorConfig>,
 }
 
 /// Provider controller settings other than the kubeconfig contents.
@@ -88,13 +94,14 @@ impl std::fmt::Debug for Config {
             .field("listen", &self.listen)
             .field("bootstrap", &self.bootstrap)
             .field("controller", &self.controller)
+            .field("mirror", &self.mirror)
             .finish()
     }
 }
 
 impl Config {
     /// Defaults: lease `faros-hub-reconciler` (15 s / renew deadline 10 s / retry 2 s) with a random
-    /// identity, no listener, hub URL and CA from `kube`.
+    /// identity, no listener, hub URL and CA from `kube`, no kubeconfig mirror.
     pub fn new(kube: kube::Config) -> Self {
         Self {
             kube,
@@ -112,6 +119,7 @@ impl Config {
             listen: None,
             bootstrap: BootstrapSettings::default(),
             controller: ControllerSettings::default(),
+            mirror: None,
         }
     }
 }
@@ -137,6 +145,8 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("kubeconfig mirror: {0}")]
+    Mirror(#[from] mirror::MirrorError),
     #[error(
         "invalid lease timings: renew deadline {renew_deadline:?} must be shorter than the lease duration {duration:?}"
     )]
@@ -204,6 +214,9 @@ impl Reconciler {
                 renew_deadline: config.lease.renew_deadline,
             });
         }
+        if let Some(mirror) = &config.mirror {
+            mirror.validate()?;
+        }
         let factory = ClientFactory::new(config.kube.clone())?;
         Ok(Self {
             config,
@@ -219,6 +232,14 @@ impl Reconciler {
     /// Runs until `shutdown` completes: serves health (if configured), bootstraps, elects, and while
     /// leader runs the Provider controller. A leader releases its Lease on shutdown.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), Error> {
+        // Built here rather than in `new`: a kube client needs the runtime.
+        let mirror = self.config.mirror.as_ref().map(mirror::Mirror::new).transpose()?;
+        if let Some(mirror) = &mirror {
+            tracing::info!(
+                namespace = mirror.namespace(),
+                "mirroring provider kubeconfig Secrets into the hosting cluster"
+            );
+        }
         let cancel = CancellationToken::new();
         let mut background = tokio::task::JoinSet::new();
         if let Some(addr) = self.config.listen {
@@ -237,7 +258,7 @@ impl Reconciler {
                 }
             });
         }
-        let mut work = std::pin::pin!(self.work(cancel.clone()));
+        let mut work = std::pin::pin!(self.work(mirror, cancel.clone()));
         let finished = tokio::select! {
             _ = shutdown => false,
             _ = &mut work => true,
@@ -252,7 +273,7 @@ impl Reconciler {
     }
 
     /// Bootstrap, then supervise the controller by leadership. Returns only when `cancel` fires.
-    async fn work(&self, cancel: CancellationToken) {
+    async fn work(&self, mirror: Option<mirror::Mirror>, cancel: CancellationToken) {
         tracing::info!(kcp = %self.factory.server(), "bootstrapping the faros workspace tree");
         if !bootstrap::bootstrap_until_done(&self.factory, self.config.bootstrap, &cancel).await {
             return;
@@ -286,7 +307,7 @@ impl Reconciler {
             }
             metrics.set_leader(true);
             let term = cancel.child_token();
-            let controller = self.lead(term.clone());
+            let controller = self.lead(mirror.clone(), term.clone());
             let lost = roles.wait_for(|r| *r != Role::Leader);
             tokio::select! {
                 _ = cancel.cancelled() => {}
@@ -304,7 +325,7 @@ impl Reconciler {
     }
 
     /// One leadership term: find the virtual workspace URL(s), run the controller until `term` ends.
-    async fn lead(&self, term: CancellationToken) {
+    async fn lead(&self, mirror: Option<mirror::Mirror>, term: CancellationToken) {
         let endpoints = loop {
             match self.admin_endpoints().await {
                 Ok(urls) => break urls,
@@ -331,11 +352,9 @@ impl Reconciler {
             resync: self.config.controller.resync,
             concurrency: self.config.controller.concurrency,
         };
-        let ctx = Arc::new(controller::Context::new(
-            self.factory.clone(),
-            settings,
-            self.state.metrics.clone(),
-        ));
+        let ctx = Arc::new(
+            controller::Context::new(self.factory.clone(), settings, self.state.metrics.clone()).with_mirror(mirror),
+        );
         if let Err(error) = controller::run(ctx, endpoints, term).await {
             tracing::error!(%error, "the Provider controller could not start");
         }
@@ -444,6 +463,22 @@ mod tests {
         let mut config = Config::new(kube::Config::new("https://127.0.0.1:1".parse().unwrap()));
         config.lease.renew_deadline = config.lease.duration;
         assert!(matches!(Reconciler::new(config), Err(Error::LeaseTimings { .. })));
+    }
+
+    #[test]
+    fn mirror_namespace_is_checked() {
+        let kube = || kube::Config::new("https://127.0.0.1:1".parse().unwrap());
+        let mut config = Config::new(kube());
+        config.mirror = Some(MirrorConfig {
+            namespace: "Not_A_Namespace".into(),
+            kube: kube(),
+        });
+        let error = Reconciler::new(config).err().unwrap();
+        assert!(matches!(
+            error,
+            Error::Mirror(mirror::MirrorError::InvalidNamespace { .. })
+        ));
+        assert!(error.to_string().contains("--mirror-namespace"), "{error}");
     }
 
     #[test]

@@ -54,8 +54,53 @@ struct Args {
     /// Seconds between full re-reconciles of a healthy Provider.
     #[arg(long, env = "FAROS_RESYNC_SECONDS", default_value_t = 300)]
     resync_seconds: u64,
+    /// Mirror every provider kubeconfig Secret into this namespace of the hosting Kubernetes cluster
+    /// (where the providers' pods mount it). Setting it enables the mirror. Needs `secrets` get,
+    /// list, watch, create, update, patch, delete in that namespace only.
+    #[arg(long, env = "FAROS_MIRROR_NAMESPACE")]
+    mirror_namespace: Option<String>,
+    /// Kubeconfig of the hosting cluster for the mirror (its current context). Unset: the in-cluster
+    /// service account; never $KUBECONFIG.
+    #[arg(long, env = "FAROS_MIRROR_KUBECONFIG")]
+    mirror_kubeconfig: Option<PathBuf>,
     #[command(flatten)]
     log: LogArgs,
+}
+
+/// The mirror's target: `None` unless `--mirror-namespace` is set (an empty value counts as unset,
+/// so a chart can always pass the variable).
+async fn mirror_config(args: &Args) -> anyhow::Result<Option<faros_hub_reconciler::MirrorConfig>> {
+    let namespace = args
+        .mirror_namespace
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty());
+    let kubeconfig = args.mirror_kubeconfig.as_ref().filter(|p| !p.as_os_str().is_empty());
+    let Some(namespace) = namespace else {
+        if let Some(path) = kubeconfig {
+            anyhow::bail!(
+                "--mirror-kubeconfig (FAROS_MIRROR_KUBECONFIG) is set to {} but --mirror-namespace (FAROS_MIRROR_NAMESPACE) is not; set both to enable the kubeconfig mirror",
+                path.display()
+            );
+        }
+        return Ok(None);
+    };
+    let config = match kubeconfig {
+        Some(path) => {
+            let kubeconfig = Kubeconfig::read_from(path)
+                .with_context(|| format!("reading --mirror-kubeconfig {}", path.display()))?;
+            let kube = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .with_context(|| format!("loading --mirror-kubeconfig {}", path.display()))?;
+            faros_hub_reconciler::MirrorConfig {
+                namespace: namespace.to_string(),
+                kube,
+            }
+        }
+        None => faros_hub_reconciler::MirrorConfig::in_cluster(namespace)?,
+    };
+    config.validate()?;
+    Ok(Some(config))
 }
 
 async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
@@ -102,12 +147,14 @@ async fn main() -> anyhow::Result<()> {
     config.lease.retry_period = Duration::from_secs(args.lease_retry_period_seconds);
     config.controller.concurrency = args.concurrency;
     config.controller.resync = Duration::from_secs(args.resync_seconds);
+    config.mirror = mirror_config(&args).await?;
     tracing::info!(?config, "starting");
     faros_hub_reconciler::run(config, faros_core::telemetry::shutdown_signal()).await?;
     Ok(())
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
@@ -115,5 +162,60 @@ mod tests {
     #[test]
     fn cli_is_consistent() {
         Args::command().debug_assert();
+    }
+
+    fn parse(args: &[&str]) -> Args {
+        Args::try_parse_from(std::iter::once("faros-hub-reconciler").chain(args.iter().copied())).unwrap()
+    }
+
+    #[tokio::test]
+    async fn mirror_flags() {
+        assert!(mirror_config(&parse(&[])).await.unwrap().is_none());
+        assert!(
+            mirror_config(&parse(&["--mirror-namespace", " "]))
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let error = mirror_config(&parse(&["--mirror-kubeconfig", "/x"]))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--mirror-namespace"), "{error}");
+        let error = mirror_config(&parse(&[
+            "--mirror-namespace",
+            "p",
+            "--mirror-kubeconfig",
+            "/nonexistent",
+        ]))
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("--mirror-kubeconfig /nonexistent"), "{error}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("hosting.kubeconfig");
+        std::fs::write(
+            &file,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: h\n  cluster: {server: 'https://hosting.example:6443'}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: c\n  context: {cluster: h, user: u}\ncurrent-context: c\n",
+        )
+        .unwrap();
+        let path = file.to_str().unwrap();
+        let config = mirror_config(&parse(&[
+            "--mirror-namespace",
+            "providers",
+            "--mirror-kubeconfig",
+            path,
+        ]))
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(config.namespace, "providers");
+        assert_eq!(config.kube.cluster_url.to_string(), "https://hosting.example:6443/");
+        let error = mirror_config(&parse(&["--mirror-namespace", "Bad_NS", "--mirror-kubeconfig", path]))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--mirror-namespace"), "{error}");
     }
 }

@@ -20,6 +20,8 @@ pub struct Metrics {
     queue_depth: Gauge,
     leader: Gauge,
     bootstrapped: Gauge,
+    mirror_writes: Family<Label, Counter>,
+    mirror_errors: Family<Label, Counter>,
 }
 
 impl Default for Metrics {
@@ -38,6 +40,8 @@ impl Metrics {
         let queue_depth = Gauge::default();
         let leader = Gauge::default();
         let bootstrapped = Gauge::default();
+        let mirror_writes = Family::<Label, Counter>::default();
+        let mirror_errors = Family::<Label, Counter>::default();
         registry.register(
             "reconciles",
             "Provider reconciles by result (success, error)",
@@ -61,6 +65,16 @@ impl Metrics {
             "1 once the workspace tree bootstrap has completed",
             bootstrapped.clone(),
         );
+        registry.register(
+            "mirror_writes",
+            "Writes of mirrored kubeconfig Secrets in the hosting cluster by action (apply, delete)",
+            mirror_writes.clone(),
+        );
+        registry.register(
+            "mirror_errors",
+            "Failed kubeconfig mirror steps by operation (sync, remove)",
+            mirror_errors.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -69,6 +83,8 @@ impl Metrics {
             queue_depth,
             leader,
             bootstrapped,
+            mirror_writes,
+            mirror_errors,
         }
     }
 
@@ -94,6 +110,16 @@ impl Metrics {
         self.bootstrapped.set(i64::from(done));
     }
 
+    /// One write of a mirrored Secret: `action` is `apply` or `delete`.
+    pub fn mirror_written(&self, action: &'static str) {
+        self.mirror_writes.get_or_create(&[("action", action)]).inc();
+    }
+
+    /// One failed mirror step: `op` is `sync` or `remove`.
+    pub fn mirror_failed(&self, op: &'static str) {
+        self.mirror_errors.get_or_create(&[("op", op)]).inc();
+    }
+
     /// The OpenMetrics text exposition.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
@@ -116,6 +142,8 @@ mod tests {
         m.set_queue_depth(7);
         m.set_leader(true);
         m.set_bootstrapped(true);
+        m.mirror_written("apply");
+        m.mirror_failed("sync");
         let text = m.encode().unwrap();
         for line in [
             "faros_hub_reconciler_reconciles_total{result=\"success\"} 1",
@@ -125,6 +153,8 @@ mod tests {
             "faros_hub_reconciler_queue_depth 7",
             "faros_hub_reconciler_leader 1",
             "faros_hub_reconciler_bootstrapped 1",
+            "faros_hub_reconciler_mirror_writes_total{action=\"apply\"} 1",
+            "faros_hub_reconciler_mirror_errors_total{op=\"sync\"} 1",
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
         }

@@ -6,6 +6,7 @@
 //! binds the export, which it would merge into one. Each object here is addressed by the `kcp.io/cluster`
 //! annotation kcp stamps on it, and writes go to `<virtual workspace>/clusters/<that cluster>`.
 
+pub mod mirror;
 pub mod provider;
 pub mod queue;
 
@@ -26,6 +27,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
+use crate::mirror::Mirror;
 use queue::WorkQueue;
 
 /// What a reconcile asks for next.
@@ -93,10 +95,15 @@ pub struct Context {
     pub factory: ClientFactory,
     pub settings: Settings,
     pub metrics: Arc<Metrics>,
+    /// The kubeconfig mirror into the hosting cluster, when enabled.
+    pub mirror: Option<Mirror>,
     /// resourceVersion of our own last write (status, or the finalizer before provisioning) per
     /// Provider: the watch event it causes needs no work.
     own_writes: Mutex<HashMap<ProviderKey, String>>,
     failures: Mutex<HashMap<ProviderKey, u32>>,
+    /// Our own last write per mirrored Secret name: `Some(resourceVersion)` for an apply, `None` for
+    /// a delete. The watch event it causes needs no work.
+    mirror_writes: Mutex<HashMap<String, Option<String>>>,
 }
 
 impl fmt::Debug for Context {
@@ -104,6 +111,7 @@ impl fmt::Debug for Context {
         f.debug_struct("Context")
             .field("factory", &self.factory)
             .field("settings", &self.settings)
+            .field("mirror", &self.mirror)
             .finish()
     }
 }
@@ -119,9 +127,42 @@ impl Context {
             factory,
             settings,
             metrics,
+            mirror: None,
             own_writes: Mutex::default(),
             failures: Mutex::default(),
+            mirror_writes: Mutex::default(),
         }
+    }
+
+    /// Enables the kubeconfig mirror.
+    pub fn with_mirror(mut self, mirror: Option<Mirror>) -> Self {
+        self.mirror = mirror;
+        self
+    }
+
+    fn remember_mirror_write(&self, secret: &str, rv: Option<String>) {
+        if let Some(rv) = rv {
+            lock(&self.mirror_writes).insert(secret.to_string(), Some(rv));
+        }
+    }
+
+    fn remember_mirror_delete(&self, secret: &str) {
+        lock(&self.mirror_writes).insert(secret.to_string(), None);
+    }
+
+    /// True once for the watch event of our last mirror write of `secret`: an apply event with its
+    /// resourceVersion (`rv`), or a delete event (`rv` None) after our delete.
+    fn is_own_mirror_event(&self, secret: &str, rv: Option<&str>) -> bool {
+        let mut writes = lock(&self.mirror_writes);
+        let ours = match (writes.get(secret), rv) {
+            (Some(Some(ours)), Some(rv)) => ours == rv,
+            (Some(None), None) => true,
+            _ => false,
+        };
+        if ours {
+            writes.remove(secret);
+        }
+        ours
     }
 
     fn remember_own_write(&self, key: &ProviderKey, rv: Option<String>) {
@@ -182,6 +223,15 @@ pub async fn run(
         tasks.spawn(watch(
             api,
             Arc::from(url.as_str()),
+            store.clone(),
+            queue.clone(),
+            ctx.clone(),
+            cancel.clone(),
+        ));
+    }
+    if let Some(mirror) = ctx.mirror.clone() {
+        tasks.spawn(mirror::watch(
+            mirror,
             store.clone(),
             queue.clone(),
             ctx.clone(),
@@ -373,5 +423,21 @@ mod tests {
         assert_eq!(ctx.record_failure(&key), 2);
         ctx.reset_failures(&key);
         assert_eq!(ctx.record_failure(&key), 1);
+
+        assert!(!ctx.is_own_mirror_event("q-kubeconfig", Some("7")));
+        ctx.remember_mirror_write("q-kubeconfig", Some("7".into()));
+        assert!(
+            !ctx.is_own_mirror_event("q-kubeconfig", None),
+            "a delete after our apply is not ours"
+        );
+        assert!(!ctx.is_own_mirror_event("q-kubeconfig", Some("6")));
+        assert!(ctx.is_own_mirror_event("q-kubeconfig", Some("7")));
+        assert!(!ctx.is_own_mirror_event("q-kubeconfig", Some("7")), "only once");
+        ctx.remember_mirror_delete("q-kubeconfig");
+        assert!(
+            !ctx.is_own_mirror_event("q-kubeconfig", Some("8")),
+            "a recreation after our delete is not ours"
+        );
+        assert!(ctx.is_own_mirror_event("q-kubeconfig", None));
     }
 }

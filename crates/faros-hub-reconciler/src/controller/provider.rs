@@ -9,7 +9,9 @@
 //! 4. token Secret `provider-token`, waited until kcp fills the token, and the kubeconfig
 //!    (`KubeconfigError`);
 //! 5. the kubeconfig Secret in `root:faros:system:providers`, and removal of the previous one when
-//!    `spec.secretName` changed (`SecretError`).
+//!    `spec.secretName` changed (`SecretError`);
+//! 6. with the mirror enabled, the same Secret in the mirror namespace of the hosting cluster, and
+//!    removal of the previous one's mirror (`MirrorError`, see [`crate::mirror`]).
 //!
 //! Objects are server-side applied with fixed bodies, so a steady-state reconcile changes nothing;
 //! status is written only when it differs.
@@ -18,11 +20,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use faros_core::conditions;
 use faros_core::kcp::Workspace;
 use faros_core::names;
 use faros_core::provider::Provider;
 use faros_core::wait::wait_for;
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -31,9 +33,11 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
+use super::mirror as mirror_step;
 use super::{Action, Context, ProviderKey, Target};
 use crate::bootstrap;
 use crate::kubeconfig::{self, KubeconfigParams};
+use crate::mirror::{MirrorError, REASON_MIRROR_ERROR};
 use crate::status::{self, Outcome};
 
 /// A provisioning step that failed; its reason and message go into the `Ready` condition.
@@ -64,6 +68,12 @@ pub enum Error {
     Client(#[from] faros_core::client::ClientError),
     #[error("tearing down Provider {key}: {message}")]
     Cleanup { key: ProviderKey, message: String },
+    #[error("tearing down Provider {key}: {source}")]
+    Mirror {
+        key: ProviderKey,
+        #[source]
+        source: MirrorError,
+    },
 }
 
 impl Error {
@@ -75,6 +85,7 @@ impl Error {
             Error::Conflict { .. } => "Conflict",
             Error::Client(_) => "ClientError",
             Error::Cleanup { .. } => "CleanupError",
+            Error::Mirror { .. } => REASON_MIRROR_ERROR,
         }
     }
 }
@@ -272,6 +283,7 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
     })
     .map_err(|e| kubeconfig_err(format!("minting kubeconfig: {e}")))?;
 
+    let kubeconfig = yaml.into_bytes();
     let secret_name = provider.kubeconfig_secret_name();
     let secret_err = step(names::REASON_SECRET_ERROR, Some(&cluster));
     let secrets: Api<Secret> = Api::namespaced(
@@ -284,7 +296,12 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
         .patch(
             &secret_name,
             &field_manager(FIELD_SCOPE),
-            &Patch::Apply(&kubeconfig_secret(name, &secret_name, yaml)),
+            &Patch::Apply(&kubeconfig::secret(
+                name,
+                names::PROVIDER_NAMESPACE,
+                &secret_name,
+                kubeconfig.clone(),
+            )),
         )
         .await
         .map_err(|e| {
@@ -295,8 +312,9 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
                 crate::kube_message(&e)
             ))
         })?;
-    if let Some(old) = previous_secret(provider, &secret_name) {
-        delete_ignoring_absent(&secrets, &old).await.map_err(|e| {
+    let previous = previous_secret(provider, &secret_name);
+    if let Some(old) = &previous {
+        delete_ignoring_absent(&secrets, old).await.map_err(|e| {
             secret_err(format!(
                 "removing previous kubeconfig Secret {}/{old} after spec.secretName changed: {}",
                 names::PROVIDER_NAMESPACE,
@@ -304,6 +322,11 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
             ))
         })?;
         tracing::info!(%key, old = %old, new = %secret_name, "removed the previous kubeconfig Secret");
+    }
+    if let Some(mirror) = &ctx.mirror {
+        mirror_step::sync(ctx, mirror, key, &secret_name, &kubeconfig, previous.as_deref())
+            .await
+            .map_err(|e| step(REASON_MIRROR_ERROR, Some(&cluster))(e.to_string()))?;
     }
     Ok(Outcome::Provisioned {
         workspace_cluster: cluster,
@@ -410,20 +433,6 @@ pub fn token_secret(provider: &str) -> Secret {
     }
 }
 
-/// The kubeconfig Secret written to `system:providers`. `data`, not `stringData`: SSA tracks
-/// ownership of `stringData` keys on a path that never prunes `data`.
-pub fn kubeconfig_secret(provider: &str, secret_name: &str, kubeconfig: String) -> Secret {
-    Secret {
-        metadata: meta(secret_name, Some(names::PROVIDER_NAMESPACE), provider),
-        type_: Some("Opaque".into()),
-        data: Some(BTreeMap::from([(
-            names::KUBECONFIG_SECRET_KEY.to_string(),
-            ByteString(kubeconfig.into_bytes()),
-        )])),
-        ..Default::default()
-    }
-}
-
 fn token_of(secret: &Secret) -> Option<String> {
     let token = secret.data.as_ref()?.get("token")?;
     let token = String::from_utf8(token.0.clone()).ok()?;
@@ -479,14 +488,16 @@ where
     }
 }
 
-/// Tears down workspace and Secret(s), waits until the workspace is gone, then releases the finalizer.
+/// Tears down workspace, Secret(s) and their mirrors, waits until the workspace is gone, then
+/// releases the finalizer. A failure is recorded in the `Deleting` condition and retried; the
+/// finalizer stays until everything is confirmed gone.
 async fn cleanup(provider: &Provider, key: &ProviderKey, api: &Api<Provider>, ctx: &Context) -> Result<Action, Error> {
     let name = key.name.as_str();
     let valid = names::validate_dns_label(name).is_ok();
     let path = names::provider_workspace_path(name);
     let mut secrets_to_delete = vec![provider.kubeconfig_secret_name()];
     secrets_to_delete.extend(previous_secret(provider, &secrets_to_delete[0]));
-    let message = if valid {
+    let mut message = if valid {
         format!(
             "Deleting workspace {path} and kubeconfig Secret {}",
             secrets_to_delete.join(", ")
@@ -494,51 +505,39 @@ async fn cleanup(provider: &Provider, key: &ProviderKey, api: &Api<Provider>, ct
     } else {
         format!("Deleting kubeconfig Secret {}", secrets_to_delete.join(", "))
     };
-    let mut current = provider.clone();
-    match write_status(api, key, provider, &Outcome::Deleting { message }, ctx).await {
-        Ok(Some(written)) => current = written,
-        Ok(None) => {}
-        Err(error) => tracing::warn!(%key, %error, "could not record the teardown in status"),
+    if let Some(mirror) = &ctx.mirror {
+        message.push_str(&format!(
+            " and its mirror in namespace {} of the hosting cluster",
+            mirror.namespace()
+        ));
     }
-    let cleanup_err = |message: String| Error::Cleanup {
-        key: key.clone(),
-        message,
-    };
+    let mut current = provider.clone();
+    // After a failed attempt the condition says why; keep that visible until the teardown succeeds
+    // (the Provider is gone then) instead of flipping the message on every retry.
+    let already_deleting = provider
+        .status
+        .as_ref()
+        .and_then(|s| conditions::get(&s.conditions, names::CONDITION_READY))
+        .is_some_and(|c| c.reason == names::REASON_DELETING);
+    if !already_deleting {
+        let outcome = Outcome::Deleting {
+            message: message.clone(),
+        };
+        match write_status(api, key, provider, &outcome, ctx).await {
+            Ok(Some(written)) => current = written,
+            Ok(None) => {}
+            Err(error) => tracing::warn!(%key, %error, "could not record the teardown in status"),
+        }
+    }
 
-    if valid {
-        let workspaces: Api<Workspace> = Api::all(ctx.factory.cluster(names::PROVIDERS_PATH)?);
-        delete_ignoring_absent(&workspaces, name)
-            .await
-            .map_err(|e| cleanup_err(format!("deleting workspace {path}: {}", crate::kube_message(&e))))?;
-        let secrets: Api<Secret> = Api::namespaced(
-            ctx.factory.cluster(names::SYSTEM_PROVIDERS_PATH)?,
-            names::PROVIDER_NAMESPACE,
-        );
-        for secret in &secrets_to_delete {
-            delete_ignoring_absent(&secrets, secret).await.map_err(|e| {
-                cleanup_err(format!(
-                    "deleting kubeconfig Secret {}/{secret}: {}",
-                    names::PROVIDER_NAMESPACE,
-                    crate::kube_message(&e)
-                ))
-            })?;
+    if let Err(error) = teardown(key, valid, &secrets_to_delete, ctx).await {
+        let outcome = Outcome::Deleting {
+            message: format!("{message}; failed, retrying: {error}"),
+        };
+        if let Err(status_error) = write_status(api, key, &current, &outcome, ctx).await {
+            tracing::warn!(%key, error = %status_error, "could not record the teardown failure in status");
         }
-        wait_for(workspaces, name, |ws| ws.is_none(), ctx.settings.workspace_timeout)
-            .await
-            .map_err(|e| cleanup_err(format!("waiting for workspace {path} to be deleted: {e}")))?;
-    } else {
-        let secrets: Api<Secret> = Api::namespaced(
-            ctx.factory.cluster(names::SYSTEM_PROVIDERS_PATH)?,
-            names::PROVIDER_NAMESPACE,
-        );
-        for secret in &secrets_to_delete {
-            delete_ignoring_absent(&secrets, secret).await.map_err(|e| {
-                cleanup_err(format!(
-                    "deleting kubeconfig Secret {secret}: {}",
-                    crate::kube_message(&e)
-                ))
-            })?;
-        }
+        return Err(error);
     }
 
     let remaining: Vec<String> = current
@@ -561,11 +560,58 @@ async fn cleanup(provider: &Provider, key: &ProviderKey, api: &Api<Provider>, ct
     Ok(Action::AwaitChange)
 }
 
+/// Deletes the workspace (for a valid name), the kubeconfig Secrets in kcp and their mirrors, and
+/// waits until the workspace is gone.
+async fn teardown(key: &ProviderKey, valid: bool, secrets_to_delete: &[String], ctx: &Context) -> Result<(), Error> {
+    let name = key.name.as_str();
+    let path = names::provider_workspace_path(name);
+    let cleanup_err = |message: String| Error::Cleanup {
+        key: key.clone(),
+        message,
+    };
+    let workspaces: Api<Workspace> = Api::all(ctx.factory.cluster(names::PROVIDERS_PATH)?);
+    if valid {
+        delete_ignoring_absent(&workspaces, name)
+            .await
+            .map_err(|e| cleanup_err(format!("deleting workspace {path}: {}", crate::kube_message(&e))))?;
+    }
+    let secrets: Api<Secret> = Api::namespaced(
+        ctx.factory.cluster(names::SYSTEM_PROVIDERS_PATH)?,
+        names::PROVIDER_NAMESPACE,
+    );
+    for secret in secrets_to_delete {
+        delete_ignoring_absent(&secrets, secret).await.map_err(|e| {
+            cleanup_err(format!(
+                "deleting kubeconfig Secret {}/{secret}: {}",
+                names::PROVIDER_NAMESPACE,
+                crate::kube_message(&e)
+            ))
+        })?;
+    }
+    if let Some(mirror) = &ctx.mirror {
+        for secret in secrets_to_delete {
+            mirror_step::remove(ctx, mirror, key, secret)
+                .await
+                .map_err(|source| Error::Mirror {
+                    key: key.clone(),
+                    source,
+                })?;
+        }
+    }
+    if valid {
+        wait_for(workspaces, name, |ws| ws.is_none(), ctx.settings.workspace_timeout)
+            .await
+            .map_err(|e| cleanup_err(format!("waiting for workspace {path} to be deleted: {e}")))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use faros_core::provider::{ProviderSpec, ProviderStatus, SecretKeyRef};
+    use k8s_openapi::ByteString;
     use pretty_assertions::assert_eq;
 
     #[test]
@@ -600,13 +646,6 @@ mod tests {
                     "labels": {"app.kubernetes.io/managed-by": "faros", "providers.faros.sh/provider": "q"},
                     "annotations": {"kubernetes.io/service-account.name": "provider"}},
                 "type": "kubernetes.io/service-account-token"})
-        );
-        assert_eq!(
-            serde_json::to_value(kubeconfig_secret("q", "q-kubeconfig", "yaml".into())).unwrap(),
-            json!({"apiVersion": "v1", "kind": "Secret",
-                "metadata": {"name": "q-kubeconfig", "namespace": "default",
-                    "labels": {"app.kubernetes.io/managed-by": "faros", "providers.faros.sh/provider": "q"}},
-                "type": "Opaque", "data": {"kubeconfig": "eWFtbA=="}})
         );
     }
 
