@@ -15,6 +15,9 @@ use faros_core::names;
 use rand::Rng;
 use serde::Serialize;
 
+/// The extra CA (PEM) a provider trusts for the hub; named in TLS failures.
+pub const ENV_HUB_CA_FILE: &str = "FAROS_HUB_CA_FILE";
+
 /// Shortest retry delay after a failure.
 pub const BACKOFF_MIN: Duration = Duration::from_secs(1);
 /// Fraction of the interval added or removed at random.
@@ -26,6 +29,16 @@ pub enum BeatError {
     #[error("heartbeat to {url}: {source}")]
     Request {
         url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error(
+        "heartbeat to {url}: the hub's TLS certificate is not trusted ({detail}); set {ENV_HUB_CA_FILE} to the \
+         hub's CA certificate (PEM; `faros dev` writes it to <state-dir>/ca.crt, default .faros/ca.crt)"
+    )]
+    UntrustedHub {
+        url: String,
+        detail: String,
         #[source]
         source: reqwest::Error,
     },
@@ -132,10 +145,10 @@ impl Transport for HttpTransport {
         if let Some(token) = self.token.get()? {
             request = request.bearer_auth(token);
         }
-        let response = request.send().await.map_err(|source| BeatError::Request {
-            url: self.url.clone(),
-            source,
-        })?;
+        let response = request
+            .send()
+            .await
+            .map_err(|source| request_error(&self.url, source))?;
         let status = response.status();
         if status.is_success() {
             return Ok(());
@@ -148,6 +161,36 @@ impl Transport for HttpTransport {
             body,
         })
     }
+}
+
+/// A failed request; a certificate the client does not trust gets its own error, because the fix
+/// (`FAROS_HUB_CA_FILE`) is not guessable from a bare TLS message.
+fn request_error(url: &str, source: reqwest::Error) -> BeatError {
+    match untrusted_certificate(&source) {
+        Some(detail) => BeatError::UntrustedHub {
+            url: url.to_string(),
+            detail,
+            source,
+        },
+        None => BeatError::Request {
+            url: url.to_string(),
+            source,
+        },
+    }
+}
+
+/// rustls' certificate-verification message somewhere in the error chain. (Matched on the text,
+/// which rustls keeps stable, so the SDK need not depend on rustls just to downcast.)
+fn untrusted_certificate(error: &reqwest::Error) -> Option<String> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if let Some(at) = text.find("invalid peer certificate") {
+            return Some(text[at..].to_string());
+        }
+        next = e.source();
+    }
+    None
 }
 
 /// The token, re-read from its file only when the file's (mtime, size) changed.

@@ -9,6 +9,7 @@
 //! | [`controller`] | reconcile exported resources of every tenant through the virtual workspace |
 //! | [`mcp`] | an rmcp streamable-HTTP server at `/mcp` whose tools see the verified identity |
 //! | [`config`] | the provider kubeconfig (`FAROS_PROVIDER_KUBECONFIG`, `KUBECONFIG`, in-cluster) |
+//! | [`workspace`] | where `init`/`serve` act (server, workspace, identity), refused unless it is the provider's own |
 //!
 //! What it must not do: depend on any hub crate. It talks to the hub only over HTTP and to kcp only
 //! through kube-rs.
@@ -20,3 +21,4 @@ pub mod heartbeat;
 pub mod identity;
 pub mod manifest;
 pub mod mcp;
+pub mod workspace;

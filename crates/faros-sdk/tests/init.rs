@@ -1,5 +1,7 @@
 //! `init` against an in-process embedded kcp, in a plain logical cluster (kcp kinds are served in
 //! every cluster; CatalogEntries need the `providers.faros.sh` binding of a real provider workspace).
+//! These run as the admin outside a provider workspace, so they allow a foreign workspace; the
+//! refusals themselves are in `tests/refusals.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -38,6 +40,8 @@ fn options(dir: &Path) -> InitOptions {
         catalog_entry_file: None,
         workspace_path: None,
         env: BTreeMap::new(),
+        allow_prune: false,
+        allow_foreign_workspace: true,
     }
 }
 
@@ -81,10 +85,11 @@ async fn resource_versions(client: &Client) -> Vec<String> {
 async fn init_publishes_everything_and_a_second_run_changes_nothing() {
     let kcp = Kcp::start().await;
     let client = kcp.client("provider-a").await;
+    let config = kcp.server.admin_config("provider-a").await.unwrap();
     let (_keep, dir) = schemas_dir();
     let opts = options(&dir);
 
-    let first = init(client.clone(), &opts).await.unwrap();
+    let first = init(config.clone(), &opts).await.unwrap();
     let kinds: Vec<(&str, Outcome)> = first.applied.iter().map(|a| (a.kind.as_str(), a.outcome)).collect();
     assert_eq!(
         kinds,
@@ -131,7 +136,7 @@ async fn init_publishes_everything_and_a_second_run_changes_nothing() {
 
     let before = resource_versions(&client).await;
     let export_before = Api::<APIExport>::all(client.clone()).get(EXPORT).await.unwrap().spec;
-    let second = init(client.clone(), &opts).await.unwrap();
+    let second = init(config.clone(), &opts).await.unwrap();
     assert!(second.unchanged(), "{second:?}");
     assert_eq!(second.applied.len(), 5);
     assert_eq!(resource_versions(&client).await, before, "a second init writes nothing");
@@ -144,6 +149,7 @@ async fn init_publishes_everything_and_a_second_run_changes_nothing() {
 async fn export_merge_keeps_foreign_entries_and_prunes_stale_own_ones() {
     let kcp = Kcp::start().await;
     let client = kcp.client("provider-b").await;
+    let config = kcp.server.admin_config("provider-b").await.unwrap();
     let (_keep, dir) = schemas_dir();
     let exports: Api<APIExport> = Api::all(client.clone());
     let mut existing = faros_sdk::bootstrap::objects::new_export(
@@ -157,7 +163,12 @@ async fn export_merge_keeps_foreign_entries_and_prunes_stale_own_ones() {
     existing.metadata.name = Some(EXPORT.into());
     exports.create(&PostParams::default(), &existing).await.unwrap();
 
-    let report = init(client.clone(), &options(&dir)).await.unwrap();
+    // Removing `farewells` from a published export needs the explicit opt-in.
+    let opts = InitOptions {
+        allow_prune: true,
+        ..options(&dir)
+    };
+    let report = init(config, &opts).await.unwrap();
     assert_eq!(report.applied[1].outcome, Outcome::Updated);
     let export = exports.get(EXPORT).await.unwrap();
     let names: Vec<(String, String)> = export
@@ -187,23 +198,24 @@ async fn export_merge_keeps_foreign_entries_and_prunes_stale_own_ones() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_inits_both_succeed() {
     let kcp = Kcp::start().await;
-    let client = kcp.client("provider-c").await;
+    let config = kcp.server.admin_config("provider-c").await.unwrap();
     let (_keep, dir) = schemas_dir();
     let opts = options(&dir);
-    let (a, b) = tokio::join!(init(client.clone(), &opts), init(client.clone(), &opts));
+    let (a, b) = tokio::join!(init(config.clone(), &opts), init(config.clone(), &opts));
     a.unwrap();
     b.unwrap();
-    assert!(init(client, &opts).await.unwrap().unchanged());
+    assert!(init(config, &opts).await.unwrap().unchanged());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_names_file_and_field_and_writes_nothing() {
     let kcp = Kcp::start().await;
     let client = kcp.client("provider-d").await;
+    let config = kcp.server.admin_config("provider-d").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("other.yaml");
     std::fs::write(&file, schema_yaml("other.example.io")).unwrap();
-    let err = init(client.clone(), &options(dir.path())).await.unwrap_err();
+    let err = init(config.clone(), &options(dir.path())).await.unwrap_err();
     assert!(matches!(err, InitError::Input(_)));
     assert_eq!(
         err.to_string(),
@@ -221,7 +233,7 @@ async fn bad_input_names_file_and_field_and_writes_nothing() {
     );
 
     std::fs::write(&file, "apiVersion: apis.kcp.io/v1alpha1\nkind: [unclosed\n").unwrap();
-    let err = init(client.clone(), &options(dir.path()))
+    let err = init(config.clone(), &options(dir.path()))
         .await
         .unwrap_err()
         .to_string();
@@ -229,10 +241,10 @@ async fn bad_input_names_file_and_field_and_writes_nothing() {
 
     // A changed schema under an existing name is refused: schemas are immutable.
     let (_keep, good) = schemas_dir();
-    init(client.clone(), &options(&good)).await.unwrap();
+    init(config.clone(), &options(&good)).await.unwrap();
     let changed = schema_yaml(EXPORT).replace("storage: true", "storage: true\n    deprecated: true");
     std::fs::write(good.join("greetings.yaml"), changed).unwrap();
-    let err = init(client, &options(&good)).await.unwrap_err();
+    let err = init(config, &options(&good)).await.unwrap_err();
     assert!(matches!(err, InitError::SchemaChanged { .. }), "{err}");
     assert!(
         err.to_string().contains("give the changed schema a new version prefix"),

@@ -40,7 +40,7 @@ pub fn claims() -> Vec<PermissionClaim> {
 }
 
 /// `init` options from the environment (`FAROS_SCHEMAS_DIR`, `FAROS_CATALOGENTRY_FILE`,
-/// `QUICKSTART_WORKSPACE_PATH`).
+/// `FAROS_INIT_ALLOW_PRUNE`, `FAROS_ALLOW_FOREIGN_WORKSPACE`, `QUICKSTART_WORKSPACE_PATH`).
 pub fn init_options() -> InitOptions {
     let mut opts = InitOptions::from_env(EXPORT);
     opts.claims = claims();
@@ -48,9 +48,10 @@ pub fn init_options() -> InitOptions {
     opts
 }
 
-/// Runs the SDK bootstrap with quickstart's export and claims.
-pub async fn init(client: kube::Client, opts: &InitOptions) -> Result<InitReport, InitError> {
-    bootstrap::init(client, opts).await
+/// Runs the SDK bootstrap with quickstart's export and claims, as `config`'s identity, which must be
+/// quickstart's ServiceAccount in its own workspace unless `opts.allow_foreign_workspace`.
+pub async fn init(config: kube::Config, opts: &InitOptions) -> Result<InitReport, InitError> {
+    bootstrap::init(config, opts).await
 }
 
 /// The `Provider` manifest an admin applies to register quickstart with the hub.

@@ -5,13 +5,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
+use clap::builder::BoolishValueParser;
 use clap::{Parser, Subcommand};
 use faros_core::identity::Jwks;
 use faros_core::names;
 use faros_core::telemetry::{LogArgs, install_crypto_provider};
 use faros_provider_quickstart as quickstart;
-use faros_sdk::heartbeat::{HeartbeatConfig, TokenSource};
+use faros_sdk::heartbeat::{self, HeartbeatConfig, TokenSource};
 use faros_sdk::identity::IdentityVerifier;
+use faros_sdk::{bootstrap, workspace};
 
 #[derive(Parser)]
 #[command(version, about = "The faros quickstart provider")]
@@ -25,9 +27,19 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Publish the Greeting API from inside the provider workspace, then exit.
-    Init,
+    Init(InitArgs),
     /// Run the controller, backend, MCP tools, UI assets and heartbeats (the default).
     Serve(ServeArgs),
+}
+
+#[derive(clap::Args)]
+struct InitArgs {
+    /// Remove export resources that no schema in FAROS_SCHEMAS_DIR defines any more (tenants lose them).
+    #[arg(long, env = bootstrap::ENV_ALLOW_PRUNE, value_parser = BoolishValueParser::new())]
+    allow_prune: bool,
+    /// Act even when the kubeconfig is not the provider's ServiceAccount in its provider workspace.
+    #[arg(long, env = workspace::ENV_ALLOW_FOREIGN_WORKSPACE, value_parser = BoolishValueParser::new())]
+    allow_foreign_workspace: bool,
 }
 
 #[derive(clap::Args)]
@@ -44,12 +56,15 @@ struct ServeArgs {
     /// File holding the heartbeat bearer token; default: the token in the provider kubeconfig.
     #[arg(long, env = "FAROS_HUB_TOKEN_FILE")]
     hub_token_file: Option<PathBuf>,
-    /// Extra CA (PEM) to trust for the hub.
-    #[arg(long, env = "FAROS_HUB_CA_FILE")]
+    /// Extra CA (PEM) to trust for the hub (`faros dev` writes its CA to `<state-dir>/ca.crt`).
+    #[arg(long, env = heartbeat::ENV_HUB_CA_FILE)]
     hub_ca_file: Option<PathBuf>,
     /// JWKS of the hub's identity assertions; default `<hub-url>/.well-known/faros/jwks.json`.
     #[arg(long, env = "FAROS_HUB_JWKS_URL")]
     jwks_url: Option<String>,
+    /// Run even when the kubeconfig is not the provider's ServiceAccount in its provider workspace.
+    #[arg(long, env = workspace::ENV_ALLOW_FOREIGN_WORKSPACE, value_parser = BoolishValueParser::new())]
+    allow_foreign_workspace: bool,
 }
 
 #[tokio::main]
@@ -58,7 +73,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     cli.log.init()?;
     match cli.cmd {
-        Some(Cmd::Init) => init().await,
+        Some(Cmd::Init(args)) => init(args).await,
         Some(Cmd::Serve(args)) => serve(args).await,
         None => serve(ServeArgs::parse_from_env()?).await,
     }
@@ -76,27 +91,38 @@ impl ServeArgs {
     }
 }
 
-async fn init() -> anyhow::Result<()> {
+async fn init(args: InitArgs) -> anyhow::Result<()> {
+    let source = faros_sdk::config::source();
+    tracing::info!(kubeconfig = %source, "quickstart init");
     let config = faros_sdk::config::provider_config()
         .await
         .context("init needs a kubeconfig (set FAROS_PROVIDER_KUBECONFIG)")?;
-    let client = kube::Client::try_from(config)?;
-    let opts = quickstart::init_options();
-    let report = quickstart::init(client, &opts)
+    let mut opts = quickstart::init_options();
+    opts.allow_prune |= args.allow_prune;
+    opts.allow_foreign_workspace |= args.allow_foreign_workspace;
+    let report = quickstart::init(config, &opts)
         .await
-        .context("provider workspace bootstrap")?;
+        .with_context(|| format!("provider workspace bootstrap (kubeconfig: {source})"))?;
     tracing::info!(
         export = quickstart::EXPORT,
         objects = report.applied.len(),
         unchanged = report.unchanged(),
+        pruned = report.pruned.len(),
         "quickstart init: workspace bootstrapped"
     );
     Ok(())
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let source = faros_sdk::config::source();
     let kube = match faros_sdk::config::provider_config().await {
-        Ok(c) => Some(c),
+        Ok(c) => {
+            tracing::info!(kubeconfig = %source, "provider kubeconfig");
+            workspace::locate(&c, args.allow_foreign_workspace)
+                .await
+                .with_context(|| format!("kubeconfig: {source}"))?;
+            Some(c)
+        }
         Err(e) => {
             tracing::warn!(error = %e, "running without a provider kubeconfig");
             None

@@ -53,12 +53,15 @@ fn manifest_renders_for_dev_and_for_a_cluster() {
 async fn init_publishes_one_resource_and_the_configmaps_claim() {
     let kcp = common::Kcp::start().await;
     let client = kcp.client("quickstart-ws").await;
+    let config = kcp.server.admin_config("quickstart-ws").await.unwrap();
     let (schemas, _) = quickstart::bundled_paths();
     let mut opts = quickstart::init_options();
     opts.schemas_dir = schemas;
     opts.catalog_entry_file = None;
     opts.workspace_path = None;
-    quickstart::init(client.clone(), &opts).await.unwrap();
+    // A plain logical cluster as the admin (the provider-workspace path is in init_checks.rs).
+    opts.allow_foreign_workspace = true;
+    quickstart::init(config.clone(), &opts).await.unwrap();
     let export = Api::<APIExport>::all(client.clone())
         .get(quickstart::EXPORT)
         .await
@@ -69,5 +72,5 @@ async fn init_publishes_one_resource_and_the_configmaps_claim() {
         export.spec.permission_claims.as_ref().unwrap()[0].resource,
         "configmaps"
     );
-    assert!(quickstart::init(client, &opts).await.unwrap().unchanged());
+    assert!(quickstart::init(config, &opts).await.unwrap().unchanged());
 }

@@ -107,9 +107,13 @@ async fn tenant_greetings_are_answered_through_the_virtual_workspace() {
     let mut opts = quickstart::init_options();
     opts.schemas_dir = schemas;
     opts.catalog_entry_file = Some(manifest);
-    let provider_client = kube::Client::try_from(provider_config.clone()).unwrap();
-    quickstart::init(provider_client.clone(), &opts).await.unwrap();
-    assert!(quickstart::init(provider_client, &opts).await.unwrap().unchanged());
+    quickstart::init(provider_config.clone(), &opts).await.unwrap();
+    assert!(
+        quickstart::init(provider_config.clone(), &opts)
+            .await
+            .unwrap()
+            .unchanged()
+    );
 
     // serve.
     let key = SigningKey::generate("hub").unwrap();

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use faros_core::catalog::CatalogEntry;
 use faros_core::kcp::apis::v1alpha1::{APIResourceSchema, split_schema_name};
+use faros_core::names;
+use kube::ResourceExt;
 use serde_json::Value;
 
 use crate::manifest::{self, ManifestError};
@@ -21,6 +23,15 @@ pub enum InputError {
         dir: String,
         #[source]
         source: std::io::Error,
+    },
+    /// A required input is not where its variable says.
+    #[error("{var}={path}: {problem} (set {var} to {wants})")]
+    Location {
+        var: &'static str,
+        /// The path, and a note when it is the default because the variable is unset.
+        path: String,
+        problem: &'static str,
+        wants: &'static str,
     },
     #[error("{file}: {field}: {message}")]
     Field {
@@ -103,6 +114,95 @@ pub fn load_schemas(
         out.push(schema);
     }
     Ok(out)
+}
+
+/// What [`require_schemas`] and [`require_catalog_entry`] ask the author to point the variable at.
+const SCHEMAS_WANTED: &str = "the directory holding the provider's APIResourceSchema YAML";
+const CATALOG_ENTRY_WANTED: &str = "the provider's CatalogEntry manifest";
+
+/// `path` as the variable's value, noting when it is only the default.
+fn shown(var: &str, path: &Path, default: &str, env: &BTreeMap<String, String>) -> String {
+    let unset = env.get(var).is_none_or(|v| v.is_empty());
+    if unset && path == Path::new(default) {
+        format!("{} (the default: {var} is unset)", path.display())
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// The schemas `init` publishes: `dir` must exist and hold at least one schema, because an export
+/// without resources is never what an author wants, and on a published provider it would remove
+/// every resource from its tenants.
+pub fn require_schemas(
+    dir: &Path,
+    groups: &[String],
+    env: &BTreeMap<String, String>,
+) -> Result<Vec<SchemaFile>, InputError> {
+    let location = |problem| InputError::Location {
+        var: names::ENV_SCHEMAS_DIR,
+        path: shown(names::ENV_SCHEMAS_DIR, dir, names::DEFAULT_SCHEMAS_DIR, env),
+        problem,
+        wants: SCHEMAS_WANTED,
+    };
+    if !dir.exists() {
+        return Err(location("directory does not exist"));
+    }
+    if !dir.is_dir() {
+        return Err(location("not a directory"));
+    }
+    let schemas = load_schemas(dir, groups, env)?;
+    if schemas.is_empty() {
+        return Err(location("no *.yaml or *.yml files in the directory"));
+    }
+    Ok(schemas)
+}
+
+/// The CatalogEntry `init` registers: `file` must exist (see [`load_catalog_entry`]).
+pub fn require_catalog_entry(
+    file: &Path,
+    export: &str,
+    env: &BTreeMap<String, String>,
+) -> Result<CatalogEntry, InputError> {
+    let location = |problem| InputError::Location {
+        var: names::ENV_CATALOGENTRY_FILE,
+        path: shown(
+            names::ENV_CATALOGENTRY_FILE,
+            file,
+            names::DEFAULT_CATALOGENTRY_FILE,
+            env,
+        ),
+        problem,
+        wants: CATALOG_ENTRY_WANTED,
+    };
+    if !file.exists() {
+        return Err(location("file does not exist"));
+    }
+    if !file.is_file() {
+        return Err(location("not a file"));
+    }
+    load_catalog_entry(file, export, env)
+}
+
+/// The hub reads only the CatalogEntry named like the provider; any other name would be ignored
+/// there, silently, so it is refused here.
+pub fn check_catalog_entry_name(
+    file: &Path,
+    entry: &CatalogEntry,
+    provider: &str,
+    workspace: &str,
+) -> Result<(), InputError> {
+    let name = entry.name_any();
+    if name == provider {
+        return Ok(());
+    }
+    Err(field(
+        file,
+        "metadata.name",
+        format!(
+            "{name:?} is not this provider's name ({provider:?}, from its workspace {workspace}); the hub only reads \
+             the CatalogEntry named like the provider"
+        ),
+    ))
 }
 
 /// Validates one parsed schema document.

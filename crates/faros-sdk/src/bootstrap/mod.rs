@@ -1,10 +1,14 @@
-//! `init`: publish a provider's APIs from inside its own workspace (DESIGN §3 step 2).
+//! `init`: publish a provider's APIs from inside its own workspace.
 //!
-//! In order, each step logged: APIResourceSchemas from the schemas directory, the APIExport
-//! (resource list merged, claims replaced), the APIExportEndpointSlice, the bind grant, and the
-//! CatalogEntry. Every object is written only when it differs, so a second `init` writes nothing,
-//! and every write tolerates a concurrent writer (AlreadyExists / Conflict re-read and re-decide),
-//! so two replicas running `init` at once both succeed.
+//! First, without writing: the schemas directory and the CatalogEntry manifest are read and
+//! validated (missing or empty is an error naming the variable), the target is located and refused
+//! unless it is the provider's ServiceAccount in its own workspace ([`crate::workspace`]), the
+//! CatalogEntry's name is checked against the provider's, and an export that would lose resources is
+//! refused unless pruning is allowed. Then, in order, each step logged: APIResourceSchemas, the
+//! APIExport (resource list merged, claims replaced), the APIExportEndpointSlice, the bind grant, and
+//! the CatalogEntry. Every object is written only when it differs, so a second `init` writes
+//! nothing, and every write tolerates a concurrent writer (AlreadyExists / Conflict re-read and
+//! re-decide), so two replicas running `init` at once both succeed.
 
 pub mod inputs;
 pub mod objects;
@@ -15,15 +19,23 @@ use std::path::PathBuf;
 
 use faros_core::catalog::CatalogEntry;
 use faros_core::kcp::apis::v1alpha1::{APIExportEndpointSlice, APIResourceSchema};
-use faros_core::kcp::apis::v1alpha2::{APIExport, PermissionClaim};
+use faros_core::kcp::apis::v1alpha2::{APIExport, PermissionClaim, ResourceSchema};
 use faros_core::names;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, Resource, ResourceExt};
+use objects::stale_resources;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use inputs::InputError;
+
+use crate::workspace::{self, WorkspaceError};
+
+/// Set to `true` to let `init` remove resources from the APIExport that no schema defines any more.
+pub const ENV_ALLOW_PRUNE: &str = "FAROS_INIT_ALLOW_PRUNE";
+/// The command-line flag the provider binaries offer for [`ENV_ALLOW_PRUNE`].
+pub const FLAG_ALLOW_PRUNE: &str = "--allow-prune";
 
 /// How often a write is retried after losing a race to another writer.
 const RACE_ATTEMPTS: usize = 8;
@@ -36,21 +48,30 @@ pub struct InitOptions {
     /// API groups this provider owns. Schemas must be in one of them, and export entries of these
     /// groups that no schema defines any more are pruned. Empty means `[export]`.
     pub groups: Vec<String>,
-    /// Directory of APIResourceSchema YAML files (missing directory: no schemas).
+    /// Directory of APIResourceSchema YAML files; missing or empty is an error.
     pub schemas_dir: PathBuf,
     /// The export's permission claims (replaced wholesale on every `init`).
     pub claims: Vec<PermissionClaim>,
-    /// CatalogEntry manifest to self-register; `None` skips the step.
+    /// CatalogEntry manifest to self-register (a missing file is an error); `None` skips the step,
+    /// for tests in workspaces that cannot hold CatalogEntries.
     pub catalog_entry_file: Option<PathBuf>,
     /// `spec.export.path` of the endpoint slice; `None` (recommended) means "this workspace".
     pub workspace_path: Option<String>,
     /// Variables templates see as `env`.
     pub env: BTreeMap<String, String>,
+    /// Remove export entries of this provider's groups that no schema defines any more (each logged).
+    /// Without it such an `init` is refused and the export left as it is.
+    pub allow_prune: bool,
+    /// Act even where [`workspace::decide`] refuses (not the provider's ServiceAccount, or not a
+    /// provider workspace); the reasons are logged as a warning.
+    pub allow_foreign_workspace: bool,
 }
 
 impl InitOptions {
     /// Options for `export` with the provider environment: `FAROS_SCHEMAS_DIR` (default
-    /// `/etc/faros/schemas`) and `FAROS_CATALOGENTRY_FILE` (unset or empty: skip).
+    /// `/etc/faros/schemas`), `FAROS_CATALOGENTRY_FILE` (default
+    /// `/etc/faros/catalogentry/catalogentry.yaml`), `FAROS_INIT_ALLOW_PRUNE` and
+    /// `FAROS_ALLOW_FOREIGN_WORKSPACE` (see [`env_flag`]).
     pub fn from_env(export: &str) -> Self {
         let env = crate::manifest::process_env();
         let schemas_dir = env
@@ -61,14 +82,18 @@ impl InitOptions {
         let catalog_entry_file = env
             .get(names::ENV_CATALOGENTRY_FILE)
             .filter(|s| !s.is_empty())
-            .map(PathBuf::from);
+            .cloned()
+            .unwrap_or_else(|| names::DEFAULT_CATALOGENTRY_FILE.into());
+        let flag = |var: &str| env.get(var).is_some_and(|v| env_flag(v));
         Self {
             export: export.into(),
             groups: Vec::new(),
             schemas_dir: schemas_dir.into(),
             claims: Vec::new(),
-            catalog_entry_file,
+            catalog_entry_file: Some(catalog_entry_file.into()),
             workspace_path: None,
+            allow_prune: flag(ENV_ALLOW_PRUNE),
+            allow_foreign_workspace: flag(workspace::ENV_ALLOW_FOREIGN_WORKSPACE),
             env,
         }
     }
@@ -82,11 +107,36 @@ impl InitOptions {
     }
 }
 
+/// Whether a boolean environment value means yes: `y`, `yes`, `t`, `true`, `on` or `1` (any case),
+/// the values clap's `BoolishValueParser` takes as true; anything else is false.
+pub fn env_flag(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes" | "t" | "true" | "on" | "1"
+    )
+}
+
 /// Errors from `init`.
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
     #[error(transparent)]
     Input(#[from] InputError),
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    #[error(
+        "APIExport {export:?}: init would remove {} that no schema in {}={dir} defines any more: {}; every tenant \
+         bound to the export would lose them. Restore their schema files, or set {ENV_ALLOW_PRUNE}=true \
+         ({FLAG_ALLOW_PRUNE}) to remove them",
+        if resources.len() == 1 { "a resource" } else { "resources" },
+        names::ENV_SCHEMAS_DIR,
+        resources.join(", ")
+    )]
+    PruneRefused {
+        export: String,
+        dir: String,
+        /// `<resource>.<group> (schema <name>)` of every entry that would go.
+        resources: Vec<String>,
+    },
     #[error("{step}: {kind} {name:?}: {source}")]
     Kube {
         step: &'static str,
@@ -128,6 +178,10 @@ pub struct Applied {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InitReport {
     pub applied: Vec<Applied>,
+    /// `<resource>.<group>` of the export entries removed (only with [`InitOptions::allow_prune`]).
+    pub pruned: Vec<String>,
+    /// Where it acted.
+    pub placement: Option<workspace::Placement>,
 }
 
 impl InitReport {
@@ -137,18 +191,48 @@ impl InitReport {
     }
 }
 
-/// Runs the bootstrap against `client`, which must target the provider's workspace.
+/// Runs the bootstrap with `config`, which must reach the provider's workspace as its ServiceAccount
+/// (see [`workspace::decide`]; [`InitOptions::allow_foreign_workspace`] overrides).
 ///
-/// All inputs are read and validated before the first write, so bad YAML never leaves a
-/// half-published provider behind.
-pub async fn init(client: Client, opts: &InitOptions) -> Result<InitReport, InitError> {
+/// All inputs are read and validated, and the target checked, before the first write, so bad YAML
+/// or a wrong kubeconfig never leaves a half-published provider behind.
+pub async fn init(config: kube::Config, opts: &InitOptions) -> Result<InitReport, InitError> {
     let groups = opts.groups();
-    let schemas = inputs::load_schemas(&opts.schemas_dir, &groups, &opts.env)?;
+    let schemas = inputs::require_schemas(&opts.schemas_dir, &groups, &opts.env)?;
     let entry = match &opts.catalog_entry_file {
-        Some(file) => Some(inputs::load_catalog_entry(file, &opts.export, &opts.env)?),
+        Some(file) => Some((file, inputs::require_catalog_entry(file, &opts.export, &opts.env)?)),
         None => None,
     };
-    let mut report = InitReport::default();
+    let placement = workspace::locate(&config, opts.allow_foreign_workspace).await?;
+    if let (Some((file, entry)), Some(provider)) = (&entry, &placement.provider) {
+        inputs::check_catalog_entry_name(file, entry, provider, &placement.workspace)?;
+    }
+    let client = Client::try_from(config).map_err(|source| WorkspaceError::Client {
+        server: placement.server.clone(),
+        source,
+    })?;
+    let mut report = InitReport {
+        placement: Some(placement),
+        ..Default::default()
+    };
+
+    let owned = objects::owned_resources(&schemas);
+    let owned_groups: BTreeSet<String> = groups
+        .iter()
+        .cloned()
+        .chain(owned.iter().map(|r| r.group.clone()))
+        .collect();
+    let exports: Api<APIExport> = Api::all(client.clone());
+    // Refused before any write; the export step checks again against what it really replaces.
+    let published = exports.get_opt(&opts.export).await.map_err(|source| InitError::Kube {
+        step: "export",
+        kind: "APIExport".into(),
+        name: opts.export.clone(),
+        source: Box::new(source),
+    })?;
+    if let Some(existing) = &published {
+        check_prune(existing, &owned, &owned_groups, opts)?;
+    }
 
     // 1. Schemas: immutable, so create-or-compare.
     let api: Api<APIResourceSchema> = Api::all(client.clone());
@@ -171,18 +255,25 @@ pub async fn init(client: Client, opts: &InitOptions) -> Result<InitReport, Init
     }
 
     // 2. APIExport: merged resources, our claims.
-    let owned = objects::owned_resources(&schemas);
-    let owned_groups: BTreeSet<String> = groups
-        .iter()
-        .cloned()
-        .chain(owned.iter().map(|r| r.group.clone()))
-        .collect();
-    let api: Api<APIExport> = Api::all(client.clone());
     let desired = objects::new_export(&opts.export, owned.clone(), opts.claims.clone());
-    let outcome = ensure(&api, "export", desired, |existing| {
+    let mut pruned = Vec::new();
+    let outcome = ensure(&exports, "export", desired, |existing| {
+        pruned = check_prune(existing, &owned, &owned_groups, opts)?;
         Ok(objects::update_export(existing, &owned, &owned_groups, &opts.claims))
     })
     .await?;
+    if outcome == Outcome::Updated {
+        for resource in &pruned {
+            tracing::warn!(
+                export = %opts.export,
+                group = %resource.group,
+                resource = %resource.name,
+                schema = %resource.schema,
+                "init: pruned resource from the APIExport ({ENV_ALLOW_PRUNE}); tenants bound to the export lose it"
+            );
+            report.pruned.push(format!("{}.{}", resource.name, resource.group));
+        }
+    }
     record(&mut report, "APIExport", &opts.export, outcome);
 
     // 3. Endpoint slice.
@@ -229,7 +320,7 @@ pub async fn init(client: Client, opts: &InitOptions) -> Result<InitReport, Init
     record(&mut report, "ClusterRoleBinding", &name, outcome);
 
     // 5. CatalogEntry.
-    if let Some(entry) = entry {
+    if let Some((_, entry)) = entry {
         let name = entry.name_any();
         let outcome = ensure(
             &Api::<CatalogEntry>::all(client.clone()),
@@ -251,6 +342,28 @@ pub async fn init(client: Client, opts: &InitOptions) -> Result<InitReport, Init
         record(&mut report, "CatalogEntry", &name, outcome);
     }
     Ok(report)
+}
+
+/// The entries of `existing` that this `init` would remove; an error unless pruning is allowed.
+fn check_prune(
+    existing: &APIExport,
+    owned: &[ResourceSchema],
+    owned_groups: &BTreeSet<String>,
+    opts: &InitOptions,
+) -> Result<Vec<ResourceSchema>, InitError> {
+    let current = existing.spec.resources.clone().unwrap_or_default();
+    let stale = stale_resources(&current, owned, owned_groups);
+    if stale.is_empty() || opts.allow_prune {
+        return Ok(stale);
+    }
+    Err(InitError::PruneRefused {
+        export: opts.export.clone(),
+        dir: opts.schemas_dir.display().to_string(),
+        resources: stale
+            .iter()
+            .map(|r| format!("{}.{} (schema {})", r.name, r.group, r.schema))
+            .collect(),
+    })
 }
 
 fn record(report: &mut InitReport, kind: &str, name: &str, outcome: Outcome) {

@@ -40,6 +40,20 @@ pub fn merge_resources(
     merged
 }
 
+/// The entries [`merge_resources`] drops without replacing them: resources of `owned_groups` that
+/// no schema defines any more. Removing them takes the API away from every bound tenant.
+pub fn stale_resources(
+    existing: &[ResourceSchema],
+    owned: &[ResourceSchema],
+    owned_groups: &BTreeSet<String>,
+) -> Vec<ResourceSchema> {
+    existing
+        .iter()
+        .filter(|e| owned_groups.contains(&e.group) && !owned.iter().any(|o| o.group == e.group && o.name == e.name))
+        .cloned()
+        .collect()
+}
+
 /// A fresh APIExport named `export`.
 pub fn new_export(export: &str, resources: Vec<ResourceSchema>, claims: Vec<PermissionClaim>) -> APIExport {
     APIExport::new(
@@ -168,6 +182,12 @@ mod tests {
                 r("infrastructure.faros.sh", "templates")
             ]
         );
+        assert_eq!(
+            stale_resources(&existing, &owned, &groups),
+            vec![r("code.faros.sh", "coderepos")],
+            "replaced is not stale, foreign is not stale"
+        );
+        assert!(stale_resources(&existing, &[], &BTreeSet::new()).is_empty());
         // No schemas: nothing owned, every existing entry preserved.
         assert_eq!(merge_resources(&existing, &[], &BTreeSet::new()), existing);
     }

@@ -50,9 +50,7 @@ pub async fn run(dev: Dev, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
     opts.schemas_dir = schemas;
     opts.catalog_entry_file = Some(manifest);
     opts.env.insert("QUICKSTART_URL".into(), url.clone());
-    let report = qs::init(kube::Client::try_from(config.clone())?, &opts)
-        .await
-        .context("quickstart init")?;
+    let report = qs::init(config.clone(), &opts).await.context("quickstart init")?;
     tracing::info!(objects = report.applied.len(), %url, "quickstart initialised");
 
     let verifier = IdentityVerifier::from_url(
