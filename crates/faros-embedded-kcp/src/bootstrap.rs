@@ -1,10 +1,12 @@
 //! What a fresh server contains before anyone writes: the `default` namespace of `root` and the
-//! default RBAC roles every Kubernetes cluster has.
+//! default RBAC roles every Kubernetes cluster has. Created through the in-process client, so they
+//! pass the same admission as any other write; nothing here writes to the store directly.
 
 use serde_json::{Value, json};
 
+use crate::client::Client;
 use crate::state::ServerState;
-use crate::store::{ObjectKey, WriteOp};
+use crate::store::ObjectKey;
 
 fn object(kind: &str, api_version: &str, name: &str, extra: Value) -> Value {
     let mut o = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
@@ -118,21 +120,32 @@ pub async fn ensure_cluster(state: &ServerState, cluster: &str) {
     create_missing(state, cluster, default_objects()).await;
 }
 
+/// Creates the missing ones through the write pipeline, as the system. A create drops the status of
+/// kinds with a status subresource, so it follows as a second write, as a controller would do it.
 async fn create_missing(state: &ServerState, cluster: &str, objects: Vec<(ObjectKey, Value)>) {
-    let now = crate::objects::now_rfc3339();
-    for (mut key, mut obj) in objects {
+    let client = Client::system(state);
+    for (mut key, obj) in objects {
         key.cluster = cluster.to_string();
         if matches!(state.store.get(&key), Ok(Some(_))) {
             continue;
         }
-        let meta = crate::objects::meta_mut(&mut obj);
-        meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
-        meta.insert("creationTimestamp".into(), json!(now));
-        let ann = meta.entry("annotations").or_insert_with(|| json!({}));
-        ann[crate::objects::CLUSTER_ANNOTATION] = json!(cluster);
-        match state.store.write(vec![WriteOp::Create { key, object: obj }]).await {
-            Ok(events) => state.committed(&events),
-            Err(e) => tracing::warn!(error = %e, cluster, "could not create default object"),
+        let status = obj.get("status").cloned();
+        let created = match client.create(cluster, &key.group, &key.resource, obj).await {
+            Ok(created) => created,
+            Err(e) => {
+                tracing::warn!(error = %e, cluster, name = %key.name, "could not create default object");
+                continue;
+            }
+        };
+        if let Some(status) = status.filter(|s| created.get("status") != Some(s)) {
+            let mut with_status = created.clone();
+            with_status["status"] = status;
+            if let Err(e) = client
+                .update_status(&key.group, &key.resource, &created, with_status)
+                .await
+            {
+                tracing::warn!(error = %e, cluster, name = %key.name, "could not set the status of a default object");
+            }
         }
     }
 }

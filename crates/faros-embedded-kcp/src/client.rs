@@ -17,6 +17,7 @@ use crate::objects::{CLUSTER_ANNOTATION, meta_str};
 use crate::registry::ResourceDef;
 use crate::state::ServerState;
 use crate::write::delete::{DeleteOptions, Deleted};
+use crate::write::update::Updated;
 use crate::write::{FieldValidation, Writer};
 
 /// The user name the in-process controllers write as.
@@ -75,10 +76,43 @@ impl<'a> Client<'a> {
         Ok(stored)
     }
 
-    /// Replaces the stored `old` (which carries its resourceVersion) with `new`: everything but
-    /// status for kinds with a status subresource. Removes the object when that completes its deletion.
+    /// Replaces the stored `old` (which carries its resourceVersion) with `new`, like a controller
+    /// calling the API: the object, then — for kinds with a status subresource whose status changed —
+    /// `/status`, as a second write. Returns the stored result (the object removed when the update
+    /// completed its deletion).
     pub async fn update(&self, group: &str, resource: &str, old: &Value, new: Value) -> Result<Value, Status> {
-        self.update_part(group, resource, old, new, None).await
+        let def = self.storage_def(&cluster_of(old), group, resource)?;
+        if !def.status_subresource || old.get("status") == new.get("status") {
+            return Ok(self.write_part(&def, old, new, None).await?.object);
+        }
+        let without_status = |v: &Value| {
+            let mut v = v.clone();
+            if let Some(m) = v.as_object_mut() {
+                m.remove("status");
+            }
+            if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.remove("resourceVersion");
+            }
+            v
+        };
+        let current = if without_status(old) == without_status(&new) {
+            old.clone()
+        } else {
+            let updated = self.write_part(&def, old, new.clone(), None).await?;
+            if updated.removed {
+                // The deletion completed: no status left to write.
+                return Ok(updated.object);
+            }
+            updated.object
+        };
+        let mut status_write = new;
+        if let Some(rv) = current.pointer("/metadata/resourceVersion").cloned() {
+            crate::objects::meta_mut(&mut status_write).insert("resourceVersion".into(), rv);
+        }
+        Ok(self
+            .write_part(&def, &current, status_write, Some("status"))
+            .await?
+            .object)
     }
 
     /// Replaces the status of `old` with that of `new` (`/status` when the kind has it).
@@ -99,16 +133,23 @@ impl<'a> Client<'a> {
         new: Value,
         sub: Option<&str>,
     ) -> Result<Value, Status> {
-        let cluster = cluster_of(old);
-        let def = self.storage_def(&cluster, group, resource)?;
+        let def = self.storage_def(&cluster_of(old), group, resource)?;
         let sub = match sub {
             Some("status") if !def.status_subresource => None,
             s => s,
         };
-        let (stored, _) =
-            crate::write::update::update(&self.writer(&cluster), &def, old, new, sub, false, Some(SYSTEM_MANAGER))
-                .await?;
-        Ok(stored)
+        Ok(self.write_part(&def, old, new, sub).await?.object)
+    }
+
+    async fn write_part(
+        &self,
+        def: &ResourceDef,
+        old: &Value,
+        new: Value,
+        sub: Option<&str>,
+    ) -> Result<Updated, Status> {
+        let cluster = cluster_of(old);
+        crate::write::update::update(&self.writer(&cluster), def, old, new, sub, false, Some(SYSTEM_MANAGER)).await
     }
 
     /// Deletes the stored `obj` with `propagation` (`Background`, `Foreground`, `Orphan`, or None
@@ -137,4 +178,86 @@ fn cluster_of(obj: &Value) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use serde_json::json;
+
+    use super::*;
+    use crate::{Config, Server};
+
+    /// POSTs `obj` as admin and returns the refusal.
+    async fn refused_over_http(server: &Server, path: &str, obj: &Value) -> Status {
+        let ca = reqwest::Certificate::from_pem(server.ca_pem().as_bytes()).unwrap();
+        let http = reqwest::Client::builder().add_root_certificate(ca).build().unwrap();
+        let resp = http
+            .post(format!("{}{path}", server.url()))
+            .bearer_auth(server.admin_token())
+            .json(obj)
+            .send()
+            .await
+            .unwrap();
+        assert!(!resp.status().is_success(), "{path} accepted over HTTP");
+        resp.json::<Status>().await.unwrap()
+    }
+
+    /// A controller's write is admitted exactly like the same write over HTTP: what schema
+    /// validation or kcp admission refuses over HTTP, the in-process client is refused with the
+    /// same Status — the system actor skips RBAC only.
+    #[tokio::test]
+    async fn controller_writes_are_refused_like_api_writes() {
+        faros_core::telemetry::install_crypto_provider();
+        let dir = tempfile::tempdir().unwrap();
+        let server = Server::start(Config::new(dir.path())).await.unwrap();
+        let client = Client::system(server.state());
+
+        // Schema validation: ConfigMap data values are strings.
+        let bad_configmap = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "bad", "namespace": "default"}, "data": {"count": 1}});
+        let http = refused_over_http(
+            &server,
+            "/clusters/root/api/v1/namespaces/default/configmaps",
+            &bad_configmap,
+        )
+        .await;
+        let in_process = client
+            .create("root", "", "configmaps", bad_configmap)
+            .await
+            .unwrap_err();
+        assert_eq!(http.code, 422, "{http:?}");
+        assert_eq!(in_process, http);
+
+        // kcp admission: binding to an export in a workspace that does not exist is forbidden,
+        // even for system:masters.
+        let bad_binding = json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
+            "metadata": {"name": "nowhere"},
+            "spec": {"reference": {"export": {"path": "root:missing", "name": "widgets"}}}});
+        let http = refused_over_http(
+            &server,
+            "/clusters/root/apis/apis.kcp.io/v1alpha2/apibindings",
+            &bad_binding,
+        )
+        .await;
+        let in_process = client
+            .create("root", "apis.kcp.io", "apibindings", bad_binding)
+            .await
+            .unwrap_err();
+        assert_eq!(http.code, 403, "{http:?}");
+        assert_eq!(in_process, http);
+
+        // Updates go through the same checks: an invalid label is refused on the way in.
+        let ns = server
+            .state()
+            .store
+            .get(&crate::store::ObjectKey::new("", "namespaces", "root", "", "default"))
+            .unwrap()
+            .unwrap();
+        let mut labelled = ns.clone();
+        labelled["metadata"]["labels"] = json!({"bad key!": "x"});
+        let err = client.update("", "namespaces", &ns, labelled).await.unwrap_err();
+        assert_eq!(err.code, 422, "{err:?}");
+        server.shutdown().await;
+    }
 }

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{key_of, list_all, rv, write};
+use super::{key_of, landed, list_all};
+use crate::client::Client;
 use crate::objects;
 use crate::registry::ResourceDef;
 use crate::state::ServerState;
-use crate::store::{Event, EventType, ObjectKey, WriteOp};
+use crate::store::{Event, EventType, ObjectKey};
 
 /// Owner (cluster, uid) → dependents' keys.
 #[derive(Default)]
@@ -120,10 +121,11 @@ impl Collector {
                 return;
             }
         }
-        let Some(def) = def_for(state, &dep.cluster, &dep.group, &dep.resource) else {
-            return;
-        };
-        super::delete(state, &def, dep, &obj).await;
+        landed(
+            Client::system(state)
+                .delete(&dep.group, &dep.resource, &obj, Some("Background"))
+                .await,
+        );
     }
 
     async fn recheck_owner(&mut self, state: &ServerState, cluster: &str, owner_uid: &str) {
@@ -166,48 +168,37 @@ impl Collector {
                 {
                     refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
                 }
-                write(
-                    state,
-                    WriteOp::Update {
-                        key: dep.clone(),
-                        object: updated,
-                        expected_rv: rv(&d),
-                    },
-                )
-                .await;
+                landed(
+                    Client::system(state)
+                        .update(&dep.group, &dep.resource, &d, updated)
+                        .await,
+                );
             }
             let updated = drop_finalizer("orphan");
-            write(state, finish_or_update(key, updated, rv(obj))).await;
+            landed(
+                Client::system(state)
+                    .update(&key.group, &key.resource, obj, updated)
+                    .await,
+            );
         } else if finalizers.iter().any(|f| f == "foregroundDeletion") {
             let mut waiting = false;
             for dep in &deps {
                 let Ok(Some(d)) = state.store.get(dep) else { continue };
                 waiting = true;
-                let Some(def) = def_for(state, &dep.cluster, &dep.group, &dep.resource) else {
-                    continue;
-                };
-                super::delete(state, &def, dep, &d).await;
+                landed(
+                    Client::system(state)
+                        .delete(&dep.group, &dep.resource, &d, Some("Background"))
+                        .await,
+                );
             }
             if !waiting {
                 let updated = drop_finalizer("foregroundDeletion");
-                write(state, finish_or_update(key, updated, rv(obj))).await;
+                landed(
+                    Client::system(state)
+                        .update(&key.group, &key.resource, obj, updated)
+                        .await,
+                );
             }
-        }
-    }
-}
-
-/// An object being deleted whose last finalizer went is removed; otherwise it is updated.
-fn finish_or_update(key: &ObjectKey, updated: Value, expected_rv: Option<u64>) -> WriteOp {
-    if objects::finalizers(&updated).is_empty() {
-        WriteOp::Delete {
-            key: key.clone(),
-            expected_rv,
-        }
-    } else {
-        WriteOp::Update {
-            key: key.clone(),
-            object: updated,
-            expected_rv,
         }
     }
 }
@@ -216,14 +207,6 @@ fn all_defs(state: &ServerState) -> Vec<Arc<ResourceDef>> {
     let mut defs = state.registry.all_resources();
     defs.retain(|d| !d.create_only);
     defs
-}
-
-fn def_for(state: &ServerState, cluster: &str, group: &str, resource: &str) -> Option<Arc<ResourceDef>> {
-    state
-        .registry
-        .resources(cluster)
-        .into_iter()
-        .find(|d| d.group == group && d.resource == resource)
 }
 
 /// Whether the owner an ownerReference names still exists with that uid.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::state::ServerState;
-use crate::store::{Event, EventType, ListQuery, ObjectKey, WriteOp};
+use crate::store::{Event, EventType, ListQuery, ObjectKey};
 
 /// Runs every controller over the committed-write events until the channel closes.
 pub async fn run(state: Arc<ServerState>, mut events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>) {
@@ -78,16 +78,14 @@ pub fn key_of(group: &str, resource: &str, obj: &Value) -> ObjectKey {
     }
 }
 
-/// Commits controller writes; conflicts and not-found are expected races and retried by the next event.
-pub async fn write(state: &ServerState, op: WriteOp) -> bool {
-    match state.store.write(vec![op]).await {
-        Ok(events) => {
-            state.committed(&events);
-            true
-        }
+/// The result of a controller write, logged when it did not land: conflicts and not-found are
+/// expected races, and the next event brings the controller back.
+pub fn landed<T>(result: Result<T, faros_core::status::Status>) -> Option<T> {
+    match result {
+        Ok(t) => Some(t),
         Err(e) => {
-            tracing::debug!(error = %e, "controller write lost a race");
-            false
+            tracing::debug!(code = e.code, reason = %e.reason, message = %e.message, "controller write lost a race");
+            None
         }
     }
 }
@@ -108,23 +106,4 @@ pub fn rebuild_cluster_index(state: &ServerState) {
         let key = key_of(LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, &obj);
         index.upsert(&key.cluster, &obj);
     }
-}
-
-/// Deletes `obj` (stored under `key`) the way a Background DELETE would: removed at once, or marked
-/// with a deletionTimestamp while finalizers remain.
-pub async fn delete(state: &ServerState, def: &crate::registry::ResourceDef, key: &ObjectKey, obj: &Value) {
-    use crate::objects::{DeleteOutcome, now_rfc3339, prepare_delete};
-    let op = match prepare_delete(def, obj, Some("Background"), &now_rfc3339()) {
-        DeleteOutcome::Remove => WriteOp::Delete {
-            key: key.clone(),
-            expected_rv: rv(obj),
-        },
-        DeleteOutcome::Mark(marked) => WriteOp::Update {
-            key: key.clone(),
-            object: marked,
-            expected_rv: rv(obj),
-        },
-        DeleteOutcome::AlreadyDeleting => return,
-    };
-    write(state, op).await;
 }

@@ -3,10 +3,11 @@
 
 use serde_json::{Value, json};
 
-use super::{key_of, list_all, rv, write};
+use super::{key_of, landed, list_all};
+use crate::client::Client;
 use crate::objects;
 use crate::state::ServerState;
-use crate::store::{ObjectKey, WriteOp};
+use crate::store::ObjectKey;
 
 pub async fn reconcile(state: &ServerState, cluster: &str, ns: &Value) {
     if ns.pointer("/metadata/deletionTimestamp").is_none() {
@@ -20,8 +21,11 @@ pub async fn reconcile(state: &ServerState, cluster: &str, ns: &Value) {
         }
         for obj in list_all(state, &def.group, &def.resource, Some(cluster), Some(&name)) {
             remaining += 1;
-            let key = key_of(&def.group, &def.resource, &obj);
-            super::delete(state, &def, &key, &obj).await;
+            landed(
+                Client::system(state)
+                    .delete(&def.group, &def.resource, &obj, Some("Background"))
+                    .await,
+            );
         }
     }
     if remaining > 0 {
@@ -56,24 +60,10 @@ async fn finalize(state: &ServerState, cluster: &str, name: &str) {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter(|f| f.as_str() != Some("kubernetes")).cloned().collect())
         .unwrap_or_default();
-    let expected_rv = rv(&ns);
-    if spec_finalizers.is_empty() && objects::finalizers(&ns).is_empty() {
-        write(state, WriteOp::Delete { key, expected_rv }).await;
-    } else {
-        let mut updated = ns.clone();
-        updated["spec"]["finalizers"] = json!(spec_finalizers);
-        if updated != ns {
-            write(
-                state,
-                WriteOp::Update {
-                    key,
-                    object: updated,
-                    expected_rv,
-                },
-            )
-            .await;
-        }
-    }
+    // Through `/finalize`: the namespace is removed once no finalizers of either kind remain.
+    let mut updated = ns.clone();
+    updated["spec"]["finalizers"] = json!(spec_finalizers);
+    landed(Client::system(state).finalize_namespace(&ns, updated).await);
 }
 
 /// Called when namespaced content is deleted: the namespace may now be empty.

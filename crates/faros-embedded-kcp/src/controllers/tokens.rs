@@ -5,10 +5,11 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
-use super::{key_of, list_all, rv, write};
+use super::{key_of, landed, list_all};
 use crate::auth::SaClaims;
+use crate::client::Client;
 use crate::state::ServerState;
-use crate::store::{ObjectKey, WriteOp};
+use crate::store::ObjectKey;
 
 pub const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
 const SA_NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
@@ -46,14 +47,11 @@ pub async fn reconcile(state: &ServerState, key: &ObjectKey, secret: &Value) {
         Ok(None) => {
             // Like kube-controller-manager: a token secret for a missing ServiceAccount is removed.
             tracing::info!(secret = %key.name, namespace = %key.namespace, service_account = sa_name, "deleting token secret of a missing ServiceAccount");
-            write(
-                state,
-                WriteOp::Delete {
-                    key: key.clone(),
-                    expected_rv: rv(secret),
-                },
-            )
-            .await;
+            landed(
+                Client::system(state)
+                    .delete("", "secrets", secret, Some("Background"))
+                    .await,
+            );
             return;
         }
         Err(e) => {
@@ -80,15 +78,7 @@ pub async fn reconcile(state: &ServerState, key: &ObjectKey, secret: &Value) {
     updated["data"]["token"] = json!(STANDARD.encode(token));
     updated["data"]["ca.crt"] = json!(STANDARD.encode(&state.ca_pem));
     updated["data"]["namespace"] = json!(STANDARD.encode(&key.namespace));
-    write(
-        state,
-        WriteOp::Update {
-            key: key.clone(),
-            object: updated,
-            expected_rv: rv(secret),
-        },
-    )
-    .await;
+    landed(Client::system(state).update("", "secrets", secret, updated).await);
 }
 
 /// Fills token secrets created while the server was down (or before a crash).

@@ -21,9 +21,18 @@ pub fn part(sub: Option<&str>) -> WritePart {
     }
 }
 
+/// What an update did.
+pub struct Updated {
+    /// The stored object (the admitted one on a dry run; the last state when removed).
+    pub object: Value,
+    pub warnings: Vec<String>,
+    /// The update completed a pending deletion: the object is gone.
+    pub removed: bool,
+}
+
 /// Commits `new` as the successor of `old` (or deletes it when its deletion completes). `require_rv`:
 /// `new` must carry a resourceVersion. `manager`: the field manager to record (None when the caller
-/// computed managedFields). Returns the stored object (the admitted one on a dry run) and warnings.
+/// computed managedFields).
 pub async fn update(
     w: &Writer<'_>,
     def: &ResourceDef,
@@ -32,7 +41,7 @@ pub async fn update(
     sub: Option<&str>,
     require_rv: bool,
     manager: Option<&str>,
-) -> Result<(Value, Vec<String>), Status> {
+) -> Result<Updated, Status> {
     let name = meta_str(old, "name").unwrap_or_default().to_string();
     let ns = meta_str(old, "namespace").map(String::from);
     let expected_rv = match meta_str(&new, "resourceVersion").filter(|s| !s.is_empty()) {
@@ -66,12 +75,20 @@ pub async fn update(
         {
             return Err(Status::conflict(&def.group, &def.resource, &name));
         }
-        return Ok((old.clone(), warnings));
+        return Ok(Updated {
+            object: old.clone(),
+            warnings,
+            removed: false,
+        });
     }
     if w.dry_run.clone()? {
-        return Ok((new, warnings));
+        return Ok(Updated {
+            object: new,
+            warnings,
+            removed: remove,
+        });
     }
-    let stored = if remove {
+    let object = if remove {
         w.commit(def, &name, WriteOp::Delete { key, expected_rv }).await?
     } else {
         w.commit(
@@ -85,7 +102,11 @@ pub async fn update(
         )
         .await?
     };
-    Ok((stored, warnings))
+    Ok(Updated {
+        object,
+        warnings,
+        removed: remove,
+    })
 }
 
 /// Whether `new` equals `old` apart from the resourceVersion it carries.

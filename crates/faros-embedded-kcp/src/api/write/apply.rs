@@ -81,7 +81,7 @@ pub(super) async fn apply(
                 meta_mut(&mut merged).insert("resourceVersion".into(), Value::String(rv));
                 crate::write::update::update(&w, def, old, merged, sub, false, None)
                     .await
-                    .map(|(stored, warnings)| respond(StatusCode::OK, &stored, &warnings))
+                    .map(|u| respond(StatusCode::OK, &u.object, &u.warnings))
             }
         };
         match result {

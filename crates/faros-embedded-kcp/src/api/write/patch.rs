@@ -108,7 +108,7 @@ pub async fn patch(
         match crate::write::update::update(&w, def, &old, new, sub, false, Some(&m)).await {
             Err(s) if s.code == 409 && s.reason == "Conflict" && !explicit_rv && attempt < PATCH_RETRIES => continue,
             Err(s) => return Err(s),
-            Ok((stored, warnings)) => return Ok(respond(StatusCode::OK, &stored, &warnings)),
+            Ok(u) => return Ok(respond(StatusCode::OK, &u.object, &u.warnings)),
         }
     }
 }

@@ -27,6 +27,6 @@ pub async fn update(
     let old = w.load(def, ns, name)?;
     let m = manager(ctx);
     // CR-like kinds demand optimistic concurrency on PUT; built-ins allow unconditional updates.
-    let (stored, warnings) = crate::write::update::update(&w, def, &old, new, sub, def.generation, Some(&m)).await?;
-    Ok(respond(StatusCode::OK, &stored, &warnings))
+    let updated = crate::write::update::update(&w, def, &old, new, sub, def.generation, Some(&m)).await?;
+    Ok(respond(StatusCode::OK, &updated.object, &updated.warnings))
 }

@@ -11,7 +11,7 @@
 //!   binding is gone.
 //! - Slices: `status.endpoints` holds the virtual workspace URL while the export has a Bound binding.
 //!
-//! Writes go through `controllers::write`/`create_object`, so the controller sees its own writes
+//! Writes go through the in-process client (the API's write pipeline), so the controller sees its own writes
 //! again as events; every reconcile is idempotent and writes only on change.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -32,12 +32,13 @@ use super::claims;
 use super::conditions::{self, Mark, SEVERITY_ERROR, SEVERITY_INFO, SEVERITY_WARNING};
 use super::view::{ClaimLabel, ExportKey, Index};
 use super::{BINDING_FINALIZER, IDENTITY_NAMESPACE};
-use crate::controllers::{list_all, rv, write};
+use crate::client::Client;
+use crate::controllers::{landed, list_all, rv};
 use crate::kcp::{BoundConsumer, ExportView};
-use crate::objects::{self, DeleteOutcome};
+use crate::objects;
 use crate::registry::ResourceDef;
 use crate::state::ServerState;
-use crate::store::{Event, EventType, ObjectKey, StoreError, WatchFilter, WriteOp};
+use crate::store::{Event, EventType, ObjectKey, StoreError, WatchFilter};
 
 const GROUP: &str = "apis.kcp.io";
 const EXPORTS: &str = "apiexports";
@@ -328,6 +329,10 @@ impl Controller {
         }
     }
 
+    fn client(&self) -> Client<'_> {
+        Client::system(&self.state)
+    }
+
     fn own_path(&self, cluster: &str) -> String {
         self.state
             .clusters
@@ -569,15 +574,7 @@ impl Controller {
         updated["spec"]["identity"] = json!({"secretRef": {"namespace": IDENTITY_NAMESPACE, "name": name}});
         let generation = obj.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
         objects::meta_mut(&mut updated).insert("generation".into(), json!(generation + 1));
-        write(
-            &self.state,
-            WriteOp::Update {
-                key: key(EXPORTS, cluster, name),
-                object: updated,
-                expected_rv: rv(obj),
-            },
-        )
-        .await;
+        landed(self.client().update(GROUP, EXPORTS, obj, updated).await);
     }
 
     /// Recomputes what the virtual workspace serves for an export.
@@ -1087,17 +1084,8 @@ impl Controller {
                 None => remove_label(&mut updated, label_key, &label_value),
             };
             if changed {
-                let k = crate::controllers::key_of(group, resource, &obj);
-                let ok = write(
-                    &self.state,
-                    WriteOp::Update {
-                        key: k,
-                        object: updated,
-                        expected_rv: rv(&obj),
-                    },
-                )
-                .await;
-                if !ok {
+                let written = landed(self.client().update(group, resource, &obj, updated).await);
+                if written.is_none() {
                     return Err(format!("error patching {resource}.{group} {cluster}|{}", name_of(&obj)));
                 }
             }
@@ -1134,7 +1122,6 @@ impl Controller {
                     })
             })
         };
-        let now_text = objects::now_rfc3339();
         let mut remaining: BTreeMap<String, usize> = BTreeMap::new();
         let mut finalizers: BTreeMap<String, usize> = BTreeMap::new();
         for br in bound.iter().filter(|br| !adopted(br)) {
@@ -1148,31 +1135,7 @@ impl Controller {
                 continue;
             };
             for item in list_all(&self.state, &br.group, &br.resource, Some(cluster), None) {
-                let k = crate::controllers::key_of(&br.group, &br.resource, &item);
-                match objects::prepare_delete(&def, &item, None, &now_text) {
-                    DeleteOutcome::Remove => {
-                        write(
-                            &self.state,
-                            WriteOp::Delete {
-                                key: k,
-                                expected_rv: rv(&item),
-                            },
-                        )
-                        .await;
-                    }
-                    DeleteOutcome::Mark(marked) => {
-                        write(
-                            &self.state,
-                            WriteOp::Update {
-                                key: k,
-                                object: marked,
-                                expected_rv: rv(&item),
-                            },
-                        )
-                        .await;
-                    }
-                    DeleteOutcome::AlreadyDeleting => {}
-                }
+                landed(self.client().delete(&def.group, &def.resource, &item, None).await);
             }
             let left = list_all(&self.state, &br.group, &br.resource, Some(cluster), None);
             if !left.is_empty() {
@@ -1233,23 +1196,14 @@ impl Controller {
             .into_iter()
             .filter(|f| f != BINDING_FINALIZER)
             .collect();
-        let op = if rest.is_empty() {
+        if rest.is_empty() {
             // Leave discovery before the binding is gone, so whoever sees it gone sees the APIs gone too.
             self.sync_registry_with(cluster, name, None);
-            WriteOp::Delete {
-                key: key(BINDINGS, cluster, name),
-                expected_rv: rv(&current),
-            }
-        } else {
-            let mut updated = current.clone();
-            objects::meta_mut(&mut updated).insert("finalizers".into(), json!(rest));
-            WriteOp::Update {
-                key: key(BINDINGS, cluster, name),
-                object: updated,
-                expected_rv: rv(&current),
-            }
-        };
-        write(&self.state, op).await;
+        }
+        // The binding goes with its last finalizer (the write pipeline removes it).
+        let mut updated = current.clone();
+        objects::meta_mut(&mut updated).insert("finalizers".into(), json!(rest));
+        landed(self.client().update(GROUP, BINDINGS, &current, updated).await);
     }
 
     // ----- registry ------------------------------------------------------------------------------
@@ -1352,26 +1306,7 @@ impl Controller {
                 map.insert("status".into(), status);
             }
         }
-        let k = crate::controllers::key_of(GROUP, resource, obj);
-        match self
-            .state
-            .store
-            .write(vec![WriteOp::Update {
-                key: k,
-                object: updated,
-                expected_rv: rv(obj),
-            }])
-            .await
-        {
-            Ok(events) => {
-                self.state.committed(&events);
-                events.first().map(|e| (*e.object).clone())
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "apis controller status write lost a race");
-                None
-            }
-        }
+        landed(self.client().update_status(GROUP, resource, obj, updated).await)
     }
 }
 

@@ -5,10 +5,10 @@
 use serde_json::{Value, json};
 
 use super::types::TypeInfo;
-use crate::controllers::{rv, write};
+use crate::controllers::landed;
 use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
 use crate::state::ServerState;
-use crate::store::{ObjectKey, WriteOp};
+use crate::store::ObjectKey;
 
 pub const GROUP: &str = "tenancy.kcp.io";
 pub const TYPES: &str = "workspacetypes";
@@ -162,26 +162,15 @@ pub async fn ensure_builtins(state: &ServerState) {
             .and_then(|a| a.get(TYPE_ANNOTATION))
             .is_some();
         if !annotated {
-            let expected_rv = rv(&lc);
+            let old = lc.clone();
             let meta = crate::objects::meta_mut(&mut lc);
             let ann = meta.entry("annotations").or_insert_with(|| json!({}));
             ann[TYPE_ANNOTATION] = json!(ROOT_TYPE);
-            let key = ObjectKey::new(
-                LOGICAL_CLUSTER_GROUP,
-                LOGICAL_CLUSTER_RESOURCE,
-                "root",
-                "",
-                LOGICAL_CLUSTER_NAME,
+            landed(
+                crate::client::Client::system(state)
+                    .update(LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, &old, lc)
+                    .await,
             );
-            write(
-                state,
-                WriteOp::Update {
-                    key,
-                    object: lc,
-                    expected_rv,
-                },
-            )
-            .await;
         }
     }
 }

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use faros_core::kcp::{ANNOTATION_WORKSPACE_CLUSTER, FINALIZER_LOGICALCLUSTER};
 
-use crate::controllers::{rv, write};
+use crate::controllers::landed;
 use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE};
 use crate::state::ServerState;
 use crate::store::{ObjectKey, WriteOp};
@@ -38,14 +38,7 @@ pub async fn delete_cluster(state: &ServerState, cluster: &str) {
         LOGICAL_CLUSTER_NAME,
     );
     if matches!(state.store.get(&lc), Ok(Some(_))) {
-        write(
-            state,
-            WriteOp::Delete {
-                key: lc,
-                expected_rv: None,
-            },
-        )
-        .await;
+        purge(state, lc).await;
     }
     for _ in 0..MAX_ROUNDS {
         let keys = match state.store.scan_cluster(cluster) {
@@ -77,7 +70,7 @@ pub async fn delete_cluster(state: &ServerState, cluster: &str) {
             .into_iter()
             .partition(|k| k.group == "apis.kcp.io" && k.resource == "apibindings");
         for key in content.into_iter().chain(bindings) {
-            write(state, WriteOp::Delete { key, expected_rv: None }).await;
+            purge(state, key).await;
         }
     }
     state.registry.set_cluster_resources(cluster, Vec::new());
@@ -110,28 +103,25 @@ pub async fn finalize(state: &ServerState, key: &ObjectKey, ws: &Value) -> bool 
         .into_iter()
         .filter(|f| f != FINALIZER_LOGICALCLUSTER)
         .collect();
-    let expected_rv = rv(&current);
-    if rest.is_empty() {
-        write(
-            state,
-            WriteOp::Delete {
-                key: key.clone(),
-                expected_rv,
-            },
-        )
+    // The Workspace goes with its last finalizer (the write pipeline removes it).
+    let mut updated = current.clone();
+    crate::objects::meta_mut(&mut updated).insert("finalizers".into(), json!(rest));
+    let client = crate::client::Client::system(state);
+    landed(client.update(&key.group, &key.resource, &current, updated).await).is_some()
+}
+
+/// Drops one object of a logical cluster being deleted from storage, bypassing the write pipeline:
+/// this is the removal of the cluster itself, not a write to it — no finalizer, admission or schema
+/// applies to content whose logical cluster is gone (kcp removes it the same way). The commit hook
+/// still runs, so watchers see the deletions and the indexes forget the objects.
+async fn purge(state: &ServerState, key: ObjectKey) {
+    match state
+        .store
+        .write(vec![WriteOp::Delete { key, expected_rv: None }])
         .await
-    } else {
-        let mut updated = current;
-        crate::objects::meta_mut(&mut updated).insert("finalizers".into(), json!(rest));
-        write(
-            state,
-            WriteOp::Update {
-                key: key.clone(),
-                object: updated,
-                expected_rv,
-            },
-        )
-        .await
+    {
+        Ok(events) => state.committed(&events),
+        Err(e) => tracing::debug!(error = %e, "logical cluster content already gone"),
     }
 }
 

@@ -33,10 +33,10 @@ use faros_core::kcp::{
 use super::status::{Cond, go_list, initializers, set_condition, set_phase};
 use super::types::{self, APIBINDINGS_INITIALIZER, TypeInfo};
 use super::{catalog, deletion, names};
-use crate::controllers::{list_all, rv, write};
+use crate::controllers::{landed, list_all};
 use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
 use crate::state::ServerState;
-use crate::store::{Event, EventType, ObjectKey, WatchFilter, WriteOp};
+use crate::store::{Event, EventType, ObjectKey, WatchFilter};
 
 const WS_GROUP: &str = "tenancy.kcp.io";
 const WS_RESOURCE: &str = "workspaces";
@@ -247,16 +247,11 @@ async fn mark_type_ready(state: &ServerState, obj: &Value) {
         },
         &crate::objects::now_rfc3339(),
     );
-    let key = crate::controllers::key_of(WS_GROUP, catalog::TYPES, obj);
-    write(
-        state,
-        WriteOp::Update {
-            key,
-            object: updated,
-            expected_rv: rv(obj),
-        },
-    )
-    .await;
+    landed(
+        crate::client::Client::system(state)
+            .update(WS_GROUP, catalog::TYPES, obj, updated)
+            .await,
+    );
 }
 
 async fn step(state: &ServerState, key: &WsKey) -> Next {
@@ -287,12 +282,11 @@ async fn update(state: &ServerState, key: &ObjectKey, ws: &Value, updated: Value
         // Nothing to change means nothing to wait for either: avoid spinning on a no-op.
         return Next::Idle;
     }
-    let op = WriteOp::Update {
-        key: key.clone(),
-        object: updated,
-        expected_rv: rv(ws),
-    };
-    if write(state, op).await { then } else { Next::Idle }
+    let client = crate::client::Client::system(state);
+    match landed(client.update(&key.group, &key.resource, ws, updated).await) {
+        Some(_) => then,
+        None => Next::Idle,
+    }
 }
 
 fn annotation<'a>(obj: &'a Value, name: &str) -> Option<&'a str> {
