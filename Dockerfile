@@ -64,8 +64,8 @@ LABEL org.opencontainers.image.title="faros-provider-quickstart" \
       org.opencontainers.image.description="The faros reference provider: Greeting API, controller, backend, MCP tools and UI."
 # The UI assets are compiled into the binary; `init` reads the schemas and the CatalogEntry from disk.
 COPY providers/quickstart/schemas/*.yaml /etc/faros/schemas/
-COPY providers/quickstart/manifest.yaml /etc/faros/manifest.yaml
+COPY providers/quickstart/manifest.yaml /etc/faros/catalogentry/catalogentry.yaml
 ENV FAROS_SCHEMAS_DIR=/etc/faros/schemas \
-    FAROS_CATALOGENTRY_FILE=/etc/faros/manifest.yaml
+    FAROS_CATALOGENTRY_FILE=/etc/faros/catalogentry/catalogentry.yaml
 COPY --from=builder /out/faros-provider-quickstart /usr/local/bin/faros-provider-quickstart
 ENTRYPOINT ["/usr/local/bin/faros-provider-quickstart"]

@@ -40,8 +40,8 @@ pub fn generated_files(root: &Path) -> anyhow::Result<Vec<GeneratedFile>> {
         let values_text =
             fs::read_to_string(&values_path).with_context(|| format!("reading {}", values_path.display()))?;
         let rows = documented_keys(&values_text).with_context(|| format!("{}", values_path.display()))?;
-        let values: Value = serde_saphyr::from_str(&values_text)
-            .with_context(|| format!("parsing {}", values_path.display()))?;
+        let values: Value =
+            serde_saphyr::from_str(&values_text).with_context(|| format!("parsing {}", values_path.display()))?;
         check_documented(&values, &rows).with_context(|| format!("{}", values_path.display()))?;
         let schema_path = root.join(&dir).join("values.schema.json");
         let schema: Value = serde_json::from_str(
@@ -52,7 +52,8 @@ pub fn generated_files(root: &Path) -> anyhow::Result<Vec<GeneratedFile>> {
             .with_context(|| format!("{} and {}", values_path.display(), schema_path.display()))?;
 
         let readme = dir.join("README.md");
-        let current = fs::read_to_string(root.join(&readme)).with_context(|| format!("reading {}", readme.display()))?;
+        let current =
+            fs::read_to_string(root.join(&readme)).with_context(|| format!("reading {}", readme.display()))?;
         files.push(GeneratedFile {
             contents: replace_table(&current, &table(&values, &rows)).with_context(|| readme.display().to_string())?,
             path: readme,
@@ -162,7 +163,11 @@ fn leaves(value: &Value, prefix: &str) -> Vec<String> {
         Value::Object(map) if !map.is_empty() => map
             .iter()
             .flat_map(|(k, v)| {
-                let path = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
                 leaves(v, &path)
             })
             .collect(),
@@ -187,7 +192,13 @@ fn compare(values: &Value, schema: &Value, prefix: &str, problems: &mut Vec<Stri
     let (Some(props), Value::Object(map)) = (schema.get("properties").and_then(Value::as_object), values) else {
         return;
     };
-    let path = |k: &str| if prefix.is_empty() { k.to_string() } else { format!("{prefix}.{k}") };
+    let path = |k: &str| {
+        if prefix.is_empty() {
+            k.to_string()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    };
     for (key, value) in map {
         match props.get(key) {
             Some(sub) => compare(value, sub, &path(key), problems),
@@ -197,7 +208,8 @@ fn compare(values: &Value, schema: &Value, prefix: &str, problems: &mut Vec<Stri
     }
     if closed {
         for key in props.keys() {
-            if !map.contains_key(key) && !(prefix.is_empty() && IMPLICIT_KEYS.contains(&key.as_str())) {
+            let implicit = prefix.is_empty() && IMPLICIT_KEYS.contains(&key.as_str());
+            if !map.contains_key(key) && !implicit {
                 problems.push(format!("{} is in the schema but not in values.yaml", path(key)));
             }
         }
@@ -209,7 +221,11 @@ fn table(values: &Value, rows: &[(String, String)]) -> String {
     let mut out = String::from("| Key | Default | Description |\n|---|---|---|\n");
     for (path, doc) in rows {
         let default = lookup(values, path).map_or_else(|| "—".to_string(), |v| format!("`{}`", compact(v)));
-        out.push_str(&format!("| `{path}` | {} | {} |\n", default.replace('|', "\\|"), doc.replace('|', "\\|")));
+        out.push_str(&format!(
+            "| `{path}` | {} | {} |\n",
+            default.replace('|', "\\|"),
+            doc.replace('|', "\\|")
+        ));
     }
     out
 }
@@ -291,7 +307,10 @@ resources:
     #[test]
     fn table_shows_defaults_and_escapes_pipes() {
         let values = json!({"a": "x|y", "b": {"c": 1}});
-        let rows = vec![("a".to_string(), "A | B".to_string()), ("b".to_string(), "B.".to_string())];
+        let rows = vec![
+            ("a".to_string(), "A | B".to_string()),
+            ("b".to_string(), "B.".to_string()),
+        ];
         assert_eq!(
             table(&values, &rows),
             "| Key | Default | Description |\n|---|---|---|\n| `a` | `\"x\\|y\"` | A \\| B |\n| `b` | `{\"c\":1}` | B. |\n"
@@ -301,7 +320,10 @@ resources:
     #[test]
     fn table_replaces_only_the_marked_region() {
         let readme = format!("intro\n{BEGIN}\nold\n{END}\noutro\n");
-        assert_eq!(replace_table(&readme, "new\n").unwrap(), format!("intro\n{BEGIN}\nnew\n{END}\noutro\n"));
+        assert_eq!(
+            replace_table(&readme, "new\n").unwrap(),
+            format!("intro\n{BEGIN}\nnew\n{END}\noutro\n")
+        );
         assert!(replace_table("no markers", "t").is_err());
     }
 }

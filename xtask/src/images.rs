@@ -950,7 +950,7 @@ mod tests {
         assert_eq!(schemas, faros_core::names::DEFAULT_SCHEMAS_DIR);
         assert!(dests.contains(&format!("{schemas}/").as_str()), "{dests:?}");
         let catalog_entry = &env[faros_core::names::ENV_CATALOGENTRY_FILE];
-        assert_eq!(catalog_entry, "/etc/faros/manifest.yaml");
+        assert_eq!(catalog_entry, faros_core::names::DEFAULT_CATALOGENTRY_FILE);
         assert!(dests.contains(&catalog_entry.as_str()), "{dests:?}");
     }
 
