@@ -472,8 +472,28 @@ pub fn json_contains(have: &serde_json::Value, want: &serde_json::Value) -> bool
 
 #[cfg(test)]
 mod tests {
-    use super::json_contains;
+    use super::{env_flag, json_contains};
     use serde_json::json;
+
+    #[test]
+    fn env_flags_take_clap_boolish_truths_only() {
+        for (value, want) in [
+            ("true", true),
+            ("TRUE", true),
+            ("1", true),
+            ("yes", true),
+            ("on", true),
+            (" y ", true),
+            ("t", true),
+            ("false", false),
+            ("0", false),
+            ("no", false),
+            ("", false),
+            ("please", false),
+        ] {
+            assert_eq!(env_flag(value), want, "{value:?}");
+        }
+    }
 
     #[test]
     fn contains_tolerates_server_defaults_only() {
