@@ -62,8 +62,8 @@ impl SchemaFile {
     }
 }
 
-/// The `*.yaml`/`*.yml` files of `dir`, sorted by name. A missing directory means no schemas
-/// (a provider without APIs), not an error.
+/// The `*.yaml`/`*.yml` files of `dir`, sorted by name. A missing directory lists nothing here;
+/// [`require_schemas`] is what makes a missing or empty directory an error for `init`.
 pub fn schema_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
