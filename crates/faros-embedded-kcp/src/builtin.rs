@@ -162,7 +162,6 @@ pub fn builtin_resources() -> Vec<ResourceDef> {
                 })
                 .collect(),
             schema: Arc::new(builtin_schema(s.group, s.kind).unwrap_or_else(permissive)),
-            prune_unknown: false,
             conversion: None,
         })
         .collect()

@@ -4,34 +4,49 @@
 //! kubectl use, with kcp's observable behaviour (paths, status codes, Status bodies, 403 texts).
 //! It persists to one redb file and serves HTTPS with a generated CA.
 //!
-//! Layout: `store` (redb, resourceVersions, watch history), `schema` (structural schemas),
-//! `patch` (merge, JSON, strategic, server-side apply), `selector`, `auth` (tokens, RBAC),
-//! `objects` (metadata rules), `registry`/`builtin` (what is served), `api` (HTTP handlers),
-//! `controllers` (namespace deletion, GC, token secrets), `server` (TLS listener, lifecycle).
+//! Public surface: [`Server`] and [`Config`] (start, URLs, TLS, kubeconfigs, inspection for
+//! tests), [`names`] (names kcp derives), [`write_private`], and the `testing` feature's
+//! throwaway server. Everything else is internal.
+//!
+//! Layout, from the bottom up:
+//! - `store` (redb, resourceVersions, watch history), `schema` (structural schemas), `patch`
+//!   (merge, JSON, strategic, server-side apply), `selector`, `objects` (metadata rules),
+//!   `registry`/`builtin` (what is served).
+//! - `auth` (tokens, RBAC, the authorization decision), `state` (the shared server state and its
+//!   commit hook).
+//! - `write` (the one write pipeline: admission, schema, managedFields, kcp admission, commit) and
+//!   `client` (the in-process client controllers write through, as the system).
+//! - `kcp` (logical clusters, workspaces, exports and bindings) and `controllers` (namespace
+//!   deletion, GC, token secrets, the RBAC index): they write through `client` only.
+//! - `api` (the HTTP layer: parsing, authentication, dispatch, responses) and `server` (TLS
+//!   listener, lifecycle). Nothing below `api` imports from it.
 //!
 //! What it must not do: pretend. Anything kcp does that this server does not is refused with a
 //! 4xx/5xx Status, never silently accepted. It must not depend on any faros crate other than
 //! `faros-core`.
 
-pub mod api;
-pub mod auth;
-pub mod bootstrap;
-pub mod builtin;
-pub mod client;
-pub mod controllers;
-pub mod kcp;
-pub mod metrics;
-pub mod objects;
-pub mod patch;
-pub mod registry;
-pub mod schema;
-pub mod selector;
+pub(crate) mod api;
+pub(crate) mod auth;
+pub(crate) mod bootstrap;
+pub(crate) mod builtin;
+pub(crate) mod client;
+pub(crate) mod controllers;
+pub(crate) mod kcp;
+pub(crate) mod metrics;
+pub mod names;
+pub(crate) mod objects;
+pub(crate) mod patch;
+pub(crate) mod registry;
+pub(crate) mod schema;
+pub(crate) mod selector;
 pub mod server;
-pub mod state;
-pub mod store;
+pub(crate) mod state;
+pub(crate) mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
-pub mod tls;
-pub mod write;
+pub(crate) mod tls;
+pub(crate) mod write;
 
-pub use server::{Config, Server, ServerError};
+pub use auth::{ReloadCounts, generate_token};
+pub use server::{ClaimSummary, Config, ConsumerSummary, ExportSummary, Server, ServerError, write_private};
+pub use store::ObjectKey;

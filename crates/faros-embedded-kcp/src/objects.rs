@@ -592,7 +592,6 @@ mod tests {
             selectable_fields: vec![],
             printer_columns: vec![],
             schema: Arc::new(Schema::default()),
-            prune_unknown: cr,
             conversion: None,
         }
     }

@@ -48,8 +48,6 @@ pub struct ResourceDef {
     pub printer_columns: Vec<PrinterColumn>,
     /// The full object schema (apiVersion, kind, metadata, body).
     pub schema: Arc<Schema>,
-    /// Unknown fields are pruned on write (CR semantics) instead of being kept.
-    pub prune_unknown: bool,
     /// Set when this version is served from another stored version (kcp's APIExport/APIBinding).
     pub conversion: Option<Conversion>,
 }
@@ -120,14 +118,6 @@ impl ResourceDef {
             ]
         }
     }
-}
-
-/// Key of a resource within a group-version.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct GroupVersionResource {
-    pub group: String,
-    pub version: String,
-    pub resource: String,
 }
 
 /// Resources served by the server: built-ins everywhere plus per-cluster additions.
@@ -310,7 +300,6 @@ impl ResourceDef {
             selectable_fields,
             printer_columns,
             schema: Arc::new(schema),
-            prune_unknown: true,
             conversion: None,
             group,
             version: version_name,

@@ -1,6 +1,7 @@
 //! Starting and stopping the server: state directory, TLS, store, authenticators, controllers, and
 //! the HTTPS listener (HTTP/1.1 and HTTP/2).
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, Weak};
@@ -16,10 +17,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::api;
-use crate::auth::{Authenticator, RbacIndex, ServiceAccountTokens, generate_token, parse_token_file};
+use crate::auth::{Authenticator, RbacIndex, ReloadCounts, ServiceAccountTokens, generate_token, parse_token_file};
 use crate::registry::Registry;
 use crate::state::ServerState;
-use crate::store::{Store, StoreOptions};
+use crate::store::{ObjectKey, Store, StoreOptions};
 use crate::tls::TlsMaterial;
 
 /// Server settings. Defaults suit `faros dev` and tests.
@@ -82,9 +83,39 @@ pub enum ServerError {
     Auth(String),
 }
 
+/// What the APIExport virtual workspace of one export serves, as tests and diagnostics see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportSummary {
+    pub identity_hash: String,
+    /// The exported resources as consumers see them, `group/version/resource`.
+    pub resources: Vec<String>,
+    /// Consumer logical clusters with a Bound APIBinding to the export.
+    pub bindings: BTreeMap<String, ConsumerSummary>,
+}
+
+/// One consumer of an export.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConsumerSummary {
+    pub binding_name: String,
+    /// Permission claims the consumer accepted.
+    pub claims: Vec<ClaimSummary>,
+}
+
+/// An accepted permission claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimSummary {
+    pub group: String,
+    pub resource: String,
+    /// Effective verbs: what the export claims intersected with what the binding accepts.
+    pub verbs: Vec<String>,
+    /// The label selector of the objects covered; None for all of them.
+    pub selector: Option<String>,
+}
+
 /// A running server. Dropping it does not stop it; call [`Server::shutdown`].
 pub struct Server {
     addr: SocketAddr,
+    db_path: PathBuf,
     url: String,
     ca_pem: String,
     tls_config: Arc<rustls::ServerConfig>,
@@ -252,6 +283,7 @@ impl Server {
         tracing::info!(%addr, state_dir = %dir.display(), "embedded kcp serving");
         Ok(Self {
             addr,
+            db_path: dir.join("kcp.redb"),
             url,
             tls_config,
             ca_pem: tls.ca_pem().to_string(),
@@ -287,9 +319,60 @@ impl Server {
         &self.admin_token
     }
 
-    /// Shared state, for in-process components and tests.
-    pub fn state(&self) -> &Arc<ServerState> {
+    /// Shared state, for in-process components and the crate's own tests.
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> &Arc<ServerState> {
         &self.state
+    }
+
+    /// What the APIExport virtual workspace serves for `export_cluster`/`export_name` (None when the
+    /// export does not exist or has no identity yet).
+    pub fn export_view(&self, export_cluster: &str, export_name: &str) -> Option<ExportSummary> {
+        let view = crate::kcp::apis::export_view(&self.state, export_cluster, export_name)?;
+        Some(ExportSummary {
+            identity_hash: view.identity_hash,
+            resources: view
+                .resources
+                .iter()
+                .map(|d| format!("{}/{}/{}", d.group, d.version, d.resource))
+                .collect(),
+            bindings: view
+                .bindings
+                .into_iter()
+                .map(|(cluster, consumer)| {
+                    let claims = consumer
+                        .claims
+                        .into_iter()
+                        .map(|c| ClaimSummary {
+                            group: c.group,
+                            resource: c.resource,
+                            verbs: c.verbs,
+                            selector: c.selector.map(|s| s.to_string()),
+                        })
+                        .collect();
+                    (
+                        cluster,
+                        ConsumerSummary {
+                            binding_name: consumer.binding_name,
+                            claims,
+                        },
+                    )
+                })
+                .collect(),
+        })
+    }
+
+    /// The keys of every object stored in logical cluster `cluster`.
+    pub fn stored_keys(&self, cluster: &str) -> Result<Vec<ObjectKey>, ServerError> {
+        self.state.store.scan_cluster(cluster).map_err(|e| ServerError::Store {
+            path: self.db_path.clone(),
+            message: e.to_string(),
+        })
+    }
+
+    /// How many token-file reloads were applied and refused since start.
+    pub fn token_file_reloads(&self) -> ReloadCounts {
+        self.state.authn.reload_counts()
     }
 
     /// A kubeconfig for `user` with `token` pointing at `cluster` (`root` unless told otherwise).

@@ -19,12 +19,14 @@ use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
 };
+#[cfg(test)]
+use rustls::ClientConfig;
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::ServerCertVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use rustls::{RootCertStore, ServerConfig};
 use sha2::{Digest, Sha256};
 
 pub const CA_CERT_FILE: &str = "ca.crt";
@@ -74,7 +76,10 @@ pub enum TlsError {
 #[derive(Clone, Debug)]
 pub struct TlsMaterial {
     ca_pem: String,
+    // Only tests look at these: they check what was loaded or generated.
+    #[cfg(test)]
     ca_der: CertificateDer<'static>,
+    #[cfg(test)]
     serving_cert_pem: String,
     server_config: Arc<ServerConfig>,
 }
@@ -154,9 +159,13 @@ impl TlsMaterial {
             .with_single_cert(chain, key)?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
 
+        #[cfg(not(test))]
+        let _ = (ca_der, cert_pem);
         Ok(Self {
             ca_pem,
+            #[cfg(test)]
             ca_der,
+            #[cfg(test)]
             serving_cert_pem: cert_pem,
             server_config: Arc::new(config),
         })
@@ -167,6 +176,7 @@ impl TlsMaterial {
         &self.ca_pem
     }
 
+    #[cfg(test)]
     pub fn serving_cert_pem(&self) -> &str {
         &self.serving_cert_pem
     }
@@ -176,7 +186,8 @@ impl TlsMaterial {
         self.server_config.clone()
     }
 
-    /// A client configuration trusting only this CA, for in-process clients and tests.
+    /// A client configuration trusting only this CA.
+    #[cfg(test)]
     pub fn client_config(&self) -> Result<Arc<ClientConfig>, TlsError> {
         let mut roots = RootCertStore::empty();
         roots.add(self.ca_der.clone())?;

@@ -148,7 +148,7 @@ async fn bind_check_phases_crud_endpoint_slice_and_deletion() {
     );
     assert_eq!(
         created.metadata.labels.as_ref().unwrap()["internal.apis.kcp.io/export"],
-        faros_embedded_kcp::kcp::apis::export_hash("root", EXPORT)
+        faros_embedded_kcp::names::export_hash("root", EXPORT)
     );
     assert_eq!(created.metadata.annotations.as_ref().unwrap()["kcp.io/path"], "root:t1");
     let bound = wait_bound(&alice_bindings, "widgets").await;
@@ -187,18 +187,14 @@ async fn bind_check_phases_crud_endpoint_slice_and_deletion() {
         vec![format!("{}/services/apiexport/root/{EXPORT}", t.server.url())]
     );
     let view = eventually("export view with t1", WAIT, || async {
-        faros_embedded_kcp::kcp::apis::export_view(t.server.state(), "root", EXPORT)
+        t.server
+            .export_view("root", EXPORT)
             .filter(|v| v.bindings.contains_key("t1"))
     })
     .await;
     assert_eq!(view.identity_hash, identity);
     assert_eq!(view.bindings["t1"].binding_name, "widgets");
-    let served: Vec<String> = view
-        .resources
-        .iter()
-        .map(|d| format!("{}/{}/{}", d.group, d.version, d.resource))
-        .collect();
-    assert_eq!(served, ["example.io/v1/widgets"]);
+    assert_eq!(view.resources, ["example.io/v1/widgets"]);
 
     // CRUD of the bound resource in t1, with CR semantics.
     let ws: Api<DynamicObject> = Api::namespaced_with(alice_t1.clone(), "default", &widgets());
@@ -293,7 +289,7 @@ async fn bind_check_phases_crud_endpoint_slice_and_deletion() {
         .unwrap();
     wait_bound(&t2_bindings, "widgets").await;
     eventually("export view with t1 and t2", WAIT, || async {
-        faros_embedded_kcp::kcp::apis::export_view(t.server.state(), "root", EXPORT).filter(|v| v.bindings.len() == 2)
+        t.server.export_view("root", EXPORT).filter(|v| v.bindings.len() == 2)
     })
     .await;
 
@@ -353,7 +349,7 @@ async fn bind_check_phases_crud_endpoint_slice_and_deletion() {
         .unwrap();
     assert!(!discovery_has(&alice_t1, "/apis/example.io/v1").await);
     let t1_admin = admin_in(&t, "t1").await;
-    let leftovers = t.server.state().store.scan_cluster("t1").unwrap();
+    let leftovers = t.server.stored_keys("t1").unwrap();
     assert!(!leftovers.iter().any(|k| k.group == "example.io"), "{leftovers:?}");
     drop(t1_admin);
     // t2 still binds: the URL stays; after the last binding it goes.
@@ -435,7 +431,8 @@ async fn claims_conflicts_versions_and_export_changes() {
     );
     // The view: accepted claim with intersected verbs and its selector; the rejected one absent.
     let view = eventually("export view with t1", WAIT, || async {
-        faros_embedded_kcp::kcp::apis::export_view(t.server.state(), "root", EXPORT)
+        t.server
+            .export_view("root", EXPORT)
             .filter(|v| v.bindings.contains_key("t1"))
     })
     .await;
@@ -445,13 +442,10 @@ async fn claims_conflicts_versions_and_export_changes() {
         (claims[0].resource.as_str(), claims[0].verbs.clone()),
         ("configmaps", vec!["get".to_string(), "list".to_string()])
     );
-    assert_eq!(
-        claims[0].selector.as_ref().map(|s| s.to_string()),
-        Some("app=x".to_string())
-    );
+    assert_eq!(claims[0].selector.clone(), Some("app=x".to_string()));
     // Claim labels on the matching existing object only.
-    let label_key = faros_embedded_kcp::kcp::apis::claim_label_key("root", EXPORT);
-    let label_value = faros_embedded_kcp::kcp::apis::claim_label_value("", "configmaps", "");
+    let label_key = faros_embedded_kcp::names::claim_label_key("root", EXPORT);
+    let label_value = faros_embedded_kcp::names::claim_label_value("", "configmaps", "");
     let labels = |c: &ConfigMap| c.metadata.labels.clone().unwrap_or_default();
     let matched = cms.get("match").await.unwrap();
     assert_eq!(labels(&matched).get(&label_key), Some(&label_value));

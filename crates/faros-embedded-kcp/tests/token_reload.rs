@@ -76,10 +76,10 @@ async fn token_file_edits_apply_while_serving_and_bad_edits_keep_old_users() {
         })
     );
 
-    let rejected_before = server.server.state().authn.reload_counts().rejected;
+    let rejected_before = server.server.token_file_reloads().rejected;
     std::fs::write(&path, "new-token,mallory,1\nthis line is garbage\n").unwrap();
     eventually("the garbage edit to be seen and refused", WAIT, || async {
-        (server.server.state().authn.reload_counts().rejected > rejected_before).then_some(())
+        (server.server.token_file_reloads().rejected > rejected_before).then_some(())
     })
     .await;
     for token in [USER_TOKEN, BOB_TOKEN, CAROL_TOKEN] {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{BOB_TOKEN, TestServer, USER_TOKEN};
 use faros_core::kcp::{LogicalCluster, Workspace, WorkspaceType};
 use faros_core::wait::wait_for;
-use faros_embedded_kcp::kcp::tenancy;
+use faros_embedded_kcp::names;
 use faros_embedded_kcp::{Config, Server};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -19,9 +19,7 @@ use serde_json::json;
 const WAIT: Duration = Duration::from_secs(20);
 
 async fn start() -> TestServer {
-    let t = TestServer::start().await;
-    tenancy::set_server_url(t.server.state(), &t.server.url());
-    t
+    TestServer::start().await
 }
 
 fn ws(name: &str, spec: serde_json::Value) -> Workspace {
@@ -505,7 +503,7 @@ async fn initializers_hold_workspaces_until_removed() {
     let cluster = held.spec.cluster.clone().unwrap();
     let inner = t.client_as(&cluster, "admin", t.server.admin_token()).await;
     let bindings: Api<faros_core::kcp::apis::v1alpha2::APIBinding> = Api::all(inner.clone());
-    let name = tenancy::names::default_binding_name(&cluster, "root", "widgets.example.io");
+    let name = names::default_binding_name(&cluster, "root", "widgets.example.io");
     assert!(name.starts_with("widgets.example.io-"), "{name}");
     let binding = wait_for(bindings.clone(), &name, |b| b.is_some(), WAIT)
         .await
@@ -550,13 +548,13 @@ async fn deleting_a_workspace_removes_its_clusters() {
     .await
     .unwrap();
     let (d_cluster, e_cluster) = (d.spec.cluster.unwrap(), e.spec.cluster.unwrap());
-    assert!(!t.server.state().store.scan_cluster(&e_cluster).unwrap().is_empty());
+    assert!(!t.server.stored_keys(&e_cluster).unwrap().is_empty());
 
     let root_ws: Api<Workspace> = Api::all(t.admin().await);
     root_ws.delete("d", &DeleteParams::default()).await.unwrap();
     wait_for(root_ws, "d", |w| w.is_none(), WAIT).await.unwrap();
     for cluster in [&d_cluster, &e_cluster] {
-        assert_eq!(t.server.state().store.scan_cluster(cluster).unwrap(), vec![]);
+        assert_eq!(t.server.stored_keys(cluster).unwrap(), vec![]);
     }
     for path in ["root:d", "root:d:e"] {
         let resp = t
@@ -601,7 +599,6 @@ async fn restart_resumes_unfinished_workspaces() {
     let mut config = Config::new(dir.path().join("state"));
     config.token_file = Some(dir.path().join("tokens.csv"));
     let server = Server::start(config).await.unwrap();
-    tenancy::set_server_url(server.state(), &server.url());
     let t = TestServer { server, dir };
     let root_ws: Api<Workspace> = Api::all(t.admin().await);
     let ready = wait_ready(root_ws, "r").await;
@@ -632,7 +629,7 @@ async fn default_api_bindings_are_bound_before_ready() {
         .unwrap();
     let w = create_ready(&t, "root", "tools", json!({"type": {"name": "tooled"}})).await;
     let inner = t.client_as("root:tools", "admin", t.server.admin_token()).await;
-    let name = tenancy::names::default_binding_name(w.spec.cluster.as_deref().unwrap(), "root", "widgets.example.io");
+    let name = names::default_binding_name(w.spec.cluster.as_deref().unwrap(), "root", "widgets.example.io");
     let binding = Api::<faros_core::kcp::apis::v1alpha2::APIBinding>::all(inner.clone())
         .get(&name)
         .await

@@ -6,7 +6,6 @@ use axum::response::Response;
 use http::{HeaderMap, StatusCode, header};
 use serde_json::{Value, json};
 
-use crate::objects::CLUSTER_ANNOTATION;
 use crate::registry::{PrinterColumn, ResourceDef};
 
 /// What representation the client asked for in `Accept`.
@@ -36,15 +35,6 @@ impl Representation {
             }
         }
         Self::Object
-    }
-}
-
-/// Adds the logical cluster annotation kcp puts on every object it returns.
-pub fn annotate(obj: &mut Value, cluster: &str) {
-    let meta = crate::objects::meta_mut(obj);
-    let ann = meta.entry("annotations").or_insert_with(|| json!({}));
-    if let Some(map) = ann.as_object_mut() {
-        map.insert(CLUSTER_ANNOTATION.into(), Value::String(cluster.into()));
     }
 }
 

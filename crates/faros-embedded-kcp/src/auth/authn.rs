@@ -59,11 +59,11 @@ pub struct Authenticated {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthnError {
     #[error("the admin token is empty")]
-    EmptyAdminToken,
+    EmptyAdmin,
     #[error("static token for user {user:?} is the same as the admin token")]
-    StaticTokenIsAdminToken { user: String },
+    StaticIsAdmin { user: String },
     #[error("static token for user {user:?} is defined twice")]
-    DuplicateStaticToken { user: String },
+    DuplicateStatic { user: String },
 }
 
 struct Entry {
@@ -141,10 +141,10 @@ fn build_table(
         };
         if let Some(previous) = by_digest.insert(digest(&token.token), entry) {
             return Err(match previous.source {
-                CredentialSource::Admin => AuthnError::StaticTokenIsAdminToken {
+                CredentialSource::Admin => AuthnError::StaticIsAdmin {
                     user: token.user.clone(),
                 },
-                _ => AuthnError::DuplicateStaticToken {
+                _ => AuthnError::DuplicateStatic {
                     user: token.user.clone(),
                 },
             });
@@ -160,7 +160,7 @@ impl Authenticator {
         service_accounts: Option<ServiceAccountTokens>,
     ) -> Result<Self, AuthnError> {
         let admin_digest = match admin_token {
-            Some("") => return Err(AuthnError::EmptyAdminToken),
+            Some("") => return Err(AuthnError::EmptyAdmin),
             Some(token) => Some(digest(token)),
             None => None,
         };
@@ -311,11 +311,11 @@ mod tests {
         let dup = parse_token_file("t,alice,1").unwrap();
         assert_eq!(
             Authenticator::new(Some("t"), &dup, None).unwrap_err(),
-            AuthnError::StaticTokenIsAdminToken { user: "alice".into() }
+            AuthnError::StaticIsAdmin { user: "alice".into() }
         );
         assert_eq!(
             Authenticator::new(Some(""), &[], None).unwrap_err(),
-            AuthnError::EmptyAdminToken
+            AuthnError::EmptyAdmin
         );
         let twice = [
             dup[0].clone(),
@@ -326,7 +326,7 @@ mod tests {
         ];
         assert_eq!(
             Authenticator::new(None, &twice, None).unwrap_err(),
-            AuthnError::DuplicateStaticToken { user: "bob".into() }
+            AuthnError::DuplicateStatic { user: "bob".into() }
         );
     }
 
@@ -362,7 +362,7 @@ mod tests {
             ("", ReloadError::Empty),
             (
                 "admin-token,mallory,9",
-                ReloadError::Conflict(AuthnError::StaticTokenIsAdminToken { user: "mallory".into() }),
+                ReloadError::Conflict(AuthnError::StaticIsAdmin { user: "mallory".into() }),
             ),
         ];
         for (text, want) in refused {

@@ -16,12 +16,12 @@ pub mod rbac_index;
 pub mod service_account;
 pub mod token_file;
 
-pub use authn::{Authenticated, Authenticator, AuthnError, CredentialSource, bearer_token, generate_token};
+pub use authn::{Authenticator, CredentialSource, ReloadCounts, bearer_token, generate_token};
 pub use authorize::authorize;
-pub use rbac::{Attributes, Decision, PolicyRule, forbidden_message, forbidden_status};
-pub use rbac_index::{RbacError, RbacIndex, RbacKind, RulesFor};
-pub use service_account::{SaClaims, ServiceAccountTokens, TokenError};
-pub use token_file::{StaticToken, TokenFileError, parse_token_file};
+pub use rbac::{Attributes, Decision, forbidden_status};
+pub use rbac_index::{RbacIndex, RbacKind};
+pub use service_account::{SaClaims, ServiceAccountTokens};
+pub use token_file::parse_token_file;
 
 /// Every authenticated caller is in this group (kube-apiserver adds it after any authenticator).
 pub const GROUP_AUTHENTICATED: &str = "system:authenticated";

@@ -90,6 +90,7 @@ pub enum Decision {
 }
 
 impl Decision {
+    #[cfg(test)]
     pub fn is_allowed(&self) -> bool {
         matches!(self, Decision::Allow)
     }

@@ -34,23 +34,13 @@ pub enum RbacKind {
 
 impl RbacKind {
     /// From an object's `kind` (`Role`, `ClusterRoleBinding`, ...).
+    #[cfg(test)]
     pub fn from_kind(kind: &str) -> Option<Self> {
         match kind {
             "Role" => Some(Self::Role),
             "ClusterRole" => Some(Self::ClusterRole),
             "RoleBinding" => Some(Self::RoleBinding),
             "ClusterRoleBinding" => Some(Self::ClusterRoleBinding),
-            _ => None,
-        }
-    }
-
-    /// From a resource of group `rbac.authorization.k8s.io` (`roles`, `clusterrolebindings`, ...).
-    pub fn from_resource(resource: &str) -> Option<Self> {
-        match resource {
-            "roles" => Some(Self::Role),
-            "clusterroles" => Some(Self::ClusterRole),
-            "rolebindings" => Some(Self::RoleBinding),
-            "clusterrolebindings" => Some(Self::ClusterRoleBinding),
             _ => None,
         }
     }
@@ -68,6 +58,7 @@ pub enum RbacError {
 
 /// The rules that apply to a user, for SelfSubjectRulesReview. Non-empty `errors` means the list is
 /// incomplete (a binding references a role that does not exist).
+#[cfg(test)]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RulesFor {
     pub rules: Vec<PolicyRule>,
@@ -352,6 +343,7 @@ impl LabelMatcher {
 // ---- the index -------------------------------------------------------------------------------
 
 impl RbacIndex {
+    #[cfg(test)]
     pub fn new() -> Self {
         Self::default()
     }
@@ -448,6 +440,7 @@ impl RbacIndex {
 
     /// The rules of an aggregating ClusterRole as the aggregation controller would write them into
     /// the object (`None` for unknown or non-aggregating roles).
+    #[cfg(test)]
     pub fn aggregated_rules(&self, cluster: &str, name: &str) -> Option<Vec<PolicyRule>> {
         let entry = self.clusters.get(cluster)?.cluster_roles.get(name)?;
         entry.aggregation.as_ref()?;
@@ -484,6 +477,7 @@ impl RbacIndex {
     }
 
     /// All rules that apply to `user` in `namespace` (cluster-wide ones included), in evaluation order.
+    #[cfg(test)]
     pub fn rules_for(&self, cluster: &str, user: &UserInfo, namespace: &str) -> RulesFor {
         let mut out = RulesFor::default();
         if user.in_group(GROUP_MASTERS) {
@@ -1032,7 +1026,7 @@ mod tests {
             }
         );
         assert_eq!(
-            crate::auth::forbidden_message(
+            crate::auth::rbac::forbidden_message(
                 &attrs,
                 r#"RBAC: clusterrole.rbac.authorization.k8s.io "missing" not found"#
             ),

@@ -23,8 +23,8 @@ use super::admission::{Operation, Request};
 use crate::auth::{Attributes, Decision, GROUP_MASTERS};
 use crate::state::ServerState;
 
-pub use claims::{effective_verbs, label_key as claim_label_key, label_value as claim_label_value};
-pub use hash::{export_hash, identity_hash};
+pub use claims::{label_key as claim_label_key, label_value as claim_label_value};
+pub use hash::export_hash;
 
 /// Finalizer kcp's admission puts on every APIBinding; removed once the bound objects are gone.
 pub const BINDING_FINALIZER: &str = "apis.kcp.io/apibinding-finalizer";

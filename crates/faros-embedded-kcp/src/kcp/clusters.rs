@@ -105,11 +105,6 @@ impl ClusterIndex {
             Some(segment)
         }
     }
-
-    /// All known logical clusters.
-    pub fn all(&self) -> impl Iterator<Item = &ClusterInfo> {
-        self.by_name.values()
-    }
 }
 
 #[cfg(test)]

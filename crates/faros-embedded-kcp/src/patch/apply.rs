@@ -82,6 +82,7 @@ pub enum ApplyError {
     Invalid(String),
 }
 
+#[cfg(test)]
 impl ApplyError {
     /// The Status to answer with.
     pub fn to_status(&self, group: &str, resource: &str, name: &str) -> Status {

@@ -155,6 +155,7 @@ impl FieldSet {
     }
 
     /// Whether `path` itself is a member.
+    #[cfg(test)]
     pub fn contains(&self, path: &[PathElement]) -> bool {
         match path {
             [] => false,
@@ -361,18 +362,10 @@ impl FieldSet {
         }
         Ok(set)
     }
-
-    /// Build a set from member paths (handy in tests and for fixed filters).
-    pub fn from_paths<'a>(paths: impl IntoIterator<Item = &'a [PathElement]>) -> FieldSet {
-        let mut set = FieldSet::new();
-        for p in paths {
-            set.insert(p);
-        }
-        set
-    }
 }
 
 /// `f:` path elements from field names, e.g. `fields(&["spec", "replicas"])`.
+#[cfg(test)]
 pub fn fields(names: &[&str]) -> Vec<PathElement> {
     names.iter().map(|n| PathElement::Field((*n).to_string())).collect()
 }

@@ -387,17 +387,6 @@ impl ManagedFieldsEntry {
             && (operation == Operation::Apply || self.api_version == api_version)
     }
 
-    /// The manager as apiserver conflict messages name it: `"m"`, `"m" with subresource "status"`,
-    /// `"m" using apps/v1`.
-    pub fn describe(&self) -> String {
-        describe_manager(
-            &self.manager,
-            self.operation,
-            &self.api_version,
-            self.subresource.as_deref(),
-        )
-    }
-
     fn to_json(&self) -> Value {
         // Key order as Kubernetes serialises ManagedFieldsEntry.
         let mut obj = Map::new();

@@ -20,7 +20,7 @@ mod validate;
 
 use std::collections::BTreeMap;
 
-pub use builtin::{builtin_schema, builtin_schema_ref, object_meta_schema};
+pub use builtin::{builtin_schema, object_meta_schema};
 
 /// Why an OpenAPI v3 schema could not be turned into a structural [`Schema`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

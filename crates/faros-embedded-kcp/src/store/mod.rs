@@ -25,13 +25,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, mpsc};
 use std::thread::JoinHandle;
 
+#[cfg(test)]
 use faros_core::status::Status;
 use redb::{Database, ReadableDatabase, TableDefinition};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 pub use key::ObjectKey;
-pub use list::{ListPage, ListQuery, ObjectFilter};
+pub use list::{ListPage, ListQuery};
 pub use watch::{WatchFilter, WatchStream};
 pub use writer::WriteOp;
 
@@ -65,6 +66,7 @@ impl StoreOptions {
     ///
     /// Expect resident memory of roughly twice the cache (freed page buffers stay with the allocator) plus
     /// the history (about 2 KiB per event for 1 KiB objects, twice that for updates).
+    #[cfg(test)]
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
@@ -110,6 +112,7 @@ pub enum StoreError {
 
 impl StoreError {
     /// The Kubernetes Status an API server answers with.
+    #[cfg(test)]
     pub fn to_status(&self) -> Status {
         match self {
             Self::AlreadyExists(k) => Status::already_exists(&k.group, &k.resource, &k.name),
@@ -255,11 +258,13 @@ impl Store {
     }
 
     /// The oldest RV a watch can start from (or a continue token can carry).
+    #[cfg(test)]
     pub fn oldest_rv(&self) -> u64 {
         self.shared().hub.lock().history.floor()
     }
 
     /// Durable commits since open; with group commit, fewer than acknowledged writes.
+    #[cfg(test)]
     pub fn commits(&self) -> u64 {
         self.shared().commits.load(Ordering::Relaxed)
     }

@@ -25,9 +25,7 @@ pub fn dynamic(v: Value) -> DynamicObject {
 }
 
 pub async fn start() -> TestServer {
-    let t = TestServer::start().await;
-    faros_embedded_kcp::kcp::tenancy::set_server_url(t.server.state(), &t.server.url());
-    t
+    TestServer::start().await
 }
 
 pub async fn admin_in(t: &TestServer, cluster: &str) -> kube::Client {

@@ -48,7 +48,7 @@ pub fn ensure_dev_user(state_dir: &Path, token_file: &Path) -> anyhow::Result<De
     let token = match std::fs::read_to_string(&token_path) {
         Ok(t) if !t.trim().is_empty() => t.trim().to_string(),
         Ok(_) | Err(_) => {
-            let t = faros_embedded_kcp::auth::authn::generate_token();
+            let t = faros_embedded_kcp::generate_token();
             faros_embedded_kcp::server::write_private(&token_path, t.as_bytes())
                 .with_context(|| format!("writing {}", token_path.display()))?;
             t

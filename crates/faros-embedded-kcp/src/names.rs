@@ -1,0 +1,6 @@
+//! Names kcp derives from other names, for clients and tests that need to predict them: the export
+//! label of APIBindings, the claim labels of claimed objects, the default APIBinding names of a
+//! workspace type. Pure functions; nothing here reads the server.
+
+pub use crate::kcp::apis::{claim_label_key, claim_label_value, export_hash};
+pub use crate::kcp::tenancy::names::default_binding_name;
