@@ -14,6 +14,7 @@ mod chart_docs;
 mod codegen;
 mod e2e;
 mod images;
+mod lint;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "faros project automation")]
@@ -32,6 +33,8 @@ enum Command {
     E2e(e2e::E2e),
     /// Build (and with --push push) the container images from the Dockerfile.
     Images(images::Images),
+    /// Check documentation references and the dependency rule between workspace crates.
+    Lint(lint::Lint),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -40,6 +43,7 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(cmd) => cmd.run(&project_root()),
         Command::E2e(cmd) => cmd.run(&project_root()),
         Command::Images(cmd) => cmd.run(&project_root()),
+        Command::Lint(cmd) => cmd.run(&project_root()),
     }
 }
 
