@@ -2,7 +2,7 @@
 //!
 //! A provider's `init` self-registers one CatalogEntry in its own workspace; the hub watches them all
 //! through the `providers.faros.sh` virtual workspace and builds its catalog, proxies and MCP
-//! federation from them (DESIGN §3.2–3.6).
+//! federation from them (docs/architecture.md#provider-lifecycle).
 //!
 //! The schema carries the validation (lengths, URL and name patterns, the verb enum) so the API
 //! server rejects a bad entry at apply time instead of the hub discovering it later. Optional fields

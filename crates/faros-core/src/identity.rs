@@ -1,5 +1,5 @@
 //! The signed identity assertion the hub attaches to every request it proxies to a provider backend
-//! (DESIGN §3.6), and the JWKS the provider verifies it with.
+//! (docs/architecture.md#identity-headers-and-signed-assertions), and the JWKS the provider verifies it with.
 //!
 //! The backend proxy never forwards the caller's bearer token. Instead it strips inbound `X-Faros-*`
 //! headers and adds `X-Faros-Assertion`: a JWT (compact JWS, RFC 7515) signed with ECDSA P-256 /

@@ -1,5 +1,6 @@
-//! Every name faros components agree on (DESIGN §2–3): workspace paths, object names, labels,
-//! finalizers, condition types and reasons, routes, timings and environment variables.
+//! Every name faros components agree on: workspace paths, object names, labels, finalizers,
+//! condition types and reasons, routes, timings and environment variables. The workspace tree
+//! they spell is in docs/architecture.md#workspace-tree.
 //!
 //! The hub, the reconciler, the SDK and the embedded kcp all meet at these strings; keeping them in
 //! one module means a rename is a compile error instead of a silent mismatch between components.

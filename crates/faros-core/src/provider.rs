@@ -2,7 +2,7 @@
 //!
 //! A platform admin applies a `Provider` in `root:faros:system:providers`; the hub reconciler turns it
 //! into a provider workspace, a ServiceAccount with a long-lived token and a kubeconfig Secret the
-//! provider's `init` runs with (DESIGN §3.1). The object is cluster-scoped because kcp workspaces are
+//! provider's `init` runs with (docs/architecture.md#provider-lifecycle). The object is cluster-scoped because kcp workspaces are
 //! the unit of isolation; namespaces would add nothing.
 //!
 //! Every optional field is `Option` and skipped when `None`, so a server-side apply body built from

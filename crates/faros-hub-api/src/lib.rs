@@ -1,4 +1,4 @@
-//! `faros-hub-api`: the hub's front door (DESIGN §3.3–3.6).
+//! `faros-hub-api`: the hub's front door (docs/hub-api.md; its place: docs/architecture.md#request-paths).
 //!
 //! - **Registry** ([`registry`], [`catalog`]): CatalogEntries watched through the
 //!   `providers.faros.sh` virtual workspace; one authoritative entry per provider name; status

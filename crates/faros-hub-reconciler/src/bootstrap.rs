@@ -1,4 +1,4 @@
-//! Bootstrap of the faros workspace tree (DESIGN §2), idempotent.
+//! Bootstrap of the faros workspace tree (docs/architecture.md#workspace-tree), idempotent.
 //!
 //! Order matters and follows kcp's rules:
 //! 1. the workspace tree, each workspace Ready before its children are created (an Initializing

@@ -1,4 +1,5 @@
-//! `faros-hub-reconciler`: step 1 of the provider lifecycle (DESIGN §2–3).
+//! `faros-hub-reconciler`: the workspace tree and the provisioning step of the provider lifecycle
+//! (docs/architecture.md#provider-lifecycle).
 //!
 //! On start it bootstraps the faros workspace tree in kcp (retrying until kcp answers), then takes
 //! part in leader election; the leader runs the Provider controller through the `admin.faros.sh`

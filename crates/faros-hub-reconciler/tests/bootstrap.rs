@@ -112,7 +112,7 @@ async fn bootstrap_twice_is_identical_and_serves_the_provider_api() {
     let second = snapshot(&factory).await;
     assert_eq!(first, second, "a second bootstrap must change nothing");
 
-    // The tree is what DESIGN §2 says.
+    // The tree is what docs/architecture.md#workspace-tree says.
     let types: Api<WorkspaceType> = Api::all(factory.cluster(names::FAROS_PATH).unwrap());
     let provider_type = types.get("provider").await.unwrap();
     assert_eq!(

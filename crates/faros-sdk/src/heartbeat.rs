@@ -92,7 +92,7 @@ pub struct HeartbeatConfig {
 }
 
 impl HeartbeatConfig {
-    /// Defaults from DESIGN §3.4: 30 s ± 10 %, 5 s timeout.
+    /// Defaults: every 30 s ± 10 %, 5 s timeout (docs/provider-sdk.md#heartbeats-faros_sdkheartbeat).
     pub fn new(hub_url: &str, provider: &str, version: &str) -> Self {
         Self {
             hub_url: hub_url.trim_end_matches('/').to_string(),

@@ -12,7 +12,7 @@
 //! | `apis.kcp.io/v1alpha1` | APIResourceSchema, APIExportEndpointSlice, APIExport, APIBinding | [`apis::v1alpha1`] |
 //! | `apis.kcp.io/v1alpha2` | APIExport, APIBinding (kcp's storage version) | [`apis::v1alpha2`] |
 //!
-//! Wire rules the types follow (see the reference note `kcp-api.md` §1.10):
+//! Wire rules the types follow, so that they round-trip what kcp serves:
 //! - Field names are kcp's exactly, including the capitalised `spec.URL`, `status.URL` and `UID`.
 //! - Every optional field is `Option` (or, for Go `omitempty` keys whose zero value means "absent",
 //!   such as a claim's `group` and `identityHash`, a plain value that is skipped when empty) and is

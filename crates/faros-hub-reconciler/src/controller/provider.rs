@@ -1,4 +1,5 @@
-//! The Provider controller's reconcile: provision (DESIGN §3.1) or tear down one Provider.
+//! The Provider controller's reconcile: provision or tear down one Provider
+//! (docs/architecture.md#provider-lifecycle).
 //!
 //! Steps, each idempotent and each mapped to the `Ready` reason that names it when it fails:
 //! 1. finalizer `admin.faros.sh/cleanup`, before anything is created;
