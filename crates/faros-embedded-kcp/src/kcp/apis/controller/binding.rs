@@ -1,0 +1,439 @@
+//! APIBindings: phases `""` → `Binding` → `Bound` with kcp's conditions, bound resources, naming
+//! conflicts, permission claims and claim labels.
+
+use std::collections::BTreeMap;
+
+use faros_core::kcp::Condition;
+use faros_core::kcp::apis::v1alpha2::{
+    APIBinding, APIBindingPhase, APIExport, BoundAPIResource, BoundAPIResourceSchema,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde_json::{Value, json};
+
+use super::export::own_resources;
+use super::*;
+use crate::kcp::apis::claims;
+use crate::kcp::apis::conditions::{self, Mark, SEVERITY_ERROR, SEVERITY_INFO, SEVERITY_WARNING};
+use crate::kcp::apis::view::{ClaimLabel, ExportKey};
+use crate::objects;
+
+/// Sets `labels` for every claim on `obj`: present when the claim's selector matches, absent when not.
+pub fn apply_claim_labels(obj: &mut Value, claims: &[ClaimLabel]) -> bool {
+    let mut changed = false;
+    for c in claims {
+        let wanted = claims::selects(&c.claim, obj);
+        let meta = objects::meta_mut(obj);
+        let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        let Some(labels) = labels.as_object_mut() else { continue };
+        let current = labels.get(&c.label_key).and_then(Value::as_str);
+        if wanted && current != Some(c.label_value.as_str()) {
+            labels.insert(c.label_key.clone(), Value::String(c.label_value.clone()));
+            changed = true;
+        } else if !wanted && current == Some(c.label_value.as_str()) {
+            labels.remove(&c.label_key);
+            changed = true;
+        }
+        if labels.is_empty() {
+            meta.remove("labels");
+        }
+    }
+    changed
+}
+
+impl Controller {
+    pub(super) fn track_binding(&mut self, bk: &ExportKey, export: Option<ExportKey>) {
+        let old = self.export_of_binding.get(bk).cloned();
+        if old == export {
+            return;
+        }
+        if let Some(old) = old {
+            if let Some(set) = self.bindings_by_export.get_mut(&old) {
+                set.remove(bk);
+            }
+            self.dirty.views.insert(old);
+            self.export_of_binding.remove(bk);
+        }
+        if let Some(new) = export {
+            self.bindings_by_export
+                .entry(new.clone())
+                .or_default()
+                .insert(bk.clone());
+            self.export_of_binding.insert(bk.clone(), new.clone());
+            self.dirty.views.insert(new);
+        }
+    }
+
+    pub(super) async fn reconcile_binding(&mut self, cluster: &str, name: &str) {
+        let bk = (cluster.to_string(), name.to_string());
+        self.dirty.clusters.insert(cluster.to_string());
+        let Some(obj) = get(&self.state, &key(BINDINGS, cluster, name)) else {
+            self.track_binding(&bk, None);
+            self.deleting.remove(&bk);
+            return;
+        };
+        let Some(binding) = typed::<APIBinding>(&obj) else {
+            return;
+        };
+        let reference = binding.spec.reference.export.clone();
+        let path = reference.as_ref().and_then(|r| r.path.clone()).unwrap_or_default();
+        let export_name = reference.as_ref().map(|r| r.name.clone()).unwrap_or_default();
+        let export_cluster = binding
+            .status
+            .as_ref()
+            .and_then(|s| s.api_export_cluster_name.clone())
+            .filter(|c| !c.is_empty())
+            .or_else(|| self.resolve(cluster, &path));
+        let ek = export_cluster.clone().map(|c| (c, export_name.clone()));
+        self.track_binding(&bk, ek.clone());
+        if let Some(ek) = &ek {
+            self.dirty.views.insert(ek.clone());
+        }
+        if obj.pointer("/metadata/deletionTimestamp").is_some() {
+            self.reconcile_deletion(cluster, name, &obj, &binding).await;
+            return;
+        }
+        let mut status = binding.status.clone().unwrap_or_default();
+        let mut conds = status.conditions.take().unwrap_or_default();
+        let now = conditions::now();
+        if status.phase.is_none() {
+            status.phase = Some(APIBindingPhase::Binding);
+            conditions::set(
+                &mut conds,
+                Mark::false_(
+                    INITIAL_BINDING_COMPLETED,
+                    "WaitingForEstablished",
+                    SEVERITY_INFO,
+                    "Waiting for API(s) to be established",
+                ),
+                &now,
+            );
+        } else {
+            self.bind(cluster, &binding, &mut status, &mut conds, &now).await;
+        }
+        conditions::summarize(&mut conds, INITIAL_BINDING_COMPLETED, &now);
+        status.conditions = Some(conds);
+        let status = serde_json::to_value(&status).unwrap_or_default();
+        // Serve the bound resources before anyone can see the binding Bound.
+        let mut next = obj.clone();
+        next["status"] = status.clone();
+        self.sync_registry_with(cluster, name, Some(&next));
+        self.write_status(BINDINGS, &obj, status).await;
+    }
+
+    /// kcp's binding reconciler for phases Binding and Bound.
+    pub(super) async fn bind(
+        &mut self,
+        cluster: &str,
+        binding: &APIBinding,
+        status: &mut faros_core::kcp::apis::v1alpha2::APIBindingStatus,
+        conds: &mut Vec<Condition>,
+        now: &Time,
+    ) {
+        let initial_done = conditions::is_true(conds, INITIAL_BINDING_COMPLETED);
+        let fail_binding = |conds: &mut Vec<Condition>, reason: &str, message: String| {
+            conditions::set(
+                conds,
+                Mark::false_(BINDING_UP_TO_DATE, reason, SEVERITY_ERROR, message.clone()),
+                now,
+            );
+            if !initial_done {
+                conditions::set(
+                    conds,
+                    Mark::false_(INITIAL_BINDING_COMPLETED, reason, SEVERITY_ERROR, message),
+                    now,
+                );
+            }
+        };
+        let Some(reference) = binding.spec.reference.export.clone() else {
+            conditions::set(
+                conds,
+                Mark::false_(
+                    API_EXPORT_VALID,
+                    "APIExportInvalidReference",
+                    SEVERITY_ERROR,
+                    "Missing APIExport reference",
+                ),
+                now,
+            );
+            return;
+        };
+        let path = reference
+            .path
+            .clone()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| self.own_path(cluster));
+        let export_cluster = self.resolve(cluster, reference.path.as_deref().unwrap_or_default());
+        let export_obj = export_cluster
+            .as_deref()
+            .and_then(|ec| get(&self.state, &key(EXPORTS, ec, &reference.name)));
+        let (Some(export_cluster), Some(export_obj)) = (export_cluster, export_obj) else {
+            conditions::set(
+                conds,
+                Mark::false_(
+                    API_EXPORT_VALID,
+                    "APIExportNotFound",
+                    SEVERITY_ERROR,
+                    format!("APIExport {path}|{} not found", reference.name),
+                ),
+                now,
+            );
+            return;
+        };
+        let Some(export) = typed::<APIExport>(&export_obj) else {
+            return;
+        };
+        status.export_permission_claims = export.spec.permission_claims.clone().filter(|c| !c.is_empty());
+        let Some(identity) = export.identity_hash().map(String::from) else {
+            conditions::set(
+                conds,
+                Mark::false_(
+                    API_EXPORT_VALID,
+                    "MissingIdentityHash",
+                    SEVERITY_WARNING,
+                    format!("APIExport {path}|{} is missing status.identityHash", reference.name),
+                ),
+                now,
+            );
+            return;
+        };
+        status.api_export_cluster_name = Some(export_cluster.clone());
+        // Schemas of the export, then the group/resources other bindings here already hold.
+        let mut wanted = Vec::new();
+        for r in export.spec.resources.clone().unwrap_or_default() {
+            if !r.is_crd() {
+                continue;
+            }
+            match self.schema_defs(&export_cluster, &r.schema) {
+                Ok((uid, defs, storage)) => wanted.push((r, uid, defs, storage)),
+                Err(e) if e.ends_with("not found") => {
+                    conditions::set(
+                        conds,
+                        Mark::false_(
+                            API_EXPORT_VALID,
+                            "InternalError",
+                            SEVERITY_ERROR,
+                            format!("Invalid APIExport. Please contact the APIExport owner to resolve: {e}"),
+                        ),
+                        now,
+                    );
+                    return;
+                }
+                Err(e) => {
+                    conditions::set(conds, Mark::true_(API_EXPORT_VALID), now);
+                    fail_binding(conds, "APIResourceSchemaInvalid", format!("Unable to bind APIs: {e}"));
+                    return;
+                }
+            }
+        }
+        let me = binding.metadata.name.clone().unwrap_or_default();
+        let mut taken: BTreeMap<(String, String), String> = BTreeMap::new();
+        for other in list_all(&self.state, GROUP, BINDINGS, Some(cluster), None) {
+            let other_name = name_of(&other);
+            if other_name == me {
+                continue;
+            }
+            for br in other
+                .pointer("/status/boundResources")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+            {
+                let g = br.get("group").and_then(Value::as_str).unwrap_or_default().to_string();
+                let r = br
+                    .get("resource")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                taken.entry((g, r)).or_insert_with(|| other_name.clone());
+            }
+        }
+        let mut skipped = BTreeMap::new();
+        let mut bound = Vec::new();
+        for (r, uid, defs, storage) in &wanted {
+            let group = defs.first().map(|d| d.group.clone()).unwrap_or_else(|| r.group.clone());
+            let resource = defs
+                .first()
+                .map(|d| d.resource.clone())
+                .unwrap_or_else(|| r.name.clone());
+            if let Some(holder) = taken.get(&(group.clone(), resource.clone())) {
+                skipped.insert(format!("{resource}.{group}"), holder.clone());
+                continue;
+            }
+            bound.push(BoundAPIResource {
+                group,
+                resource,
+                schema: BoundAPIResourceSchema {
+                    name: r.schema.clone(),
+                    uid: uid.clone(),
+                    identity_hash: identity.clone(),
+                },
+                storage_versions: Some(vec![storage.clone()]),
+                extra: Default::default(),
+            });
+        }
+        for b in &bound {
+            self.ensure_bound_crd(&export_cluster, &b.schema.name, &b.schema.uid)
+                .await;
+        }
+        conditions::set(conds, Mark::true_(API_EXPORT_VALID), now);
+        status.bound_resources = Some(bound).filter(|b| !b.is_empty());
+        if skipped.is_empty() {
+            conditions::set(conds, Mark::true_(INITIAL_BINDING_COMPLETED), now);
+            conditions::set(conds, Mark::true_(BINDING_UP_TO_DATE), now);
+            status.phase = Some(APIBindingPhase::Bound);
+        } else {
+            let locks: Vec<String> = skipped
+                .iter()
+                .map(|(gr, holder)| format!("{gr}:{{{holder} false}}"))
+                .collect();
+            fail_binding(
+                conds,
+                "NamingConflicts",
+                format!(
+                    "Unable to bind APIs because they are bound by other APIBindings or CRDs: map[{}]",
+                    locks.join(" ")
+                ),
+            );
+        }
+        // Permission claims.
+        let own = own_resources(&export);
+        let eval = claims::evaluate(
+            export.spec.permission_claims.as_deref().unwrap_or_default(),
+            binding.spec.permission_claims.as_deref().unwrap_or_default(),
+            &own,
+        );
+        conditions::set(conds, eval.valid.clone(), now);
+        let previous = status.applied_permission_claims.clone().unwrap_or_default();
+        let applied = eval.applied.clone();
+        if previous != applied || !conditions::is_true(conds, claims::PERMISSION_CLAIMS_APPLIED) {
+            let label_key = claims::label_key(&export_cluster, &reference.name);
+            let mut errors = Vec::new();
+            for claim in export.spec.permission_claims.clone().unwrap_or_default() {
+                let accepted = eval
+                    .accepted
+                    .iter()
+                    .find(|a| a.group == claim.group && a.resource == claim.resource)
+                    .cloned();
+                if let Err(e) = self
+                    .relabel(
+                        cluster,
+                        &claim.group,
+                        &claim.resource,
+                        &claim.identity_hash,
+                        &label_key,
+                        accepted,
+                    )
+                    .await
+                {
+                    errors.push(e);
+                }
+            }
+            if errors.is_empty() {
+                conditions::set(conds, Mark::true_(claims::PERMISSION_CLAIMS_APPLIED), now);
+            } else {
+                conditions::set(
+                    conds,
+                    Mark::false_(
+                        claims::PERMISSION_CLAIMS_APPLIED,
+                        "InternalError",
+                        SEVERITY_ERROR,
+                        format!("Permission claims have not been fully applied: {}", errors.join(", ")),
+                    ),
+                    now,
+                );
+            }
+        }
+        status.applied_permission_claims = Some(applied).filter(|a| !a.is_empty());
+    }
+
+    /// Sets or removes the claim label on every `group/resource` object in `cluster`.
+    pub(super) async fn relabel(
+        &self,
+        cluster: &str,
+        group: &str,
+        resource: &str,
+        identity_hash: &str,
+        label_key: &str,
+        accepted: Option<crate::kcp::AcceptedClaim>,
+    ) -> Result<(), String> {
+        if group == GROUP && resource == BINDINGS {
+            return Ok(());
+        }
+        let served = self
+            .state
+            .registry
+            .resources(cluster)
+            .iter()
+            .any(|d| d.group == group && d.resource == resource && !d.create_only);
+        if !served {
+            // Nothing of it exists here (yet); admission labels objects as they are created.
+            return Ok(());
+        }
+        let label_value = claims::label_value(group, resource, identity_hash);
+        for obj in list_all(&self.state, group, resource, Some(cluster), None) {
+            let mut updated = obj.clone();
+            let changed = match &accepted {
+                Some(claim) => apply_claim_labels(
+                    &mut updated,
+                    &[ClaimLabel {
+                        claim: claim.clone(),
+                        label_key: label_key.to_string(),
+                        label_value: label_value.clone(),
+                    }],
+                ),
+                None => remove_label(&mut updated, label_key, &label_value),
+            };
+            if changed {
+                let written = landed(self.client().update(group, resource, &obj, updated).await);
+                if written.is_none() {
+                    return Err(format!("error patching {resource}.{group} {cluster}|{}", name_of(&obj)));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn remove_label(obj: &mut Value, key: &str, value: &str) -> bool {
+    let Some(labels) = obj.pointer_mut("/metadata/labels").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    if labels.get(key).and_then(Value::as_str) == Some(value) {
+        labels.remove(key);
+        true
+    } else {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kcp::AcceptedClaim;
+
+    #[test]
+    fn claim_labels_follow_the_selector() {
+        let selector = crate::selector::LabelSelector::parse("app=x").ok();
+        let claims = [ClaimLabel {
+            claim: AcceptedClaim {
+                group: String::new(),
+                resource: "configmaps".into(),
+                verbs: vec!["get".into()],
+                selector,
+            },
+            label_key: "claimed.internal.apis.kcp.io/abc".into(),
+            label_value: "v".into(),
+        }];
+        let mut matching = json!({"metadata": {"name": "a", "labels": {"app": "x"}}});
+        assert!(apply_claim_labels(&mut matching, &claims));
+        assert_eq!(matching["metadata"]["labels"]["claimed.internal.apis.kcp.io/abc"], "v");
+        assert!(!apply_claim_labels(&mut matching, &claims), "idempotent");
+        let mut other =
+            json!({"metadata": {"name": "b", "labels": {"app": "y", "claimed.internal.apis.kcp.io/abc": "v"}}});
+        assert!(apply_claim_labels(&mut other, &claims));
+        assert_eq!(other["metadata"]["labels"], json!({"app": "y"}));
+        let mut unlabelled = json!({"metadata": {"name": "c"}});
+        assert!(!apply_claim_labels(&mut unlabelled, &claims));
+        assert_eq!(unlabelled, json!({"metadata": {"name": "c"}}));
+    }
+}

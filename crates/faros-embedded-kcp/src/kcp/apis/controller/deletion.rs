@@ -1,0 +1,128 @@
+//! APIBinding deletion: every instance of the bound resources goes (progress in
+//! `BindingResourceDeleteSuccess`), then the finalizer.
+
+use std::collections::BTreeMap;
+
+use faros_core::kcp::ConditionStatus;
+use faros_core::kcp::apis::v1alpha2::{APIBinding, BoundAPIResource};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::kcp::apis::BINDING_FINALIZER;
+use crate::kcp::apis::conditions::{self, Mark, SEVERITY_ERROR};
+use crate::objects;
+
+impl Controller {
+    /// kcp's APIBinding deletion controller: delete every instance of the bound resources (unless
+    /// another binding here serves the same schema and identity), then drop the finalizer.
+    pub(super) async fn reconcile_deletion(&mut self, cluster: &str, name: &str, obj: &Value, binding: &APIBinding) {
+        let bk = (cluster.to_string(), name.to_string());
+        let bound = binding
+            .status
+            .as_ref()
+            .and_then(|s| s.bound_resources.clone())
+            .unwrap_or_default();
+        let others: Vec<APIBinding> = list_all(&self.state, GROUP, BINDINGS, Some(cluster), None)
+            .iter()
+            .filter(|o| name_of(o) != name && o.pointer("/metadata/deletionTimestamp").is_none())
+            .filter_map(typed::<APIBinding>)
+            .collect();
+        let adopted = |br: &BoundAPIResource| {
+            others.iter().any(|o| {
+                o.status
+                    .as_ref()
+                    .and_then(|s| s.bound_resources.as_ref())
+                    .is_some_and(|rs| {
+                        rs.iter().any(|r| {
+                            r.group == br.group
+                                && r.resource == br.resource
+                                && r.schema.uid == br.schema.uid
+                                && r.schema.identity_hash == br.schema.identity_hash
+                        })
+                    })
+            })
+        };
+        let mut remaining: BTreeMap<String, usize> = BTreeMap::new();
+        let mut finalizers: BTreeMap<String, usize> = BTreeMap::new();
+        for br in bound.iter().filter(|br| !adopted(br)) {
+            let Some(def) = self
+                .state
+                .registry
+                .resources(cluster)
+                .into_iter()
+                .find(|d| d.group == br.group && d.resource == br.resource)
+            else {
+                continue;
+            };
+            for item in list_all(&self.state, &br.group, &br.resource, Some(cluster), None) {
+                landed(self.client().delete(&def.group, &def.resource, &item, None).await);
+            }
+            let left = list_all(&self.state, &br.group, &br.resource, Some(cluster), None);
+            if !left.is_empty() {
+                remaining.insert(format!("{}.{}", br.resource, br.group), left.len());
+            }
+            for item in &left {
+                for f in objects::finalizers(item) {
+                    *finalizers.entry(f).or_default() += 1;
+                }
+            }
+        }
+        let now = conditions::now();
+        let mut status = binding.status.clone().unwrap_or_default();
+        let mut conds = status.conditions.take().unwrap_or_default();
+        let mark = if !finalizers.is_empty() {
+            let list: Vec<String> = finalizers
+                .iter()
+                .map(|(f, n)| format!("{f} in {n} resource instances"))
+                .collect();
+            Mark::false_(
+                BINDING_RESOURCE_DELETE_SUCCESS,
+                "SomeFinalizersRemain",
+                SEVERITY_ERROR,
+                format!(
+                    "Some content in the workspace has finalizers remaining: {}",
+                    list.join(", ")
+                ),
+            )
+        } else if !remaining.is_empty() {
+            let list: Vec<String> = remaining
+                .iter()
+                .map(|(gr, n)| format!("{gr} has {n} resource instances"))
+                .collect();
+            Mark::false_(
+                BINDING_RESOURCE_DELETE_SUCCESS,
+                "SomeResourcesRemain",
+                SEVERITY_ERROR,
+                format!("Some resources are remaining: {}", list.join(", ")),
+            )
+        } else {
+            Mark::true_(BINDING_RESOURCE_DELETE_SUCCESS)
+        };
+        let done = mark.status == ConditionStatus::True;
+        conditions::set(&mut conds, mark, &now);
+        status.conditions = Some(conds);
+        let written = self
+            .write_status(BINDINGS, obj, serde_json::to_value(&status).unwrap_or_default())
+            .await;
+        if !done {
+            self.deleting.insert(bk);
+            return;
+        }
+        self.deleting.remove(&bk);
+        let Some(current) = written.or_else(|| get(&self.state, &key(BINDINGS, cluster, name))) else {
+            return;
+        };
+        let rest: Vec<String> = objects::finalizers(&current)
+            .into_iter()
+            .filter(|f| f != BINDING_FINALIZER)
+            .collect();
+        if rest.is_empty() {
+            // Leave discovery before the binding is gone, so whoever sees it gone sees the APIs gone too.
+            self.sync_registry_with(cluster, name, None);
+        }
+        // The binding goes with its last finalizer (the write pipeline removes it).
+        let mut updated = current.clone();
+        objects::meta_mut(&mut updated).insert("finalizers".into(), json!(rest));
+        landed(self.client().update(GROUP, BINDINGS, &current, updated).await);
+    }
+}

@@ -1,0 +1,244 @@
+//! APIExports: identity secret and hash (`IdentityValid`), the endpoint slice named like the
+//! export, and the export's view for the virtual workspace.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use base64::Engine;
+use faros_core::kcp::ANNOTATION_SKIP_ENDPOINTSLICE;
+use faros_core::kcp::apis::v1alpha2::{APIBinding, APIBindingPhase, APIExport};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::kcp::apis::IDENTITY_NAMESPACE;
+use crate::kcp::apis::claims;
+use crate::kcp::apis::conditions::{self, Mark, SEVERITY_ERROR};
+use crate::kcp::apis::view::ExportKey;
+use crate::kcp::{BoundConsumer, ExportView};
+use crate::objects;
+use crate::store::ObjectKey;
+
+impl Controller {
+    pub(super) async fn reconcile_export(&mut self, cluster: &str, name: &str) {
+        let ek = (cluster.to_string(), name.to_string());
+        let Some(obj) = get(&self.state, &key(EXPORTS, cluster, name)) else {
+            self.index.set_export(ek.clone(), None);
+            self.dirty
+                .slices
+                .extend(self.slices_by_export.get(&ek).cloned().unwrap_or_default());
+            return;
+        };
+        let Some(export) = typed::<APIExport>(&obj) else { return };
+        let secret_ref = export.spec.identity.as_ref().and_then(|i| i.secret_ref.clone());
+        let Some(secret_ref) = secret_ref else {
+            self.create_identity(cluster, name, &obj).await;
+            return;
+        };
+        let secret_ns = secret_ref
+            .namespace
+            .clone()
+            .unwrap_or_else(|| IDENTITY_NAMESPACE.into());
+        let secret_name = secret_ref.name.clone().unwrap_or_else(|| name.to_string());
+        let secret = get(
+            &self.state,
+            &ObjectKey {
+                group: String::new(),
+                resource: "secrets".into(),
+                cluster: cluster.into(),
+                namespace: secret_ns.clone(),
+                name: secret_name.clone(),
+            },
+        );
+        let hash = secret
+            .as_ref()
+            .and_then(|s| s.pointer("/data/key"))
+            .and_then(Value::as_str)
+            .and_then(|k| base64::engine::general_purpose::STANDARD.decode(k).ok())
+            .filter(|k| !k.is_empty())
+            .map(|k| crate::kcp::apis::hash::identity_hash(&k));
+        let mut status = export.status.clone().unwrap_or_default();
+        let mut conds = status.conditions.take().unwrap_or_default();
+        let now = conditions::now();
+        let current = status.identity_hash.clone().filter(|h| !h.is_empty());
+        let mark = match (&hash, &current) {
+            (None, _) if secret.is_none() => Mark::false_(
+                IDENTITY_VALID,
+                "IdentityVerificationFailed",
+                SEVERITY_ERROR,
+                format!("secrets \"{secret_name}\" not found"),
+            ),
+            (None, _) => Mark::false_(
+                IDENTITY_VALID,
+                "IdentityVerificationFailed",
+                SEVERITY_ERROR,
+                "secret is missing data.key",
+            ),
+            (Some(h), Some(cur)) if h != cur => Mark::false_(
+                IDENTITY_VALID,
+                "IdentityVerificationFailed",
+                SEVERITY_ERROR,
+                format!("hash mismatch: identity secret hash {h} must match status.identityHash {cur}"),
+            ),
+            (Some(h), _) => {
+                status.identity_hash = Some(h.clone());
+                Mark::true_(IDENTITY_VALID)
+            }
+        };
+        conditions::set(&mut conds, mark, &now);
+        status.conditions = Some(conds);
+        self.write_status(EXPORTS, &obj, serde_json::to_value(&status).unwrap_or_default())
+            .await;
+        let skip = obj
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(ANNOTATION_SKIP_ENDPOINTSLICE))
+            .is_some();
+        if !skip && get(&self.state, &key(SLICES, cluster, name)).is_none() {
+            let path = obj
+                .pointer("/metadata/annotations/kcp.io~1path")
+                .and_then(Value::as_str)
+                .map(String::from)
+                .unwrap_or_else(|| self.own_path(cluster));
+            let slice = json!({
+                "apiVersion": "apis.kcp.io/v1alpha1",
+                "kind": "APIExportEndpointSlice",
+                "metadata": {"name": name, "ownerReferences": [{
+                    "apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport",
+                    "name": name, "uid": objects::meta_str(&obj, "uid").unwrap_or_default()}]},
+                "spec": {"export": {"name": name, "path": path}},
+            });
+            if let Err(e) = crate::client::Client::system(&self.state)
+                .create(cluster, GROUP, SLICES, slice)
+                .await
+            {
+                tracing::debug!(error = %e, cluster, name, "endpoint slice not created");
+            }
+        }
+        self.dirty.views.insert(ek);
+    }
+
+    /// kcp's first pass on an export without identity: namespace, secret with a random key, then the
+    /// spec's `identity.secretRef` (the hash follows on the next pass).
+    pub(super) async fn create_identity(&mut self, cluster: &str, name: &str, obj: &Value) {
+        let ns_key = ObjectKey {
+            group: String::new(),
+            resource: "namespaces".into(),
+            cluster: cluster.into(),
+            namespace: String::new(),
+            name: IDENTITY_NAMESPACE.into(),
+        };
+        if get(&self.state, &ns_key).is_none() {
+            let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": IDENTITY_NAMESPACE}});
+            if let Err(e) = crate::client::Client::system(&self.state)
+                .create(cluster, "", "namespaces", ns)
+                .await
+            {
+                tracing::debug!(error = %e, cluster, "identity namespace not created");
+            }
+        }
+        let secret_key = ObjectKey {
+            group: String::new(),
+            resource: "secrets".into(),
+            cluster: cluster.into(),
+            namespace: IDENTITY_NAMESPACE.into(),
+            name: name.into(),
+        };
+        if get(&self.state, &secret_key).is_none() {
+            let mut raw = [0u8; 32];
+            rand::RngCore::fill_bytes(&mut rand::rng(), &mut raw);
+            let key_text = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw);
+            let secret = json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                "metadata": {"name": name, "namespace": IDENTITY_NAMESPACE},
+                "data": {"key": base64::engine::general_purpose::STANDARD.encode(key_text.as_bytes())}});
+            if let Err(e) = crate::client::Client::system(&self.state)
+                .create(cluster, "", "secrets", secret)
+                .await
+            {
+                tracing::warn!(error = %e, cluster, name, "identity secret not created");
+                return;
+            }
+        }
+        let mut updated = obj.clone();
+        updated["spec"]["identity"] = json!({"secretRef": {"namespace": IDENTITY_NAMESPACE, "name": name}});
+        let generation = obj.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        objects::meta_mut(&mut updated).insert("generation".into(), json!(generation + 1));
+        landed(self.client().update(GROUP, EXPORTS, obj, updated).await);
+    }
+
+    /// Recomputes what the virtual workspace serves for an export.
+    pub(super) fn refresh_view(&mut self, ek: &ExportKey) {
+        let Some(obj) = get(&self.state, &key(EXPORTS, &ek.0, &ek.1)) else {
+            self.index.set_export(ek.clone(), None);
+            return;
+        };
+        let Some(export) = typed::<APIExport>(&obj) else { return };
+        let Some(identity) = export.identity_hash().map(String::from) else {
+            self.index.set_export(ek.clone(), None);
+            return;
+        };
+        let mut resources = Vec::new();
+        for r in export.spec.resources.clone().unwrap_or_default() {
+            if !r.is_crd() {
+                continue;
+            }
+            if let Ok((_, defs, _)) = self.schema_defs(&ek.0, &r.schema) {
+                resources.extend(defs.into_iter().map(Arc::new));
+            }
+        }
+        let own = own_resources(&export);
+        let mut bindings = BTreeMap::new();
+        for (bc, bn) in self.bindings_by_export.get(ek).cloned().unwrap_or_default() {
+            let Some(bobj) = get(&self.state, &key(BINDINGS, &bc, &bn)) else {
+                continue;
+            };
+            let Some(binding) = typed::<APIBinding>(&bobj) else {
+                continue;
+            };
+            if binding.phase() != Some(&APIBindingPhase::Bound) || bindings.contains_key(&bc) {
+                continue;
+            }
+            let eval = claims::evaluate(
+                export.spec.permission_claims.as_deref().unwrap_or_default(),
+                binding.spec.permission_claims.as_deref().unwrap_or_default(),
+                &own,
+            );
+            bindings.insert(
+                bc,
+                BoundConsumer {
+                    binding_name: bn,
+                    claims: eval.accepted,
+                },
+            );
+        }
+        let had_consumers = self.index.export(ek).is_some_and(|v| !v.bindings.is_empty());
+        let has_consumers = !bindings.is_empty();
+        self.index.set_export(
+            ek.clone(),
+            Some(ExportView {
+                export_cluster: ek.0.clone(),
+                export_name: ek.1.clone(),
+                identity_hash: identity,
+                resources,
+                bindings,
+            }),
+        );
+        if had_consumers != has_consumers || self.slices_by_export.get(ek).is_none_or(BTreeSet::is_empty) {
+            // The slice named like the export may not be indexed yet.
+            self.dirty.slices.insert(ek.clone());
+        }
+        self.dirty
+            .slices
+            .extend(self.slices_by_export.get(ek).cloned().unwrap_or_default());
+    }
+}
+
+/// The group/resources an export serves itself (claims on them are ignored).
+pub(super) fn own_resources(export: &APIExport) -> Vec<(String, String)> {
+    export
+        .spec
+        .resources
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .map(|r| (r.group.clone(), r.name.clone()))
+        .collect()
+}

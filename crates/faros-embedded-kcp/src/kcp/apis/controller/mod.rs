@@ -1,0 +1,359 @@
+//! The API export/binding controller: one task watching APIExports, APIBindings,
+//! APIResourceSchemas and APIExportEndpointSlices, reconciling what changed.
+//!
+//! One module per object:
+//! - `export`: identity secret `kcp-system/<export>` and `status.identityHash`, `IdentityValid`, the
+//!   endpoint slice named like the export (owned by it, so GC removes it with the export), the view.
+//! - `binding`: `""` → `Binding` → `Bound` with kcp's conditions, `status.boundResources`, naming
+//!   conflicts, permission claims and claim labels.
+//! - `deletion`: every instance of the bound resources goes, progress in
+//!   `BindingResourceDeleteSuccess`, then the finalizer; the resources leave discovery when the
+//!   binding is gone.
+//! - `slice`: `status.endpoints` holds the virtual workspace URL while the export has a Bound binding.
+//! - `registry`: the consumer cluster's schema-defined resources are the bound resources of all its
+//!   bindings. `schemas`: resource definitions from APIResourceSchemas, the bound copies.
+//! - `decide`: the decisions of all of them, IO-free and tested as tables.
+//!
+//! This module holds the event loop and the shared lookups. Writes go through the in-process client
+//! (the API's write pipeline), so the controller sees its own writes again as events; every
+//! reconcile is idempotent and writes only on change. Nothing here writes to the store directly.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{FutureExt, Stream, StreamExt};
+use serde_json::Value;
+
+use super::view::{ExportKey, Index};
+use crate::client::Client;
+use crate::controllers::{landed, list_all, rv};
+use crate::objects;
+use crate::state::ServerState;
+use crate::store::{Event, EventType, ObjectKey, StoreError, WatchFilter};
+
+mod binding;
+mod deletion;
+mod export;
+mod registry;
+mod schemas;
+mod slice;
+
+pub use binding::apply_claim_labels;
+use schemas::CachedDefs;
+
+const GROUP: &str = "apis.kcp.io";
+const EXPORTS: &str = "apiexports";
+const BINDINGS: &str = "apibindings";
+const SCHEMAS: &str = "apiresourceschemas";
+const SLICES: &str = "apiexportendpointslices";
+/// kcp's shard-internal cluster holding one copy of every bound schema ("bound CRDs", named by the
+/// schema's UID), so bound resources stay served when the export's workspace goes away.
+pub const BOUND_CRDS_CLUSTER: &str = "system:bound-crds";
+
+const API_EXPORT_VALID: &str = "APIExportValid";
+const INITIAL_BINDING_COMPLETED: &str = "InitialBindingCompleted";
+const BINDING_UP_TO_DATE: &str = "BindingUpToDate";
+const BINDING_RESOURCE_DELETE_SUCCESS: &str = "BindingResourceDeleteSuccess";
+const IDENTITY_VALID: &str = "IdentityValid";
+
+/// How often deletions blocked by foreign finalizers and slices waiting for the server URL are
+/// re-checked (kcp re-checks blocked binding deletions every ~5 s).
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// The storage key of a cluster-scoped `apis.kcp.io` object.
+pub fn key(resource: &str, cluster: &str, name: &str) -> ObjectKey {
+    ObjectKey {
+        group: GROUP.into(),
+        resource: resource.into(),
+        cluster: cluster.into(),
+        namespace: String::new(),
+        name: name.into(),
+    }
+}
+
+fn get(state: &ServerState, key: &ObjectKey) -> Option<Value> {
+    match state.store.get(key) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!(error = %e, ?key, "apis controller read failed");
+            None
+        }
+    }
+}
+
+fn typed<T: serde::de::DeserializeOwned>(obj: &Value) -> Option<T> {
+    match serde_json::from_value(obj.clone()) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            tracing::warn!(error = %e, "apis controller cannot decode a stored object");
+            None
+        }
+    }
+}
+
+fn name_of(obj: &Value) -> String {
+    objects::meta_str(obj, "name").unwrap_or_default().to_string()
+}
+
+/// Objects to reconcile, collected from a batch of events.
+#[derive(Default)]
+struct Dirty {
+    exports: BTreeSet<ExportKey>,
+    bindings: BTreeSet<ExportKey>,
+    slices: BTreeSet<ExportKey>,
+    /// Consumer clusters whose registry entry must be recomputed.
+    clusters: BTreeSet<String>,
+    /// Exports whose view (consumers, claims) must be recomputed.
+    views: BTreeSet<ExportKey>,
+}
+
+impl Dirty {
+    fn is_empty(&self) -> bool {
+        self.exports.is_empty()
+            && self.bindings.is_empty()
+            && self.slices.is_empty()
+            && self.clusters.is_empty()
+            && self.views.is_empty()
+    }
+}
+
+struct Controller {
+    state: Arc<ServerState>,
+    index: Arc<Index>,
+    dirty: Dirty,
+    /// Export → bindings referring to it (by resolved export cluster).
+    bindings_by_export: HashMap<ExportKey, BTreeSet<ExportKey>>,
+    export_of_binding: HashMap<ExportKey, ExportKey>,
+    /// Export → endpoint slices pointing at it.
+    slices_by_export: HashMap<ExportKey, BTreeSet<ExportKey>>,
+    export_of_slice: HashMap<ExportKey, ExportKey>,
+    schema_defs: HashMap<ExportKey, CachedDefs>,
+    /// Bindings whose deletion waits for foreign finalizers.
+    deleting: BTreeSet<ExportKey>,
+    /// Slices waiting for the server URL.
+    slices_waiting: BTreeSet<ExportKey>,
+}
+
+/// Runs until aborted.
+pub async fn run(state: Arc<ServerState>) {
+    // A restarted controller rebuilds the index from scratch.
+    let index = state.apis.clone();
+    index.clear();
+    let mut c = Controller {
+        state: state.clone(),
+        index,
+        dirty: Dirty::default(),
+        bindings_by_export: HashMap::new(),
+        export_of_binding: HashMap::new(),
+        slices_by_export: HashMap::new(),
+        export_of_slice: HashMap::new(),
+        schema_defs: HashMap::new(),
+        deleting: BTreeSet::new(),
+        slices_waiting: BTreeSet::new(),
+    };
+    loop {
+        let from = state.store.current_rv();
+        let streams = match watches(&state, from) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "apis controller cannot watch; retrying");
+                tokio::time::sleep(RECHECK).await;
+                continue;
+            }
+        };
+        c.resync().await;
+        let mut events = futures::stream::select_all(streams);
+        let mut tick = tokio::time::interval(RECHECK);
+        loop {
+            let waiting = !c.deleting.is_empty() || !c.slices_waiting.is_empty() || !c.dirty.is_empty();
+            tokio::select! {
+                event = events.next() => {
+                    let mut healthy = match event {
+                        Some(Ok(e)) => { c.observe(&e); true }
+                        _ => false,
+                    };
+                    // Fold everything already queued into one pass.
+                    while healthy {
+                        match events.next().now_or_never() {
+                            Some(Some(Ok(e))) => c.observe(&e),
+                            Some(_) => healthy = false,
+                            None => break,
+                        }
+                    }
+                    c.process().await;
+                    if !healthy {
+                        // Fell behind the history (or the store closed): relist everything.
+                        break;
+                    }
+                }
+                _ = tick.tick(), if waiting => {
+                    c.dirty.bindings.extend(c.deleting.iter().cloned());
+                    c.dirty.slices.extend(c.slices_waiting.iter().cloned());
+                    c.process().await;
+                }
+            }
+        }
+    }
+}
+
+type EventStream = std::pin::Pin<Box<dyn Stream<Item = Result<Arc<Event>, StoreError>> + Send>>;
+
+fn watches(state: &ServerState, from: u64) -> Result<Vec<EventStream>, StoreError> {
+    [EXPORTS, BINDINGS, SCHEMAS, SLICES]
+        .into_iter()
+        .map(|resource| {
+            let filter = WatchFilter {
+                group: GROUP.into(),
+                resource: resource.into(),
+                cluster: None,
+                namespace: None,
+            };
+            state.store.watch(from, filter).map(|s| Box::pin(s) as EventStream)
+        })
+        .collect()
+}
+
+impl Controller {
+    /// Everything dirty (startup and after falling behind). Registrations first, so bound resources
+    /// are served again as early as possible after a restart.
+    async fn resync(&mut self) {
+        let bindings = list_all(&self.state, GROUP, BINDINGS, None, None);
+        let clusters: BTreeSet<String> = bindings.iter().map(cluster_of).collect();
+        for cluster in &clusters {
+            self.sync_registry(cluster);
+        }
+        for obj in &bindings {
+            self.dirty.bindings.insert((cluster_of(obj), name_of(obj)));
+        }
+        for obj in list_all(&self.state, GROUP, EXPORTS, None, None) {
+            self.dirty.exports.insert((cluster_of(&obj), name_of(&obj)));
+        }
+        for obj in list_all(&self.state, GROUP, SLICES, None, None) {
+            self.dirty.slices.insert((cluster_of(&obj), name_of(&obj)));
+        }
+        self.process().await;
+    }
+
+    fn observe(&mut self, event: &Event) {
+        let k = (event.key.cluster.clone(), event.key.name.clone());
+        match event.key.resource.as_str() {
+            EXPORTS => {
+                self.dirty.exports.insert(k.clone());
+                if let Some(bindings) = self.bindings_by_export.get(&k) {
+                    self.dirty.bindings.extend(bindings.iter().cloned());
+                }
+            }
+            BINDINGS => {
+                self.dirty.bindings.insert(k);
+            }
+            SCHEMAS => {
+                self.schema_defs.remove(&k);
+                // Exports of that cluster using the schema, and through them their bindings.
+                for export in list_all(&self.state, GROUP, EXPORTS, Some(&k.0), None) {
+                    let uses = export
+                        .pointer("/spec/resources")
+                        .and_then(Value::as_array)
+                        .is_some_and(|r| r.iter().any(|r| r.get("schema").and_then(Value::as_str) == Some(&k.1)));
+                    if uses {
+                        let ek = (k.0.clone(), name_of(&export));
+                        if let Some(bindings) = self.bindings_by_export.get(&ek) {
+                            self.dirty.bindings.extend(bindings.iter().cloned());
+                        }
+                        self.dirty.exports.insert(ek);
+                    }
+                }
+            }
+            SLICES => {
+                if event.event_type == EventType::Deleted {
+                    self.forget_slice(&k);
+                } else {
+                    self.dirty.slices.insert(k);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    async fn process(&mut self) {
+        // A pass can dirty more (a binding bound → its export's view → its slices); a few rounds
+        // settle it, and anything left waits for the next event or tick.
+        for _ in 0..8 {
+            if self.dirty.is_empty() {
+                return;
+            }
+            let dirty = std::mem::take(&mut self.dirty);
+            for (cluster, name) in &dirty.exports {
+                self.reconcile_export(cluster, name).await;
+            }
+            for (cluster, name) in &dirty.bindings {
+                self.reconcile_binding(cluster, name).await;
+            }
+            for cluster in &dirty.clusters {
+                self.sync_registry(cluster);
+            }
+            for export in &dirty.views {
+                self.refresh_view(export);
+            }
+            for (cluster, name) in &dirty.slices {
+                self.reconcile_slice(cluster, name).await;
+            }
+        }
+    }
+
+    fn client(&self) -> Client<'_> {
+        Client::system(&self.state)
+    }
+
+    fn own_path(&self, cluster: &str) -> String {
+        self.state
+            .clusters
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(cluster)
+            .map(|c| c.path.clone())
+            .unwrap_or_else(|| cluster.to_string())
+    }
+
+    /// The logical cluster of an export reference made from `cluster`.
+    fn resolve(&self, cluster: &str, path: &str) -> Option<String> {
+        if path.is_empty() {
+            return Some(cluster.to_string());
+        }
+        self.state
+            .clusters
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .resolve(path)
+            .map(String::from)
+    }
+
+    // ----- writes --------------------------------------------------------------------------------
+
+    /// Replaces `status` of a stored object when it differs; returns the stored result.
+    async fn write_status(&self, resource: &str, obj: &Value, status: Value) -> Option<Value> {
+        let status = match status {
+            Value::Object(m) if m.is_empty() => Value::Null,
+            s => s,
+        };
+        if obj.get("status").cloned().unwrap_or(Value::Null) == status {
+            return None;
+        }
+        let mut updated = obj.clone();
+        if let Some(map) = updated.as_object_mut() {
+            if status.is_null() {
+                map.remove("status");
+            } else {
+                map.insert("status".into(), status);
+            }
+        }
+        landed(self.client().update_status(GROUP, resource, obj, updated).await)
+    }
+}
+
+fn cluster_of(obj: &Value) -> String {
+    obj.pointer("/metadata/annotations/kcp.io~1cluster")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}

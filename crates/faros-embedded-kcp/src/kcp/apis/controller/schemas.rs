@@ -1,0 +1,93 @@
+//! APIResourceSchemas: resource definitions built from a schema (cached by resourceVersion), and
+//! the bound copy kept in the bound-CRDs cluster.
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::objects;
+use crate::registry::ResourceDef;
+
+/// Resource definitions built from one APIResourceSchema, cached by its resourceVersion.
+pub(super) struct CachedDefs {
+    rv: Option<u64>,
+    uid: String,
+    defs: Vec<ResourceDef>,
+}
+
+impl Controller {
+    /// The resource definitions of schema `name` in `cluster` (served versions, storage first).
+    pub(super) fn schema_defs(
+        &mut self,
+        cluster: &str,
+        name: &str,
+    ) -> Result<(String, Vec<ResourceDef>, String), String> {
+        let Some(obj) = get(&self.state, &key(SCHEMAS, cluster, name)) else {
+            return Err(format!("APIResourceSchema {name:?} not found"));
+        };
+        let k = (cluster.to_string(), name.to_string());
+        let current_rv = rv(&obj);
+        if let Some(cached) = self.schema_defs.get(&k).filter(|c| c.rv == current_rv) {
+            let storage = cached.defs.first().map(|d| d.version.clone()).unwrap_or_default();
+            return Ok((cached.uid.clone(), cached.defs.clone(), storage));
+        }
+        let spec = obj.get("spec").cloned().unwrap_or_default();
+        let versions = spec
+            .get("versions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut ordered: Vec<&Value> = versions
+            .iter()
+            .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
+            .collect();
+        ordered.sort_by_key(|v| v.get("storage").and_then(Value::as_bool) != Some(true));
+        if ordered.is_empty() {
+            return Err(format!("APIResourceSchema {name:?} serves no version"));
+        }
+        let mut defs = Vec::new();
+        for v in ordered {
+            defs.push(ResourceDef::from_crd_like(&spec, v, "/schema").map_err(|e| e.to_string())?);
+        }
+        let uid = objects::meta_str(&obj, "uid").unwrap_or_default().to_string();
+        let storage = defs.first().map(|d| d.version.clone()).unwrap_or_default();
+        self.schema_defs.insert(
+            k,
+            CachedDefs {
+                rv: current_rv,
+                uid: uid.clone(),
+                defs: defs.clone(),
+            },
+        );
+        Ok((uid, defs, storage))
+    }
+
+    /// Copies schema `name` of `export_cluster` to [`BOUND_CRDS_CLUSTER`] as `uid`, once: schemas
+    /// are immutable in kcp, so the copy never needs updating.
+    pub(super) async fn ensure_bound_crd(&self, export_cluster: &str, name: &str, uid: &str) {
+        if uid.is_empty() || get(&self.state, &key(SCHEMAS, BOUND_CRDS_CLUSTER, uid)).is_some() {
+            return;
+        }
+        let Some(schema) = get(&self.state, &key(SCHEMAS, export_cluster, name)) else {
+            return;
+        };
+        let copy = json!({
+            "apiVersion": "apis.kcp.io/v1alpha1",
+            "kind": "APIResourceSchema",
+            "metadata": {
+                "name": uid,
+                "annotations": {
+                    "apis.kcp.io/bound-crd": "",
+                    "apis.kcp.io/schema-cluster": export_cluster,
+                    "apis.kcp.io/schema-name": name,
+                },
+            },
+            "spec": schema.get("spec").cloned().unwrap_or_default(),
+        });
+        if let Err(e) = crate::client::Client::system(&self.state)
+            .create(BOUND_CRDS_CLUSTER, GROUP, SCHEMAS, copy)
+            .await
+        {
+            tracing::warn!(error = %e, schema = name, "cannot record the bound schema");
+        }
+    }
+}

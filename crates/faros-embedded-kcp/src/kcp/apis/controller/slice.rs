@@ -1,0 +1,106 @@
+//! APIExportEndpointSlices: `APIExportValid` and the virtual workspace URL while the export has a
+//! Bound binding.
+
+use faros_core::kcp::apis::v1alpha1::{APIExportEndpoint, APIExportEndpointSlice};
+use serde_json::Value;
+
+use super::*;
+use crate::kcp::apis::conditions::{self, Mark, SEVERITY_ERROR};
+use crate::kcp::apis::view::ExportKey;
+use crate::objects;
+
+impl Controller {
+    pub(super) fn forget_slice(&mut self, sk: &ExportKey) {
+        if let Some(ek) = self.export_of_slice.remove(sk)
+            && let Some(set) = self.slices_by_export.get_mut(&ek)
+        {
+            set.remove(sk);
+        }
+        self.slices_waiting.remove(sk);
+    }
+
+    pub(super) async fn reconcile_slice(&mut self, cluster: &str, name: &str) {
+        let sk = (cluster.to_string(), name.to_string());
+        let Some(obj) = get(&self.state, &key(SLICES, cluster, name)) else {
+            self.forget_slice(&sk);
+            return;
+        };
+        if self.owner_export_gone(cluster, &obj) {
+            // The garbage collector removes it; a status write now would only race it.
+            return;
+        }
+        let Some(slice) = typed::<APIExportEndpointSlice>(&obj) else {
+            return;
+        };
+        let path = slice.spec.export.path.clone().unwrap_or_default();
+        let export_name = slice.spec.export.name.clone();
+        let export_cluster = self.resolve(cluster, &path);
+        if let Some(ec) = &export_cluster {
+            let ek = (ec.clone(), export_name.clone());
+            if self.export_of_slice.get(&sk) != Some(&ek) {
+                self.forget_slice(&sk);
+                self.export_of_slice.insert(sk.clone(), ek.clone());
+                self.slices_by_export.entry(ek).or_default().insert(sk.clone());
+            }
+        }
+        let export_exists = export_cluster
+            .as_deref()
+            .is_some_and(|ec| get(&self.state, &key(EXPORTS, ec, &export_name)).is_some());
+        let mut status = slice.status.clone().unwrap_or_default();
+        let mut conds = status.conditions.take().unwrap_or_default();
+        let now = conditions::now();
+        let shown_path = if path.is_empty() {
+            self.own_path(cluster)
+        } else {
+            path.clone()
+        };
+        let mark = if export_exists {
+            Mark::true_(API_EXPORT_VALID)
+        } else {
+            Mark::false_(
+                API_EXPORT_VALID,
+                "APIExportNotFound",
+                SEVERITY_ERROR,
+                format!("APIExport {shown_path}|{export_name} not found"),
+            )
+        };
+        conditions::set(&mut conds, mark, &now);
+        status.conditions = Some(conds);
+        let consumers = export_cluster
+            .as_ref()
+            .and_then(|ec| self.index.export(&(ec.clone(), export_name.clone())))
+            .is_some_and(|v| !v.bindings.is_empty());
+        let url = export_cluster
+            .as_deref()
+            .and_then(|ec| crate::kcp::apis::virtual_workspace_url(&self.state, ec, &export_name));
+        if consumers && url.is_none() {
+            self.slices_waiting.insert(sk.clone());
+        } else {
+            self.slices_waiting.remove(&sk);
+        }
+        status.endpoints = match url {
+            Some(url) if consumers && export_exists => Some(vec![APIExportEndpoint {
+                url,
+                ..Default::default()
+            }]),
+            _ => None,
+        };
+        self.write_status(SLICES, &obj, serde_json::to_value(&status).unwrap_or_default())
+            .await;
+    }
+
+    pub(super) fn owner_export_gone(&self, cluster: &str, obj: &Value) -> bool {
+        let owners = obj
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        owners.iter().any(|o| {
+            let s = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or_default();
+            s("kind") == "APIExport"
+                && s("apiVersion").starts_with("apis.kcp.io/")
+                && get(&self.state, &key(EXPORTS, cluster, s("name")))
+                    .is_none_or(|e| objects::meta_str(&e, "uid") != Some(s("uid")))
+        })
+    }
+}
