@@ -129,7 +129,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     };
     let ca_pem = match &args.hub_ca_file {
-        Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
+        Some(p) => Some(
+            std::fs::read(p)
+                .with_context(|| format!("{}={}: reading the hub's CA", heartbeat::ENV_HUB_CA_FILE, p.display()))?,
+        ),
         None => None,
     };
     let verifier = match (&args.jwks_url, &args.hub_url) {
