@@ -1,7 +1,7 @@
 //! `init` against an in-process embedded kcp, in a plain logical cluster (kcp kinds are served in
 //! every cluster; CatalogEntries need the `providers.faros.sh` binding of a real provider workspace).
 //! These run as the admin outside a provider workspace, so they allow a foreign workspace; the
-//! refusals themselves are in `tests/refusals.rs`.
+//! refusals themselves are in `tests/init_refusals.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
