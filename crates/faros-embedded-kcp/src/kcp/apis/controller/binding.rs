@@ -4,16 +4,15 @@
 use std::collections::BTreeMap;
 
 use faros_core::kcp::Condition;
-use faros_core::kcp::apis::v1alpha2::{
-    APIBinding, APIBindingPhase, APIExport, BoundAPIResource, BoundAPIResourceSchema,
-};
+use faros_core::kcp::apis::v1alpha2::{APIBinding, APIBindingPhase, APIExport};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};
 
+use super::decide::{self, BindInput, SchemaProblem, Wanted};
 use super::export::own_resources;
 use super::*;
 use crate::kcp::apis::claims;
-use crate::kcp::apis::conditions::{self, Mark, SEVERITY_ERROR, SEVERITY_INFO, SEVERITY_WARNING};
+use crate::kcp::apis::conditions::{self, Mark, SEVERITY_ERROR, SEVERITY_INFO};
 use crate::kcp::apis::view::{ClaimLabel, ExportKey};
 use crate::objects;
 
@@ -120,112 +119,8 @@ impl Controller {
         self.write_status(BINDINGS, &obj, status).await;
     }
 
-    /// kcp's binding reconciler for phases Binding and Bound.
-    pub(super) async fn bind(
-        &mut self,
-        cluster: &str,
-        binding: &APIBinding,
-        status: &mut faros_core::kcp::apis::v1alpha2::APIBindingStatus,
-        conds: &mut Vec<Condition>,
-        now: &Time,
-    ) {
-        let initial_done = conditions::is_true(conds, INITIAL_BINDING_COMPLETED);
-        let fail_binding = |conds: &mut Vec<Condition>, reason: &str, message: String| {
-            conditions::set(
-                conds,
-                Mark::false_(BINDING_UP_TO_DATE, reason, SEVERITY_ERROR, message.clone()),
-                now,
-            );
-            if !initial_done {
-                conditions::set(
-                    conds,
-                    Mark::false_(INITIAL_BINDING_COMPLETED, reason, SEVERITY_ERROR, message),
-                    now,
-                );
-            }
-        };
-        let Some(reference) = binding.spec.reference.export.clone() else {
-            conditions::set(
-                conds,
-                Mark::false_(
-                    API_EXPORT_VALID,
-                    "APIExportInvalidReference",
-                    SEVERITY_ERROR,
-                    "Missing APIExport reference",
-                ),
-                now,
-            );
-            return;
-        };
-        let path = reference
-            .path
-            .clone()
-            .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| self.own_path(cluster));
-        let export_cluster = self.resolve(cluster, reference.path.as_deref().unwrap_or_default());
-        let export_obj = export_cluster
-            .as_deref()
-            .and_then(|ec| get(&self.state, &key(EXPORTS, ec, &reference.name)));
-        let (Some(export_cluster), Some(export_obj)) = (export_cluster, export_obj) else {
-            conditions::set(
-                conds,
-                Mark::false_(
-                    API_EXPORT_VALID,
-                    "APIExportNotFound",
-                    SEVERITY_ERROR,
-                    format!("APIExport {path}|{} not found", reference.name),
-                ),
-                now,
-            );
-            return;
-        };
-        let Some(export) = typed::<APIExport>(&export_obj) else {
-            return;
-        };
-        status.export_permission_claims = export.spec.permission_claims.clone().filter(|c| !c.is_empty());
-        let Some(identity) = export.identity_hash().map(String::from) else {
-            conditions::set(
-                conds,
-                Mark::false_(
-                    API_EXPORT_VALID,
-                    "MissingIdentityHash",
-                    SEVERITY_WARNING,
-                    format!("APIExport {path}|{} is missing status.identityHash", reference.name),
-                ),
-                now,
-            );
-            return;
-        };
-        status.api_export_cluster_name = Some(export_cluster.clone());
-        // Schemas of the export, then the group/resources other bindings here already hold.
-        let mut wanted = Vec::new();
-        for r in export.spec.resources.clone().unwrap_or_default() {
-            if !r.is_crd() {
-                continue;
-            }
-            match self.schema_defs(&export_cluster, &r.schema) {
-                Ok((uid, defs, storage)) => wanted.push((r, uid, defs, storage)),
-                Err(e) if e.ends_with("not found") => {
-                    conditions::set(
-                        conds,
-                        Mark::false_(
-                            API_EXPORT_VALID,
-                            "InternalError",
-                            SEVERITY_ERROR,
-                            format!("Invalid APIExport. Please contact the APIExport owner to resolve: {e}"),
-                        ),
-                        now,
-                    );
-                    return;
-                }
-                Err(e) => {
-                    conditions::set(conds, Mark::true_(API_EXPORT_VALID), now);
-                    fail_binding(conds, "APIResourceSchemaInvalid", format!("Unable to bind APIs: {e}"));
-                    return;
-                }
-            }
-        }
-        let me = binding.metadata.name.clone().unwrap_or_default();
+    /// The group/resources other bindings of `cluster` hold, with the first holder's name.
+    fn taken_resources(&self, cluster: &str, me: &str) -> BTreeMap<(String, String), String> {
         let mut taken: BTreeMap<(String, String), String> = BTreeMap::new();
         for other in list_all(&self.state, GROUP, BINDINGS, Some(cluster), None) {
             let other_name = name_of(&other);
@@ -247,53 +142,111 @@ impl Controller {
                 taken.entry((g, r)).or_insert_with(|| other_name.clone());
             }
         }
-        let mut skipped = BTreeMap::new();
-        let mut bound = Vec::new();
-        for (r, uid, defs, storage) in &wanted {
-            let group = defs.first().map(|d| d.group.clone()).unwrap_or_else(|| r.group.clone());
-            let resource = defs
-                .first()
-                .map(|d| d.resource.clone())
-                .unwrap_or_else(|| r.name.clone());
-            if let Some(holder) = taken.get(&(group.clone(), resource.clone())) {
-                skipped.insert(format!("{resource}.{group}"), holder.clone());
+        taken
+    }
+
+    /// kcp's binding reconciler for phases Binding and Bound.
+    pub(super) async fn bind(
+        &mut self,
+        cluster: &str,
+        binding: &APIBinding,
+        status: &mut faros_core::kcp::apis::v1alpha2::APIBindingStatus,
+        conds: &mut Vec<Condition>,
+        now: &Time,
+    ) {
+        let initial_done = conditions::is_true(conds, INITIAL_BINDING_COMPLETED);
+        let decided = |conds: &mut Vec<Condition>, input: BindInput<'_>| {
+            let d = decide::bind(input);
+            for mark in &d.marks {
+                conditions::set(conds, mark.clone(), now);
+            }
+            d
+        };
+        let Some(reference) = binding.spec.reference.export.clone() else {
+            decided(conds, BindInput::NoReference);
+            return;
+        };
+        let path = reference
+            .path
+            .clone()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| self.own_path(cluster));
+        let export_cluster = self.resolve(cluster, reference.path.as_deref().unwrap_or_default());
+        let export_obj = export_cluster
+            .as_deref()
+            .and_then(|ec| get(&self.state, &key(EXPORTS, ec, &reference.name)));
+        let (Some(export_cluster), Some(export_obj)) = (export_cluster, export_obj) else {
+            let input = BindInput::ExportNotFound {
+                path: &path,
+                name: &reference.name,
+            };
+            decided(conds, input);
+            return;
+        };
+        let Some(export) = typed::<APIExport>(&export_obj) else {
+            return;
+        };
+        status.export_permission_claims = export.spec.permission_claims.clone().filter(|c| !c.is_empty());
+        let Some(identity) = export.identity_hash().map(String::from) else {
+            let input = BindInput::NoIdentity {
+                path: &path,
+                name: &reference.name,
+            };
+            decided(conds, input);
+            return;
+        };
+        status.api_export_cluster_name = Some(export_cluster.clone());
+        // Schemas of the export (up to the first that cannot be used), then the group/resources
+        // other bindings here already hold.
+        let mut schemas = Vec::new();
+        for r in export.spec.resources.clone().unwrap_or_default() {
+            if !r.is_crd() {
                 continue;
             }
-            bound.push(BoundAPIResource {
-                group,
-                resource,
-                schema: BoundAPIResourceSchema {
-                    name: r.schema.clone(),
-                    uid: uid.clone(),
-                    identity_hash: identity.clone(),
-                },
-                storage_versions: Some(vec![storage.clone()]),
-                extra: Default::default(),
-            });
+            match self.schema_defs(&export_cluster, &r.schema) {
+                Ok((uid, defs, storage)) => schemas.push(Ok(Wanted {
+                    group: defs.first().map(|d| d.group.clone()).unwrap_or_else(|| r.group.clone()),
+                    resource: defs
+                        .first()
+                        .map(|d| d.resource.clone())
+                        .unwrap_or_else(|| r.name.clone()),
+                    schema: r.schema.clone(),
+                    uid,
+                    storage,
+                })),
+                Err(e) => {
+                    let problem = if e.ends_with("not found") {
+                        SchemaProblem::NotFound(e)
+                    } else {
+                        SchemaProblem::Invalid(e)
+                    };
+                    schemas.push(Err(problem));
+                    break;
+                }
+            }
         }
+        let taken = if schemas.iter().all(Result::is_ok) {
+            self.taken_resources(cluster, binding.metadata.name.as_deref().unwrap_or_default())
+        } else {
+            BTreeMap::new()
+        };
+        let d = decided(
+            conds,
+            BindInput::Export {
+                identity: &identity,
+                schemas,
+                taken: &taken,
+                initial_done,
+            },
+        );
+        let Some(bound) = d.bound else { return };
         for b in &bound {
             self.ensure_bound_crd(&export_cluster, &b.schema.name, &b.schema.uid)
                 .await;
         }
-        conditions::set(conds, Mark::true_(API_EXPORT_VALID), now);
         status.bound_resources = Some(bound).filter(|b| !b.is_empty());
-        if skipped.is_empty() {
-            conditions::set(conds, Mark::true_(INITIAL_BINDING_COMPLETED), now);
-            conditions::set(conds, Mark::true_(BINDING_UP_TO_DATE), now);
+        if d.phase_bound {
             status.phase = Some(APIBindingPhase::Bound);
-        } else {
-            let locks: Vec<String> = skipped
-                .iter()
-                .map(|(gr, holder)| format!("{gr}:{{{holder} false}}"))
-                .collect();
-            fail_binding(
-                conds,
-                "NamingConflicts",
-                format!(
-                    "Unable to bind APIs because they are bound by other APIBindings or CRDs: map[{}]",
-                    locks.join(" ")
-                ),
-            );
         }
         // Permission claims.
         let own = own_resources(&export);

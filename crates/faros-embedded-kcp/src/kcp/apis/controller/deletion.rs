@@ -4,12 +4,13 @@
 use std::collections::BTreeMap;
 
 use faros_core::kcp::ConditionStatus;
-use faros_core::kcp::apis::v1alpha2::{APIBinding, BoundAPIResource};
+use faros_core::kcp::apis::v1alpha2::APIBinding;
 use serde_json::{Value, json};
 
+use super::decide;
 use super::*;
 use crate::kcp::apis::BINDING_FINALIZER;
-use crate::kcp::apis::conditions::{self, Mark, SEVERITY_ERROR};
+use crate::kcp::apis::conditions::{self};
 use crate::objects;
 
 impl Controller {
@@ -27,24 +28,9 @@ impl Controller {
             .filter(|o| name_of(o) != name && o.pointer("/metadata/deletionTimestamp").is_none())
             .filter_map(typed::<APIBinding>)
             .collect();
-        let adopted = |br: &BoundAPIResource| {
-            others.iter().any(|o| {
-                o.status
-                    .as_ref()
-                    .and_then(|s| s.bound_resources.as_ref())
-                    .is_some_and(|rs| {
-                        rs.iter().any(|r| {
-                            r.group == br.group
-                                && r.resource == br.resource
-                                && r.schema.uid == br.schema.uid
-                                && r.schema.identity_hash == br.schema.identity_hash
-                        })
-                    })
-            })
-        };
         let mut remaining: BTreeMap<String, usize> = BTreeMap::new();
         let mut finalizers: BTreeMap<String, usize> = BTreeMap::new();
-        for br in bound.iter().filter(|br| !adopted(br)) {
+        for br in bound.iter().filter(|br| !decide::deletion_adopted(br, &others)) {
             let Some(def) = self
                 .state
                 .registry
@@ -70,34 +56,7 @@ impl Controller {
         let now = conditions::now();
         let mut status = binding.status.clone().unwrap_or_default();
         let mut conds = status.conditions.take().unwrap_or_default();
-        let mark = if !finalizers.is_empty() {
-            let list: Vec<String> = finalizers
-                .iter()
-                .map(|(f, n)| format!("{f} in {n} resource instances"))
-                .collect();
-            Mark::false_(
-                BINDING_RESOURCE_DELETE_SUCCESS,
-                "SomeFinalizersRemain",
-                SEVERITY_ERROR,
-                format!(
-                    "Some content in the workspace has finalizers remaining: {}",
-                    list.join(", ")
-                ),
-            )
-        } else if !remaining.is_empty() {
-            let list: Vec<String> = remaining
-                .iter()
-                .map(|(gr, n)| format!("{gr} has {n} resource instances"))
-                .collect();
-            Mark::false_(
-                BINDING_RESOURCE_DELETE_SUCCESS,
-                "SomeResourcesRemain",
-                SEVERITY_ERROR,
-                format!("Some resources are remaining: {}", list.join(", ")),
-            )
-        } else {
-            Mark::true_(BINDING_RESOURCE_DELETE_SUCCESS)
-        };
+        let mark = decide::deletion_progress(&remaining, &finalizers);
         let done = mark.status == ConditionStatus::True;
         conditions::set(&mut conds, mark, &now);
         status.conditions = Some(conds);

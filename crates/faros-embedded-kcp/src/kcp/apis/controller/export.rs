@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::kcp::apis::IDENTITY_NAMESPACE;
 use crate::kcp::apis::claims;
-use crate::kcp::apis::conditions::{self, Mark, SEVERITY_ERROR};
+use crate::kcp::apis::conditions::{self};
 use crate::kcp::apis::view::ExportKey;
 use crate::kcp::{BoundConsumer, ExportView};
 use crate::objects;
@@ -60,30 +60,11 @@ impl Controller {
         let mut conds = status.conditions.take().unwrap_or_default();
         let now = conditions::now();
         let current = status.identity_hash.clone().filter(|h| !h.is_empty());
-        let mark = match (&hash, &current) {
-            (None, _) if secret.is_none() => Mark::false_(
-                IDENTITY_VALID,
-                "IdentityVerificationFailed",
-                SEVERITY_ERROR,
-                format!("secrets \"{secret_name}\" not found"),
-            ),
-            (None, _) => Mark::false_(
-                IDENTITY_VALID,
-                "IdentityVerificationFailed",
-                SEVERITY_ERROR,
-                "secret is missing data.key",
-            ),
-            (Some(h), Some(cur)) if h != cur => Mark::false_(
-                IDENTITY_VALID,
-                "IdentityVerificationFailed",
-                SEVERITY_ERROR,
-                format!("hash mismatch: identity secret hash {h} must match status.identityHash {cur}"),
-            ),
-            (Some(h), _) => {
-                status.identity_hash = Some(h.clone());
-                Mark::true_(IDENTITY_VALID)
-            }
-        };
+        let (mark, recorded) =
+            super::decide::identity(&secret_name, secret.is_some(), hash.as_deref(), current.as_deref());
+        if recorded.is_some() {
+            status.identity_hash = recorded;
+        }
         conditions::set(&mut conds, mark, &now);
         status.conditions = Some(conds);
         self.write_status(EXPORTS, &obj, serde_json::to_value(&status).unwrap_or_default())

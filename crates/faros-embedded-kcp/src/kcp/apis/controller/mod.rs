@@ -33,6 +33,7 @@ use crate::state::ServerState;
 use crate::store::{Event, EventType, ObjectKey, StoreError, WatchFilter};
 
 mod binding;
+mod decide;
 mod deletion;
 mod export;
 mod registry;

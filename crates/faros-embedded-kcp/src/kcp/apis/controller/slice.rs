@@ -5,7 +5,7 @@ use faros_core::kcp::apis::v1alpha1::{APIExportEndpoint, APIExportEndpointSlice}
 use serde_json::Value;
 
 use super::*;
-use crate::kcp::apis::conditions::{self, Mark, SEVERITY_ERROR};
+use crate::kcp::apis::conditions::{self};
 use crate::kcp::apis::view::ExportKey;
 use crate::objects;
 
@@ -54,18 +54,6 @@ impl Controller {
         } else {
             path.clone()
         };
-        let mark = if export_exists {
-            Mark::true_(API_EXPORT_VALID)
-        } else {
-            Mark::false_(
-                API_EXPORT_VALID,
-                "APIExportNotFound",
-                SEVERITY_ERROR,
-                format!("APIExport {shown_path}|{export_name} not found"),
-            )
-        };
-        conditions::set(&mut conds, mark, &now);
-        status.conditions = Some(conds);
         let consumers = export_cluster
             .as_ref()
             .and_then(|ec| self.index.export(&(ec.clone(), export_name.clone())))
@@ -73,18 +61,22 @@ impl Controller {
         let url = export_cluster
             .as_deref()
             .and_then(|ec| crate::kcp::apis::virtual_workspace_url(&self.state, ec, &export_name));
-        if consumers && url.is_none() {
+        let d = super::decide::slice(export_exists, consumers, url, &shown_path, &export_name);
+        conditions::set(&mut conds, d.mark, &now);
+        status.conditions = Some(conds);
+        if d.waiting {
             self.slices_waiting.insert(sk.clone());
         } else {
             self.slices_waiting.remove(&sk);
         }
-        status.endpoints = match url {
-            Some(url) if consumers && export_exists => Some(vec![APIExportEndpoint {
-                url,
-                ..Default::default()
-            }]),
-            _ => None,
-        };
+        status.endpoints = d.endpoints.map(|urls| {
+            urls.into_iter()
+                .map(|url| APIExportEndpoint {
+                    url,
+                    ..Default::default()
+                })
+                .collect()
+        });
         self.write_status(SLICES, &obj, serde_json::to_value(&status).unwrap_or_default())
             .await;
     }
