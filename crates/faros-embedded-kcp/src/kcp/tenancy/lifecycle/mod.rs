@@ -16,6 +16,11 @@
 //!    APIBindings, done once each reports `InitialBindingCompleted`); others are left to whoever
 //!    owns them (they remove themselves from the LogicalCluster's `status.initializers`);
 //! 6. LogicalCluster `Ready`, then Workspace `Ready` with `WorkspaceInitialized`.
+//!
+//! Which step a workspace takes is decided by `plan` (IO-free, tested as tables); this module reads
+//! the facts and writes through the in-process client.
+
+mod plan;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -31,7 +36,7 @@ use faros_core::kcp::{
 };
 
 use super::status::{Cond, go_list, initializers, set_condition, set_phase};
-use super::types::{self, APIBINDINGS_INITIALIZER, TypeInfo};
+use super::types::{self, TypeInfo};
 use super::{catalog, deletion, names};
 use crate::controllers::{landed, list_all};
 use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
@@ -41,8 +46,8 @@ use crate::store::{Event, EventType, ObjectKey, WatchFilter};
 const WS_GROUP: &str = "tenancy.kcp.io";
 const WS_RESOURCE: &str = "workspaces";
 const SHARD: &str = "root";
-/// The universal type's initializer.
-const UNIVERSAL_INITIALIZER: &str = "root:universal";
+
+use plan::{InitializeStep, Initializer, LogicalClusterState, PhaseStep, ScheduleFacts, ScheduleStep, needs_work};
 
 /// What a worker does after a step.
 #[derive(Debug, PartialEq, Eq)]
@@ -220,11 +225,6 @@ pub async fn run(state: Arc<ServerState>) {
     }
 }
 
-fn needs_work(ws: &Value) -> bool {
-    ws.pointer("/metadata/deletionTimestamp").is_some()
-        || ws.pointer("/status/phase").and_then(Value::as_str) != Some("Ready")
-}
-
 /// kcp's WorkspaceType controller reports every type Ready (there are no virtual workspace URLs to
 /// publish here, as the initializing workspaces view is not served).
 async fn mark_type_ready(state: &ServerState, obj: &Value) {
@@ -259,20 +259,19 @@ async fn step(state: &ServerState, key: &WsKey) -> Next {
     let Ok(Some(ws)) = state.store.get(&object_key) else {
         return Next::Idle;
     };
-    if ws.pointer("/metadata/deletionTimestamp").is_some() {
-        deletion::finalize(state, &object_key, &ws).await;
-        return Next::Idle;
-    }
-    let phase = ws.pointer("/status/phase").and_then(Value::as_str).unwrap_or_default();
-    match phase {
-        "" => {
+    match plan::phase_step(&ws) {
+        PhaseStep::Finalize => {
+            deletion::finalize(state, &object_key, &ws).await;
+            Next::Idle
+        }
+        PhaseStep::EnterScheduling => {
             let mut updated = ws.clone();
             set_phase(&mut updated, "Scheduling");
             update(state, &object_key, &ws, updated, Next::Later).await
         }
-        "Scheduling" => schedule(state, key, &ws).await,
-        "Initializing" => initialize(state, key, &ws).await,
-        _ => Next::Idle,
+        PhaseStep::Schedule => schedule(state, key, &ws).await,
+        PhaseStep::Initialize => initialize(state, key, &ws).await,
+        PhaseStep::Idle => Next::Idle,
     }
 }
 
@@ -324,81 +323,112 @@ fn lc_key(cluster: &str) -> ObjectKey {
 
 async fn schedule(state: &ServerState, key: &WsKey, ws: &Value) -> Next {
     let object_key = key.object_key();
-    let Some(cluster) = annotation(ws, ANNOTATION_WORKSPACE_CLUSTER).map(String::from) else {
-        let cluster = ws
-            .pointer("/spec/cluster")
-            .and_then(Value::as_str)
-            .filter(|c| !c.is_empty())
-            .map(String::from)
-            .unwrap_or_else(|| unused_cluster_name(state));
-        let mut updated = ws.clone();
-        set_annotation(&mut updated, ANNOTATION_WORKSPACE_CLUSTER, &cluster);
-        set_annotation(&mut updated, ANNOTATION_CORE_SHARD, SHARD);
-        set_annotation(&mut updated, ANNOTATION_WORKSPACE_SHARD, &names::shard_hash(SHARD));
-        let mut finalizers = crate::objects::finalizers(&updated);
-        if !finalizers.iter().any(|f| f == FINALIZER_LOGICALCLUSTER) {
-            finalizers.push(FINALIZER_LOGICALCLUSTER.into());
-        }
-        crate::objects::meta_mut(&mut updated).insert("finalizers".into(), json!(finalizers));
-        return update(state, &object_key, ws, updated, Next::Now).await;
+    let cluster = annotation(ws, ANNOTATION_WORKSPACE_CLUSTER).map(String::from);
+    let parent_path = catalog::path_of_cluster(state, &key.cluster);
+    let resolved = workspace_type(state, ws);
+    let lc_read = cluster.as_deref().map(|c| state.store.get(&lc_key(c)));
+    let logical_cluster = match &lc_read {
+        None | Some(Ok(None)) => LogicalClusterState::Missing,
+        Some(Ok(Some(lc))) if lc.pointer("/status/phase").is_none() => LogicalClusterState::WithoutStatus,
+        Some(Ok(Some(_))) => LogicalClusterState::Present,
+        Some(Err(_)) => LogicalClusterState::Unreadable,
     };
-    let Some(parent_path) = catalog::path_of_cluster(state, &key.cluster) else {
-        return Next::Idle;
+    let facts = ScheduleFacts {
+        cluster_assigned: cluster.is_some(),
+        parent_known: parent_path.is_some(),
+        type_resolved: resolved.is_some(),
+        logical_cluster,
+    };
+    let step = plan::schedule_step(facts);
+    let (Some(cluster), Some(parent_path), Some((t, aliases))) = (cluster, parent_path, resolved) else {
+        return match step {
+            ScheduleStep::AssignCluster => assign_cluster(state, &object_key, ws).await,
+            ScheduleStep::Unschedulable => unschedulable(state, &object_key, ws).await,
+            _ => Next::Idle,
+        };
     };
     let path = format!("{parent_path}:{}", key.name);
-    let url = format!("{}/clusters/{path}", super::wait_server_url(state).await);
-    let Some((t, aliases)) = workspace_type(state, ws) else {
-        let mut updated = ws.clone();
-        let message = format!(
-            "workspace type {}:{} cannot be resolved",
-            ws.pointer("/spec/type/path")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
-            ws.pointer("/spec/type/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-        );
-        let cond = Cond {
-            type_: "WorkspaceScheduled",
-            status: false,
-            reason: "Unschedulable",
-            message: &message,
-            severity: "Error",
-        };
-        set_condition(&mut updated, &cond, &crate::objects::now_rfc3339());
-        return update(state, &object_key, ws, updated, Next::Idle).await;
-    };
-    let lc = match state.store.get(&lc_key(&cluster)) {
-        Ok(Some(lc)) if lc.pointer("/status/phase").is_none() => {
-            // Created, but the status write did not happen (a restart in between).
-            let mut with_status = lc.clone();
-            with_status["status"] = lc_status(&url, &types::initializers(&aliases));
-            return update(state, &lc_key(&cluster), &lc, with_status, Next::Now).await;
-        }
-        Ok(Some(lc)) => lc,
-        Ok(None) => {
-            return create_logical_cluster(state, key, ws, &cluster, &path, &url, &t, &aliases).await;
-        }
-        Err(e) => {
+    let url = || async { format!("{}/clusters/{path}", super::wait_server_url(state).await) };
+    let lc = match lc_read {
+        Some(Ok(Some(lc))) => lc,
+        Some(Err(e)) => {
             tracing::warn!(error = %e, cluster, "cannot read LogicalCluster");
             return Next::Idle;
         }
+        _ => Value::Null,
     };
+    match step {
+        ScheduleStep::RepairLogicalClusterStatus => {
+            let mut with_status = lc.clone();
+            with_status["status"] = lc_status(&url().await, &types::initializers(&aliases));
+            update(state, &lc_key(&cluster), &lc, with_status, Next::Now).await
+        }
+        ScheduleStep::CreateLogicalCluster => {
+            create_logical_cluster(state, key, ws, &cluster, &path, &url().await, &t, &aliases).await
+        }
+        ScheduleStep::MarkScheduled => {
+            let mut updated = ws.clone();
+            updated["spec"]["cluster"] = json!(cluster);
+            updated["spec"]["URL"] = json!(url().await);
+            let now = crate::objects::now_rfc3339();
+            let cond = Cond {
+                type_: "WorkspaceScheduled",
+                status: true,
+                reason: "",
+                message: "",
+                severity: "",
+            };
+            set_condition(&mut updated, &cond, &now);
+            set_phase(&mut updated, "Initializing");
+            mirror_initializers(&mut updated, &initializers(&lc), &now);
+            update(state, &object_key, ws, updated, Next::Later).await
+        }
+        ScheduleStep::AssignCluster | ScheduleStep::Unschedulable | ScheduleStep::Idle => Next::Idle,
+    }
+}
+
+/// Picks the logical cluster name (`spec.cluster` if given, else a free random one), the shard
+/// annotations and the logical cluster finalizer.
+async fn assign_cluster(state: &ServerState, object_key: &ObjectKey, ws: &Value) -> Next {
+    let cluster = ws
+        .pointer("/spec/cluster")
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty())
+        .map(String::from)
+        .unwrap_or_else(|| unused_cluster_name(state));
     let mut updated = ws.clone();
-    updated["spec"]["cluster"] = json!(cluster);
-    updated["spec"]["URL"] = json!(url);
-    let now = crate::objects::now_rfc3339();
+    set_annotation(&mut updated, ANNOTATION_WORKSPACE_CLUSTER, &cluster);
+    set_annotation(&mut updated, ANNOTATION_CORE_SHARD, SHARD);
+    set_annotation(&mut updated, ANNOTATION_WORKSPACE_SHARD, &names::shard_hash(SHARD));
+    let mut finalizers = crate::objects::finalizers(&updated);
+    if !finalizers.iter().any(|f| f == FINALIZER_LOGICALCLUSTER) {
+        finalizers.push(FINALIZER_LOGICALCLUSTER.into());
+    }
+    crate::objects::meta_mut(&mut updated).insert("finalizers".into(), json!(finalizers));
+    update(state, object_key, ws, updated, Next::Now).await
+}
+
+/// `WorkspaceScheduled=False`: the workspace type does not resolve.
+async fn unschedulable(state: &ServerState, object_key: &ObjectKey, ws: &Value) -> Next {
+    let mut updated = ws.clone();
+    let message = format!(
+        "workspace type {}:{} cannot be resolved",
+        ws.pointer("/spec/type/path")
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+        ws.pointer("/spec/type/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    );
     let cond = Cond {
         type_: "WorkspaceScheduled",
-        status: true,
-        reason: "",
-        message: "",
-        severity: "",
+        status: false,
+        reason: "Unschedulable",
+        message: &message,
+        severity: "Error",
     };
-    set_condition(&mut updated, &cond, &now);
-    set_phase(&mut updated, "Initializing");
-    mirror_initializers(&mut updated, &initializers(&lc), &now);
-    update(state, &object_key, ws, updated, Next::Later).await
+    set_condition(&mut updated, &cond, &crate::objects::now_rfc3339());
+    update(state, object_key, ws, updated, Next::Idle).await
 }
 
 fn unused_cluster_name(state: &ServerState) -> String {
@@ -552,59 +582,63 @@ async fn initialize(state: &ServerState, key: &WsKey, ws: &Value) -> Next {
     let now = crate::objects::now_rfc3339();
     let inits = initializers(&lc);
     let lc_phase = lc.pointer("/status/phase").and_then(Value::as_str).unwrap_or_default();
-    if lc_phase == "Ready" {
-        let mut updated = ws.clone();
-        mirror_initializers(&mut updated, &[], &now);
-        let cond = Cond {
-            type_: "WorkspaceInitialized",
-            status: true,
-            reason: "",
-            message: "",
-            severity: "",
-        };
-        set_condition(&mut updated, &cond, &now);
-        set_phase(&mut updated, "Ready");
-        return update(state, &object_key, ws, updated, Next::Idle).await;
-    }
     let mut mirrored = ws.clone();
     mirror_initializers(&mut mirrored, &inits, &now);
-    if mirrored != *ws {
-        return update(state, &object_key, ws, mirrored, Next::Now).await;
-    }
-    if inits.is_empty() {
-        let mut ready = lc.clone();
-        if !ready.get("status").is_some_and(Value::is_object) {
-            ready["status"] = json!({});
+    match plan::initialize_step(lc_phase, &inits, mirrored != *ws) {
+        InitializeStep::WorkspaceReady => {
+            let mut updated = ws.clone();
+            mirror_initializers(&mut updated, &[], &now);
+            let cond = Cond {
+                type_: "WorkspaceInitialized",
+                status: true,
+                reason: "",
+                message: "",
+                severity: "",
+            };
+            set_condition(&mut updated, &cond, &now);
+            set_phase(&mut updated, "Ready");
+            update(state, &object_key, ws, updated, Next::Idle).await
         }
-        ready["status"]["phase"] = json!("Ready");
-        if let Some(status) = ready["status"].as_object_mut() {
-            status.remove("initializers");
+        InitializeStep::MirrorInitializers => update(state, &object_key, ws, mirrored, Next::Now).await,
+        InitializeStep::LogicalClusterReady => {
+            let mut ready = lc.clone();
+            if !ready.get("status").is_some_and(Value::is_object) {
+                ready["status"] = json!({});
+            }
+            ready["status"]["phase"] = json!("Ready");
+            if let Some(status) = ready["status"].as_object_mut() {
+                status.remove("initializers");
+            }
+            update(state, &lc_key(&cluster), &lc, ready, Next::Now).await
         }
-        return update(state, &lc_key(&cluster), &lc, ready, Next::Now).await;
+        InitializeStep::RunInitializers(inits) => run_initializers(state, ws, &cluster, &lc, &inits).await,
     }
+}
+
+/// Runs the first built-in initializer that completes and removes it from the LogicalCluster.
+async fn run_initializers(state: &ServerState, ws: &Value, cluster: &str, lc: &Value, inits: &[String]) -> Next {
     let aliases = workspace_type(state, ws).map(|(_, a)| a).unwrap_or_default();
-    for init in &inits {
-        let done = match init.as_str() {
-            UNIVERSAL_INITIALIZER => {
+    for init in inits {
+        let done = match plan::initializer(init) {
+            Initializer::Universal => {
                 let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"},
                     "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
                 match crate::client::Client::system(state)
-                    .create(&cluster, "", "namespaces", ns)
+                    .create(cluster, "", "namespaces", ns)
                     .await
                 {
                     Ok(_) => true,
                     Err(e) => e.code == 409,
                 }
             }
-            APIBINDINGS_INITIALIZER => default_bindings_complete(state, &cluster, &aliases).await,
-            // Someone else's initializer: they remove it from the LogicalCluster's status.
-            _ => false,
+            Initializer::DefaultBindings => default_bindings_complete(state, cluster, &aliases).await,
+            Initializer::Foreign => false,
         };
         if done {
             let mut updated = lc.clone();
             let rest: Vec<&String> = inits.iter().filter(|i| *i != init).collect();
             updated["status"]["initializers"] = json!(rest);
-            return update(state, &lc_key(&cluster), &lc, updated, Next::Now).await;
+            return update(state, &lc_key(cluster), lc, updated, Next::Now).await;
         }
     }
     Next::Idle
@@ -619,16 +653,7 @@ async fn default_bindings_complete(state: &ServerState, cluster: &str, aliases: 
         let name = names::default_binding_name(cluster, &export_path, &reference.export);
         let key = ObjectKey::new("apis.kcp.io", "apibindings", cluster, "", name.as_str());
         match state.store.get(&key) {
-            Ok(Some(binding)) => {
-                let bound = binding
-                    .pointer("/status/conditions")
-                    .and_then(Value::as_array)
-                    .is_some_and(|cs| {
-                        cs.iter()
-                            .any(|c| c["type"] == "InitialBindingCompleted" && c["status"] == "True")
-                    });
-                complete &= bound;
-            }
+            Ok(Some(binding)) => complete &= plan::binding_completed(&binding),
             Ok(None) => {
                 complete = false;
                 let claims = accepted_claims(state, &export_path, &reference.export);
