@@ -20,6 +20,8 @@ struct Cli {
 enum Command {
     /// Run everything in one process on an embedded kcp (state survives restarts).
     Dev(DevArgs),
+    /// Serve the embedded kcp alone (the `faros-kcp` chart): no hub, no providers.
+    Kcp(faros::kcp::KcpArgs),
 }
 
 #[tokio::main]
@@ -29,5 +31,6 @@ async fn main() -> anyhow::Result<()> {
     install_crypto_provider();
     match cli.command {
         Command::Dev(args) => dev::run(args).await,
+        Command::Kcp(args) => faros::kcp::run(args).await,
     }
 }

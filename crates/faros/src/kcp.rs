@@ -1,0 +1,281 @@
+//! `faros kcp`: the embedded kcp served alone, for clusters without real kcp (the `faros-kcp` Helm
+//! chart runs it as a one-replica StatefulSet). `faros dev` composes the same server in process.
+//!
+//! Besides serving, it hands its admin kubeconfig to the components that need it: as a file
+//! (`--admin-kubeconfig-file`) and/or as a Secret in the hosting cluster
+//! (`--admin-kubeconfig-secret`), the way kcp's own chart and operator publish an admin kubeconfig.
+//! The kubeconfig's server is the external URL (`--external-url`, e.g. the Service's DNS name), and
+//! its CA is the server's own generated CA, whose serving certificate covers every `--hostname`.
+//!
+//! What it must not do: run the hub or anything else (that is `faros dev`), or write to the hosting
+//! cluster beyond that one Secret.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use faros_embedded_kcp::{Config, Server};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, Patch, PatchParams};
+
+/// Field manager of the admin kubeconfig Secret.
+const FIELD_MANAGER: &str = "faros-kcp";
+/// Longest pause between attempts to publish the admin kubeconfig Secret.
+const PUBLISH_RETRY_MAX: Duration = Duration::from_secs(30);
+
+#[derive(Args, Debug, Clone)]
+pub struct KcpArgs {
+    /// Address to listen on.
+    #[arg(long, env = "FAROS_KCP_LISTEN", default_value = "0.0.0.0:6443")]
+    pub listen: SocketAddr,
+    /// Directory for the data file, CA, serving certificate, admin token and ServiceAccount key
+    /// (a persistent volume in a cluster).
+    #[arg(long, env = "FAROS_STATE_DIR", default_value = "/var/lib/faros-kcp")]
+    pub state_dir: PathBuf,
+    /// The URL clients reach this server at, e.g. `https://faros-kcp.faros.svc:6443`: published in
+    /// workspace and endpoint slice URLs and in the admin kubeconfig. Default: `https://<listen>`.
+    #[arg(long, env = "FAROS_KCP_EXTERNAL_URL")]
+    pub external_url: Option<String>,
+    /// Extra DNS name or IP for the serving certificate (repeatable); localhost and 127.0.0.1 are
+    /// always included, and so is the external URL's host.
+    #[arg(long = "hostname", env = "FAROS_KCP_HOSTNAMES", value_delimiter = ',')]
+    pub hostnames: Vec<String>,
+    /// Static token file in kcp's format (`token,user,uid,"group1,group2"`), reloaded when it changes.
+    #[arg(long, env = "FAROS_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "FAROS_KCP_MAX_BODY_BYTES", default_value_t = 3 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Number of change events kept in memory for watch resumption.
+    #[arg(long, env = "FAROS_KCP_WATCH_HISTORY", default_value_t = 10_000)]
+    pub watch_history: usize,
+    /// Commit each write on its own instead of batching concurrent writes into one durable commit.
+    #[arg(long, env = "FAROS_KCP_NO_GROUP_COMMIT")]
+    pub no_group_commit: bool,
+    /// Write the admin kubeconfig (root workspace) to this file (mode 0600).
+    #[arg(long, env = "FAROS_KCP_ADMIN_KUBECONFIG_FILE")]
+    pub admin_kubeconfig_file: Option<PathBuf>,
+    /// Publish the admin kubeconfig as this Secret in the hosting cluster (created or updated).
+    #[arg(long, env = "FAROS_KCP_ADMIN_KUBECONFIG_SECRET")]
+    pub admin_kubeconfig_secret: Option<String>,
+    /// Namespace of that Secret. Default: the namespace of the pod's ServiceAccount.
+    #[arg(long, env = "FAROS_KCP_ADMIN_KUBECONFIG_SECRET_NAMESPACE")]
+    pub admin_kubeconfig_secret_namespace: Option<String>,
+    /// Key of the kubeconfig in that Secret (kcp's chart and operator use `admin.kubeconfig`).
+    #[arg(
+        long,
+        env = "FAROS_KCP_ADMIN_KUBECONFIG_SECRET_KEY",
+        default_value = "admin.kubeconfig"
+    )]
+    pub admin_kubeconfig_secret_key: String,
+    /// Kubeconfig of the hosting cluster, for publishing the Secret. Default: the in-cluster
+    /// ServiceAccount (never `$KUBECONFIG`, so a stray variable cannot redirect it).
+    #[arg(long, env = "FAROS_HOSTING_KUBECONFIG")]
+    pub hosting_kubeconfig: Option<PathBuf>,
+}
+
+impl KcpArgs {
+    /// The embedded kcp's configuration; checks the external URL.
+    pub fn server_config(&self) -> anyhow::Result<Config> {
+        let mut config = Config::new(&self.state_dir);
+        config.listen = self.listen;
+        config.token_file = self.token_file.clone();
+        config.max_body_bytes = self.max_body_bytes;
+        config.history_capacity = self.watch_history;
+        config.group_commit = !self.no_group_commit;
+        config.hostnames = self.hostnames.iter().filter(|h| !h.is_empty()).cloned().collect();
+        if let Some(url) = &self.external_url {
+            let host = external_host(url)?;
+            if !config.hostnames.contains(&host) {
+                config.hostnames.push(host);
+            }
+            config.external_url = Some(url.trim_end_matches('/').to_string());
+        }
+        Ok(config)
+    }
+}
+
+/// The host of `--external-url`, which must be an `https` URL with no path.
+fn external_host(url: &str) -> anyhow::Result<String> {
+    let parsed: http::Uri = url
+        .parse()
+        .with_context(|| format!("--external-url {url:?} is not a URL"))?;
+    if parsed.scheme_str() != Some("https") {
+        bail!("--external-url {url:?} must be an https:// URL (the server only speaks TLS)");
+    }
+    if !matches!(parsed.path(), "" | "/") || parsed.query().is_some() {
+        bail!("--external-url {url:?} must not have a path: clients add /clusters/<workspace> themselves");
+    }
+    let host = parsed
+        .host()
+        .with_context(|| format!("--external-url {url:?} has no host"))?;
+    // `[::1]` in a URL is `::1` in a certificate.
+    Ok(host.trim_start_matches('[').trim_end_matches(']').to_string())
+}
+
+/// Serves until SIGINT/SIGTERM.
+pub async fn run(args: KcpArgs) -> anyhow::Result<()> {
+    let server = Server::start(args.server_config()?)
+        .await
+        .context("starting the embedded kcp")?;
+    let kubeconfig = server.admin_kubeconfig();
+    if let Some(path) = &args.admin_kubeconfig_file {
+        faros_embedded_kcp::server::write_private(path, kubeconfig.as_bytes())
+            .with_context(|| format!("writing --admin-kubeconfig-file {}", path.display()))?;
+        tracing::info!(path = %path.display(), "admin kubeconfig written");
+    }
+    let publisher = match &args.admin_kubeconfig_secret {
+        Some(name) => {
+            let target = SecretTarget::resolve(&args, name).await?;
+            Some(tokio::spawn(target.publish_until_done(kubeconfig)))
+        }
+        None => None,
+    };
+    tracing::info!(url = %server.url(), "faros kcp is serving");
+    faros_core::telemetry::shutdown_signal().await;
+    if let Some(task) = publisher {
+        task.abort();
+    }
+    server.shutdown().await;
+    Ok(())
+}
+
+/// Where the admin kubeconfig Secret goes.
+struct SecretTarget {
+    api: Api<Secret>,
+    namespace: String,
+    name: String,
+    key: String,
+}
+
+impl SecretTarget {
+    async fn resolve(args: &KcpArgs, name: &str) -> anyhow::Result<Self> {
+        let config = match &args.hosting_kubeconfig {
+            Some(path) => {
+                let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                    .with_context(|| format!("reading --hosting-kubeconfig {}", path.display()))?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                    .await
+                    .with_context(|| format!("loading --hosting-kubeconfig {}", path.display()))?
+            }
+            None => kube::Config::incluster().context(
+                "--admin-kubeconfig-secret needs the hosting cluster's API: run in a pod with a \
+                 ServiceAccount token, or pass --hosting-kubeconfig",
+            )?,
+        };
+        let namespace = args
+            .admin_kubeconfig_secret_namespace
+            .clone()
+            .unwrap_or_else(|| config.default_namespace.clone());
+        let client = kube::Client::try_from(config).context("building the hosting cluster client")?;
+        Ok(Self {
+            api: Api::namespaced(client, &namespace),
+            namespace,
+            name: name.to_string(),
+            key: args.admin_kubeconfig_secret_key.clone(),
+        })
+    }
+
+    fn secret(&self, kubeconfig: &str) -> Secret {
+        let mut secret = Secret::default();
+        secret.metadata.name = Some(self.name.clone());
+        secret.metadata.namespace = Some(self.namespace.clone());
+        secret.metadata.labels = Some(
+            [(
+                faros_core::names::LABEL_MANAGED_BY.to_string(),
+                faros_core::names::MANAGED_BY_FAROS.to_string(),
+            )]
+            .into(),
+        );
+        secret.type_ = Some("Opaque".into());
+        secret.data = Some(
+            [(
+                self.key.clone(),
+                k8s_openapi::ByteString(kubeconfig.as_bytes().to_vec()),
+            )]
+            .into(),
+        );
+        secret
+    }
+
+    /// Applies the Secret, retrying with backoff until it lands: the API or the Role may come up
+    /// after this pod, and the components waiting on the Secret have nothing else to go on.
+    async fn publish_until_done(self, kubeconfig: String) {
+        let secret = self.secret(&kubeconfig);
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let mut delay = Duration::from_millis(500);
+        loop {
+            match self.api.patch(&self.name, &params, &Patch::Apply(&secret)).await {
+                Ok(_) => {
+                    tracing::info!(namespace = %self.namespace, name = %self.name, key = %self.key, "admin kubeconfig Secret published");
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(namespace = %self.namespace, name = %self.name, error = %e, retry_in = ?delay, "cannot publish the admin kubeconfig Secret yet");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(PUBLISH_RETRY_MAX);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        kcp: KcpArgs,
+    }
+
+    fn parse(args: &[&str]) -> KcpArgs {
+        Cli::try_parse_from(std::iter::once("kcp").chain(args.iter().copied()))
+            .unwrap()
+            .kcp
+    }
+
+    #[test]
+    fn external_url_host_joins_the_certificate_names() {
+        let args = parse(&[
+            "--external-url",
+            "https://faros-kcp.faros.svc:6443/",
+            "--hostname",
+            "faros-kcp,faros-kcp.faros",
+            "--hostname",
+            "kcp.example.com",
+        ]);
+        let config = args.server_config().unwrap();
+        assert_eq!(config.external_url.as_deref(), Some("https://faros-kcp.faros.svc:6443"));
+        assert_eq!(
+            config.hostnames,
+            ["faros-kcp", "faros-kcp.faros", "kcp.example.com", "faros-kcp.faros.svc"]
+        );
+    }
+
+    #[test]
+    fn bad_external_urls_are_refused_by_name() {
+        for (url, needle) in [
+            ("http://kcp:6443", "must be an https:// URL"),
+            ("https://kcp:6443/clusters/root", "must not have a path"),
+            ("not a url", "is not a URL"),
+        ] {
+            let err = parse(&["--external-url", url]).server_config().unwrap_err();
+            let text = format!("{err:#}");
+            assert!(
+                text.contains("--external-url") && text.contains(needle),
+                "{url}: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn ipv6_external_host_is_a_bare_address() {
+        assert_eq!(external_host("https://[::1]:6443").unwrap(), "::1");
+    }
+}
