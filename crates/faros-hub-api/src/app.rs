@@ -49,6 +49,8 @@ impl Default for HttpSettings {
 /// Everything a handler needs.
 pub struct Shared {
     pub registry: Arc<Registry>,
+    /// Whether the faros workspace tree is bootstrapped ([`crate::readiness`]).
+    pub tree: Arc<crate::readiness::TreeGate>,
     pub authn: Arc<dyn Authenticator>,
     /// Reviews heartbeat tokens in provider workspaces.
     pub reviewer: Arc<dyn TokenReviewer>,
@@ -77,6 +79,9 @@ async fn healthz() -> Response {
 }
 
 async fn readyz(State(st): State<AppState>) -> Response {
+    if st.tree.state() == crate::readiness::TreeState::Waiting {
+        return Status::unavailable(crate::readiness::waiting_message()).into_response();
+    }
     if st.registry.is_synced() {
         "ok".into_response()
     } else {

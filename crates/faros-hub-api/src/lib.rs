@@ -28,6 +28,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod probe;
 pub mod proxy;
+pub mod readiness;
 pub mod registry;
 pub mod server;
 pub mod tenancy;
@@ -209,6 +210,7 @@ impl Hub {
         http_settings.public_proto = if config.tls.is_some() { "https" } else { "http" };
         let state = Arc::new(app::Shared {
             registry: Arc::new(Registry::new(config.clock.clone(), config.registry)),
+            tree: Arc::default(),
             authn,
             reviewer,
             keys: Arc::new(keys),
@@ -248,7 +250,8 @@ impl Hub {
         app::service(self.state.clone())
     }
 
-    /// Starts the kcp-facing loops (catalog watch, status writer, sweeper, backend prober); they
+    /// Starts the kcp-facing loops (workspace tree watch, catalog watch, status writer, sweeper,
+    /// backend prober); they
     /// stop when `cancel` fires.
     pub fn spawn_background(&self, cancel: CancellationToken) -> tokio::task::JoinSet<()> {
         let mut tasks = tokio::task::JoinSet::new();
@@ -260,6 +263,11 @@ impl Hub {
             settings: self.config.catalog,
         });
         tasks.spawn(catalog.run(cancel.clone()));
+        tasks.spawn(readiness::watch_tree(
+            self.factory.clone(),
+            self.state.tree.clone(),
+            cancel.clone(),
+        ));
         tasks.spawn(probe::run(
             self.state.registry.clone(),
             self.state.providers_http.clone(),

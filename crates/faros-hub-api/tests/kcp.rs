@@ -473,3 +473,41 @@ async fn new_providers_appear_without_a_restart() {
     tokio::time::timeout(WAIT, reconciler).await.unwrap().unwrap().unwrap();
     kcp.server.shutdown().await;
 }
+
+/// `/healthz` answers as soon as the hub serves; `/readyz` stays 503, naming the workspace it waits
+/// for, until the reconciler has bootstrapped the faros tree (what a chart's readiness probe gates on).
+#[tokio::test]
+async fn readyz_waits_for_the_workspace_tree_healthz_does_not() {
+    let kcp = Kcp::start().await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hub = RunningHub::start(&kcp, listener, Arc::new(ManualClock::new(jiff::Timestamp::now()))).await;
+    let url = hub.url.clone();
+    eventually("hub /healthz", WAIT, || async {
+        let r = http().get(format!("{url}/healthz")).send().await.ok()?;
+        (r.status() == 200).then_some(())
+    })
+    .await;
+    let resp = http().get(format!("{url}/readyz")).send().await.unwrap();
+    assert_eq!(resp.status(), 503);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["reason"], "ServiceUnavailable");
+    assert!(
+        body["message"].as_str().unwrap().contains("root:faros:tenants"),
+        "{body}"
+    );
+
+    let mut rc = faros_hub_reconciler::Config::new(kcp.admin().await);
+    rc.hub_url = Some(url.clone());
+    let (rc_stop, rc_rx) = oneshot::channel::<()>();
+    let reconciler = tokio::spawn(faros_hub_reconciler::run(rc, async {
+        let _ = rc_rx.await;
+    }));
+    eventually("hub /readyz", WAIT, || async {
+        let r = http().get(format!("{url}/readyz")).send().await.ok()?;
+        (r.status() == 200).then_some(())
+    })
+    .await;
+    let _ = rc_stop.send(());
+    reconciler.await.unwrap().unwrap();
+    hub.stop().await;
+}

@@ -1,0 +1,125 @@
+//! Whether the faros workspace tree the hub serves from exists yet: `/readyz` stays 503 until the hub
+//! reconciler has bootstrapped it, so a Service never routes tenants to a hub whose `POST /api/orgs`
+//! could only answer "workspace not found".
+//!
+//! The gate is opened by [`watch_tree`], which [`crate::Hub::spawn_background`] starts; a hub composed
+//! without its background loops (in-process tests of the routes) has no tree watch, and then only the
+//! registry decides readiness.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+use faros_core::client::ClientFactory;
+use faros_core::kcp::tenancy::Workspace;
+use faros_core::names;
+use faros_core::wait::wait_for;
+use kube::Api;
+use tokio_util::sync::CancellationToken;
+
+/// The workspace whose readiness stands for the whole tree: the reconciler creates it last among the
+/// ones the hub's routes need, and tenancy cannot work without it.
+const GATE_WORKSPACE: &str = "tenants";
+/// How long one watch for the workspace runs before it is restarted (a restart also re-resolves a
+/// kcp that was not reachable yet).
+const WATCH_ROUND: Duration = Duration::from_secs(300);
+/// Pause after a failed watch before the next.
+const RETRY: Duration = Duration::from_secs(1);
+
+const UNWATCHED: u8 = 0;
+const WAITING: u8 = 1;
+const READY: u8 = 2;
+
+/// What `/readyz` reports about the workspace tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TreeState {
+    /// No watch runs (a hub without its background loops): readiness does not depend on it.
+    Unwatched,
+    /// Watching; the tree is not bootstrapped yet.
+    Waiting,
+    Ready,
+}
+
+/// The tree gate, shared by the watch and `/readyz`.
+#[derive(Debug, Default)]
+pub struct TreeGate(AtomicU8);
+
+impl TreeGate {
+    pub fn state(&self) -> TreeState {
+        match self.0.load(Ordering::Acquire) {
+            UNWATCHED => TreeState::Unwatched,
+            WAITING => TreeState::Waiting,
+            _ => TreeState::Ready,
+        }
+    }
+
+    /// Marks the gate as watched, unless it is already open.
+    fn watching(&self) {
+        let _ = self
+            .0
+            .compare_exchange(UNWATCHED, WAITING, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    fn open(&self) {
+        self.0.store(READY, Ordering::Release);
+    }
+}
+
+/// What `/readyz` says while the tree is missing.
+pub fn waiting_message() -> String {
+    format!(
+        "waiting for the faros workspace tree: workspace {}:{GATE_WORKSPACE} is not Ready yet (faros-hub-reconciler bootstraps it)",
+        names::FAROS_PATH
+    )
+}
+
+/// Watches for the tree's gate workspace to be Ready, opens `gate`, and returns. Errors (kcp not up
+/// yet, `root:faros` not created yet) are retried: they are the normal start-up order.
+pub async fn watch_tree(factory: ClientFactory, gate: std::sync::Arc<TreeGate>, cancel: CancellationToken) {
+    gate.watching();
+    let work = async {
+        loop {
+            let client = match factory.cluster(names::FAROS_PATH) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot build a kcp client for the workspace tree watch");
+                    tokio::time::sleep(RETRY).await;
+                    continue;
+                }
+            };
+            let api: Api<Workspace> = Api::all(client);
+            match wait_for(api, GATE_WORKSPACE, |w| w.is_some_and(Workspace::is_ready), WATCH_ROUND).await {
+                Ok(_) => {
+                    gate.open();
+                    tracing::info!(workspace = %format!("{}:{GATE_WORKSPACE}", names::FAROS_PATH), "faros workspace tree is bootstrapped");
+                    return;
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "faros workspace tree not ready yet");
+                    tokio::time::sleep(RETRY).await;
+                }
+            }
+        }
+    };
+    tokio::select! {
+        () = work => {}
+        () = cancel.cancelled() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gate_moves_from_unwatched_through_waiting_to_ready_and_stays() {
+        let gate = TreeGate::default();
+        assert_eq!(gate.state(), TreeState::Unwatched);
+        gate.watching();
+        assert_eq!(gate.state(), TreeState::Waiting);
+        gate.open();
+        assert_eq!(gate.state(), TreeState::Ready);
+        // A restarted watch never closes an open gate.
+        gate.watching();
+        assert_eq!(gate.state(), TreeState::Ready);
+    }
+}
