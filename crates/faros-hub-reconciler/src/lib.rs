@@ -346,7 +346,7 @@ impl Reconciler {
                 .hub_url
                 .clone()
                 .unwrap_or_else(|| self.factory.server().to_string()),
-            ca_pem: self.config.ca_pem.clone().or_else(|| ca_pem_of(&self.config.kube)),
+            ca_pem: provider_ca_bundle(self.config.ca_pem.as_deref(), &self.config.kube),
             insecure_provider_kubeconfigs: self.config.insecure_provider_kubeconfigs,
             workspace_timeout: self.config.controller.workspace_timeout,
             token_timeout: self.config.controller.token_timeout,
@@ -390,6 +390,53 @@ fn endpoint_urls(slice: Option<&APIExportEndpointSlice>) -> Vec<String> {
 /// Builds a [`Reconciler`] from `config` and runs it until `shutdown`.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()> + Send) -> Result<(), Error> {
     Reconciler::new(config)?.run(shutdown).await
+}
+
+/// The CA bundle written into provider kubeconfigs: the configured one (the hub's CA), plus the kcp
+/// kubeconfig's CA certificates it lacks. Providers dial both: the hub through the kubeconfig's
+/// server URL, and kcp's virtual workspaces at the URLs kcp publishes in endpoint slices. Without a
+/// configured CA, kcp's alone.
+pub fn provider_ca_bundle(configured: Option<&str>, kcp: &kube::Config) -> Option<String> {
+    let Some(configured) = configured else {
+        return ca_pem_of(kcp);
+    };
+    let present = pem_certificates(configured);
+    let missing: Vec<Vec<u8>> = kcp
+        .root_cert
+        .iter()
+        .flatten()
+        .filter(|der| !present.contains(der))
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        return Some(configured.to_string());
+    }
+    let mut bundle = configured.to_string();
+    if !bundle.ends_with('\n') {
+        bundle.push('\n');
+    }
+    bundle.push_str(&der_to_pem(&missing));
+    Some(bundle)
+}
+
+/// The DER certificates of a PEM bundle (unparseable blocks are skipped: they cannot match).
+fn pem_certificates(pem: &str) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut block: Option<String> = None;
+    for line in pem.lines().map(str::trim) {
+        match (line, block.as_mut()) {
+            ("-----BEGIN CERTIFICATE-----", _) => block = Some(String::new()),
+            ("-----END CERTIFICATE-----", Some(b64)) => {
+                if let Ok(der) = base64::engine::general_purpose::STANDARD.decode(b64.as_bytes()) {
+                    out.push(der);
+                }
+                block = None;
+            }
+            (text, Some(b64)) => b64.push_str(text),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The CA certificates of a kube config as PEM (kube keeps them as DER).
@@ -443,6 +490,34 @@ mod tests {
             &lines[4..],
             ["-----BEGIN CERTIFICATE-----", "AQID", "-----END CERTIFICATE-----"]
         );
+    }
+
+    #[test]
+    fn provider_ca_bundle_adds_the_kcp_certificates_the_hub_ca_lacks() {
+        let (hub, kcp, other) = (vec![1u8, 2, 3], vec![4u8, 5, 6], vec![7u8, 8, 9]);
+        let mut config = kube::Config::new("https://kcp:6443".parse().unwrap());
+        let hub_pem = der_to_pem(std::slice::from_ref(&hub));
+        for (configured, kcp_certs, want) in [
+            // No configured CA: kcp's alone.
+            (None, vec![kcp.clone()], Some(der_to_pem(std::slice::from_ref(&kcp)))),
+            (None, vec![], None),
+            // One CA for both (faros dev): unchanged, byte for byte.
+            (Some(hub_pem.clone()), vec![hub.clone()], Some(hub_pem.clone())),
+            // Different CAs: the hub's first, then kcp's missing ones.
+            (
+                Some(hub_pem.clone()),
+                vec![hub.clone(), kcp.clone(), other.clone()],
+                Some(format!("{hub_pem}{}", der_to_pem(&[kcp.clone(), other.clone()]))),
+            ),
+            (Some(hub_pem.clone()), vec![], Some(hub_pem.clone())),
+        ] {
+            config.root_cert = (!kcp_certs.is_empty()).then_some(kcp_certs.clone());
+            assert_eq!(
+                provider_ca_bundle(configured.as_deref(), &config),
+                want,
+                "{kcp_certs:?}"
+            );
+        }
     }
 
     #[test]
