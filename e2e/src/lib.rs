@@ -1,13 +1,22 @@
-//! The e2e harness: the real platform (`faros dev`'s [`Stack`]) started in-process on free ports,
-//! plus the clients a tenant uses: the hub's REST API over HTTPS, `kubectl` with a kubeconfig the
-//! hub hands out, and a way to add users by editing the shared token file.
+//! The e2e harness: the clients a tenant and a platform admin use — the hub's REST API over HTTPS,
+//! `kubectl` with the kubeconfigs the hub hands out or the kcp admin kubeconfig, kube-rs — pointed at
+//! a [`Platform`], which is either `faros dev`'s stack started in this process or an installed
+//! platform known only by its kcp admin kubeconfig, hub URL, CA and a way to get user tokens
+//! ([`target`]).
 //!
-//! Scenarios live in `tests/`. They wait on conditions with deadlines ([`eventually`]), never on
-//! fixed sleeps.
+//! Scenarios live in `tests/scenarios/` and take a `&Platform`; they use nothing but what a real
+//! user of an installed platform has (no in-process handles, no shared memory, no injected clock),
+//! and name everything they create with [`Platform::unique`] so they can rerun against the same
+//! platform. They wait on conditions with deadlines ([`eventually`]), never on fixed sleeps.
+
+pub mod devproc;
+pub mod target;
+mod users;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -15,14 +24,28 @@ use faros::cli::DevArgs;
 use faros::dev::Stack;
 use serde_json::Value;
 
+pub use target::{External, Target, UserSource};
+pub use users::User;
+use users::Users;
+
 /// Default deadline for platform-level conditions (provisioning, binding, reconciling).
 pub const WAIT: Duration = Duration::from_secs(60);
 
-/// A running platform in a temporary directory.
+/// The platform the scenarios act on.
 pub struct Platform {
-    pub stack: Stack,
     pub http: reqwest::Client,
+    hub_url: String,
+    admin: kube::Config,
+    admin_kubeconfig: PathBuf,
+    users: Users,
+    /// Reads the catalog (any authenticated user may).
+    observer: User,
+    run: String,
+    names: AtomicU32,
+    destructive: bool,
     dir: tempfile::TempDir,
+    /// Only for the in-process target: stopped by [`Platform::stop`].
+    stack: Option<Stack>,
 }
 
 /// A response: status code and body (JSON when it parses, else a string).
@@ -33,59 +56,146 @@ pub struct Reply {
     pub text: String,
 }
 
+fn init_process() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rustls=error")),
+        )
+        .with_test_writer()
+        .try_init();
+    faros_core::telemetry::install_crypto_provider();
+}
+
 impl Platform {
-    /// Starts the whole stack with quickstart on ephemeral ports.
+    /// The platform `FAROS_E2E_*` describes: by default the whole stack with quickstart started
+    /// in-process on ephemeral ports.
     pub async fn start() -> anyhow::Result<Self> {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(
-                tracing_subscriber::EnvFilter::try_from_default_env()
-                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rustls=error")),
-            )
-            .with_test_writer()
-            .try_init();
-        faros_core::telemetry::install_crypto_provider();
+        match Target::from_env()? {
+            Target::InProcess => Self::in_process().await,
+            Target::External(external) => Self::external(&external).await,
+        }
+    }
+
+    /// Starts the whole stack with quickstart in this process on ephemeral ports.
+    pub async fn in_process() -> anyhow::Result<Self> {
+        init_process();
         let dir = tempfile::tempdir()?;
         let stack = Stack::start(DevArgs::ephemeral(dir.path().join("state"))).await?;
-        let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(stack.ca_pem.as_bytes())?)
-            .timeout(Duration::from_secs(30))
-            .build()?;
-        Ok(Self { stack, http, dir })
+        let admin_kubeconfig = stack.state_dir.join("admin.kubeconfig");
+        let observer = User {
+            name: stack.dev_user.name.clone(),
+            token: stack.dev_user.token.clone(),
+        };
+        Ok(Self {
+            http: http_client(stack.ca_pem.as_bytes())?,
+            hub_url: stack.hub_url.clone(),
+            admin: stack.admin.clone(),
+            admin_kubeconfig,
+            users: Users::append(stack.token_file.clone()),
+            observer,
+            run: users::run_id()?,
+            names: AtomicU32::new(0),
+            destructive: true,
+            dir,
+            stack: Some(stack),
+        })
+    }
+
+    /// An installed platform.
+    pub async fn external(target: &External) -> anyhow::Result<Self> {
+        init_process();
+        let dir = tempfile::tempdir()?;
+        let ca = std::fs::read(&target.ca).with_context(|| format!("reading the hub CA {}", target.ca.display()))?;
+        let kubeconfig = kube::config::Kubeconfig::read_from(&target.kubeconfig)
+            .with_context(|| format!("reading the kcp admin kubeconfig {}", target.kubeconfig.display()))?;
+        let admin = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .with_context(|| format!("loading {}", target.kubeconfig.display()))?;
+        let users = match &target.users {
+            UserSource::TokenFile(file) => Users::append(file.clone()),
+            UserSource::Pool(file) => Users::pool(file)?,
+        };
+        let mut platform = Self {
+            http: http_client(&ca)?,
+            hub_url: target.hub_url.clone(),
+            admin,
+            admin_kubeconfig: target.kubeconfig.clone(),
+            users,
+            observer: User {
+                name: String::new(),
+                token: String::new(),
+            },
+            run: users::run_id()?,
+            names: AtomicU32::new(0),
+            destructive: target.destructive,
+            dir,
+            stack: None,
+        };
+        platform.observer = platform.add_user("observer").await?;
+        Ok(platform)
     }
 
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
 
+    /// The hub's base URL.
+    pub fn hub_url(&self) -> &str {
+        &self.hub_url
+    }
+
     pub fn hub(&self, path: &str) -> String {
-        format!("{}{path}", self.stack.hub_url)
+        format!("{}{path}", self.hub_url)
     }
 
-    /// The dev user's token.
-    pub fn dev_token(&self) -> &str {
-        &self.stack.dev_user.token
+    /// Platform-admin access to kcp (what the admin kubeconfig grants).
+    pub fn admin(&self) -> kube::Config {
+        self.admin.clone()
     }
 
-    /// Adds a static-token user by appending to the shared token file (as a person would), and
-    /// waits until the hub accepts the token.
-    pub async fn add_user(&self, user: &str) -> anyhow::Result<String> {
-        use std::io::Write;
-        let token = format!("{user}-{}", faros_embedded_kcp_token());
-        let mut f = std::fs::OpenOptions::new().append(true).open(&self.stack.token_file)?;
-        writeln!(f, "{token},{user},{user}")?;
-        drop(f);
-        let t = token.clone();
-        // Both reload the file on their own schedule: wait for the hub and for kcp (through the
-        // hub's pass-through, which forwards the bearer untouched).
-        eventually(&format!("the hub and kcp to accept {user}'s token"), WAIT, || async {
-            let hub = self.call(reqwest::Method::GET, "/api/me", Some(&t), None).await?;
-            let kcp = self
-                .call(reqwest::Method::GET, "/clusters/root/api", Some(&t), None)
-                .await?;
-            Ok((hub.status == 200 && kcp.status == 200).then_some(()))
-        })
+    /// The kcp server root (no `/clusters/...`), as the admin kubeconfig names it.
+    pub fn kcp_url(&self) -> String {
+        faros_core::client::server_root(&self.admin.cluster_url.to_string())
+    }
+
+    /// Whether scenarios may change what other users of this platform see (always true in-process).
+    pub fn destructive(&self) -> bool {
+        self.destructive
+    }
+
+    /// Whether users are created for this run, so they own nothing yet (false for a pre-provisioned
+    /// pool, whose users may keep what an earlier, failed run left behind).
+    pub fn fresh_users(&self) -> bool {
+        self.users.fresh()
+    }
+
+    /// `<base>-<run id><n>`: a name nothing on the platform has, a DNS label when `base` is one.
+    pub fn unique(&self, base: &str) -> String {
+        let n = self.names.fetch_add(1, Ordering::Relaxed);
+        format!("{base}-{}{n}", self.run)
+    }
+
+    /// A new user (appended to the platform's token file, or the next pre-provisioned one), once the
+    /// hub and kcp accept its token.
+    pub async fn add_user(&self, base: &str) -> anyhow::Result<User> {
+        let user = self.users.take(&self.unique(base))?;
+        // Both reload the token file on their own schedule: wait for the hub and for kcp (through the
+        // hub's pass-through, which forwards the bearer untouched). kcp may forbid a new user its root
+        // (403): that still means the token authenticated.
+        eventually(
+            &format!("the hub and kcp to accept {}'s token", user.name),
+            WAIT,
+            || async {
+                let hub = self.call(reqwest::Method::GET, "/api/me", Some(&user), None).await?;
+                let kcp = self
+                    .call(reqwest::Method::GET, "/clusters/root/api", Some(&user), None)
+                    .await?;
+                Ok((hub.status == 200 && matches!(kcp.status, 200 | 403)).then_some(()))
+            },
+        )
         .await?;
-        Ok(token)
+        Ok(user)
     }
 
     /// One hub API call.
@@ -127,10 +237,9 @@ impl Platform {
 
     /// Waits until provider `name` is Ready in the catalog.
     pub async fn provider_ready(&self, name: &str) -> anyhow::Result<()> {
-        let token = self.dev_token().to_string();
         eventually(&format!("provider {name} to be Ready"), WAIT, || async {
             let r = self
-                .call(reqwest::Method::GET, "/api/providers", Some(&token), None)
+                .call(reqwest::Method::GET, "/api/providers", Some(&self.observer), None)
                 .await?;
             let ready = r.body["items"]
                 .as_array()
@@ -153,27 +262,58 @@ impl Platform {
         if r.status != 200 {
             bail!("kubeconfig: {} {}", r.status, r.text);
         }
-        let path = self
-            .dir()
-            .join(format!("{org}-{ws}-{}.kubeconfig", &token[..token.len().min(8)]));
+        let path = self.dir().join(format!(
+            "{org}-{ws}-{}.kubeconfig",
+            self.names.fetch_add(1, Ordering::Relaxed)
+        ));
         std::fs::write(&path, r.text)?;
         Ok(path)
     }
 
+    /// The admin kubeconfig with every cluster's server set to kcp workspace `path` (for kubectl,
+    /// which has no notion of kcp workspaces); TLS settings such as the server name stay.
+    pub fn admin_kubeconfig_for(&self, path: &str) -> anyhow::Result<PathBuf> {
+        let text = std::fs::read_to_string(&self.admin_kubeconfig)
+            .with_context(|| format!("reading {}", self.admin_kubeconfig.display()))?;
+        let mut kubeconfig: Value =
+            serde_saphyr::from_str(&text).with_context(|| format!("parsing {}", self.admin_kubeconfig.display()))?;
+        for cluster in kubeconfig["clusters"].as_array_mut().into_iter().flatten() {
+            let server = cluster["cluster"]["server"].as_str().unwrap_or_default();
+            let root = faros_core::client::server_root(server);
+            cluster["cluster"]["server"] = Value::String(format!("{root}/clusters/{path}"));
+        }
+        let file = self.dir().join(format!("admin-{}.kubeconfig", path.replace(':', "_")));
+        // JSON is YAML: kubectl reads it as a kubeconfig.
+        std::fs::write(&file, serde_json::to_vec(&kubeconfig)?)?;
+        Ok(file)
+    }
+
+    /// Deletes organization `org` as `admin` and waits until the hub no longer serves it.
+    pub async fn delete_org(&self, org: &str, admin: &str) -> anyhow::Result<()> {
+        let path = format!("/api/orgs/{org}");
+        let r = self.call(reqwest::Method::DELETE, &path, Some(admin), None).await?;
+        if !matches!(r.status, 200 | 202 | 204 | 404) {
+            bail!("deleting organization {org}: {} {}", r.status, r.text);
+        }
+        eventually(&format!("organization {org} to be gone"), WAIT, || async {
+            let r = self.call(reqwest::Method::GET, &path, Some(admin), None).await?;
+            Ok((r.status != 200).then_some(()))
+        })
+        .await
+    }
+
     pub async fn stop(self) {
-        self.stack.stop().await;
+        if let Some(stack) = self.stack {
+            stack.stop().await;
+        }
     }
 }
 
-fn faros_embedded_kcp_token() -> String {
-    // Unique enough per user within one test; the token file rejects duplicates.
-    format!(
-        "{:x}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    )
+fn http_client(ca_pem: &[u8]) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem)?)
+        .timeout(Duration::from_secs(30))
+        .build()?)
 }
 
 /// Runs `kubectl --kubeconfig <kubeconfig> <args>` with `stdin`, off the async runtime.
