@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 use super::decide::{self, BindInput, SchemaProblem, Wanted};
 use super::export::own_resources;
-use super::*;
+use super::{BINDINGS, Controller, EXPORTS, GROUP, INITIAL_BINDING_COMPLETED, get, key, name_of, typed};
+use crate::controllers::{landed, list_all};
 use crate::kcp::apis::claims;
 use crate::kcp::apis::conditions::{self, Mark, SEVERITY_ERROR, SEVERITY_INFO};
 use crate::kcp::apis::view::{ClaimLabel, ExportKey};

@@ -8,7 +8,8 @@ use faros_core::kcp::apis::v1alpha2::APIBinding;
 use serde_json::{Value, json};
 
 use super::decide;
-use super::*;
+use super::{BINDINGS, Controller, GROUP, get, key, name_of, typed};
+use crate::controllers::{landed, list_all};
 use crate::kcp::apis::BINDING_FINALIZER;
 use crate::kcp::apis::conditions::{self};
 use crate::objects;

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use super::view::{ExportKey, Index};
 use crate::client::Client;
-use crate::controllers::{landed, list_all, rv};
+use crate::controllers::{landed, list_all};
 use crate::objects;
 use crate::state::ServerState;
 use crate::store::{Event, EventType, ObjectKey, StoreError, WatchFilter};

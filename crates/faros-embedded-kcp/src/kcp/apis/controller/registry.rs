@@ -4,7 +4,8 @@
 use faros_core::kcp::apis::v1alpha2::{APIBinding, APIBindingPhase};
 use serde_json::Value;
 
-use super::*;
+use super::{BINDINGS, BOUND_CRDS_CLUSTER, Controller, GROUP, name_of, typed};
+use crate::controllers::list_all;
 use crate::kcp::apis::claims;
 use crate::kcp::apis::view::ClaimLabel;
 use crate::registry::ResourceDef;

@@ -3,7 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::*;
+use super::{BOUND_CRDS_CLUSTER, Controller, GROUP, SCHEMAS, get, key};
+use crate::controllers::rv;
 use crate::objects;
 use crate::registry::ResourceDef;
 

@@ -4,7 +4,7 @@
 use faros_core::kcp::apis::v1alpha1::{APIExportEndpoint, APIExportEndpointSlice};
 use serde_json::Value;
 
-use super::*;
+use super::{Controller, EXPORTS, SLICES, get, key, typed};
 use crate::kcp::apis::conditions::{self};
 use crate::kcp::apis::view::ExportKey;
 use crate::objects;
