@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use base64::Engine;
 use faros_core::catalog::CatalogEntry;
 use faros_core::provider::Provider;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
@@ -851,6 +852,35 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
     assert!(
         kubeconfig.contains(&format!("server: https://localhost:{hub}/clusters/")),
         "{kubeconfig}"
+    );
+    // Its CA bundle trusts the hub (the chart's certificate) and kcp (whose virtual workspaces the
+    // provider dials directly).
+    let ca_of = |kubeconfig: &str| -> String {
+        let kc = kube::config::Kubeconfig::from_yaml(kubeconfig).unwrap();
+        let data = kc.clusters[0]
+            .cluster
+            .as_ref()
+            .unwrap()
+            .certificate_authority_data
+            .clone()
+            .unwrap();
+        String::from_utf8(base64::engine::general_purpose::STANDARD.decode(data).unwrap()).unwrap()
+    };
+    let hub_tls = kind(&docs, "Secret")
+        .find(|s| s["metadata"]["name"] == "r-faros-hub-api-tls")
+        .unwrap();
+    let hub_ca = base64::engine::general_purpose::STANDARD
+        .decode(hub_tls["data"]["ca.crt"].as_str().unwrap())
+        .unwrap();
+    let body = |pem: &str| -> String { pem.lines().filter(|l| !l.starts_with("-----")).collect() };
+    let bundle = body(&ca_of(&kubeconfig));
+    assert!(
+        bundle.contains(&body(std::str::from_utf8(&hub_ca).unwrap())),
+        "hub CA missing from the provider kubeconfig"
+    );
+    assert!(
+        bundle.contains(&body(&ca_of(&admin_kubeconfig))),
+        "kcp CA missing from the provider kubeconfig"
     );
 
     for mut r in running {
