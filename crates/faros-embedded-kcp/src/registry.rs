@@ -64,6 +64,22 @@ pub struct Conversion {
 }
 
 impl ResourceDef {
+    /// The storage key of object `name` of this resource in `cluster` (the namespace is dropped for
+    /// cluster-scoped resources).
+    pub fn key(&self, cluster: &str, namespace: Option<&str>, name: &str) -> crate::store::ObjectKey {
+        crate::store::ObjectKey {
+            group: self.group.clone(),
+            resource: self.resource.clone(),
+            cluster: cluster.to_string(),
+            namespace: if self.namespaced {
+                namespace.unwrap_or_default().to_string()
+            } else {
+                String::new()
+            },
+            name: name.to_string(),
+        }
+    }
+
     /// `group/version`, or `version` for the core group.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

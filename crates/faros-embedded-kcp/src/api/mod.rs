@@ -1,5 +1,8 @@
-//! The HTTP face of the server: request parsing, authentication, authorization and dispatch to the
-//! read, write, watch, discovery and review handlers.
+//! The HTTP face of the server: request parsing, authentication, authorization (`auth::authorize`)
+//! and dispatch to the read, write, watch, discovery and review handlers.
+//!
+//! It owns nothing of the kernel: state, the write pipeline and the authorizer live below it
+//! (`state`, `write`, `auth`), and nothing below imports from here.
 
 use std::sync::Arc;
 
@@ -130,17 +133,7 @@ impl RequestContext {
     }
 
     pub fn key(&self, def: &ResourceDef, namespace: Option<&str>, name: &str) -> ObjectKey {
-        ObjectKey {
-            group: def.group.clone(),
-            resource: def.resource.clone(),
-            cluster: self.cluster.clone(),
-            namespace: if def.namespaced {
-                namespace.unwrap_or_default().to_string()
-            } else {
-                String::new()
-            },
-            name: name.to_string(),
-        }
+        def.key(&self.cluster, namespace, name)
     }
 }
 

@@ -49,17 +49,7 @@ pub struct Writer<'a> {
 impl Writer<'_> {
     /// The storage key of `name` of `def` in the writer's cluster.
     pub fn key(&self, def: &ResourceDef, namespace: Option<&str>, name: &str) -> ObjectKey {
-        ObjectKey {
-            group: def.group.clone(),
-            resource: def.resource.clone(),
-            cluster: self.cluster.to_string(),
-            namespace: if def.namespaced {
-                namespace.unwrap_or_default().to_string()
-            } else {
-                String::new()
-            },
-            name: name.to_string(),
-        }
+        def.key(self.cluster, namespace, name)
     }
 
     /// The stored object, or 404.
