@@ -1,65 +1,199 @@
-//! `cargo xtask e2e`: the scenario tests of `e2e/`.
+//! `cargo xtask e2e`: the scenario tests of `e2e/`, against one of three targets.
 //!
-//! `--target embedded` (the default) runs them against the whole stack started in-process by the
-//! tests themselves (`faros dev`'s `Stack` on free ports). `--target kind` is the planned run
-//! against kind + kcp + the Helm charts; it needs a container engine, kind, helm and the charts,
-//! none of which exist in this repository's build environment yet, so it stops with a message
-//! saying what is missing instead of pretending.
+//! - `--target in-process` (the default): every scenario starts the whole stack in its test process,
+//!   and `external_faros_dev` runs them all against `faros dev` started as a separate process;
+//! - `--target external --kubeconfig K --hub-url U --ca C (--token-file F | --users-file F)`: the same
+//!   scenarios against an installed platform, using only what a user of it has;
+//! - `--target kind`: a kind cluster with kcp (kcp's Helm chart, or `--kcp embedded` for the
+//!   faros-kcp chart), the images and charts of this repository, then the external target against it
+//!   ([`kind`]).
+//!
+//! Every target is a plan ([`plan::Plan`]) built without IO; `--dry-run` prints it, [`exec`] runs it.
+//! This module only reads flags and the machine (which tools exist), never decides the plan.
 
-use std::path::Path;
+mod exec;
+mod kind;
+mod plan;
+mod prereqs;
+mod scenarios;
+mod tokens;
+mod versions;
 
-use anyhow::{Context, bail};
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
 use clap::{Args, ValueEnum};
-use xshell::{Shell, cmd};
+
+use crate::images::{self, Engine};
+use plan::{Action, Plan, Step};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Target {
-    /// The platform in-process, on the embedded kcp.
-    Embedded,
-    /// kind + kcp + the Helm charts (not available yet).
+    /// The platform in-process, on the embedded kcp (and `faros dev` as a separate process).
+    #[value(name = "in-process", alias = "embedded")]
+    InProcess,
+    /// An installed platform, given by --kubeconfig, --hub-url, --ca and user tokens.
+    External,
+    /// kind + kcp + the Helm charts (needs a container engine, kind, helm and kubectl).
     Kind,
 }
 
 #[derive(Args)]
 pub struct E2e {
     /// Where the platform under test runs.
-    #[arg(long, value_enum, default_value_t = Target::Embedded)]
+    #[arg(long, value_enum, default_value_t = Target::InProcess)]
     target: Target,
+    /// External: kcp admin kubeconfig (the front-proxy's, for real kcp).
+    #[arg(long, env = "FAROS_E2E_KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+    /// External: the hub's base URL (https).
+    #[arg(long, env = "FAROS_E2E_HUB_URL")]
+    hub_url: Option<String>,
+    /// External: the CA bundle of the hub's certificate.
+    #[arg(long, env = "FAROS_E2E_CA")]
+    ca: Option<PathBuf>,
+    /// External: a static token file the platform reloads; scenarios append their users to it.
+    #[arg(long, env = "FAROS_E2E_TOKEN_FILE", conflicts_with = "users_file")]
+    token_file: Option<PathBuf>,
+    /// External: pre-provisioned static tokens (kcp's token-file format) the scenarios take users from.
+    #[arg(long, env = "FAROS_E2E_USERS_FILE")]
+    users_file: Option<PathBuf>,
+    /// External: also run the scenario that deletes the quickstart Provider (last; it stays deleted).
+    #[arg(long)]
+    destructive: bool,
+    /// Kind: which kcp to install.
+    #[arg(long, value_enum, default_value_t = kind::Kcp::Real)]
+    kcp: kind::Kcp,
+    /// Kind: reuse the cluster if it exists instead of recreating it.
+    #[arg(long)]
+    reuse: bool,
+    /// Kind: leave the cluster running at the end.
+    #[arg(long)]
+    keep: bool,
+    /// Kind: cluster name.
+    #[arg(long, default_value = "faros-e2e")]
+    cluster_name: String,
+    /// Kind: container engine (default: docker if its daemon answers, else podman).
+    #[arg(long, value_enum)]
+    engine: Option<Engine>,
+    /// Print every command, file and values file instead of running anything.
+    #[arg(long)]
+    dry_run: bool,
     /// Only scenarios whose name contains this (passed to the test harness).
     filter: Option<String>,
 }
 
+/// Where the kind target keeps its files, relative to the project root.
+const KIND_WORK_DIR: &str = "target/e2e/kind";
+const LOGS_DIR: &str = "target/e2e-logs";
+/// Tag of the images the kind target builds and loads.
+const KIND_IMAGE_TAG: &str = "e2e";
+
 impl E2e {
     pub fn run(self, root: &Path) -> anyhow::Result<()> {
-        if self.target == Target::Kind {
-            let missing: Vec<&str> = ["docker", "kind", "helm"]
-                .into_iter()
-                .filter(|tool| which(tool).is_none())
-                .collect();
-            bail!(
-                "--target kind needs a container engine, kind and helm (missing here: {}) and the Helm \
-                 charts under charts/, which are not written yet; run `cargo xtask e2e` for the \
-                 in-process platform",
-                if missing.is_empty() {
-                    "none".to_string()
-                } else {
-                    missing.join(", ")
-                }
-            );
+        let plan = self.plan(root)?;
+        if self.dry_run {
+            print!("{}", plan.render());
+            return Ok(());
         }
-        let sh = Shell::new()?;
-        sh.change_dir(root);
-        let filter = self.filter.unwrap_or_default();
-        cmd!(sh, "cargo test -p faros-e2e --locked -- {filter}")
-            .run()
-            .context("the e2e scenarios failed")
+        exec::run(&plan, root)
+    }
+
+    fn plan(&self, root: &Path) -> anyhow::Result<Plan> {
+        let filter = self.filter.as_deref();
+        let step = |name: &str, cmds: Vec<plan::Cmd>| Plan {
+            steps: vec![Step::new(name, cmds.into_iter().map(Action::Run).collect())],
+            ..Plan::default()
+        };
+        match self.target {
+            Target::InProcess => Ok(step("scenarios in-process", scenarios::in_process(filter))),
+            Target::External => {
+                let target = self.external_target()?;
+                Ok(step(
+                    "scenarios through the external target",
+                    scenarios::external(&target, filter),
+                ))
+            }
+            Target::Kind => {
+                // Checked first, so a machine without the tools fails at once (a dry run needs none).
+                let helm = std::env::var("FAROS_HELM").unwrap_or_else(|_| "helm".into());
+                let engine = if self.dry_run {
+                    self.engine.unwrap_or(Engine::Docker)
+                } else {
+                    prereqs::check(prereqs::Found {
+                        engine: images::choose_engine(self.engine, images::probe),
+                        kind: which("kind"),
+                        helm: which(&helm),
+                        kubectl: which("kubectl"),
+                    })
+                    .map_err(anyhow::Error::msg)?
+                };
+                // Absolute: the scenarios run from the e2e crate's directory.
+                let work = root.join(KIND_WORK_DIR);
+                let logs = root.join(LOGS_DIR);
+                let tokens = if self.dry_run {
+                    tokens::Tokens::placeholder()
+                } else {
+                    tokens::Tokens::load_or_generate(&work.join("tokens.csv"))?
+                };
+                Ok(kind::plan(&kind::Input {
+                    kcp: self.kcp,
+                    cluster: &self.cluster_name,
+                    reuse: self.reuse,
+                    keep: self.keep,
+                    engine,
+                    helm: &helm,
+                    work: &work,
+                    logs: &logs,
+                    tag: KIND_IMAGE_TAG,
+                    tokens: &tokens,
+                    filter,
+                }))
+            }
+        }
+    }
+
+    fn external_target(&self) -> anyhow::Result<scenarios::ExternalTarget> {
+        let (Some(kubeconfig), Some(hub_url), Some(ca)) = (&self.kubeconfig, &self.hub_url, &self.ca) else {
+            bail!(
+                "--target external needs --kubeconfig (kcp admin), --hub-url and --ca (or FAROS_E2E_KUBECONFIG, \
+                 FAROS_E2E_HUB_URL, FAROS_E2E_CA)"
+            );
+        };
+        let users = match (&self.token_file, &self.users_file) {
+            (Some(f), None) => scenarios::Users::TokenFile(f.clone()),
+            (None, Some(f)) => scenarios::Users::Pool(f.clone()),
+            _ => bail!(
+                "--target external needs user tokens: --token-file (a static token file the platform reloads, such \
+                 as faros dev's <state-dir>/tokens.csv) or --users-file (pre-provisioned static tokens)"
+            ),
+        };
+        if !self.dry_run {
+            for (flag, path) in [("--kubeconfig", kubeconfig), ("--ca", ca)] {
+                if !path.is_file() {
+                    bail!("{flag} {}: no such file", path.display());
+                }
+            }
+        }
+        // The scenarios run from the e2e crate's directory: hand them absolute paths.
+        let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        Ok(scenarios::ExternalTarget {
+            kubeconfig: abs(kubeconfig),
+            hub_url: hub_url.clone(),
+            ca: abs(ca),
+            users: match users {
+                scenarios::Users::TokenFile(f) => scenarios::Users::TokenFile(abs(&f)),
+                scenarios::Users::Pool(f) => scenarios::Users::Pool(abs(&f)),
+            },
+            destructive: self.destructive,
+        })
     }
 }
 
-fn which(tool: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(tool))
-            .find(|p| p.is_file())
-    })
+/// Whether `tool` is a path to a file or found on PATH.
+fn which(tool: &str) -> bool {
+    if tool.contains('/') {
+        return Path::new(tool).is_file();
+    }
+    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(tool).is_file()))
 }

@@ -78,7 +78,7 @@ impl Engine {
     /// Tried in this order when `--engine` is not given.
     const ALL: [Engine; 2] = [Engine::Docker, Engine::Podman];
 
-    fn program(self) -> &'static str {
+    pub(crate) fn program(self) -> &'static str {
         match self {
             Engine::Docker => "docker",
             Engine::Podman => "podman",
@@ -275,7 +275,7 @@ pub(crate) fn choose_engine(requested: Option<Engine>, probe: impl Fn(Engine) ->
 }
 
 /// Looks for `engine` on this machine: a client that is missing or whose `info` fails is no engine.
-fn probe(engine: Engine) -> Probe {
+pub(crate) fn probe(engine: Engine) -> Probe {
     let status = Command::new(engine.program())
         .arg("info")
         .stdin(Stdio::null())
@@ -353,7 +353,7 @@ fn check_registry(registry: &str) -> anyhow::Result<()> {
 }
 
 /// Leaves words made of shell-safe characters alone, single-quotes everything else.
-fn shell_quote(word: &str) -> String {
+pub(crate) fn shell_quote(word: &str) -> String {
     let safe = !word.is_empty()
         && word.chars().all(|c| {
             c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | ':' | '=' | '@' | '%' | '+' | ',')
