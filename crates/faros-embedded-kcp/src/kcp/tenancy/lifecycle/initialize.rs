@@ -1,0 +1,84 @@
+//! Phase `Initializing`: the Workspace mirrors the LogicalCluster's initializers, the built-in ones
+//! run, and once none are left both become Ready.
+
+use serde_json::{Value, json};
+
+use super::super::deletion;
+use super::super::status::{Cond, initializers, set_condition, set_phase};
+use super::create::default_bindings_complete;
+use super::plan::{self, InitializeStep, Initializer};
+use super::{Next, WsKey, lc_key, mirror_initializers, update, workspace_type};
+use crate::state::ServerState;
+
+pub(super) async fn initialize(state: &ServerState, key: &WsKey, ws: &Value) -> Next {
+    let object_key = key.object_key();
+    let Some(cluster) = deletion::cluster_of_workspace(ws) else {
+        return Next::Idle;
+    };
+    let Ok(Some(lc)) = state.store.get(&lc_key(&cluster)) else {
+        return Next::Idle;
+    };
+    let now = crate::objects::now_rfc3339();
+    let inits = initializers(&lc);
+    let lc_phase = lc.pointer("/status/phase").and_then(Value::as_str).unwrap_or_default();
+    let mut mirrored = ws.clone();
+    mirror_initializers(&mut mirrored, &inits, &now);
+    match plan::initialize_step(lc_phase, &inits, mirrored != *ws) {
+        InitializeStep::WorkspaceReady => {
+            let mut updated = ws.clone();
+            mirror_initializers(&mut updated, &[], &now);
+            let cond = Cond {
+                type_: "WorkspaceInitialized",
+                status: true,
+                reason: "",
+                message: "",
+                severity: "",
+            };
+            set_condition(&mut updated, &cond, &now);
+            set_phase(&mut updated, "Ready");
+            update(state, &object_key, ws, updated, Next::Idle).await
+        }
+        InitializeStep::MirrorInitializers => update(state, &object_key, ws, mirrored, Next::Now).await,
+        InitializeStep::LogicalClusterReady => {
+            let mut ready = lc.clone();
+            if !ready.get("status").is_some_and(Value::is_object) {
+                ready["status"] = json!({});
+            }
+            ready["status"]["phase"] = json!("Ready");
+            if let Some(status) = ready["status"].as_object_mut() {
+                status.remove("initializers");
+            }
+            update(state, &lc_key(&cluster), &lc, ready, Next::Now).await
+        }
+        InitializeStep::RunInitializers(inits) => run_initializers(state, ws, &cluster, &lc, &inits).await,
+    }
+}
+
+/// Runs the first built-in initializer that completes and removes it from the LogicalCluster.
+async fn run_initializers(state: &ServerState, ws: &Value, cluster: &str, lc: &Value, inits: &[String]) -> Next {
+    let aliases = workspace_type(state, ws).map(|(_, a)| a).unwrap_or_default();
+    for init in inits {
+        let done = match plan::initializer(init) {
+            Initializer::Universal => {
+                let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"},
+                    "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+                match crate::client::Client::system(state)
+                    .create(cluster, "", "namespaces", ns)
+                    .await
+                {
+                    Ok(_) => true,
+                    Err(e) => e.code == 409,
+                }
+            }
+            Initializer::DefaultBindings => default_bindings_complete(state, cluster, &aliases).await,
+            Initializer::Foreign => false,
+        };
+        if done {
+            let mut updated = lc.clone();
+            let rest: Vec<&String> = inits.iter().filter(|i| *i != init).collect();
+            updated["status"]["initializers"] = json!(rest);
+            return update(state, &lc_key(cluster), lc, updated, Next::Now).await;
+        }
+    }
+    Next::Idle
+}
