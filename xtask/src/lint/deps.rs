@@ -20,6 +20,9 @@ const TESTING_FEATURE: &str = "testing";
 pub enum Class {
     /// `faros-core`: depends on no workspace crate.
     Core,
+    /// A library below the components that several of them share (`faros-runtime`, the controller
+    /// runtime): depends on core only.
+    Shared,
     /// `faros-embedded-kcp`: depends on nothing of ours but core.
     EmbeddedKcp,
     /// `faros-hub-api`, `faros-hub-reconciler`.
@@ -37,6 +40,7 @@ pub enum Class {
 pub fn classify(name: &str, manifest_dir: &Path) -> Option<Class> {
     match name {
         "faros-core" => Some(Class::Core),
+        "faros-runtime" => Some(Class::Shared),
         "faros-embedded-kcp" => Some(Class::EmbeddedKcp),
         "faros-hub-api" | "faros-hub-reconciler" => Some(Class::Hub),
         "faros-sdk" => Some(Class::Sdk),
@@ -69,17 +73,20 @@ pub fn allowed(from: Class, to: Class, kind: Kind) -> Result<(), &'static str> {
         (Core, _) => Err("faros-core depends on no workspace crate"),
         (EmbeddedKcp, _) if to == Core => Ok(()),
         (EmbeddedKcp, _) => Err("the embedded kcp depends on nothing of ours but faros-core"),
+        (Shared, _) if to == Core => Ok(()),
+        (Shared, Kind::Dev) if to == EmbeddedKcp => Ok(()),
+        (Shared, _) => Err("a shared library depends only on faros-core (its tests also on the embedded kcp)"),
         (Composition, _) => Ok(()),
         (Hub | Sdk | Provider, Kind::Dev) if to == Composition => {
             Err("whole-stack tests belong in e2e/; a component's tests compose components, not binaries")
         }
         (Hub | Sdk | Provider, Kind::Dev) => Ok(()),
-        (_, Kind::Normal) if to == Core => Ok(()),
+        (_, Kind::Normal) if to == Core || to == Shared => Ok(()),
         (Provider, Kind::Normal) if to == Sdk => Ok(()),
-        (Provider, Kind::Normal) => Err("a provider depends only on faros-core and faros-sdk"),
+        (Provider, Kind::Normal) => Err("a provider depends only on faros-core, faros-sdk and the shared libraries"),
         (Hub, Kind::Normal) if to == Sdk => Err("no hub crate depends on the SDK"),
         (Sdk, Kind::Normal) if to == Hub => Err("the SDK depends on no hub crate"),
-        (Hub | Sdk, Kind::Normal) => Err("the components meet only through faros-core"),
+        (Hub | Sdk, Kind::Normal) => Err("the components meet only through faros-core and the shared libraries"),
     }
 }
 
@@ -255,6 +262,7 @@ mod tests {
         use Kind::*;
         let mut packages = vec![
             package("faros-core", "crates/faros-core", &[]),
+            package("faros-runtime", "crates/faros-runtime", &[("faros-core", Normal, &[])]),
             package(
                 "faros-embedded-kcp",
                 "crates/faros-embedded-kcp",
@@ -263,7 +271,11 @@ mod tests {
             package(
                 "faros-hub-reconciler",
                 "crates/faros-hub-reconciler",
-                &[("faros-core", Normal, &[]), ("faros-embedded-kcp", Dev, &["testing"])],
+                &[
+                    ("faros-core", Normal, &[]),
+                    ("faros-runtime", Normal, &[]),
+                    ("faros-embedded-kcp", Dev, &["testing"]),
+                ],
             ),
             package(
                 "faros-hub-api",
@@ -280,6 +292,7 @@ mod tests {
                 "crates/faros-sdk",
                 &[
                     ("faros-core", Normal, &["axum"]),
+                    ("faros-runtime", Normal, &[]),
                     ("faros-embedded-kcp", Dev, &["testing"]),
                 ],
             ),
@@ -369,19 +382,37 @@ mod tests {
                 "faros-hub-api",
                 &[("faros-hub-reconciler", Normal, &[])],
                 "faros-hub-api: dependency on faros-hub-reconciler is forbidden: the components meet only \
-                 through faros-core",
+                 through faros-core and the shared libraries",
             ),
             (
                 "faros-hub-api",
                 &[("faros-embedded-kcp", Normal, &[])],
                 "faros-hub-api: dependency on faros-embedded-kcp is forbidden: the components meet only \
-                 through faros-core",
+                 through faros-core and the shared libraries",
             ),
             (
                 "faros-provider-quickstart",
                 &[("faros-hub-api", Normal, &[])],
                 "faros-provider-quickstart: dependency on faros-hub-api is forbidden: a provider depends only \
-                 on faros-core and faros-sdk",
+                 on faros-core, faros-sdk and the shared libraries",
+            ),
+            (
+                "faros-runtime",
+                &[("faros-sdk", Normal, &[])],
+                "faros-runtime: dependency on faros-sdk is forbidden: a shared library depends only on \
+                 faros-core",
+            ),
+            (
+                "faros-runtime",
+                &[("faros-hub-api", Dev, &[])],
+                "faros-runtime: dev-dependency on faros-hub-api is forbidden: a shared library depends only \
+                 on faros-core",
+            ),
+            (
+                "faros-embedded-kcp",
+                &[("faros-runtime", Normal, &[])],
+                "faros-embedded-kcp: dependency on faros-runtime is forbidden: the embedded kcp depends on \
+                 nothing of ours but faros-core",
             ),
             (
                 "faros-sdk",
@@ -423,6 +454,9 @@ mod tests {
                 &[("faros-sdk", Dev, &[]), ("faros-provider-quickstart", Dev, &[])],
             ),
             ("faros-embedded-kcp", &[("faros-core", Dev, &[])]),
+            ("faros-runtime", &[("faros-embedded-kcp", Dev, &["testing"])]),
+            ("faros-provider-quickstart", &[("faros-runtime", Normal, &[])]),
+            ("faros-hub-api", &[("faros-runtime", Normal, &[])]),
             ("faros-e2e", &[("faros-embedded-kcp", Dev, &["testing"])]),
         ];
         for (who, extra) in cases {
