@@ -243,8 +243,7 @@ impl Server {
             server_url: tokio::sync::watch::Sender::new(None),
             apis: Arc::default(),
         });
-        crate::controllers::rbac::rebuild(&state);
-        crate::controllers::rebuild_cluster_index(&state);
+        state.rebuild_indexes();
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|source| ServerError::Listen {

@@ -3,13 +3,17 @@
 //! in-memory indexes current and feeds the controllers.
 //!
 //! Shared by the HTTP layer (`api`), the write pipeline (`write`) and the in-process controllers.
-//! It must not know about HTTP: nothing here parses requests or builds responses.
+//! It must not know about HTTP (nothing here parses requests or builds responses) and must not
+//! write: the indexes follow what was committed.
 
 use std::sync::{Arc, RwLock};
 
-use crate::auth::{Authenticator, RbacIndex, ServiceAccountTokens};
+use crate::auth::{Authenticator, RbacIndex, RbacKind, ServiceAccountTokens};
+use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE};
 use crate::registry::Registry;
-use crate::store::{Event, Store};
+use crate::store::{Event, EventType, ListQuery, Store};
+
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// Everything the server holds: storage, what is served, who may do what, the logical clusters,
 /// and the channel to the controllers.
@@ -39,16 +43,86 @@ impl ServerState {
     /// effective for the very next request) and hands events to the controllers.
     pub fn committed(&self, events: &[Event]) {
         for event in events {
-            if event.key.group == "rbac.authorization.k8s.io" {
-                crate::controllers::rbac::apply_event(&self.rbac, event);
+            if event.key.group == RBAC_GROUP {
+                self.apply_rbac_event(event);
             }
-            if event.key.group == crate::kcp::clusters::LOGICAL_CLUSTER_GROUP {
+            if event.key.group == LOGICAL_CLUSTER_GROUP {
                 self.clusters
                     .write()
                     .unwrap_or_else(|p| p.into_inner())
                     .apply_event(event);
             }
             let _ = self.events.send(Arc::new(event.clone()));
+        }
+    }
+
+    /// Loads every stored RBAC object and LogicalCluster into the indexes (startup).
+    pub fn rebuild_indexes(&self) {
+        {
+            let mut index = self.rbac.write().unwrap_or_else(|p| p.into_inner());
+            for resource in ["clusterroles", "roles", "clusterrolebindings", "rolebindings"] {
+                let Some(kind) = RbacKind::from_resource(resource) else {
+                    continue;
+                };
+                for (cluster, obj) in self.list_everywhere(RBAC_GROUP, resource) {
+                    if let Err(e) = index.upsert(&cluster, kind, &obj) {
+                        let name = crate::objects::meta_str(&obj, "name").unwrap_or_default();
+                        tracing::warn!(error = %e, name, "ignoring malformed RBAC object");
+                    }
+                }
+            }
+        }
+        let items = self.list_everywhere(LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE);
+        let mut index = self.clusters.write().unwrap_or_else(|p| p.into_inner());
+        for (cluster, obj) in items {
+            index.upsert(&cluster, &obj);
+        }
+    }
+
+    fn apply_rbac_event(&self, event: &Event) {
+        let Some(kind) = RbacKind::from_resource(&event.key.resource) else {
+            return;
+        };
+        let mut index = self.rbac.write().unwrap_or_else(|p| p.into_inner());
+        match event.event_type {
+            EventType::Deleted => index.remove(&event.key.cluster, kind, &event.key.namespace, &event.key.name),
+            _ => {
+                if let Err(e) = index.upsert(&event.key.cluster, kind, &event.object) {
+                    tracing::warn!(error = %e, name = %event.key.name, "ignoring malformed RBAC object");
+                }
+            }
+        }
+    }
+
+    /// Every stored object of `group/resource` in every cluster, with its cluster.
+    fn list_everywhere(&self, group: &str, resource: &str) -> Vec<(String, serde_json::Value)> {
+        let query = ListQuery {
+            group: group.into(),
+            resource: resource.into(),
+            cluster: None,
+            namespace: None,
+            limit: None,
+            continue_token: None,
+            filter: None,
+        };
+        match self.store.list(&query) {
+            Ok(page) => page
+                .items
+                .into_iter()
+                .map(|obj| {
+                    let cluster = obj
+                        .pointer("/metadata/annotations")
+                        .and_then(|a| a.get(crate::objects::CLUSTER_ANNOTATION))
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    (cluster, obj)
+                })
+                .collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, group, resource, "cannot load stored objects into an index");
+                Vec::new()
+            }
         }
     }
 }

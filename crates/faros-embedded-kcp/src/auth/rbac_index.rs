@@ -45,6 +45,17 @@ impl RbacKind {
         }
     }
 
+    /// From a resource of group `rbac.authorization.k8s.io` (`roles`, `clusterrolebindings`, ...).
+    pub fn from_resource(resource: &str) -> Option<Self> {
+        match resource {
+            "roles" => Some(Self::Role),
+            "clusterroles" => Some(Self::ClusterRole),
+            "rolebindings" => Some(Self::RoleBinding),
+            "clusterrolebindings" => Some(Self::ClusterRoleBinding),
+            _ => None,
+        }
+    }
+
     fn namespaced(self) -> bool {
         matches!(self, Self::Role | Self::RoleBinding)
     }

@@ -1,9 +1,9 @@
 //! In-process controllers that give the server Kubernetes' asynchronous behaviour: namespace
-//! deletion, ownerReference garbage collection, ServiceAccount token secrets, and the RBAC index.
+//! deletion, ownerReference garbage collection, ServiceAccount token secrets. They write through the
+//! in-process client only.
 
 pub mod gc;
 pub mod namespace;
-pub mod rbac;
 pub mod tokens;
 
 use std::sync::Arc;
@@ -95,15 +95,4 @@ pub fn rv(obj: &Value) -> Option<u64> {
     obj.pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
         .and_then(|r| r.parse().ok())
-}
-
-/// Loads every LogicalCluster into the cluster index (startup).
-pub fn rebuild_cluster_index(state: &ServerState) {
-    use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE};
-    let items = list_all(state, LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, None, None);
-    let mut index = state.clusters.write().unwrap_or_else(|p| p.into_inner());
-    for obj in items {
-        let key = key_of(LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, &obj);
-        index.upsert(&key.cluster, &obj);
-    }
 }
