@@ -94,27 +94,6 @@ impl Target {
             Some(other) => bail!("{ENV_TARGET}={other:?}: use `in-process` or `external`"),
         }
     }
-
-    /// The environment that describes this target (the inverse of [`Target::from_lookup`]).
-    pub fn to_env(&self) -> Vec<(&'static str, String)> {
-        match self {
-            Target::InProcess => vec![(ENV_TARGET, "in-process".into())],
-            Target::External(e) => {
-                let mut env = vec![
-                    (ENV_TARGET, "external".to_string()),
-                    (ENV_KUBECONFIG, e.kubeconfig.display().to_string()),
-                    (ENV_HUB_URL, e.hub_url.clone()),
-                    (ENV_CA, e.ca.display().to_string()),
-                ];
-                match &e.users {
-                    UserSource::TokenFile(f) => env.push((ENV_TOKEN_FILE, f.display().to_string())),
-                    UserSource::Pool(f) => env.push((ENV_USERS_FILE, f.display().to_string())),
-                }
-                env.push((ENV_DESTRUCTIVE, if e.destructive { "1" } else { "0" }.into()));
-                env
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -208,18 +187,5 @@ mod tests {
         for (name, env, want) in cases {
             assert_eq!(parse(&env), want, "{name}");
         }
-    }
-
-    #[test]
-    fn to_env_round_trips() {
-        let target = Target::External(External {
-            kubeconfig: "/k".into(),
-            hub_url: "https://h:1".into(),
-            ca: "/ca".into(),
-            users: UserSource::Pool("/u".into()),
-            destructive: true,
-        });
-        let env: HashMap<&str, String> = target.to_env().into_iter().collect();
-        assert_eq!(Target::from_lookup(|k| env.get(k).cloned()).unwrap(), target);
     }
 }

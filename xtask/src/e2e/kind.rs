@@ -17,10 +17,14 @@
 
 use std::path::{Path, PathBuf};
 
+mod files;
+
+use files::{faros_values, kcp_values, kind_config, prerequisites, quickstart_values};
+
 use super::plan::{Action, Cmd, Gate, Plan, SecretRef, Step};
 use super::scenarios;
 use super::tokens::{ADMIN_USER, GATE_USER, Tokens};
-use super::versions::{CERT_MANAGER_REPO, CERT_MANAGER_VERSION, KCP_CHART_REPO, KCP_CHART_VERSION, KIND_NODE_IMAGE};
+use super::versions::{CERT_MANAGER_REPO, CERT_MANAGER_VERSION, KCP_CHART_REPO, KCP_CHART_VERSION};
 use crate::images::{Component, DEFAULT_REGISTRY, Engine, image_ref};
 
 /// Which kcp the platform runs on.
@@ -40,14 +44,14 @@ pub(crate) const HUB_HOST_PORT: u16 = 18443;
 pub(crate) const FRONT_PROXY_IP: &str = "10.96.0.100";
 /// kcp's external hostname: the front-proxy Service's name, resolvable in every pod.
 pub(crate) const FRONT_PROXY_HOST: &str = "kcp-front-proxy.kcp.svc";
-const KCP_NAMESPACE: &str = "kcp";
-const FAROS_NAMESPACE: &str = "faros";
-const FAROS_RELEASE: &str = "faros";
+pub(crate) const KCP_NAMESPACE: &str = "kcp";
+pub(crate) const FAROS_NAMESPACE: &str = "faros";
+pub(crate) const FAROS_RELEASE: &str = "faros";
 const QUICKSTART_RELEASE: &str = "quickstart";
 /// The Secret holding the shared static token file (read by kcp and the hub).
-const TOKENS_SECRET: &str = "faros-e2e-tokens";
+pub(crate) const TOKENS_SECRET: &str = "faros-e2e-tokens";
 /// Real kcp: the front-proxy admin kubeconfig the hub and the reconciler mount.
-const KCP_ADMIN_SECRET: &str = "kcp-admin-kubeconfig";
+pub(crate) const KCP_ADMIN_SECRET: &str = "kcp-admin-kubeconfig";
 
 /// Everything a kind plan depends on.
 pub(crate) struct Input<'a> {
@@ -123,153 +127,6 @@ impl Input<'_> {
     fn hub_url(&self) -> String {
         format!("https://localhost:{HUB_HOST_PORT}")
     }
-}
-
-/// The kind cluster: one node, the two host ports on 127.0.0.1.
-pub(crate) fn kind_config(cluster: &str) -> String {
-    format!(
-        "kind: Cluster
-apiVersion: kind.x-k8s.io/v1alpha4
-name: {cluster}
-nodes:
-  - role: control-plane
-    image: {KIND_NODE_IMAGE}
-    extraPortMappings:
-      # kcp: the front-proxy (real kcp) or faros-kcp NodePort
-      - containerPort: {KCP_NODE_PORT}
-        hostPort: {KCP_HOST_PORT}
-        listenAddress: 127.0.0.1
-        protocol: TCP
-      # the hub API NodePort
-      - containerPort: {HUB_NODE_PORT}
-        hostPort: {HUB_HOST_PORT}
-        listenAddress: 127.0.0.1
-        protocol: TCP
-"
-    )
-}
-
-/// Values for kcp's chart: kcp's documented kind setup (token auth, pinned front-proxy ClusterIP
-/// with a hostAlias for the external hostname, NodePort), with the shared token file and the
-/// front-proxy's Service name as the external hostname.
-pub(crate) fn kcp_values(tokens: &Tokens) -> String {
-    let token_lines: String = tokens
-        .token_file()
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .map(|l| format!("      {l}\n"))
-        .collect();
-    format!(
-        "externalHostname: {FRONT_PROXY_HOST}
-externalPort: \"8443\"
-etcd:
-  resources:
-    requests:
-      memory: 256Mi
-certificates:
-  dnsNames:
-    - localhost
-    - {FRONT_PROXY_HOST}
-kcp:
-  volumeClassName: standard
-  tokenAuth:
-    enabled: true
-    config: |
-{token_lines}  hostAliases:
-    enabled: true
-    values:
-      - ip: {FRONT_PROXY_IP}
-        hostnames:
-          - {FRONT_PROXY_HOST}
-kcpFrontProxy:
-  extraDNSNames:
-    - {FRONT_PROXY_HOST}.cluster.local
-  service:
-    type: NodePort
-    nodePort: {KCP_NODE_PORT}
-    clusterIP: {FRONT_PROXY_IP}
-"
-    )
-}
-
-fn image_values(component: Component, tag: &str) -> String {
-    let image = image_ref(DEFAULT_REGISTRY, component, tag);
-    let repository = image.rsplit_once(':').map_or(image.as_str(), |(r, _)| r);
-    format!("  image:\n    repository: {repository}\n    tag: {tag}\n    pullPolicy: Never\n")
-}
-
-/// Values for the umbrella chart in this topology (quickstart is installed on its own, later).
-pub(crate) fn faros_values(kcp: Kcp, tag: &str) -> String {
-    let (kcp_section, kcp_secret) = match kcp {
-        Kcp::Real => ("faros-kcp:\n  enabled: false\n".to_string(), Some(KCP_ADMIN_SECRET)),
-        Kcp::Embedded => (
-            format!(
-                "faros-kcp:\n  enabled: true\n{}  service:\n    type: NodePort\n    nodePort: {KCP_NODE_PORT}\n  \
-                 tokenAuth:\n    existingSecret: {TOKENS_SECRET}\n",
-                image_values(Component::Kcp, tag)
-            ),
-            None,
-        ),
-    };
-    let kcp_ref = kcp_secret
-        .map(|s| format!("  kcp:\n    kubeconfigSecret: {s}\n"))
-        .unwrap_or_default();
-    format!(
-        "{kcp_section}faros-hub-api:
-{}{kcp_ref}  publicURL: https://localhost:{HUB_HOST_PORT}
-  service:
-    type: NodePort
-    nodePort: {HUB_NODE_PORT}
-  tls:
-    extraDNSNames:
-      - localhost
-  auth:
-    staticTokens:
-      existingSecret: {TOKENS_SECRET}
-faros-hub-reconciler:
-{}{kcp_ref}  mirror:
-    enabled: true
-faros-provider-quickstart:
-  enabled: false
-",
-        image_values(Component::HubApi, tag),
-        image_values(Component::HubReconciler, tag),
-    )
-}
-
-/// Values for the quickstart chart, released on its own next to the umbrella release.
-pub(crate) fn quickstart_values(tag: &str) -> String {
-    let image = image_values(Component::ProviderQuickstart, tag);
-    let image = image.lines().map(|l| &l[2..]).collect::<Vec<_>>().join("\n");
-    format!(
-        "{image}
-hub:
-  url: https://{FAROS_RELEASE}-faros-hub-api.{FAROS_NAMESPACE}.svc:8443
-  caSecret: {FAROS_RELEASE}-faros-hub-api-tls
-"
-    )
-}
-
-/// The faros namespace and the token Secret, applied before the charts.
-fn prerequisites(tokens: &Tokens) -> String {
-    let file = tokens.token_file();
-    let data: String = file.lines().map(|l| format!("    {l}\n")).collect();
-    format!(
-        "apiVersion: v1
-kind: Namespace
-metadata:
-  name: {FAROS_NAMESPACE}
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: {TOKENS_SECRET}
-  namespace: {FAROS_NAMESPACE}
-type: Opaque
-stringData:
-  tokens.csv: |
-{data}"
-    )
 }
 
 /// The whole run.
@@ -793,55 +650,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// The values files render with the repository's charts (the same helm and checks as the chart
-    /// tests; needs helm).
-    #[test]
-    fn values_render_with_the_charts() {
-        let helm = std::env::var("FAROS_HELM").unwrap_or_else(|_| "helm".into());
-        let root = crate::project_root();
-        let dir = tempfile::tempdir().unwrap();
-        for kcp in [Kcp::Real, Kcp::Embedded] {
-            let values = dir.path().join("faros.yaml");
-            std::fs::write(&values, faros_values(kcp, "e2e")).unwrap();
-            let out = std::process::Command::new(&helm)
-                .current_dir(&root)
-                .args(["template", "faros", "charts/faros", "--namespace", "faros", "--values"])
-                .arg(&values)
-                .output()
-                .unwrap_or_else(|e| panic!("running {helm} (set FAROS_HELM): {e}"));
-            assert!(
-                out.status.success(),
-                "{kcp:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let manifests = String::from_utf8_lossy(&out.stdout);
-            assert!(manifests.contains("nodePort: 30443"), "{kcp:?}");
-            assert!(manifests.contains("imagePullPolicy: Never"), "{kcp:?}");
-            assert_eq!(manifests.contains("kind: StatefulSet"), kcp == Kcp::Embedded, "{kcp:?}");
-        }
-        let values = dir.path().join("quickstart.yaml");
-        std::fs::write(&values, quickstart_values("e2e")).unwrap();
-        let out = std::process::Command::new(&helm)
-            .current_dir(&root)
-            .args([
-                "template",
-                "quickstart",
-                "charts/faros-provider-quickstart",
-                "--namespace",
-                "faros",
-                "--values",
-            ])
-            .arg(&values)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let manifests = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            manifests.contains("https://faros-faros-hub-api.faros.svc:8443"),
-            "{manifests}"
-        );
-        assert!(manifests.contains("faros-faros-hub-api-tls"), "{manifests}");
     }
 }
