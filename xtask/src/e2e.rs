@@ -131,6 +131,10 @@ impl E2e {
                 // Absolute: the scenarios run from the e2e crate's directory.
                 let work = root.join(KIND_WORK_DIR);
                 let logs = root.join(LOGS_DIR);
+                let build = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs().to_string())
+                    .unwrap_or_default();
                 let tokens = if self.dry_run {
                     tokens::Tokens::placeholder()
                 } else {
@@ -146,6 +150,7 @@ impl E2e {
                     work: &work,
                     logs: &logs,
                     tag: KIND_IMAGE_TAG,
+                    build: &build,
                     tokens: &tokens,
                     filter,
                 }))

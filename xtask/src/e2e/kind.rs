@@ -68,6 +68,8 @@ pub(crate) struct Input<'a> {
     pub logs: &'a Path,
     /// Image tag for this run's images.
     pub tag: &'a str,
+    /// Names this run's images (any string that changes between builds).
+    pub build: &'a str,
     pub tokens: &'a Tokens,
     /// Scenario filter passed to the test harness.
     pub filter: Option<&'a str>,
@@ -168,12 +170,12 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
     }
     writes.push(Action::Write {
         path: file("faros-values.yaml"),
-        contents: faros_values(input.kcp, input.tag),
+        contents: faros_values(input.kcp, input.tag, input.build),
         private: false,
     });
     writes.push(Action::Write {
         path: file("quickstart-values.yaml"),
-        contents: quickstart_values(input.tag),
+        contents: quickstart_values(input.tag, input.build),
         private: false,
     });
     steps.push(Step::new("kind config, token files and values files", writes));
@@ -551,6 +553,7 @@ mod tests {
             work: Path::new("target/e2e/kind"),
             logs: Path::new("target/e2e-logs"),
             tag: "e2e",
+            build: "<build>",
             tokens,
             filter: None,
         }

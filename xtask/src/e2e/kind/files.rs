@@ -77,21 +77,26 @@ kcpFrontProxy:
     )
 }
 
-fn image_values(component: Component, tag: &str) -> String {
+/// A component's image (loaded into kind, so never pulled) and an annotation naming this run's
+/// build, so `--reuse` rolls pods onto the freshly loaded images although the tag stays the same.
+fn pod_values(component: Component, tag: &str, build: &str) -> String {
     let image = image_ref(DEFAULT_REGISTRY, component, tag);
     let repository = image.rsplit_once(':').map_or(image.as_str(), |(r, _)| r);
-    format!("  image:\n    repository: {repository}\n    tag: {tag}\n    pullPolicy: Never\n")
+    format!(
+        "  image:\n    repository: {repository}\n    tag: {tag}\n    pullPolicy: Never\n  podAnnotations:\n    \
+         e2e.faros.sh/build: \"{build}\"\n"
+    )
 }
 
 /// Values for the umbrella chart in this topology (quickstart is installed on its own, later).
-pub(crate) fn faros_values(kcp: Kcp, tag: &str) -> String {
+pub(crate) fn faros_values(kcp: Kcp, tag: &str, build: &str) -> String {
     let (kcp_section, kcp_secret) = match kcp {
         Kcp::Real => ("faros-kcp:\n  enabled: false\n".to_string(), Some(KCP_ADMIN_SECRET)),
         Kcp::Embedded => (
             format!(
                 "faros-kcp:\n  enabled: true\n{}  service:\n    type: NodePort\n    nodePort: {KCP_NODE_PORT}\n  \
                  tokenAuth:\n    existingSecret: {TOKENS_SECRET}\n",
-                image_values(Component::Kcp, tag)
+                pod_values(Component::Kcp, tag, build)
             ),
             None,
         ),
@@ -117,14 +122,14 @@ faros-hub-reconciler:
 faros-provider-quickstart:
   enabled: false
 ",
-        image_values(Component::HubApi, tag),
-        image_values(Component::HubReconciler, tag),
+        pod_values(Component::HubApi, tag, build),
+        pod_values(Component::HubReconciler, tag, build),
     )
 }
 
 /// Values for the quickstart chart, released on its own next to the umbrella release.
-pub(crate) fn quickstart_values(tag: &str) -> String {
-    let image = image_values(Component::ProviderQuickstart, tag);
+pub(crate) fn quickstart_values(tag: &str, build: &str) -> String {
+    let image = pod_values(Component::ProviderQuickstart, tag, build);
     let image = image.lines().map(|l| &l[2..]).collect::<Vec<_>>().join("\n");
     format!(
         "{image}
@@ -170,7 +175,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for kcp in [Kcp::Real, Kcp::Embedded] {
             let values = dir.path().join("faros.yaml");
-            std::fs::write(&values, faros_values(kcp, "e2e")).unwrap();
+            std::fs::write(&values, faros_values(kcp, "e2e", "1")).unwrap();
             let out = std::process::Command::new(&helm)
                 .current_dir(&root)
                 .args(["template", "faros", "charts/faros", "--namespace", "faros", "--values"])
@@ -185,10 +190,11 @@ mod tests {
             let manifests = String::from_utf8_lossy(&out.stdout);
             assert!(manifests.contains("nodePort: 30443"), "{kcp:?}");
             assert!(manifests.contains("imagePullPolicy: Never"), "{kcp:?}");
+            assert!(manifests.contains("e2e.faros.sh/build: \"1\""), "{kcp:?}");
             assert_eq!(manifests.contains("kind: StatefulSet"), kcp == Kcp::Embedded, "{kcp:?}");
         }
         let values = dir.path().join("quickstart.yaml");
-        std::fs::write(&values, quickstart_values("e2e")).unwrap();
+        std::fs::write(&values, quickstart_values("e2e", "1")).unwrap();
         let out = std::process::Command::new(&helm)
             .current_dir(&root)
             .args([
