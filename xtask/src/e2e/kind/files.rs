@@ -171,13 +171,31 @@ mod tests {
     #[test]
     fn values_render_with_the_charts() {
         let helm = std::env::var("FAROS_HELM").unwrap_or_else(|_| "helm".into());
-        let root = crate::project_root();
+        // A copy of charts/ with the umbrella's (git-ignored) dependencies vendored: the tree is never written.
         let dir = tempfile::tempdir().unwrap();
+        let copied = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(crate::project_root().join("charts"))
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(copied.success(), "copying charts/");
+        let vendored = std::process::Command::new(&helm)
+            .args(["dependency", "update", "--skip-refresh"])
+            .arg(dir.path().join("charts/faros"))
+            .output()
+            .unwrap_or_else(|e| panic!("running {helm} (set FAROS_HELM): {e}"));
+        assert!(
+            vendored.status.success(),
+            "{}",
+            String::from_utf8_lossy(&vendored.stderr)
+        );
+        let root = dir.path();
         for kcp in [Kcp::Real, Kcp::Embedded] {
             let values = dir.path().join("faros.yaml");
             std::fs::write(&values, faros_values(kcp, "e2e", "1")).unwrap();
             let out = std::process::Command::new(&helm)
-                .current_dir(&root)
+                .current_dir(root)
                 .args(["template", "faros", "charts/faros", "--namespace", "faros", "--values"])
                 .arg(&values)
                 .output()
@@ -196,7 +214,7 @@ mod tests {
         let values = dir.path().join("quickstart.yaml");
         std::fs::write(&values, quickstart_values("e2e", "1")).unwrap();
         let out = std::process::Command::new(&helm)
-            .current_dir(&root)
+            .current_dir(root)
             .args([
                 "template",
                 "quickstart",
