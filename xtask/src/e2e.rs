@@ -41,7 +41,7 @@ pub enum Target {
 #[derive(Args)]
 pub struct E2e {
     /// Where the platform under test runs.
-    #[arg(long, value_enum, default_value_t = Target::InProcess)]
+    #[arg(long, value_enum, env = "FAROS_E2E_TARGET", default_value_t = Target::InProcess)]
     target: Target,
     /// External: kcp admin kubeconfig (the front-proxy's, for real kcp).
     #[arg(long, env = "FAROS_E2E_KUBECONFIG")]
@@ -59,7 +59,7 @@ pub struct E2e {
     #[arg(long, env = "FAROS_E2E_USERS_FILE")]
     users_file: Option<PathBuf>,
     /// External: also run the scenario that deletes the quickstart Provider (last; it stays deleted).
-    #[arg(long)]
+    #[arg(long, env = "FAROS_E2E_DESTRUCTIVE", value_parser = clap::builder::BoolishValueParser::new())]
     destructive: bool,
     /// Kind: which kcp to install.
     #[arg(long, value_enum, default_value_t = kind::Kcp::Real)]
