@@ -49,7 +49,8 @@ fn cargo_test(tests: &[&str], filter: Option<&str>) -> Cmd {
 /// In-process: every scenario file, plus the one that runs them all against `faros dev` as a
 /// separate process (whose binary is built first: the e2e crate depends on `faros`' library only).
 pub(crate) fn in_process(filter: Option<&str>) -> Vec<Cmd> {
-    let mut test = Cmd::new("cargo", &["test", "-p", "faros-e2e", "--locked"]);
+    // Explicit, so a FAROS_E2E_TARGET left in the caller's environment does not redirect them.
+    let mut test = Cmd::new("cargo", &["test", "-p", "faros-e2e", "--locked"]).env(ENV_TARGET, "in-process");
     if let Some(f) = filter {
         test = test.args(["--", f]);
     }
