@@ -147,7 +147,7 @@ mod tests {
             local,
             [
                 "cargo build -p faros --bin faros --locked",
-                "cargo test -p faros-e2e --locked"
+                "FAROS_E2E_TARGET=in-process cargo test -p faros-e2e --locked"
             ]
         );
     }
