@@ -262,6 +262,15 @@ impl Status {
         Self::failure(503, "ServiceUnavailable", message)
     }
 
+    /// Tells the client when to retry (`details.retryAfterSeconds`, and a `Retry-After` header on
+    /// HTTP), as the Kubernetes API server does for 429 and 503.
+    pub fn retry_after(mut self, seconds: u32) -> Self {
+        let mut details = self.details.take().map(|d| *d).unwrap_or_default();
+        details.retry_after_seconds = Some(seconds);
+        self.details = Some(Box::new(details));
+        self
+    }
+
     /// 504 Timeout.
     pub fn timeout(message: impl Into<String>) -> Self {
         Self::failure(504, "Timeout", message)
@@ -314,7 +323,13 @@ mod axum_impl {
     impl IntoResponse for Status {
         fn into_response(self) -> Response {
             let code = http::StatusCode::from_u16(self.code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
-            (code, [(http::header::CONTENT_TYPE, "application/json")], self.to_json()).into_response()
+            let retry = self.details.as_ref().and_then(|d| d.retry_after_seconds);
+            let mut resp = (code, [(http::header::CONTENT_TYPE, "application/json")], self.to_json()).into_response();
+            if let Some(seconds) = retry {
+                resp.headers_mut()
+                    .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+            }
+            resp
         }
     }
 }
@@ -322,6 +337,15 @@ mod axum_impl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_keeps_other_details() {
+        let s = Status::not_found("g", "r", "n").retry_after(2);
+        let details = s.details.as_deref().unwrap();
+        assert_eq!((details.name.as_str(), details.retry_after_seconds), ("n", Some(2)));
+        let v: serde_json::Value = serde_json::from_slice(&Status::unavailable("x").retry_after(1).to_json()).unwrap();
+        assert_eq!(v["details"]["retryAfterSeconds"], 1);
+    }
 
     #[test]
     fn not_found_matches_kubernetes_text() {

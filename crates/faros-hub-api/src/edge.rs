@@ -16,8 +16,9 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use faros_core::identity::JWKS_PATH;
+use faros_core::status::Status;
 use http::{HeaderName, HeaderValue, Request};
 use tower::{Service, ServiceExt};
 use tracing::Instrument;
@@ -118,11 +119,19 @@ impl Service<Request<Body>> for HubService {
         Box::pin(
             async move {
                 let started = Instant::now();
-                let mut resp = match target {
-                    Target::Backend => handlers::backend(&st, req).await,
-                    Target::Ui => handlers::ui(&st, req).await,
-                    Target::Kcp => handlers::kcp(&st, req).await,
-                    Target::Api => match api.oneshot(req).await {
+                let pending = match label {
+                    // Probes, scrapes and providers' key fetches work during start-up.
+                    "health" | "metrics" | "jwks" => None,
+                    _ => crate::readiness::startup_pending(&st.tree, st.registry.is_synced()),
+                };
+                let mut resp = match (pending, target) {
+                    (Some(why), _) => Status::unavailable(why)
+                        .retry_after(crate::readiness::STARTUP_RETRY_AFTER)
+                        .into_response(),
+                    (None, Target::Backend) => handlers::backend(&st, req).await,
+                    (None, Target::Ui) => handlers::ui(&st, req).await,
+                    (None, Target::Kcp) => handlers::kcp(&st, req).await,
+                    (None, Target::Api) => match api.oneshot(req).await {
                         Ok(resp) => resp,
                         Err(never) => match never {},
                     },

@@ -2,9 +2,14 @@
 //! reconciler has bootstrapped it, so a Service never routes tenants to a hub whose `POST /api/orgs`
 //! could only answer "workspace not found".
 //!
+//! Until then every route but health, metrics and the JWKS answers `503` with `Retry-After` and a
+//! Status naming what the hub waits for ([`startup_pending`]), never a `404` for a workspace or
+//! provider that is about to exist. After the tree, the catalog's first sync: before it, a provider's
+//! heartbeat would find no CatalogEntry.
+//!
 //! The gate is opened by [`watch_tree`], which [`crate::Hub::spawn_background`] starts; a hub composed
 //! without its background loops (in-process tests of the routes) has no tree watch, and then only the
-//! registry decides readiness.
+//! registry decides `/readyz` and no route is held back.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
@@ -64,6 +69,20 @@ impl TreeGate {
     }
 }
 
+/// Seconds a client is told to wait before retrying during start-up.
+pub const STARTUP_RETRY_AFTER: u32 = 1;
+
+/// Why the hub cannot serve its routes yet, if it cannot: the tree is being bootstrapped, or the
+/// catalog has not synced. `None` once both are done (or when no tree watch runs).
+pub fn startup_pending(tree: &TreeGate, registry_synced: bool) -> Option<String> {
+    match tree.state() {
+        TreeState::Unwatched => None,
+        TreeState::Waiting => Some(waiting_message()),
+        TreeState::Ready if !registry_synced => Some("starting: the catalog has not synced with kcp yet".to_string()),
+        TreeState::Ready => None,
+    }
+}
+
 /// What `/readyz` says while the tree is missing.
 pub fn waiting_message() -> String {
     format!(
@@ -109,6 +128,19 @@ pub async fn watch_tree(factory: ClientFactory, gate: std::sync::Arc<TreeGate>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn startup_is_pending_until_tree_and_catalog_are_done() {
+        let gate = TreeGate::default();
+        assert_eq!(startup_pending(&gate, false), None, "no watch: nothing held back");
+        gate.watching();
+        for synced in [false, true] {
+            assert!(startup_pending(&gate, synced).unwrap().contains("root:faros:tenants"));
+        }
+        gate.open();
+        assert!(startup_pending(&gate, false).unwrap().contains("catalog"));
+        assert_eq!(startup_pending(&gate, true), None);
+    }
 
     #[test]
     fn gate_moves_from_unwatched_through_waiting_to_ready_and_stays() {

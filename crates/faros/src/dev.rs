@@ -18,6 +18,9 @@ use tokio::task::JoinHandle;
 
 use crate::cli::DevArgs;
 
+/// How long `faros dev` waits for the platform before giving up.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Resolves when `stop` flips to true.
 pub(crate) async fn stopped(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
@@ -39,6 +42,8 @@ pub struct Stack {
     pub dev_user: tokens::DevUser,
     /// Where the quickstart provider's backend listens, when it runs.
     pub quickstart: Option<SocketAddr>,
+    hub_state: faros_hub_api::AppState,
+    tenant_ready: watch::Receiver<bool>,
     stop: watch::Sender<bool>,
     hub: JoinHandle<Result<(), faros_hub_api::Error>>,
     reconciler: JoinHandle<Result<(), faros_hub_reconciler::Error>>,
@@ -82,8 +87,8 @@ impl Stack {
         hub_config.tenancy.ca_pem = Some(ca_pem.clone());
         let hub = faros_hub_api::Hub::new(hub_config).context("configuring the hub API")?;
         let tenancy = hub.state().tenancy.clone();
+        let hub_state = hub.state().clone();
         let hub = tokio::spawn(hub.serve(hub_listener, stopped(stop_rx.clone())));
-        std::fs::write(args.state_dir.join("hub.url"), &hub_url).context("writing hub.url")?;
         std::fs::write(args.state_dir.join("ca.crt"), &ca_pem).context("writing ca.crt")?;
 
         // The reconciler writes provider kubeconfigs that reach kcp through the hub's pass-through.
@@ -109,7 +114,8 @@ impl Stack {
             (Some(tokio::spawn(quickstart::run(dev, stop_rx.clone()))), Some(addr))
         };
 
-        let tenant = tokio::spawn(tenant::seed(tenancy, dev_user.name.clone(), stop_rx));
+        let (tenant_done, tenant_ready) = watch::channel(false);
+        let tenant = tokio::spawn(tenant::seed(tenancy, dev_user.name.clone(), tenant_done, stop_rx));
 
         Ok(Self {
             kcp,
@@ -120,12 +126,55 @@ impl Stack {
             token_file,
             dev_user,
             quickstart,
+            hub_state,
+            tenant_ready,
             stop,
             hub,
             reconciler,
             provider,
             tenant,
         })
+    }
+
+    /// What the README's tenant flow still waits for; empty once it works: the hub serves (tree
+    /// bootstrapped, catalog synced), the demo tenant exists, and quickstart (when it runs) is Ready.
+    pub fn pending(&self) -> Vec<String> {
+        let mut pending = Vec::new();
+        if let Some(why) =
+            faros_hub_api::readiness::startup_pending(&self.hub_state.tree, self.hub_state.registry.is_synced())
+        {
+            pending.push(format!("hub API ({why})"));
+        }
+        if !*self.tenant_ready.borrow() {
+            pending.push(format!("demo tenant {}/{}", tenant::DEMO_ORG, tenant::DEMO_WORKSPACE));
+        }
+        if self.quickstart.is_some() {
+            match self.hub_state.registry.readiness(faros_provider_quickstart::PROVIDER) {
+                Some((_, r)) if r.ready => {}
+                Some((_, r)) => pending.push(format!("quickstart ({})", r.message)),
+                None => pending.push("quickstart (not registered yet)".to_string()),
+            }
+        }
+        pending
+    }
+
+    /// Waits until [`Stack::pending`] is empty, or fails after `timeout` naming what is missing.
+    pub async fn wait_ready(&self, timeout: std::time::Duration) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let pending = self.pending();
+            if pending.is_empty() {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                anyhow::bail!(
+                    "faros dev did not become ready within {timeout:?}; waiting for: {}",
+                    pending.join(", ")
+                );
+            }
+            // In-process state only: a short poll costs nothing and needs no wiring into every component.
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     }
 
     /// Stops every component (provider first, kcp last) and waits for them.
@@ -159,6 +208,12 @@ impl Stack {
 pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let no_quickstart = args.no_quickstart;
     let stack = Stack::start(args).await?;
+    // Announce (banner, hub.url) only once the README's tenant flow works.
+    if let Err(e) = stack.wait_ready(READY_TIMEOUT).await {
+        stack.stop().await;
+        return Err(e);
+    }
+    std::fs::write(stack.state_dir.join("hub.url"), &stack.hub_url).context("writing hub.url")?;
     let kubeconfig = display(&stack.state_dir.join("admin.kubeconfig"));
     let mcp_url = format!(
         "{}{}",

@@ -24,13 +24,16 @@ pub fn mcp_client_config(url: &str, token: &str) -> String {
 /// Creates the demo org and workspace once the hub's workspace tree exists. Until the reconciler's
 /// bootstrap is done kcp answers 404 (no tenants workspace), 403 (workspace types not there yet) or
 /// 503, so every failure is retried with backoff; after [`GIVE_UP`] the last error is logged.
-pub async fn seed(tenancy: Arc<Tenancy>, user: String, mut stop: watch::Receiver<bool>) {
+/// Creates the demo organization and workspace with `user` as admin, retrying while the platform
+/// starts; flips `done` to true once they exist.
+pub async fn seed(tenancy: Arc<Tenancy>, user: String, done: watch::Sender<bool>, mut stop: watch::Receiver<bool>) {
     let started = tokio::time::Instant::now();
     let mut delay = Duration::from_millis(100);
     loop {
         match try_seed(&tenancy, &user).await {
             Ok(cluster) => {
                 tracing::info!(org = DEMO_ORG, workspace = DEMO_WORKSPACE, %cluster, %user, "demo tenant ready");
+                let _ = done.send(true);
                 return;
             }
             Err(s) if started.elapsed() > GIVE_UP => {

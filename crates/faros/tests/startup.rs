@@ -1,0 +1,160 @@
+//! Start-up is honest: from the first moment `faros dev`'s hub port accepts a connection, tenant and
+//! provider routes answer `503` with `Retry-After` (a Status naming what the hub waits for) or
+//! succeed — never `404` for a workspace or provider that is about to exist. Once `hub.url` is
+//! written, the README's tenant flow works without a single retry.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One answer during start-up: acceptable, or why not.
+fn check_early(route: &str, resp: &reqwest::Response, ok: &[u16]) -> Result<(), String> {
+    let code = resp.status().as_u16();
+    if code == 503 {
+        return match resp.headers().get("retry-after") {
+            Some(_) => Ok(()),
+            None => Err(format!("{route}: 503 without Retry-After")),
+        };
+    }
+    if ok.contains(&code) {
+        Ok(())
+    } else {
+        Err(format!("{route}: {code} during start-up"))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_works() {
+    faros_core::telemetry::install_crypto_provider();
+    let state = tempfile::tempdir().unwrap();
+    let hub_port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_faros"))
+        .args(["dev", "--kcp-port", "0", "--quickstart-port", "0", "--hub-port"])
+        .arg(hub_port.to_string())
+        .arg("--state-dir")
+        .arg(state.path())
+        .env("FAROS_LOG_LEVEL", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let hub = format!("https://127.0.0.1:{hub_port}");
+    // The certificate is not the point here (it is checked below, once hub.url exists); HTTP/1.1
+    // because answers sent before a request body is read do not always reach HTTP/2 clients yet.
+    let early = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .http1_only()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let token_path = state.path().join("dev-user.token");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (mut answered, mut unavailable) = (0, 0);
+    let mut problems = Vec::new();
+    while !state.path().join("hub.url").exists() {
+        assert!(Instant::now() < deadline, "faros dev never wrote hub.url");
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("faros dev exited early: {status}");
+        }
+        // Paced, not a synchronization: each round asks both routes once.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let Ok(token) = std::fs::read_to_string(&token_path) else {
+            continue;
+        };
+        let orgs = early
+            .post(format!("{hub}/api/orgs"))
+            .bearer_auth(token.trim())
+            .json(&json!({"name": "early"}))
+            .send()
+            .await;
+        let beat = early
+            .post(format!("{hub}/api/providers/quickstart/heartbeat"))
+            .json(&json!({"version": "0"}))
+            .send()
+            .await;
+        for (route, resp, ok) in [
+            ("POST /api/orgs", orgs, &[200u16, 201, 409][..]),
+            // No provider token here: once serving, 401.
+            ("POST heartbeat", beat, &[401u16][..]),
+        ] {
+            let Ok(resp) = resp else { continue };
+            answered += 1;
+            if resp.status() == 503 {
+                unavailable += 1;
+            }
+            if let Err(p) = check_early(route, &resp, ok) {
+                let body = resp.text().await.unwrap_or_default();
+                problems.push(format!("{p}: {body}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert!(
+        answered > 0 && unavailable > 0,
+        "answered {answered}, 503 {unavailable}: start-up was not observed"
+    );
+
+    // hub.url exists: the README's flow, each step once.
+    let url = std::fs::read_to_string(state.path().join("hub.url")).unwrap();
+    assert_eq!(url, hub);
+    let ca = std::fs::read(state.path().join("ca.crt")).unwrap();
+    let http = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
+        .http1_only()
+        .build()
+        .unwrap();
+    let token = std::fs::read_to_string(&token_path).unwrap();
+    let token = token.trim();
+    let providers: Value = http
+        .get(format!("{hub}/api/providers"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let quickstart = providers["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "quickstart")
+        .expect("quickstart listed");
+    assert_eq!(quickstart["ready"], true, "{quickstart}");
+    let ws = format!("{hub}/api/orgs/demo/workspaces/default");
+    let resp = http
+        .post(format!("{ws}/providers/quickstart/enable"))
+        .bearer_auth(token)
+        .json(&json!({"acceptedClaims": [{"group": "", "resource": "configmaps"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "enable: {}", resp.status());
+    let resp = http
+        .get(format!("{ws}/kubeconfig?includeToken=true"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let resp = http
+        .post(format!("{hub}/api/orgs"))
+        .bearer_auth(token)
+        .json(&json!({"name": "acme"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "create org: {}", resp.status());
+
+    let _ = child.kill();
+    let _ = child.wait();
+}
