@@ -13,6 +13,7 @@ mod faros;
 mod kcp;
 mod provider;
 mod proxy;
+mod startup;
 mod stats;
 
 #[derive(Args)]
@@ -36,6 +37,8 @@ enum Suite {
     Provider,
     /// The hub's backend proxy vs direct and vs nginx (wrk), and heartbeats/s.
     Proxy,
+    /// `faros dev` cold start and restart until ready, vs the embedded kcp's own time to serve.
+    Startup,
 }
 
 impl Bench {
@@ -50,6 +53,7 @@ impl Bench {
                 Suite::Kcp => "kcp",
                 Suite::Provider => "provider",
                 Suite::Proxy => "proxy",
+                Suite::Startup => "startup",
             };
             let rss = self.rss_objects.to_string();
             let xtask = root.join("target/release/xtask");
@@ -64,6 +68,7 @@ impl Bench {
             Suite::Kcp => runtime.block_on(kcp::run(root, self.rss_objects)),
             Suite::Provider => runtime.block_on(provider::run(root)),
             Suite::Proxy => runtime.block_on(proxy::run(root)),
+            Suite::Startup => runtime.block_on(startup::run(root)),
         }
     }
 }
