@@ -2,21 +2,22 @@
 //! reconcile, the removal step of a teardown, and a metadata watch on the mirrored Secrets that
 //! queues their Provider when one is changed or deleted behind the reconciler's back.
 //!
-//! It feeds the controller's one work queue; it must not reconcile anything itself.
+//! It feeds the controller's one work queue (through its [`Handle`]); it must not reconcile anything
+//! itself.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use faros_core::names;
 use faros_core::provider::Provider;
+use faros_runtime::Handle;
 use futures::StreamExt;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
-use super::queue::WorkQueue;
-use super::{Context, ProviderKey, Store, lock};
+use super::{Context, ProviderKey};
 use crate::mirror::{Mirror, MirrorError, Removed, Synced};
 
 /// Mirrors `kubeconfig` as Secret `secret_name` for Provider `key`, and removes the mirror of
@@ -103,13 +104,7 @@ pub fn affected<'a>(
 
 /// Watches the metadata (never the data) of faros-managed Secrets in the mirror namespace and queues
 /// the Providers of those that change or disappear, except for the echoes of the mirror's own writes.
-pub(super) async fn watch(
-    mirror: Mirror,
-    store: Store,
-    queue: Arc<WorkQueue<ProviderKey>>,
-    ctx: Arc<Context>,
-    cancel: CancellationToken,
-) {
+pub(super) async fn watch(mirror: Mirror, controller: Handle<Provider>, ctx: Arc<Context>, cancel: CancellationToken) {
     let selector = format!("{}={}", names::LABEL_MANAGED_BY, names::MANAGED_BY_FAROS);
     let config = watcher::Config::default().labels(&selector);
     let mut events = std::pin::pin!(watcher::watcher(mirror.secret_metadata(), config).default_backoff());
@@ -119,13 +114,10 @@ pub(super) async fn watch(
     let mut seen: Seen = HashMap::new();
     let mut relisted: Seen = HashMap::new();
     let enqueue = |name: &str, label: Option<&str>| {
-        let keys = {
-            let store = lock(&store);
-            affected(store.iter().map(|(k, c)| (k, c.provider.as_ref())), name, label)
-        };
+        let keys = controller.with_store(|store| affected(store.iter(), name, label));
         for key in keys {
             tracing::debug!(%key, secret = name, "mirrored kubeconfig Secret changed; queueing its Provider");
-            queue.add(key);
+            controller.enqueue(key);
         }
     };
     loop {
@@ -183,7 +175,6 @@ pub(super) async fn watch(
                 "watching mirrored kubeconfig Secrets in the hosting cluster failed; retrying with backoff"
             ),
         }
-        ctx.metrics.set_queue_depth(queue.len());
     }
 }
 
@@ -197,6 +188,7 @@ mod tests {
     fn key(name: &str) -> ProviderKey {
         ProviderKey {
             cluster: "c".into(),
+            namespace: None,
             name: name.into(),
         }
     }

@@ -1,26 +1,27 @@
-//! The Provider controller: a wildcard watch on the `admin.faros.sh` virtual workspace feeding a work
-//! queue keyed by (logical cluster, name), drained by a fixed number of workers.
+//! The Provider controller: a wildcard watch on the `admin.faros.sh` virtual workspace (one per
+//! endpoint URL) driven by [`faros_runtime::Controller`], the runtime the provider SDK uses too.
 //!
 //! Why not `kube::runtime::Controller`: its store and queue key objects by (name, namespace), and a
 //! wildcard watch through a virtual workspace returns same-named Providers from every workspace that
 //! binds the export, which it would merge into one. Each object here is addressed by the `kcp.io/cluster`
-//! annotation kcp stamps on it, and writes go to `<virtual workspace>/clusters/<that cluster>`.
+//! annotation kcp stamps on it ([`ProviderKey`]), and writes go to `<virtual workspace>/clusters/<that
+//! cluster>`.
+//!
+//! This module is the reconciler-specific wiring: which watches feed the runtime, which events are
+//! the echoes of our own writes, metrics, and the error policy of [`provider`].
 
 pub mod mirror;
 pub mod provider;
-pub mod queue;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use faros_core::client::ClientFactory;
-use faros_core::kcp::ANNOTATION_CLUSTER;
 use faros_core::provider::Provider;
-use futures::StreamExt;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -28,41 +29,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
 use crate::mirror::Mirror;
-use queue::WorkQueue;
 
-/// What a reconcile asks for next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    /// Reconcile again after this long even if nothing changes.
-    Requeue(Duration),
-    /// Only a change to the object triggers the next reconcile.
-    AwaitChange,
-}
+pub use faros_runtime::Action;
 
-/// A Provider's identity across workspaces.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ProviderKey {
-    /// Logical cluster name (`kcp.io/cluster`).
-    pub cluster: String,
-    pub name: String,
-}
-
-impl fmt::Display for ProviderKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}|{}", self.cluster, self.name)
-    }
-}
-
-impl ProviderKey {
-    /// The key of an object from a wildcard watch; `None` without a `kcp.io/cluster` annotation.
-    pub fn of(p: &Provider) -> Option<Self> {
-        let cluster = p.annotations().get(ANNOTATION_CLUSTER).filter(|c| !c.is_empty())?;
-        Some(Self {
-            cluster: cluster.clone(),
-            name: p.name_any(),
-        })
-    }
-}
+/// A Provider's identity across workspaces: (`kcp.io/cluster`, name); Providers are cluster-scoped,
+/// so `namespace` is `None`.
+pub type ProviderKey = faros_runtime::ClusterKey;
 
 /// Where a Provider was seen: its key and the virtual workspace URL it came through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,7 +72,6 @@ pub struct Context {
     /// resourceVersion of our own last write (status, or the finalizer before provisioning) per
     /// Provider: the watch event it causes needs no work.
     own_writes: Mutex<HashMap<ProviderKey, String>>,
-    failures: Mutex<HashMap<ProviderKey, u32>>,
     /// Our own last write per mirrored Secret name: `Some(resourceVersion)` for an apply, `None` for
     /// a delete. The watch event it causes needs no work.
     mirror_writes: Mutex<HashMap<String, Option<String>>>,
@@ -129,7 +100,6 @@ impl Context {
             metrics,
             mirror: None,
             own_writes: Mutex::default(),
-            failures: Mutex::default(),
             mirror_writes: Mutex::default(),
         }
     }
@@ -183,30 +153,10 @@ impl Context {
         }
     }
 
-    fn record_failure(&self, key: &ProviderKey) -> u32 {
-        let mut failures = lock(&self.failures);
-        let n = failures.entry(key.clone()).or_insert(0);
-        *n = n.saturating_add(1);
-        *n
-    }
-
-    fn reset_failures(&self, key: &ProviderKey) {
-        lock(&self.failures).remove(key);
-    }
-
     fn forget(&self, key: &ProviderKey) {
         lock(&self.own_writes).remove(key);
-        lock(&self.failures).remove(key);
     }
 }
-
-#[derive(Clone)]
-struct Cached {
-    provider: Arc<Provider>,
-    endpoint: Arc<str>,
-}
-
-type Store = Arc<Mutex<HashMap<ProviderKey, Cached>>>;
 
 /// Runs the controller over the given virtual workspace URLs until `cancel` fires. In-flight
 /// reconciles are dropped on cancellation (leadership lost: stop acting at once).
@@ -215,154 +165,59 @@ pub async fn run(
     endpoints: Vec<String>,
     cancel: CancellationToken,
 ) -> Result<(), faros_core::client::ClientError> {
-    let store: Store = Arc::default();
-    let queue = Arc::new(WorkQueue::new());
-    let mut tasks = JoinSet::new();
+    let mut controller = faros_runtime::Controller::new("providers").concurrency(ctx.settings.concurrency);
     for url in endpoints {
         let api: Api<Provider> = Api::all(ctx.factory.virtual_workspace(&url, "*")?);
-        tasks.spawn(watch(
-            api,
-            Arc::from(url.as_str()),
-            store.clone(),
-            queue.clone(),
-            ctx.clone(),
-            cancel.clone(),
-        ));
+        let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
+        controller = controller.watch(Arc::<str>::from(url.as_str()), events);
     }
+    let controller = {
+        let (echo, gone, depth) = (ctx.clone(), ctx.clone(), ctx.clone());
+        controller
+            // Queueing the echo of our own status write would also cut short a pending backoff.
+            .skip_echoes(move |key, p| echo.is_own_write(key, p.resource_version().as_deref()))
+            .on_gone(move |key| gone.forget(key))
+            .on_queue_depth(move |n| depth.metrics.set_queue_depth(n))
+    };
+    let mut tasks = JoinSet::new();
     if let Some(mirror) = ctx.mirror.clone() {
-        tasks.spawn(mirror::watch(
-            mirror,
-            store.clone(),
-            queue.clone(),
-            ctx.clone(),
-            cancel.clone(),
-        ));
+        tasks.spawn(mirror::watch(mirror, controller.handle(), ctx.clone(), cancel.clone()));
     }
-    for _ in 0..ctx.settings.concurrency.max(1) {
-        tasks.spawn(worker(ctx.clone(), store.clone(), queue.clone(), cancel.clone()));
-    }
-    cancel.cancelled().await;
-    queue.close();
-    while tasks.join_next().await.is_some() {}
-    Ok(())
-}
-
-async fn watch(
-    api: Api<Provider>,
-    endpoint: Arc<str>,
-    store: Store,
-    queue: Arc<WorkQueue<ProviderKey>>,
-    ctx: Arc<Context>,
-    cancel: CancellationToken,
-) {
-    let mut events = std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff());
-    let mut relisted: HashSet<ProviderKey> = HashSet::new();
-    let keyed = |p: Provider| match ProviderKey::of(&p) {
-        Some(key) => Some((key, p)),
-        None => {
-            tracing::warn!(name = %p.name_any(), "Provider without a kcp.io/cluster annotation; cannot address it, skipping");
-            None
+    let reconcile = {
+        let ctx = ctx.clone();
+        move |provider: Arc<Provider>, request: faros_runtime::Request<Arc<str>>| {
+            let ctx = ctx.clone();
+            async move {
+                let target = Target {
+                    key: request.key,
+                    endpoint: request.source,
+                };
+                let started = Instant::now();
+                let result = provider::reconcile(provider, &target, &ctx).await;
+                ctx.metrics.reconciled(
+                    started.elapsed().as_secs_f64(),
+                    result.as_ref().err().map(provider::Error::reason),
+                );
+                result
+            }
         }
     };
-    loop {
-        let event = tokio::select! {
-            _ = cancel.cancelled() => return,
-            e = events.next() => e,
-        };
-        let Some(event) = event else { return };
-        match event {
-            Ok(Event::Init) => relisted.clear(),
-            Ok(Event::InitApply(p)) => {
-                let Some((key, p)) = keyed(p) else { continue };
-                let cached = Cached {
-                    provider: Arc::new(p),
-                    endpoint: endpoint.clone(),
-                };
-                lock(&store).insert(key.clone(), cached);
-                relisted.insert(key.clone());
-                queue.add(key);
-            }
-            Ok(Event::Apply(p)) => {
-                let Some((key, p)) = keyed(p) else { continue };
-                // The echo of our own status write needs no work; queueing it would also cut short a
-                // pending backoff (the queue keeps the earliest due time).
-                let echo = ctx.is_own_write(&key, p.resource_version().as_deref());
-                let cached = Cached {
-                    provider: Arc::new(p),
-                    endpoint: endpoint.clone(),
-                };
-                lock(&store).insert(key.clone(), cached);
-                if !echo {
-                    queue.add(key);
-                }
-            }
-            Ok(Event::InitDone) => {
-                // Objects deleted while the watch was down vanish here.
-                lock(&store).retain(|k, c| c.endpoint != endpoint || relisted.contains(k));
-                relisted.clear();
-            }
-            Ok(Event::Delete(p)) => {
-                if let Some((key, _)) = keyed(p) {
-                    lock(&store).remove(&key);
-                    ctx.forget(&key);
-                }
-            }
-            Err(error) => tracing::warn!(%endpoint, %error, "watching Providers failed; retrying with backoff"),
-        }
-        ctx.metrics.set_queue_depth(queue.len());
-    }
-}
-
-async fn worker(ctx: Arc<Context>, store: Store, queue: Arc<WorkQueue<ProviderKey>>, cancel: CancellationToken) {
-    loop {
-        let key = tokio::select! {
-            _ = cancel.cancelled() => return,
-            k = queue.next() => k,
-        };
-        let Some(key) = key else { return };
-        ctx.metrics.set_queue_depth(queue.len());
-        let cached = lock(&store).get(&key).cloned();
-        let Some(cached) = cached else {
-            queue.done(&key);
-            continue;
-        };
-        let target = Target {
-            key: key.clone(),
-            endpoint: cached.endpoint,
-        };
-        let started = Instant::now();
-        let result = tokio::select! {
-            _ = cancel.cancelled() => {
-                queue.done(&key);
-                return;
-            }
-            r = provider::reconcile(cached.provider, &target, &ctx) => r,
-        };
-        let action = match &result {
-            Ok(action) => {
-                ctx.reset_failures(&key);
-                *action
-            }
-            Err(error) => {
-                tracing::warn!(%key, %error, "reconcile failed");
-                provider::error_policy(&key, error, &ctx)
-            }
-        };
-        ctx.metrics.reconciled(
-            started.elapsed().as_secs_f64(),
-            result.as_ref().err().map(provider::Error::reason),
-        );
-        if let Action::Requeue(after) = action {
-            queue.add_after(key.clone(), after);
-        }
-        queue.done(&key);
-    }
+    controller
+        .run(
+            reconcile,
+            |_key, error, retry| provider::error_policy(error, retry),
+            cancel.clone().cancelled_owned(),
+        )
+        .await;
+    while tasks.join_next().await.is_some() {}
+    Ok(())
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use faros_core::kcp::ANNOTATION_CLUSTER;
     use faros_core::provider::ProviderSpec;
 
     #[test]
@@ -377,6 +232,7 @@ mod tests {
             key,
             ProviderKey {
                 cluster: "abc".into(),
+                namespace: None,
                 name: "q".into()
             }
         );
@@ -409,6 +265,7 @@ mod tests {
         let ctx = Context::new(factory, settings, Arc::new(Metrics::new()));
         let key = ProviderKey {
             cluster: "c".into(),
+            namespace: None,
             name: "q".into(),
         };
         assert!(!ctx.is_own_write(&key, Some("5")));
@@ -419,10 +276,6 @@ mod tests {
             !ctx.is_own_write(&key, Some("5")),
             "only once: a resync must do the full work"
         );
-        assert_eq!(ctx.record_failure(&key), 1);
-        assert_eq!(ctx.record_failure(&key), 2);
-        ctx.reset_failures(&key);
-        assert_eq!(ctx.record_failure(&key), 1);
 
         assert!(!ctx.is_own_mirror_event("q-kubeconfig", Some("7")));
         ctx.remember_mirror_write("q-kubeconfig", Some("7".into()));

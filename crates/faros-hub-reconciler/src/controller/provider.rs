@@ -26,6 +26,7 @@ use faros_core::kcp::Workspace;
 use faros_core::names;
 use faros_core::provider::Provider;
 use faros_core::wait::wait_for;
+use faros_runtime::Retry;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -91,20 +92,13 @@ impl Error {
     }
 }
 
-/// Requeue delay after a failure: 500 ms doubling per consecutive failure of the key, capped at 60 s;
+/// The retry after a failure: the runtime's per-Provider backoff (500 ms doubling to 60 s);
 /// optimistic-concurrency conflicts retry at once (the newer object is already on its way).
-pub fn error_policy(key: &ProviderKey, error: &Error, ctx: &Context) -> Action {
+pub fn error_policy(error: &Error, retry: Retry) -> Action {
     if matches!(error, Error::Conflict { .. }) {
-        return Action::Requeue(Duration::from_millis(50));
+        return Action::RequeueAfter(Duration::from_millis(50));
     }
-    let failures = ctx.record_failure(key);
-    Action::Requeue(backoff(failures))
-}
-
-/// The delay after `failures` consecutive failures (1-based).
-pub fn backoff(failures: u32) -> Duration {
-    let exp = failures.saturating_sub(1).min(7);
-    (Duration::from_millis(500) * 2u32.pow(exp)).min(Duration::from_secs(60))
+    Action::RequeueAfter(retry.delay)
 }
 
 const FIELD_SCOPE: &str = "provider";
@@ -156,7 +150,7 @@ pub async fn reconcile(provider: Arc<Provider>, target: &Target, ctx: &Context) 
     };
     write_status(&api, key, &provider, &outcome, ctx).await?;
     tracing::debug!(%key, "provisioned");
-    Ok(Action::Requeue(ctx.settings.resync))
+    Ok(Action::RequeueAfter(ctx.settings.resync))
 }
 
 fn has_finalizer(p: &Provider) -> bool {
@@ -614,21 +608,6 @@ mod tests {
     use faros_core::provider::{ProviderSpec, ProviderStatus, SecretKeyRef};
     use k8s_openapi::ByteString;
     use pretty_assertions::assert_eq;
-
-    #[test]
-    fn backoff_table() {
-        for (failures, ms) in [
-            (0, 500),
-            (1, 500),
-            (2, 1000),
-            (3, 2000),
-            (7, 32_000),
-            (8, 60_000),
-            (100, 60_000),
-        ] {
-            assert_eq!(backoff(failures), Duration::from_millis(ms), "{failures}");
-        }
-    }
 
     #[test]
     fn bodies() {
