@@ -6,7 +6,7 @@
 //! | [`manifest`] | YAML files templated over the environment (one manifest for every environment) |
 //! | [`heartbeat`] | `POST /api/providers/<name>/heartbeat` every 30 s, backoff, token rotation |
 //! | [`identity`] | verifying the hub's signed identity assertion (axum middleware + extractor) |
-//! | [`controller`] | reconcile exported resources of every tenant through the virtual workspace |
+//! | [`controller`] | reconcile exported resources of every tenant through the virtual workspace (on `faros-runtime`) |
 //! | [`mcp`] | an rmcp streamable-HTTP server at `/mcp` whose tools see the verified identity |
 //! | [`config`] | the provider kubeconfig (`FAROS_PROVIDER_KUBECONFIG`, `KUBECONFIG`, in-cluster) |
 //! | [`workspace`] | where `init`/`serve` act (server, workspace, identity), refused unless it is the provider's own |
