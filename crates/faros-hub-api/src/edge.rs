@@ -105,6 +105,10 @@ impl Service<Request<Body>> for HubService {
                 id
             }
         };
+        if req.version() == http::Version::HTTP_2 {
+            let (parts, body) = req.into_parts();
+            req = Request::from_parts(parts, crate::drain::drain_on_drop(body));
+        }
         let path = req.uri().path();
         let label = route_label(path);
         let target = target(path);

@@ -21,6 +21,7 @@ pub mod app;
 pub mod auth;
 pub mod catalog;
 pub mod clock;
+pub mod drain;
 pub mod edge;
 pub mod heartbeat;
 pub mod keys;

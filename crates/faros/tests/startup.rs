@@ -48,11 +48,9 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
         .spawn()
         .unwrap();
     let hub = format!("https://127.0.0.1:{hub_port}");
-    // The certificate is not the point here (it is checked below, once hub.url exists); HTTP/1.1
-    // because answers sent before a request body is read do not always reach HTTP/2 clients yet.
+    // The certificate is not the point here (it is checked below, once hub.url exists).
     let early = reqwest::Client::builder()
         .danger_accept_invalid_certs(true)
-        .http1_only()
         .timeout(Duration::from_secs(5))
         .build()
         .unwrap();
@@ -109,7 +107,6 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
     let ca = std::fs::read(state.path().join("ca.crt")).unwrap();
     let http = reqwest::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
-        .http1_only()
         .build()
         .unwrap();
     let token = std::fs::read_to_string(&token_path).unwrap();
@@ -155,6 +152,69 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
         .unwrap();
     assert!(resp.status().is_success(), "create org: {}", resp.status());
 
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Early answers (before the hub read the request body) reach HTTP/2 clients, every time, as
+/// Kubernetes Status JSON: unauthenticated POSTs and unknown routes with bodies from 2 B to 20 MB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn early_answers_reach_http2_clients_as_status_json() {
+    faros_core::telemetry::install_crypto_provider();
+    let state = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_faros"))
+        .args([
+            "dev",
+            "--kcp-port",
+            "0",
+            "--hub-port",
+            "0",
+            "--no-quickstart",
+            "--state-dir",
+        ])
+        .arg(state.path())
+        .env("FAROS_LOG_LEVEL", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !state.path().join("hub.url").exists() {
+        assert!(Instant::now() < deadline, "faros dev never wrote hub.url");
+        assert!(child.try_wait().unwrap().is_none(), "faros dev exited early");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let hub = std::fs::read_to_string(state.path().join("hub.url")).unwrap();
+    let ca = std::fs::read(state.path().join("ca.crt")).unwrap();
+    let http = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    for size in [2usize, 100 * 1024, 2 * 1024 * 1024, 20 * 1024 * 1024] {
+        let body = vec![b'a'; size];
+        for (path, code) in [
+            ("/api/providers/quickstart/heartbeat", 401),
+            ("/api/orgs", 401),
+            ("/no/such/route", 404),
+        ] {
+            let repeats = if size > 1024 * 1024 { 2 } else { 5 };
+            for i in 0..repeats {
+                let resp = http
+                    .post(format!("{hub}{path}"))
+                    .body(body.clone())
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("POST {path} with {size} B (#{i}): no answer: {e:?}"));
+                assert_eq!(resp.version(), reqwest::Version::HTTP_2);
+                assert_eq!(resp.status().as_u16(), code, "POST {path} with {size} B (#{i})");
+                let status: Value = resp.json().await.unwrap();
+                assert_eq!(
+                    (status["kind"].as_str(), status["code"].as_u64()),
+                    (Some("Status"), Some(u64::from(code)))
+                );
+            }
+        }
+    }
     let _ = child.kill();
     let _ = child.wait();
 }
