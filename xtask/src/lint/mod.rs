@@ -3,11 +3,14 @@
 //!
 //! - [`doc_refs`]: every documentation reference (`docs/<name>.md`, `…#<anchor>`, relative Markdown
 //!   links) names an existing file and heading.
+//! - [`citations`]: nothing cites a document outside the repository (design notes, reference
+//!   material); code and docs cite `docs/` instead.
 //! - [`deps`]: the dependency rule between workspace crates (docs/architecture.md#dependency-rule).
 //!
 //! Each check reports every finding, naming the file and line or the crate and dependency, and the
 //! command fails when there is any.
 
+pub mod citations;
 pub mod deps;
 pub mod doc_refs;
 
@@ -24,6 +27,7 @@ impl Lint {
         let mut problems: Vec<String> = Vec::new();
         let files = doc_refs::scan(root)?;
         problems.extend(doc_refs::check(&files).iter().map(ToString::to_string));
+        problems.extend(citations::check(&files).iter().map(ToString::to_string));
         let packages = deps::parse_metadata(&deps::metadata(root)?)?;
         problems.extend(deps::check(&packages).iter().map(ToString::to_string));
         if !problems.is_empty() {
@@ -33,7 +37,7 @@ impl Lint {
             bail!("cargo xtask lint: {} problem(s)", problems.len());
         }
         println!(
-            "cargo xtask lint: {} files' documentation references resolve; {} crates keep the dependency rule",
+            "cargo xtask lint: {} files cite only what exists in the repository; {} crates keep the dependency rule",
             files.len(),
             packages.len()
         );

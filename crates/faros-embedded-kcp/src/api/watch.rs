@@ -1,7 +1,8 @@
 //! Watch: a chunked stream of one JSON event per line.
 //!
-//! Semantics follow kcp-api.md §3.8: start after `resourceVersion` (or with synthetic ADDED events
-//! for the current state when it is unset/"0" or `sendInitialEvents=true`), translate selector
+//! Semantics are kube-apiserver's (event history and expiry: docs/embedded-kcp.md#storage): start
+//! after `resourceVersion` (or with synthetic ADDED events for the current state when it is
+//! unset/"0" or `sendInitialEvents=true`), translate selector
 //! transitions into ADDED/DELETED, send bookmarks when asked, report a too-old resourceVersion as an
 //! in-stream ERROR event with code 410 (kube-rs relists only on that), and end the body cleanly
 //! after `timeoutSeconds`.

@@ -2,9 +2,9 @@
 //! [`ExportView`] per export and the accepted claims per consumer cluster. Written only by the
 //! controller; readers take a read lock and clone.
 //!
-//! The index hangs off a process-wide map keyed by the address of the server's [`ServerState`], because
-//! `ServerState` has no slot for it and tests run several servers in one process. The controller
-//! removes its entry when it stops.
+//! The index is a field of the server's state (`ServerState::apis`), so each server in a process
+//! (tests run several) has its own and it goes away with the server. The controller clears it when
+//! it starts and rebuilds it from storage.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
