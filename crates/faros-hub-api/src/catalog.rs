@@ -133,31 +133,44 @@ pub struct Catalog {
 impl Catalog {
     /// Runs until `cancel`: finds the virtual workspace, watches it, writes status, sweeps.
     pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
-        let Some(urls) = self.endpoints(&cancel).await else {
-            return;
-        };
-        tracing::info!(
-            ?urls,
-            "watching CatalogEntries through the providers.faros.sh virtual workspace"
-        );
-        self.registry.expect_sources(urls.len());
-        let mut tasks = tokio::task::JoinSet::new();
-        for url in urls {
-            tasks.spawn(self.clone().watch(url, cancel.clone()));
+        let mut background = tokio::task::JoinSet::new();
+        background.spawn(self.clone().write_statuses(cancel.clone()));
+        background.spawn(self.clone().sweep(cancel.clone()));
+        // The virtual workspace URLs are followed, not read once: kcp rewrites them when a shard's
+        // address changes (a restarted embedded kcp on a new port, a moved shard).
+        let mut current: Vec<String> = Vec::new();
+        let mut watches = tokio::task::JoinSet::new();
+        while let Some(urls) = self.endpoints(&cancel, &current).await {
+            tracing::info!(
+                ?urls,
+                "watching CatalogEntries through the providers.faros.sh virtual workspace"
+            );
+            watches.abort_all();
+            for old in current.iter().filter(|u| !urls.contains(u)) {
+                self.registry.retire_source(old);
+            }
+            self.registry.expect_sources(urls.len());
+            for url in &urls {
+                watches.spawn(self.clone().watch(url.clone(), cancel.clone()));
+            }
+            current = urls;
         }
-        tasks.spawn(self.clone().write_statuses(cancel.clone()));
-        tasks.spawn(self.clone().sweep(cancel.clone()));
-        while tasks.join_next().await.is_some() {}
+        watches.abort_all();
+        while background.join_next().await.is_some() {}
     }
 
-    async fn endpoints(&self, cancel: &CancellationToken) -> Option<Vec<String>> {
+    /// The endpoint slice's URLs once they are non-empty and differ from `current`; `None` on cancel.
+    async fn endpoints(&self, cancel: &CancellationToken, current: &[String]) -> Option<Vec<String>> {
         loop {
             let found = async {
                 let api: Api<APIExportEndpointSlice> = Api::all(self.factory.cluster(names::SYSTEM_CONTROLLERS_PATH)?);
                 let slice = wait_for(
                     api,
                     names::PROVIDERS_EXPORT,
-                    |s| !urls(s).is_empty(),
+                    |s| {
+                        let found = urls(s);
+                        !found.is_empty() && found != current
+                    },
                     self.settings.endpoint_timeout,
                 )
                 .await
@@ -168,7 +181,11 @@ impl Catalog {
                 _ = cancel.cancelled() => return None,
                 r = found => match r {
                     Ok(urls) => return Some(urls),
-                    Err(error) => tracing::info!(%error, "waiting for the providers.faros.sh virtual workspace URL"),
+                    Err(error) if current.is_empty() => {
+                        tracing::info!(%error, "waiting for the providers.faros.sh virtual workspace URL")
+                    }
+                    // Watching for a change that did not come within the timeout: watch again.
+                    Err(error) => tracing::debug!(%error, "providers.faros.sh virtual workspace URLs unchanged"),
                 },
             }
             // The tree may not be bootstrapped yet: do not hammer kcp.

@@ -123,9 +123,12 @@ impl Service<Request<Body>> for HubService {
         Box::pin(
             async move {
                 let started = Instant::now();
-                let pending = match label {
+                let pending = match (target, label) {
+                    // kcp's pass-through answers for kcp itself, which serves before the hub's
+                    // tree exists (providers' init reaches their workspace through it).
+                    (Target::Kcp, _) => None,
                     // Probes, scrapes and providers' key fetches work during start-up.
-                    "health" | "metrics" | "jwks" => None,
+                    (_, "health" | "metrics" | "jwks") => None,
                     _ => crate::readiness::startup_pending(&st.tree, st.registry.is_synced()),
                 };
                 let mut resp = match (pending, target) {

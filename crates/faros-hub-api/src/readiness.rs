@@ -2,7 +2,8 @@
 //! reconciler has bootstrapped it, so a Service never routes tenants to a hub whose `POST /api/orgs`
 //! could only answer "workspace not found".
 //!
-//! Until then every route but health, metrics and the JWKS answers `503` with `Retry-After` and a
+//! Until then every route but health, metrics, the JWKS and the kcp pass-through (which answers for
+//! kcp itself) answers `503` with `Retry-After` and a
 //! Status naming what the hub waits for ([`startup_pending`]), never a `404` for a workspace or
 //! provider that is about to exist. After the tree, the catalog's first sync: before it, a provider's
 //! heartbeat would find no CatalogEntry.

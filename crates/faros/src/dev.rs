@@ -18,6 +18,9 @@ use tokio::task::JoinHandle;
 
 use crate::cli::DevArgs;
 
+/// The reconciler's Lease identity in `faros dev`.
+const DEV_LEASE_IDENTITY: &str = "faros-dev";
+
 /// How long `faros dev` waits for the platform before giving up.
 const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
@@ -95,6 +98,9 @@ impl Stack {
         let mut reconciler_config = faros_hub_reconciler::Config::new(admin.clone());
         reconciler_config.hub_url = Some(hub_url.clone());
         reconciler_config.ca_pem = Some(ca_pem.clone());
+        // One reconciler per state directory: a stable identity lets a restarted (or killed) `faros
+        // dev` renew its own Lease at once instead of waiting out the previous process's.
+        reconciler_config.lease.identity = DEV_LEASE_IDENTITY.to_string();
         let reconciler = tokio::spawn(faros_hub_reconciler::run(reconciler_config, stopped(stop_rx.clone())));
 
         let (provider, quickstart) = if args.no_quickstart {

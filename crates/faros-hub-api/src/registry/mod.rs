@@ -247,6 +247,26 @@ impl Registry {
         self.changed();
     }
 
+    /// Forgets a watch source that is no longer served (its URL changed): its candidates go, and
+    /// it no longer counts towards being synced.
+    pub fn retire_source(&self, source: &str) {
+        {
+            let mut inner = self.write();
+            let touched: BTreeSet<String> = inner
+                .candidates
+                .iter()
+                .filter(|(_, c)| c.source == source)
+                .map(|((n, _), _)| n.clone())
+                .collect();
+            inner.candidates.retain(|_, c| c.source != source);
+            inner.synced.remove(source);
+            for name in touched {
+                self.reelect(&mut inner, &name);
+            }
+        }
+        self.changed();
+    }
+
     /// Records the logical cluster of `root:faros:providers:<name>` (for admin-applied entries).
     pub fn set_provider_cluster(&self, name: &str, cluster: &str) {
         {

@@ -33,7 +33,7 @@ pub struct Dev {
 
 pub async fn run(dev: Dev, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
     let factory = ClientFactory::new(dev.admin.clone())?;
-    let kubeconfig = provision(&factory, &stop).await?;
+    let kubeconfig = provision(&factory, &dev.hub_url, &stop).await?;
     let Some(kubeconfig) = kubeconfig else { return Ok(()) };
     let path = dev.state_dir.join("quickstart.kubeconfig");
     faros_embedded_kcp::server::write_private(&path, kubeconfig.as_bytes())
@@ -73,7 +73,11 @@ pub async fn run(dev: Dev, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
 }
 
 /// Applies the Provider and waits for its kubeconfig Secret; None when asked to stop first.
-async fn provision(factory: &ClientFactory, stop: &watch::Receiver<bool>) -> anyhow::Result<Option<String>> {
+async fn provision(
+    factory: &ClientFactory,
+    hub_url: &str,
+    stop: &watch::Receiver<bool>,
+) -> anyhow::Result<Option<String>> {
     let manifest = std::fs::read_to_string(qs::provider_manifest_path()).context("reading provider.yaml")?;
     let provider: Provider = serde_saphyr::from_str(&manifest).context("parsing provider.yaml")?;
     let providers: Api<Provider> = Api::all(factory.cluster(names::SYSTEM_PROVIDERS_PATH)?);
@@ -97,7 +101,15 @@ async fn provision(factory: &ClientFactory, stop: &watch::Receiver<bool>) -> any
     }
     let secret_name = names::kubeconfig_secret_name(qs::PROVIDER, None);
     let secrets: Api<Secret> = Api::namespaced(factory.cluster(names::SYSTEM_PROVIDERS_PATH)?, "default");
-    let secret = wait_for(secrets, &secret_name, |s| s.is_some(), PROVISION_TIMEOUT)
+    // After a restart the Secret may still point at the previous run's hub port: wait until the
+    // reconciler has rewritten it for this hub.
+    let server = format!("server: {hub_url}/clusters/");
+    let current = |s: Option<&Secret>| {
+        s.and_then(|s| s.data.as_ref())
+            .and_then(|d| d.get(names::KUBECONFIG_SECRET_KEY))
+            .is_some_and(|k| String::from_utf8_lossy(&k.0).contains(&server))
+    };
+    let secret = wait_for(secrets, &secret_name, current, PROVISION_TIMEOUT)
         .await
         .context("waiting for the quickstart kubeconfig Secret")?
         .context("the kubeconfig Secret disappeared")?;
