@@ -23,8 +23,9 @@ use http::{HeaderName, HeaderValue, Request};
 use tower::{Service, ServiceExt};
 use tracing::Instrument;
 
-use crate::app::{AppState, Unrouted};
 use crate::proxy::{handlers, routes};
+use crate::router::Unrouted;
+use crate::state::AppState;
 
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 

@@ -1,39 +1,34 @@
 //! `faros-hub-api`: the hub's front door (docs/hub-api.md; its place: docs/architecture.md#request-paths).
 //!
-//! - **Registry** ([`registry`], [`catalog`]): CatalogEntries watched through the
-//!   `providers.faros.sh` virtual workspace; one authoritative entry per provider name; status
-//!   written back only when it changes.
-//! - **Heartbeats** ([`heartbeat`]) from the provider's own ServiceAccount only (TokenReview), and
-//!   **backend health probes** ([`probe`]); together they decide readiness.
+//! - **Catalog** ([`catalog`]): CatalogEntries watched through the `providers.faros.sh` virtual
+//!   workspace; one authoritative entry per provider name; status written back only when it
+//!   changes; heartbeats from the provider's own ServiceAccount only (TokenReview) and backend
+//!   health probes, which together decide readiness; `GET /api/providers`.
 //! - **Front door** ([`edge`]): request IDs, spans and request metrics for every request, and
 //!   dispatch by path prefix to the **proxies** ([`proxy`]: provider UIs, provider backends with a
 //!   verified identity and signed assertion instead of the caller's credentials, the kcp
-//!   pass-through; per-thread upstream pools) or to the **API router** ([`app`]: `GET
-//!   /api/providers`, tenancy, Enable/Disable, MCP, health, metrics, the assertion JWKS).
+//!   pass-through; per-thread upstream pools) or to the **API router** ([`router`]: `GET
+//!   /api/providers`, tenancy, Enable/Disable, MCP, health, metrics, the assertion JWKS), all
+//!   reading one [`state::Shared`].
 //!
 //! Composition: [`Hub::new`] builds everything without IO; [`Hub::service`] is the whole hub as one
 //! tower service (for in-process tests or mounting), [`Hub::spawn_background`] starts the kcp-facing
 //! loops, and [`Hub::serve`] does both and serves HTTP(S) until shutdown. [`run`] is the binary's
 //! entry.
 
-pub mod api;
-pub mod app;
 pub mod auth;
 pub mod catalog;
-pub mod clock;
 pub mod drain;
 pub mod edge;
-pub mod heartbeat;
 pub mod keys;
 pub mod mcp;
 pub mod metrics;
-pub mod probe;
 pub mod proxy;
 pub mod readiness;
-pub mod registry;
+pub mod router;
 pub mod server;
+pub mod state;
 pub mod tenancy;
-pub mod tokenreview;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -45,16 +40,15 @@ use faros_core::client::{ClientError, ClientFactory};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-pub use app::{AppState, HttpSettings};
-pub use catalog::CatalogSettings;
-pub use probe::ProbeSettings;
-pub use registry::{Registry, RegistrySettings};
+pub use catalog::probe::ProbeSettings;
+pub use catalog::{CatalogSettings, Registry, RegistrySettings};
+pub use state::{AppState, HttpSettings};
 
+use auth::tokenreview::{CacheSettings, CachedReviewer, KubeTokenReviewer, TokenReviewer};
 use auth::{Authenticator, BearerTokenReview};
-use clock::{Clock, SystemClock};
+use catalog::clock::{Clock, SystemClock};
 use keys::KeyStore;
 use metrics::Metrics;
-use tokenreview::{CacheSettings, CachedReviewer, KubeTokenReviewer, TokenReviewer};
 
 /// Where the serving certificate comes from.
 #[derive(Clone)]
@@ -161,7 +155,7 @@ pub enum Error {
     #[error(transparent)]
     Keys(#[from] keys::KeyError),
     #[error(transparent)]
-    Mcp(#[from] mcp::upstream::UpstreamError),
+    Mcp(#[from] mcp::upstream::McpClientError),
     #[error(transparent)]
     Auth(#[from] auth::AuthError),
     #[error(transparent)]
@@ -209,24 +203,33 @@ impl Hub {
             })?;
         let mut http_settings = config.http.clone();
         http_settings.public_proto = if config.tls.is_some() { "https" } else { "http" };
-        let state = Arc::new(app::Shared {
-            registry: Arc::new(Registry::new(config.clock.clone(), config.registry)),
+        let registry = Arc::new(Registry::new(config.clock.clone(), config.registry));
+        let keys = Arc::new(keys);
+        let metrics = Arc::new(Metrics::new());
+        let tenancy = tenancy::Tenancy::new(factory.clone(), config.tenancy.clone());
+        let directory = mcp::directory::TenancyDirectory::new(tenancy.clone(), registry.clone());
+        let mcp = mcp::Federation::new(
+            registry.clone(),
+            keys.clone(),
+            metrics.clone(),
+            tenancy.subscribe_bindings(),
+            Arc::new(directory),
+            config.mcp,
+        )?;
+        let state = Arc::new(state::Shared {
+            registry,
             tree: Arc::default(),
             authn,
             reviewer,
-            keys: Arc::new(keys),
-            metrics: Arc::new(Metrics::new()),
+            keys,
+            metrics,
             providers_http: proxy::provider_client(config.connect_timeout)?,
             kcp_http: proxy::kcp_client(&config.kube, config.connect_timeout)?,
             kcp_base,
             settings: http_settings,
-            tenancy: tenancy::Tenancy::new(factory.clone(), config.tenancy.clone()),
-            mcp: std::sync::OnceLock::new(),
+            tenancy,
+            mcp,
         });
-        let directory = mcp::directory::TenancyDirectory::new(state.tenancy.clone(), state.registry.clone());
-        let federation = mcp::Federation::new(&state, Arc::new(directory), config.mcp)?;
-        // Just created, so the cell is empty.
-        let _ = state.mcp.set(federation);
         Ok(Self { state, config, factory })
     }
 
@@ -248,7 +251,7 @@ impl Hub {
 
     /// The whole hub as one service (proxies, API routes, the layers every request passes).
     pub fn service(&self) -> edge::HubService {
-        app::service(self.state.clone())
+        router::service(self.state.clone())
     }
 
     /// Starts the kcp-facing loops (workspace tree watch, catalog watch, status writer, sweeper,
@@ -256,10 +259,10 @@ impl Hub {
     /// stop when `cancel` fires.
     pub fn spawn_background(&self, cancel: CancellationToken) -> tokio::task::JoinSet<()> {
         let mut tasks = tokio::task::JoinSet::new();
-        let catalog = Arc::new(catalog::Catalog {
+        let catalog = Arc::new(catalog::watch::Catalog {
             factory: self.factory.clone(),
             registry: self.state.registry.clone(),
-            resolver: Arc::new(catalog::Resolver::new(self.factory.clone())),
+            resolver: Arc::new(catalog::watch::Resolver::new(self.factory.clone())),
             metrics: self.state.metrics.clone(),
             settings: self.config.catalog,
         });
@@ -269,7 +272,7 @@ impl Hub {
             self.state.tree.clone(),
             cancel.clone(),
         ));
-        tasks.spawn(probe::run(
+        tasks.spawn(catalog::probe::run(
             self.state.registry.clone(),
             self.state.providers_http.clone(),
             self.config.probe,
@@ -307,9 +310,7 @@ impl Hub {
         shutdown.await;
         tracing::info!("hub API shutting down");
         // Open MCP event streams would otherwise hold the grace period.
-        if let Some(fed) = self.state.mcp.get() {
-            fed.shutdown();
-        }
+        self.state.mcp.shutdown();
         cancel.cancel();
         let _ = serving.await;
         while background.join_next().await.is_some() {}

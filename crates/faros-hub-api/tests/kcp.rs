@@ -16,7 +16,7 @@ use faros_core::names;
 use faros_core::provider::{Provider, ProviderSpec};
 use faros_core::wait::wait_for;
 use faros_embedded_kcp::{Config as KcpConfig, Server};
-use faros_hub_api::clock::{Clock, ManualClock};
+use faros_hub_api::catalog::clock::{Clock, ManualClock};
 use faros_hub_api::{Config, Hub, Tls};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;

@@ -14,13 +14,13 @@ use axum::routing::{any, get};
 use common::*;
 use faros_core::catalog::{BackendSpec, CatalogEntry, CatalogEntrySpec};
 use faros_core::status::Status;
+use faros_hub_api::auth::tokenreview::{ReviewedUser, StaticReviewer};
 use faros_hub_api::auth::{Caller, require_caller};
-use faros_hub_api::clock::{Clock, ManualClock};
+use faros_hub_api::catalog::clock::{Clock, ManualClock};
+use faros_hub_api::catalog::record::BackendHealth;
+use faros_hub_api::catalog::registry::Candidate;
 use faros_hub_api::mcp::{Directory, Federation, McpSettings};
-use faros_hub_api::registry::Candidate;
-use faros_hub_api::registry::record::BackendHealth;
 use faros_hub_api::tenancy::WorkspaceRef;
-use faros_hub_api::tokenreview::{ReviewedUser, StaticReviewer};
 use faros_hub_api::{Config, Hub};
 use faros_sdk::identity::IdentityVerifier;
 use futures::future::BoxFuture;
@@ -204,7 +204,16 @@ impl McpHub {
             readiness_poll: Duration::from_millis(50),
             ..McpSettings::default()
         };
-        let fed = Federation::new(hub.state(), directory.clone(), settings).unwrap();
+        let st = hub.state();
+        let fed = Federation::new(
+            st.registry.clone(),
+            st.keys.clone(),
+            st.metrics.clone(),
+            st.tenancy.subscribe_bindings(),
+            directory.clone(),
+            settings,
+        )
+        .unwrap();
         let app = Router::new()
             .merge(faros_hub_api::mcp::routes(fed.clone()))
             .route_layer(axum::middleware::from_fn_with_state(

@@ -18,12 +18,12 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use common::{ALICE, TestHub, eventually, http};
 use faros_core::status::Status;
 use faros_hub_api::auth::oidc::http_client;
+use faros_hub_api::auth::tokenreview::{ReviewedUser, StaticReviewer};
 use faros_hub_api::auth::{
     Authenticator, BearerTokenReview, Caller, Chain, CredentialSource, OidcAuthenticator, OidcSettings, StaticTokens,
     Verdict,
 };
-use faros_hub_api::clock::Clock;
-use faros_hub_api::tokenreview::{ReviewedUser, StaticReviewer};
+use faros_hub_api::catalog::clock::Clock;
 use http::HeaderMap;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};

@@ -9,8 +9,8 @@ use std::time::Duration;
 use common::*;
 use faros_core::catalog::{BackendSpec, CatalogEntry, CatalogEntrySpec, UiSpec};
 use faros_core::identity::{self, Jwks};
-use faros_hub_api::registry::Candidate;
-use faros_hub_api::registry::record::BackendHealth;
+use faros_hub_api::catalog::record::BackendHealth;
+use faros_hub_api::catalog::registry::Candidate;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -321,7 +321,7 @@ async fn backend_failures_map_to_status_codes() {
     assert_eq!((code, body["reason"].as_str().unwrap()), (502, "BadGateway"), "{body}");
     assert_eq!(http.get(hub.url("/healthz")).send().await.unwrap().status(), 200);
     // The probe notices: not Ready, 503.
-    let probe = faros_hub_api::probe::probe(
+    let probe = faros_hub_api::catalog::probe::probe(
         &hub.hub_state.providers_http,
         format!("http://{closed}/healthz").parse().unwrap(),
         Duration::from_secs(1),
@@ -335,7 +335,7 @@ async fn backend_failures_map_to_status_codes() {
         (503, "provider \"down\" is not ready (BackendUnhealthy)")
     );
     // A healthy backend probes healthy.
-    let ok = faros_hub_api::probe::probe(
+    let ok = faros_hub_api::catalog::probe::probe(
         &hub.hub_state.providers_http,
         up.url("/healthz").parse().unwrap(),
         Duration::from_secs(1),

@@ -17,11 +17,12 @@ use faros_core::status::Status;
 use futures::future::BoxFuture;
 use http::HeaderMap;
 
-use crate::tokenreview::TokenReviewer;
+use crate::auth::tokenreview::TokenReviewer;
 
 pub mod chain;
 pub mod oidc;
 pub mod static_tokens;
+pub mod tokenreview;
 
 pub use chain::Chain;
 pub use oidc::{OidcAuthenticator, OidcSettings};
@@ -213,7 +214,7 @@ pub(crate) mod test_support {
 mod tests {
     use super::test_support::headers;
     use super::*;
-    use crate::tokenreview::{ReviewedUser, StaticReviewer};
+    use crate::auth::tokenreview::{ReviewedUser, StaticReviewer};
 
     #[test]
     fn bearer_table() {

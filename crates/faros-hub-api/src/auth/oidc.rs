@@ -29,8 +29,8 @@ use kube::client::ConfigExt;
 use serde_json::{Map, Value};
 
 use super::{AuthError, Authenticator, Caller, CredentialSource, Verdict, bearer_token, settle, with_authenticated};
-use crate::clock::{Clock, SystemClock};
-use crate::proxy::{Upstream, pool};
+use crate::catalog::clock::{Clock, SystemClock};
+use crate::proxy::{UpstreamPool, pool};
 
 /// The claim naming the user unless configured otherwise.
 pub const DEFAULT_USERNAME_CLAIM: &str = "sub";
@@ -117,7 +117,7 @@ fn allowed_url(url: &str) -> Result<http::Uri, String> {
 }
 
 /// A client for the issuer: trusts `settings.ca_pem` if given, else the platform roots.
-pub fn http_client(settings: &OidcSettings, connect_timeout: Duration) -> Result<Upstream, AuthError> {
+pub fn http_client(settings: &OidcSettings, connect_timeout: Duration) -> Result<UpstreamPool, AuthError> {
     let mut tls = kube::Config::new(http::Uri::from_static("https://localhost"));
     if let Some(pem) = &settings.ca_pem {
         let certs = rustls_pemfile::certs(&mut pem.as_bytes())
@@ -132,7 +132,7 @@ pub fn http_client(settings: &OidcSettings, connect_timeout: Duration) -> Result
     let connector = tls
         .rustls_https_connector_with_connector(crate::proxy::http_connector(connect_timeout))
         .map_err(|e| AuthError::Oidc(format!("building the TLS client for the issuer: {e}")))?;
-    Ok(Upstream::new(connector, pool::IDLE_TIMEOUT))
+    Ok(UpstreamPool::new(connector, pool::IDLE_TIMEOUT))
 }
 
 /// Signature algorithms accepted.
@@ -331,7 +331,7 @@ struct FetchState {
 /// Verifies bearer ID tokens of one issuer.
 pub struct OidcAuthenticator {
     settings: OidcSettings,
-    http: Upstream,
+    http: UpstreamPool,
     clock: Arc<dyn Clock>,
     keys: RwLock<Arc<KeySet>>,
     fetch: tokio::sync::Mutex<FetchState>,
@@ -348,7 +348,7 @@ impl std::fmt::Debug for OidcAuthenticator {
 
 impl OidcAuthenticator {
     /// Checks the settings; fetches nothing until the first token of the issuer arrives.
-    pub fn new(settings: OidcSettings, http: Upstream) -> Result<Self, AuthError> {
+    pub fn new(settings: OidcSettings, http: UpstreamPool) -> Result<Self, AuthError> {
         settings.validate()?;
         Ok(Self {
             settings,

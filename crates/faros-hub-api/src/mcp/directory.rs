@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 
 use super::Directory;
 use crate::auth::Caller;
-use crate::registry::Registry;
+use crate::catalog::registry::Registry;
 use crate::tenancy::{Role, Tenancy, WorkspaceRef, enable};
 
 pub struct TenancyDirectory {

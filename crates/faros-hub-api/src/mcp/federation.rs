@@ -16,12 +16,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::describe::{EnabledProvider, WorkspaceDescription};
 use super::naming;
-use super::upstream::{self, UpstreamError, Upstreams};
+use super::upstream::{self, McpClientError, McpClients};
 use super::{Directory, McpSettings, WorkspaceCtx};
-use crate::app::AppState;
+use crate::catalog::registry::{Registry, View};
 use crate::keys::KeyStore;
 use crate::metrics::Metrics;
-use crate::registry::{Registry, View};
 
 /// What identifies one incarnation of a Ready provider: any change invalidates its discovered
 /// tools and tells sessions their tool set may have changed.
@@ -98,7 +97,7 @@ pub struct Federation {
     metrics: Arc<Metrics>,
     bindings: watch::Receiver<u64>,
     pub(super) directory: Arc<dyn Directory>,
-    upstreams: Upstreams,
+    upstreams: McpClients,
     pub(super) settings: McpSettings,
     cache: Mutex<HashMap<String, Slot>>,
     published: watch::Sender<Snapshot>,
@@ -121,19 +120,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Federation {
-    /// Builds the federation from the hub's state. No IO.
+    /// Builds the federation from what it reads: the catalog, the signing keys, the metrics and
+    /// the tenancy's binding-change signal. No IO.
     pub fn new(
-        st: &AppState,
+        registry: Arc<Registry>,
+        keys: Arc<KeyStore>,
+        metrics: Arc<Metrics>,
+        bindings: watch::Receiver<u64>,
         directory: Arc<dyn Directory>,
         settings: McpSettings,
-    ) -> Result<Arc<Self>, UpstreamError> {
+    ) -> Result<Arc<Self>, McpClientError> {
         Ok(Arc::new(Self {
-            registry: st.registry.clone(),
-            keys: st.keys.clone(),
-            metrics: st.metrics.clone(),
-            bindings: st.tenancy.subscribe_bindings(),
+            registry,
+            keys,
+            metrics,
+            bindings,
             directory,
-            upstreams: Upstreams::new(settings.connect_timeout)?,
+            upstreams: McpClients::new(settings.connect_timeout)?,
             settings,
             cache: Mutex::new(HashMap::new()),
             published: watch::channel(Snapshot::default()).0,
@@ -411,7 +414,7 @@ impl Federation {
         let listed = match self.headers(ctx, &m.name) {
             Ok(headers) => tokio::time::timeout(timeout, self.upstreams.list_tools(&m.fingerprint.mcp_url, headers))
                 .await
-                .unwrap_or(Err(UpstreamError::Timeout(timeout))),
+                .unwrap_or(Err(McpClientError::Timeout(timeout))),
             Err(e) => Err(e),
         };
         let took = started.elapsed();
@@ -433,14 +436,14 @@ impl Federation {
                 self.metrics.mcp.set_tools(provider, federated.len());
                 Discovered::Tools(Arc::new(federated))
             }
-            Err(UpstreamError::NoEndpoint(code)) => {
+            Err(McpClientError::NoEndpoint(code)) => {
                 tracing::debug!(provider, code, "provider serves no MCP endpoint");
                 self.metrics.mcp.discovered(provider, "no_endpoint", took);
                 self.metrics.mcp.set_tools(provider, 0);
                 Discovered::NoEndpoint
             }
             Err(error) => {
-                let outcome = if matches!(error, UpstreamError::Timeout(_)) {
+                let outcome = if matches!(error, McpClientError::Timeout(_)) {
                     "timeout"
                 } else {
                     "error"
@@ -456,12 +459,12 @@ impl Federation {
         &self,
         ctx: &WorkspaceCtx,
         provider: &str,
-    ) -> Result<HashMap<http::HeaderName, http::HeaderValue>, UpstreamError> {
+    ) -> Result<HashMap<http::HeaderName, http::HeaderValue>, McpClientError> {
         let identity = ctx.identity();
         let assertion = self
             .keys
             .sign(&identity, provider, faros_core::identity::now_unix())
-            .map_err(|e| UpstreamError::Failed(format!("signing the identity assertion: {e}")))?;
+            .map_err(|e| McpClientError::Failed(format!("signing the identity assertion: {e}")))?;
         upstream::identity_headers(&identity, &assertion)
     }
 
@@ -512,7 +515,7 @@ impl Federation {
                     .call_tool(&member.fingerprint.mcp_url, headers, upstream_params),
             )
             .await
-            .unwrap_or(Err(UpstreamError::Timeout(timeout))),
+            .unwrap_or(Err(McpClientError::Timeout(timeout))),
             Err(e) => Err(e),
         };
         match result {
@@ -525,7 +528,7 @@ impl Federation {
                 Ok(response)
             }
             Err(error) => {
-                let outcome = if matches!(error, UpstreamError::Timeout(_)) {
+                let outcome = if matches!(error, McpClientError::Timeout(_)) {
                     "timeout"
                 } else {
                     "provider_error"

@@ -17,7 +17,7 @@ use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfi
 
 /// Why a provider could not be reached or did not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum UpstreamError {
+pub enum McpClientError {
     /// `/mcp` answered 404 or 405: the provider serves no MCP tools (not an error).
     #[error("no MCP endpoint (HTTP {0})")]
     NoEndpoint(u16),
@@ -39,7 +39,7 @@ pub fn mcp_url(backend: &http::Uri) -> String {
 pub fn identity_headers(
     identity: &Identity,
     assertion: &HeaderValue,
-) -> Result<HashMap<HeaderName, HeaderValue>, UpstreamError> {
+) -> Result<HashMap<HeaderName, HeaderValue>, McpClientError> {
     let mut out = HashMap::new();
     out.insert(HeaderName::from_static(names::HEADER_ASSERTION), assertion.clone());
     for (header, value) in [
@@ -48,7 +48,7 @@ pub fn identity_headers(
         (names::HEADER_WORKSPACE, identity.workspace.as_str()),
         (names::HEADER_CLUSTER, identity.cluster.as_str()),
     ] {
-        let v = HeaderValue::from_str(value).map_err(|e| UpstreamError::Header {
+        let v = HeaderValue::from_str(value).map_err(|e| McpClientError::Header {
             header,
             reason: e.to_string(),
         })?;
@@ -59,18 +59,18 @@ pub fn identity_headers(
 
 /// MCP clients of provider endpoints, sharing one connection pool.
 #[derive(Clone, Debug)]
-pub struct Upstreams {
+pub struct McpClients {
     http: reqwest::Client,
 }
 
-impl Upstreams {
-    pub fn new(connect_timeout: Duration) -> Result<Self, UpstreamError> {
+impl McpClients {
+    pub fn new(connect_timeout: Duration) -> Result<Self, McpClientError> {
         let http = reqwest::Client::builder()
             .connect_timeout(connect_timeout)
             // Redirects could carry the assertion to another origin.
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| UpstreamError::Failed(format!("building the provider MCP client: {e}")))?;
+            .map_err(|e| McpClientError::Failed(format!("building the provider MCP client: {e}")))?;
         Ok(Self { http })
     }
 
@@ -78,7 +78,7 @@ impl Upstreams {
         &self,
         url: &str,
         headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<RunningService<RoleClient, ()>, UpstreamError> {
+    ) -> Result<RunningService<RoleClient, ()>, McpClientError> {
         let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
         let transport = StreamableHttpClientTransport::with_client(self.http.clone(), config);
         // The stateless protocol costs one round trip per call; providers on older rmcp
@@ -97,7 +97,7 @@ impl Upstreams {
         &self,
         url: &str,
         headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<Vec<Tool>, UpstreamError> {
+    ) -> Result<Vec<Tool>, McpClientError> {
         let client = self.connect(url, headers).await?;
         let tools = client.peer().list_all_tools().await;
         close(client);
@@ -110,7 +110,7 @@ impl Upstreams {
         url: &str,
         headers: HashMap<HeaderName, HeaderValue>,
         params: CallToolRequestParams,
-    ) -> Result<CallToolResponse, UpstreamError> {
+    ) -> Result<CallToolResponse, McpClientError> {
         let client = self.connect(url, headers).await?;
         let result = client.peer().call_tool_once(params).await;
         close(client);
@@ -125,21 +125,21 @@ fn close(client: RunningService<RoleClient, ()>) {
     });
 }
 
-fn classify_init(e: &ClientInitializeError) -> UpstreamError {
+fn classify_init(e: &ClientInitializeError) -> McpClientError {
     match e {
         ClientInitializeError::LegacyFallbackFailed { discover, fallback } => {
             // A 404 on either attempt means there is no endpoint at all; otherwise the legacy
             // attempt's error is the informative one.
             match (classify_init(discover), classify_init(fallback)) {
-                (UpstreamError::NoEndpoint(code), _) | (_, UpstreamError::NoEndpoint(code)) => {
-                    UpstreamError::NoEndpoint(code)
+                (McpClientError::NoEndpoint(code), _) | (_, McpClientError::NoEndpoint(code)) => {
+                    McpClientError::NoEndpoint(code)
                 }
                 (_, other) => other,
             }
         }
         // The transport error is a plain field here, not the error's source.
         ClientInitializeError::TransportError { error, context } => match classify(error) {
-            UpstreamError::Failed(msg) => UpstreamError::Failed(format!("{context}: {msg}")),
+            McpClientError::Failed(msg) => McpClientError::Failed(format!("{context}: {msg}")),
             other => other,
         },
         other => classify(other),
@@ -147,16 +147,16 @@ fn classify_init(e: &ClientInitializeError) -> UpstreamError {
 }
 
 /// Finds an HTTP 404/405 anywhere in the error chain; everything else is a failure.
-fn classify(e: &(dyn std::error::Error + 'static)) -> UpstreamError {
+fn classify(e: &(dyn std::error::Error + 'static)) -> McpClientError {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
         if let Some(code) = no_endpoint_status(err) {
-            return UpstreamError::NoEndpoint(code);
+            return McpClientError::NoEndpoint(code);
         }
         // DynamicTransportError keeps the transport's error as a boxed field, reached as source.
         cur = err.source();
     }
-    UpstreamError::Failed(chain(e))
+    McpClientError::Failed(chain(e))
 }
 
 fn no_endpoint_status(err: &(dyn std::error::Error + 'static)) -> Option<u16> {
@@ -235,7 +235,7 @@ mod tests {
         ];
         for (what, err, want) in cases {
             let got = match classify_init(&err) {
-                UpstreamError::NoEndpoint(code) => Some(code),
+                McpClientError::NoEndpoint(code) => Some(code),
                 _ => None,
             };
             assert_eq!(got, want, "{what}");
@@ -281,7 +281,7 @@ mod tests {
         };
         assert!(matches!(
             identity_headers(&bad, &HeaderValue::from_static("s")),
-            Err(UpstreamError::Header {
+            Err(McpClientError::Header {
                 header: "x-faros-user",
                 ..
             })

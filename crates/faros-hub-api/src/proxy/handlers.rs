@@ -14,8 +14,8 @@ use http_body_util::Limited;
 
 use super::headers::{self, Forwarded, Mode};
 use super::routes::{self, RouteError};
-use crate::app::AppState;
-use crate::registry::Provider;
+use crate::catalog::registry::Provider;
+use crate::state::AppState;
 
 fn forwarded(st: &AppState, req: &Request) -> Forwarded {
     Forwarded {
@@ -62,7 +62,7 @@ enum Surface {
 }
 
 /// A provider upstream; named in 502/504 messages, formatted only when one is written.
-struct Upstream<'a> {
+struct Target<'a> {
     surface: Surface,
     name: &'a str,
 }
@@ -76,7 +76,7 @@ impl Surface {
     }
 }
 
-impl std::fmt::Display for Upstream<'_> {
+impl std::fmt::Display for Target<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "the {} of provider {:?}", self.surface.noun(), self.name)
     }
@@ -156,7 +156,7 @@ pub async fn ui(st: &AppState, req: Request) -> Response {
             headers,
             &mode,
             st.settings.upstream_timeout,
-            &Upstream {
+            &Target {
                 surface: Surface::Ui,
                 name,
             },
@@ -196,7 +196,7 @@ pub async fn backend(st: &AppState, req: Request) -> Response {
             headers,
             &mode,
             st.settings.upstream_timeout,
-            &Upstream {
+            &Target {
                 surface: Surface::Backend,
                 name,
             },

@@ -18,7 +18,7 @@ use hyper_util::rt::TokioIo;
 use kube::client::ConfigExt;
 
 use headers::Mode;
-pub use pool::{Upstream, UpstreamError};
+pub use pool::{PoolError, UpstreamPool};
 
 /// Errors building upstream clients.
 #[derive(Debug, thiserror::Error)]
@@ -41,7 +41,7 @@ pub(crate) fn http_connector(connect_timeout: Duration) -> HttpConnector {
 }
 
 /// A client for provider upstreams: plain HTTP, or HTTPS verified against the platform roots.
-pub fn provider_client(connect_timeout: Duration) -> Result<Upstream, ProxyError> {
+pub fn provider_client(connect_timeout: Duration) -> Result<UpstreamPool, ProxyError> {
     // A credential-free kube config is just a convenient builder of a rustls connector with the
     // platform verifier (the same trust kube itself uses).
     let config = kube::Config::new(Uri::from_static("https://localhost"));
@@ -51,25 +51,25 @@ pub fn provider_client(connect_timeout: Duration) -> Result<Upstream, ProxyError
             what: "provider upstreams",
             source,
         })?;
-    Ok(Upstream::new(connector, pool::IDLE_TIMEOUT))
+    Ok(UpstreamPool::new(connector, pool::IDLE_TIMEOUT))
 }
 
 /// A client for kcp that trusts kcp's CA but presents **no** credentials of the hub's own: the
 /// pass-through must carry only the caller's identity (a client certificate in the hub's kube
 /// config would otherwise be offered on every caller's connection).
-pub fn kcp_client(kube: &kube::Config, connect_timeout: Duration) -> Result<Upstream, ProxyError> {
+pub fn kcp_client(kube: &kube::Config, connect_timeout: Duration) -> Result<UpstreamPool, ProxyError> {
     let mut anonymous = kube.clone();
     anonymous.auth_info = Default::default();
     let connector = anonymous
         .rustls_https_connector_with_connector(http_connector(connect_timeout))
         .map_err(|source| ProxyError::Tls { what: "kcp", source })?;
-    Ok(Upstream::new(connector, pool::IDLE_TIMEOUT))
+    Ok(UpstreamPool::new(connector, pool::IDLE_TIMEOUT))
 }
 
 /// Forwards `req` to `target` with `headers` (already rewritten), waiting at most `timeout` for
 /// the upstream's response headers. Connection failures are 502, timeouts 504 (Status JSON).
 pub async fn forward(
-    client: &Upstream,
+    client: &UpstreamPool,
     mut req: Request<Body>,
     target: Uri,
     headers: http::HeaderMap,

@@ -37,7 +37,7 @@ const SWEEP_EVERY: Duration = Duration::from_secs(30);
 
 /// Errors reaching an upstream.
 #[derive(Debug, thiserror::Error)]
-pub enum UpstreamError {
+pub enum PoolError {
     #[error("the upstream URL {0} has no scheme or authority")]
     NotAbsolute(Uri),
     #[error("connecting: {0}")]
@@ -46,16 +46,16 @@ pub enum UpstreamError {
     Http(#[from] hyper::Error),
 }
 
-impl UpstreamError {
+impl PoolError {
     /// The upstream could not be reached at all (nothing was sent).
     pub fn is_connect(&self) -> bool {
-        matches!(self, UpstreamError::Connect(_))
+        matches!(self, PoolError::Connect(_))
     }
 }
 
 /// An upstream HTTP(S) client; clones share the pools.
 #[derive(Clone)]
-pub struct Upstream {
+pub struct UpstreamPool {
     connector: HttpsConnector<HttpConnector>,
     idle_timeout: Duration,
     pools: Arc<ThreadLocal<Arc<Mutex<Pool>>>>,
@@ -106,7 +106,7 @@ impl Pool {
     }
 }
 
-impl Upstream {
+impl UpstreamPool {
     pub fn new(connector: HttpsConnector<HttpConnector>, idle_timeout: Duration) -> Self {
         Self {
             connector,
@@ -118,11 +118,11 @@ impl Upstream {
     /// Sends `req` (absolute URI) over HTTP/1.1: on an idle connection of this thread's pool when
     /// there is one, else on a new connection. A request that a pooled connection could not take
     /// (it closed meanwhile) goes to a new connection; one already written is never resent.
-    pub async fn request(&self, mut req: Request<Body>) -> Result<Response<Body>, UpstreamError> {
+    pub async fn request(&self, mut req: Request<Body>) -> Result<Response<Body>, PoolError> {
         let uri = req.uri().clone();
         let key = match (uri.scheme(), uri.authority()) {
             (Some(s), Some(a)) => (s.clone(), a.clone()),
-            _ => return Err(UpstreamError::NotAbsolute(uri)),
+            _ => return Err(PoolError::NotAbsolute(uri)),
         };
         to_origin_form(&mut req, &key.1);
         let pool = self.pools.get_or(Default::default).clone();
@@ -145,17 +145,12 @@ impl Upstream {
         Ok(returning(resp, conn, pool, key))
     }
 
-    async fn connect(&self, uri: Uri) -> Result<SendRequest<Body>, UpstreamError> {
-        let io = self
-            .connector
-            .clone()
-            .oneshot(uri)
-            .await
-            .map_err(UpstreamError::Connect)?;
+    async fn connect(&self, uri: Uri) -> Result<SendRequest<Body>, PoolError> {
+        let io = self.connector.clone().oneshot(uri).await.map_err(PoolError::Connect)?;
         let (conn, driver) = http1::Builder::new()
             .handshake(io)
             .await
-            .map_err(|e| UpstreamError::Connect(e.into()))?;
+            .map_err(|e| PoolError::Connect(e.into()))?;
         tokio::spawn(async move {
             if let Err(error) = driver.with_upgrades().await {
                 tracing::debug!(%error, "upstream connection ended");
@@ -253,7 +248,7 @@ mod tests {
 
     use super::*;
 
-    fn client() -> Upstream {
+    fn client() -> UpstreamPool {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
@@ -266,7 +261,7 @@ mod tests {
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
-        Upstream::new(connector, Duration::from_secs(90))
+        UpstreamPool::new(connector, Duration::from_secs(90))
     }
 
     /// An HTTP/1.1 upstream that answers `body` to every request, counting connections; with
@@ -310,7 +305,7 @@ mod tests {
         (format!("http://{addr}"), accepted)
     }
 
-    async fn get(client: &Upstream, base: &str) -> Response<Body> {
+    async fn get(client: &UpstreamPool, base: &str) -> Response<Body> {
         let req = Request::get(format!("{base}/p?q=1")).body(Body::empty()).unwrap();
         client.request(req).await.unwrap()
     }
@@ -359,9 +354,6 @@ mod tests {
         let req = Request::get(format!("http://{closed}/")).body(Body::empty()).unwrap();
         assert!(c.request(req).await.unwrap_err().is_connect());
         let req = Request::get("/relative").body(Body::empty()).unwrap();
-        assert!(matches!(
-            c.request(req).await.unwrap_err(),
-            UpstreamError::NotAbsolute(_)
-        ));
+        assert!(matches!(c.request(req).await.unwrap_err(), PoolError::NotAbsolute(_)));
     }
 }

@@ -20,7 +20,7 @@ use axum::routing::{get, post};
 pub use handlers::enabled;
 pub use plan::{ClaimRef, EnableRequest, Enabled};
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// The routes of this module, merged into [`super::routes::router`].
 pub fn routes() -> Router<AppState> {

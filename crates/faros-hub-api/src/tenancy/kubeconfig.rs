@@ -13,8 +13,8 @@ use base64::Engine;
 use faros_core::status::Status;
 
 use super::access::Role;
-use crate::app::AppState;
 use crate::auth::{Caller, CredentialSource, bearer_token};
+use crate::state::AppState;
 
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -9,8 +9,8 @@ use futures::future::join_all;
 use super::access::Role;
 use super::orgs::visible;
 use super::spaces;
-use crate::app::AppState;
 use crate::auth::Caller;
+use crate::state::AppState;
 
 #[derive(Debug, serde::Serialize, PartialEq, Eq)]
 pub struct Me {

@@ -14,8 +14,8 @@ use faros_core::status::Status;
 use super::access::{Role, WorkspaceRef};
 use super::rbac::Membership;
 use super::spaces;
-use crate::app::AppState;
 use crate::auth::Caller;
+use crate::state::AppState;
 
 #[derive(serde::Serialize)]
 pub struct MemberList {

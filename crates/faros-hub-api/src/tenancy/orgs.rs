@@ -13,8 +13,8 @@ use futures::future::join_all;
 
 use super::access::{Role, WorkspaceRef, describe};
 use super::spaces::{self, CreateRequest, Space};
-use crate::app::AppState;
 use crate::auth::Caller;
+use crate::state::AppState;
 
 /// `{"items": [...]}`.
 #[derive(serde::Serialize)]

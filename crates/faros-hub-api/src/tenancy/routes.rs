@@ -1,10 +1,10 @@
-//! The tenant REST surface, mounted behind authentication by [`crate::app::router`].
+//! The tenant REST surface, mounted behind authentication by [`crate::router::router`].
 
 use axum::Router;
 use axum::routing::{get, put};
 
 use super::{kubeconfig, me, members, orgs};
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// Routes under `/api/me` and `/api/orgs/**`.
 pub fn router() -> Router<AppState> {

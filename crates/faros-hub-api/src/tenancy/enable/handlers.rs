@@ -26,9 +26,9 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::plan::{self, EnableInput, Enabled};
-use crate::app::AppState;
 use crate::auth::Caller;
-use crate::registry::Registry;
+use crate::catalog::registry::Registry;
+use crate::state::AppState;
 use crate::tenancy::{Role, Tenancy, WorkspaceRef};
 
 /// How long a binding that was not Bound within the request's wait is still watched in the

@@ -1,8 +1,5 @@
-//! Shared request state and the API router: which route is public, which is authenticated.
-//! The proxies and the layers every request passes are in [`crate::edge`].
-
-use std::sync::Arc;
-use std::time::Duration;
+//! The API router: which route is public, which is authenticated. The proxies and the layers every
+//! request passes are in [`crate::edge`]; the state handlers read is in [`crate::state`].
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -13,62 +10,10 @@ use faros_core::identity::JWKS_PATH;
 use faros_core::status::Status;
 use http::{HeaderValue, header};
 
-use crate::auth::{Authenticator, require_caller};
+use crate::auth::require_caller;
+use crate::catalog::{heartbeat, list};
 use crate::edge::HubService;
-use crate::keys::KeyStore;
-use crate::metrics::Metrics;
-use crate::proxy::Upstream;
-use crate::registry::Registry;
-use crate::tokenreview::TokenReviewer;
-use crate::{api, heartbeat};
-
-/// Limits and timeouts of the HTTP surface.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HttpSettings {
-    /// Longest wait for a provider upstream's response headers (then 504).
-    pub upstream_timeout: Duration,
-    /// Longest wait for kcp's response headers on the pass-through (watches send headers at once).
-    pub kcp_timeout: Duration,
-    /// Largest request body forwarded to a provider or kcp (then 413).
-    pub body_limit: usize,
-    /// Scheme the hub is served with, for `X-Forwarded-Proto`.
-    pub public_proto: &'static str,
-}
-
-impl Default for HttpSettings {
-    fn default() -> Self {
-        Self {
-            upstream_timeout: Duration::from_secs(30),
-            kcp_timeout: Duration::from_secs(30),
-            body_limit: 10 * 1024 * 1024,
-            public_proto: "https",
-        }
-    }
-}
-
-/// Everything a handler needs.
-pub struct Shared {
-    pub registry: Arc<Registry>,
-    /// Whether the faros workspace tree is bootstrapped ([`crate::readiness`]).
-    pub tree: Arc<crate::readiness::TreeGate>,
-    pub authn: Arc<dyn Authenticator>,
-    /// Reviews heartbeat tokens in provider workspaces.
-    pub reviewer: Arc<dyn TokenReviewer>,
-    pub keys: Arc<KeyStore>,
-    pub metrics: Arc<Metrics>,
-    pub providers_http: Upstream,
-    pub kcp_http: Upstream,
-    /// kcp's server root (scheme, authority and any path prefix).
-    pub kcp_base: http::Uri,
-    pub settings: HttpSettings,
-    /// Organizations, workspaces, membership, Enable/Disable, MCP federation.
-    pub tenancy: Arc<crate::tenancy::Tenancy>,
-    /// MCP federation; set once by [`crate::Hub::new`] (it needs the finished state).
-    pub mcp: std::sync::OnceLock<Arc<crate::mcp::Federation>>,
-}
-
-/// Cheap-to-clone handle on [`Shared`].
-pub type AppState = Arc<Shared>;
+use crate::state::AppState;
 
 /// Marks a response of the API router's fallback: the request matched no route.
 #[derive(Clone, Copy, Debug)]
@@ -124,14 +69,12 @@ async fn not_found(req: Request) -> Response {
 pub fn router(st: AppState) -> Router {
     let authn = st.authn.clone();
     let authenticated = Router::new()
-        .route("/api/providers", get(api::list))
+        .route("/api/providers", get(list::list))
         .merge(crate::tenancy::routes::router());
-    let authenticated = match st.mcp.get() {
-        Some(fed) => authenticated.merge(crate::mcp::routes(fed.clone())),
-        None => authenticated,
-    }
-    // route_layer: unmatched paths 404 without asking for credentials.
-    .route_layer(middleware::from_fn_with_state(authn, require_caller));
+    let authenticated = authenticated
+        .merge(crate::mcp::routes(st.mcp.clone()))
+        // route_layer: unmatched paths 404 without asking for credentials.
+        .route_layer(middleware::from_fn_with_state(authn, require_caller));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))

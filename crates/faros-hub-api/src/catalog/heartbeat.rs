@@ -13,10 +13,10 @@ use faros_core::status::Status;
 use http::HeaderMap;
 use serde::Deserialize;
 
-use crate::app::AppState;
+use crate::auth::tokenreview::ReviewedUser;
 use crate::auth::{bearer_token, missing_credentials};
-use crate::registry::RegistryError;
-use crate::tokenreview::ReviewedUser;
+use crate::catalog::registry::RegistryError;
+use crate::state::AppState;
 
 /// The heartbeat body; both fields optional.
 #[derive(Debug, Default, Deserialize, PartialEq, Eq)]
@@ -113,7 +113,12 @@ mod tests {
         ReviewedUser {
             username: name.into(),
             extra: cluster
-                .map(|c| BTreeMap::from([(crate::tokenreview::EXTRA_CLUSTER_NAME.to_string(), vec![c.to_string()])]))
+                .map(|c| {
+                    BTreeMap::from([(
+                        crate::auth::tokenreview::EXTRA_CLUSTER_NAME.to_string(),
+                        vec![c.to_string()],
+                    )])
+                })
                 .unwrap_or_default(),
             ..Default::default()
         }

@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pretty_assertions::assert_eq;
 
 use super::*;
-use crate::clock::ManualClock;
+use crate::catalog::clock::ManualClock;
 
 const T0: &str = "2026-01-01T00:00:00Z";
 

@@ -3,10 +3,7 @@
 //!
 //! Request paths read it under a short read lock; writers are the catalog watch, heartbeats, the
 //! health prober and the sweeper. Everything here is IO-free: the watch and the status writer in
-//! [`crate::catalog`] feed and drain it.
-
-pub mod authority;
-pub mod record;
+//! [`super::watch`] feed and drain it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -18,11 +15,11 @@ use jiff::Timestamp;
 use kube::ResourceExt;
 use tokio::sync::{Notify, watch};
 
-use crate::clock::Clock;
-use authority::{Authority, Contender, Rejection, elect};
-use record::{
+use super::authority::{Authority, Contender, Rejection, elect};
+use super::record::{
     BackendHealth, ParsedEndpoints, Readiness, Winner, desired_status, parse_endpoints, readiness, to_seconds,
 };
+use crate::catalog::clock::Clock;
 
 /// One CatalogEntry as seen through a virtual workspace.
 #[derive(Clone, Debug)]

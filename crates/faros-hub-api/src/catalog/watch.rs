@@ -25,8 +25,8 @@ use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::catalog::registry::{Candidate, Registry, StatusWork};
 use crate::metrics::Metrics;
-use crate::registry::{Candidate, Registry, StatusWork};
 
 /// Timings of the catalog loops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,8 +8,8 @@ use faros_core::catalog::{Dependency, PermissionClaim, UiChild};
 use faros_core::names;
 use serde::Serialize;
 
-use crate::app::AppState;
-use crate::registry::View;
+use crate::catalog::registry::View;
+use crate::state::AppState;
 
 /// One provider in the list.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -139,8 +139,8 @@ pub async fn list(State(st): State<AppState>) -> Json<ProviderList> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::clock::{Clock, ManualClock};
-    use crate::registry::{Candidate, Registry, RegistrySettings};
+    use crate::catalog::clock::{Clock, ManualClock};
+    use crate::catalog::registry::{Candidate, Registry, RegistrySettings};
     use faros_core::catalog::{ApiExportRef, BackendSpec, CatalogEntry, CatalogEntrySpec, UiSpec};
     use pretty_assertions::assert_eq;
     use serde_json::json;

@@ -7,9 +7,9 @@ use std::time::Duration;
 use axum::body::Body;
 use tokio_util::sync::CancellationToken;
 
-use crate::proxy::{Upstream, routes};
-use crate::registry::Registry;
-use crate::registry::record::BackendHealth;
+use crate::catalog::record::BackendHealth;
+use crate::catalog::registry::Registry;
+use crate::proxy::{UpstreamPool, routes};
 
 /// Probe timings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,7 +28,7 @@ impl Default for ProbeSettings {
 }
 
 /// Probes one URL: healthy on any 2xx.
-pub async fn probe(client: &Upstream, target: http::Uri, timeout: Duration) -> BackendHealth {
+pub async fn probe(client: &UpstreamPool, target: http::Uri, timeout: Duration) -> BackendHealth {
     let req = match http::Request::get(target.clone())
         .header(http::header::USER_AGENT, "faros-hub-health-probe")
         .body(Body::empty())
@@ -46,7 +46,7 @@ pub async fn probe(client: &Upstream, target: http::Uri, timeout: Duration) -> B
 }
 
 /// Runs until `cancel`.
-pub async fn run(registry: Arc<Registry>, client: Upstream, settings: ProbeSettings, cancel: CancellationToken) {
+pub async fn run(registry: Arc<Registry>, client: UpstreamPool, settings: ProbeSettings, cancel: CancellationToken) {
     let mut changes = registry.subscribe_changes();
     let mut tick = tokio::time::interval(settings.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
