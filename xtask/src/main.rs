@@ -13,6 +13,7 @@ mod bench;
 mod chart_docs;
 mod codegen;
 mod e2e;
+mod fuzz;
 mod images;
 mod lint;
 
@@ -31,6 +32,8 @@ enum Command {
     Bench(bench::Bench),
     /// Run the e2e scenarios (against the in-process platform by default).
     E2e(e2e::E2e),
+    /// Run every cargo fuzz target in fuzz/ for a while and report executions and findings.
+    Fuzz(fuzz::Fuzz),
     /// Build (and with --push push) the container images from the Dockerfile.
     Images(images::Images),
     /// Check documentation references and the dependency rule between workspace crates.
@@ -42,6 +45,7 @@ fn main() -> anyhow::Result<()> {
         Command::Codegen(cmd) => cmd.run(&project_root()),
         Command::Bench(cmd) => cmd.run(&project_root()),
         Command::E2e(cmd) => cmd.run(&project_root()),
+        Command::Fuzz(cmd) => cmd.run(&project_root()),
         Command::Images(cmd) => cmd.run(&project_root()),
         Command::Lint(cmd) => cmd.run(&project_root()),
     }

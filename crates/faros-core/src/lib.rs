@@ -14,6 +14,10 @@ pub mod identity;
 pub mod kcp;
 pub mod names;
 pub mod path;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod properties;
+#[cfg(test)]
+mod proptests;
 pub mod provider;
 pub mod schema_gen;
 pub mod status;

@@ -36,6 +36,10 @@ pub(crate) mod metrics;
 pub mod names;
 pub(crate) mod objects;
 pub(crate) mod patch;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod properties;
+#[cfg(test)]
+mod proptests;
 pub(crate) mod registry;
 pub(crate) mod schema;
 pub(crate) mod selector;

@@ -20,6 +20,8 @@ mod validate;
 
 use std::collections::BTreeMap;
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use builtin::builtin_schema_ref;
 pub use builtin::{builtin_schema, object_meta_schema};
 
 /// Why an OpenAPI v3 schema could not be turned into a structural [`Schema`].

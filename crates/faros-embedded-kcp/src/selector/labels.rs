@@ -478,9 +478,11 @@ impl Parser {
             other => return Err(format!("found '{}', expected: '('", other.literal())),
         }
         let mut values = Vec::new();
+        // Kubernetes reads `()` as the set holding the empty value (`k in ()` selects objects
+        // whose `k` is ""), which is also how such a set prints. Found by the property tests.
         if *self.peek() == Token::Close {
             self.next();
-            return Ok(values);
+            return Ok(vec![String::new()]);
         }
         loop {
             let value = match self.peek() {
@@ -533,6 +535,8 @@ mod tests {
             ("a=", "a="),
             ("a=,b", "a=,b"),
             ("a in (,x)", "a in (,x)"),
+            ("a in ()", "a in ()"),
+            ("a notin ( )", "a notin ()"),
             ("a in (x,,y)", "a in (,x,y)"),
             ("a in (x,)", "a in (,x)"),
             ("example.com/app=web", "example.com/app=web"),
@@ -555,10 +559,6 @@ mod tests {
         let cases = [
             ("a in b", "unable to parse requirement: found 'b', expected: '('"),
             ("a in (b", "unable to parse requirement: found '', expected: ',' or ')'"),
-            (
-                "a in ()",
-                "unable to parse requirement: for 'in', 'notin' operators, values set can't be empty",
-            ),
             ("a=b,", "unable to parse requirement: found '', expected: identifier"),
             (",a", "unable to parse requirement: found ',', expected: identifier"),
             ("=b", "unable to parse requirement: found '=', expected: identifier"),

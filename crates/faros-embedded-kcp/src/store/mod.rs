@@ -38,7 +38,8 @@ pub use writer::WriteOp;
 
 use history::History;
 use key::{decode_value, prefix_range};
-use list::{ContinueToken, Scan};
+pub(crate) use list::ContinueToken;
+use list::Scan;
 use watch::Hub;
 use writer::Request;
 
