@@ -7,6 +7,7 @@
 //! What it must not do: depend on any other faros crate, or perform IO outside the client
 //! factory and wait helpers.
 
+pub mod bearer;
 pub mod catalog;
 pub mod client;
 pub mod conditions;

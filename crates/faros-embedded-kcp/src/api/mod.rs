@@ -142,7 +142,7 @@ pub fn authenticate(state: &ServerState, headers: &HeaderMap) -> Result<UserInfo
     let Some(token) = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(crate::auth::bearer_token)
+        .and_then(faros_core::bearer::token)
     else {
         return Err(Status::unauthorized("Unauthorized"));
     };

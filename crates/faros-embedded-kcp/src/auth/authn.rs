@@ -28,18 +28,6 @@ pub fn generate_token() -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// The token of an `Authorization` header value, as kube-apiserver reads it: scheme `Bearer`
-/// (any case), one space-separated non-empty token.
-pub fn bearer_token(header: &str) -> Option<&str> {
-    let mut parts = header.trim().splitn(3, ' ');
-    let scheme = parts.next()?;
-    let token = parts.next()?;
-    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
-        return None;
-    }
-    Some(token)
-}
-
 /// Which kind of credential authenticated the request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CredentialSource {
@@ -248,23 +236,6 @@ mod tests {
         assert_eq!(URL_SAFE_NO_PAD.decode(&a).unwrap().len(), 32);
         assert!(a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
         assert_ne!(a, generate_token());
-    }
-
-    #[test]
-    fn bearer_header_parsing() {
-        let cases = [
-            ("Bearer abc", Some("abc")),
-            ("bearer abc", Some("abc")),
-            ("  Bearer abc  ", Some("abc")),
-            ("Bearer abc def", Some("abc")),
-            ("Bearer ", None),
-            ("Bearer", None),
-            ("Basic abc", None),
-            ("", None),
-        ];
-        for (header, want) in cases {
-            assert_eq!(bearer_token(header), want, "{header:?}");
-        }
     }
 
     #[test]

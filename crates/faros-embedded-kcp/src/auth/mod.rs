@@ -16,7 +16,7 @@ pub mod rbac_index;
 pub mod service_account;
 pub mod token_file;
 
-pub use authn::{Authenticator, CredentialSource, ReloadCounts, bearer_token, generate_token};
+pub use authn::{Authenticator, CredentialSource, ReloadCounts, generate_token};
 pub use authorize::authorize;
 pub use rbac::{Attributes, Decision, forbidden_status};
 pub use rbac_index::{RbacIndex, RbacKind};
