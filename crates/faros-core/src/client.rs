@@ -6,12 +6,14 @@
 //! connections) and only varies the base URI. kube-rs keeps any path of the base URL when joining request
 //! paths, which is what makes this work.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use hyper_util::client::legacy::Client as PoolClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use kube::client::ConfigExt;
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 /// Errors building clients.
@@ -21,6 +23,67 @@ pub enum ClientError {
     Config(#[source] kube::Error),
     #[error("invalid URL {url:?}: {reason}")]
     Url { url: String, reason: String },
+    #[error("reading the kcp kubeconfig {path} (--kubeconfig, FAROS_KCP_KUBECONFIG): {source}")]
+    ReadKubeconfig {
+        path: PathBuf,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    #[error("loading kcp credentials from {from}: {source}")]
+    LoadKubeconfig {
+        from: String,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    #[error(
+        "no kcp credentials: pass --kubeconfig (FAROS_KCP_KUBECONFIG), set $KUBECONFIG, or run in a pod: {0}"
+    )]
+    Infer(#[source] kube::config::InferConfigError),
+}
+
+/// How a component finds kcp: the one pair of flags (and environment names) every faros binary
+/// that talks to kcp as its admin takes, so charts and scripts set them the same way everywhere.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct KcpArgs {
+    /// Admin kubeconfig for kcp. Unset: $KUBECONFIG, ~/.kube/config, then in-cluster.
+    #[arg(long = "kubeconfig", env = "FAROS_KCP_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Context in that kubeconfig (default: its current context).
+    #[arg(long = "context", env = "FAROS_KCP_CONTEXT")]
+    pub context: Option<String>,
+}
+
+impl KcpArgs {
+    /// The kube configuration these flags select.
+    pub async fn load(&self) -> Result<Config, ClientError> {
+        let options = KubeConfigOptions {
+            context: self.context.clone(),
+            ..Default::default()
+        };
+        match &self.kubeconfig {
+            Some(path) => {
+                let kubeconfig = Kubeconfig::read_from(path).map_err(|source| ClientError::ReadKubeconfig {
+                    path: path.clone(),
+                    source,
+                })?;
+                Config::from_custom_kubeconfig(kubeconfig, &options)
+                    .await
+                    .map_err(|source| ClientError::LoadKubeconfig {
+                        from: path.display().to_string(),
+                        source,
+                    })
+            }
+            None if self.context.is_some() => {
+                Config::from_kubeconfig(&options)
+                    .await
+                    .map_err(|source| ClientError::LoadKubeconfig {
+                        from: "the default kubeconfig".into(),
+                        source,
+                    })
+            }
+            None => Config::infer().await.map_err(ClientError::Infer),
+        }
+    }
 }
 
 type Pool = PoolClient<hyper_rustls::HttpsConnector<HttpConnector>, kube::client::Body>;
@@ -129,6 +192,48 @@ mod tests {
         ] {
             assert_eq!(server_root(input), want, "{input}");
         }
+    }
+
+    #[tokio::test]
+    async fn kcp_args_name_the_flag_and_file_they_failed_on() {
+        let dir = std::env::temp_dir().join(format!("faros-kcp-args-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = dir.join("missing.kubeconfig");
+        let err = KcpArgs {
+            kubeconfig: Some(missing.clone()),
+            context: None,
+        }
+        .load()
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains(&missing.display().to_string()) && err.contains("FAROS_KCP_KUBECONFIG"), "{err}");
+
+        let file = dir.join("admin.kubeconfig");
+        std::fs::write(
+            &file,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: kcp\n  cluster: {server: 'https://127.0.0.1:6443/clusters/root'}\n\
+             users:\n- name: admin\n  user: {token: t}\ncontexts:\n- name: admin\n  context: {cluster: kcp, user: admin}\n\
+             - name: other\n  context: {cluster: kcp, user: admin, namespace: ns}\ncurrent-context: admin\n",
+        )
+        .unwrap();
+        let current = KcpArgs {
+            kubeconfig: Some(file.clone()),
+            context: None,
+        };
+        assert_eq!(current.load().await.unwrap().default_namespace, "default");
+        let other = KcpArgs {
+            kubeconfig: Some(file.clone()),
+            context: Some("other".into()),
+        };
+        assert_eq!(other.load().await.unwrap().default_namespace, "ns");
+        let unknown = KcpArgs {
+            kubeconfig: Some(file),
+            context: Some("nope".into()),
+        };
+        let err = unknown.load().await.unwrap_err().to_string();
+        assert!(err.contains("admin.kubeconfig") && err.contains("nope"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[tokio::test]

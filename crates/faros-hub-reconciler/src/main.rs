@@ -14,12 +14,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 #[derive(Parser, Debug)]
 #[command(name = "faros-hub-reconciler", version, about)]
 struct Args {
-    /// Admin kubeconfig for kcp. Unset: $KUBECONFIG, ~/.kube/config, then in-cluster.
-    #[arg(long, env = "FAROS_KCP_KUBECONFIG")]
-    kubeconfig: Option<PathBuf>,
-    /// Context in that kubeconfig (default: its current context).
-    #[arg(long, env = "FAROS_KCP_CONTEXT")]
-    context: Option<String>,
+    #[command(flatten)]
+    kcp: faros_core::client::KcpArgs,
     /// Base URL written into provider kubeconfigs (`<hub-url>/clusters/<logical cluster>`).
     /// Unset: the kcp server URL from the kubeconfig.
     #[arg(long, env = "FAROS_HUB_URL")]
@@ -103,34 +99,12 @@ async fn mirror_config(args: &Args) -> anyhow::Result<Option<faros_hub_reconcile
     Ok(Some(config))
 }
 
-async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
-    let options = KubeConfigOptions {
-        context: args.context.clone(),
-        ..Default::default()
-    };
-    match &args.kubeconfig {
-        Some(path) => {
-            let kubeconfig =
-                Kubeconfig::read_from(path).with_context(|| format!("reading kubeconfig {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
-                .await
-                .with_context(|| format!("loading kubeconfig {}", path.display()))
-        }
-        None if args.context.is_some() => kube::Config::from_kubeconfig(&options)
-            .await
-            .context("loading the default kubeconfig"),
-        None => kube::Config::infer()
-            .await
-            .context("finding kcp credentials (set --kubeconfig)"),
-    }
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     args.log.init()?;
     install_crypto_provider();
-    let mut config = faros_hub_reconciler::Config::new(kube_config(&args).await?);
+    let mut config = faros_hub_reconciler::Config::new(args.kcp.load().await?);
     config.hub_url = args.hub_url.clone();
     if let Some(path) = &args.ca_file {
         config.ca_pem =
