@@ -13,6 +13,7 @@ pub mod client;
 pub mod conditions;
 pub mod identity;
 pub mod kcp;
+pub mod metrics;
 pub mod names;
 pub mod path;
 #[cfg(any(test, feature = "fuzzing"))]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::State as AxumState;
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -37,17 +37,7 @@ async fn readyz(AxumState(state): AxumState<Arc<State>>) -> Response {
 }
 
 async fn metrics(AxumState(state): AxumState<Arc<State>>) -> Response {
-    match state.metrics.encode() {
-        Ok(text) => (
-            [(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )],
-            text,
-        )
-            .into_response(),
-        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "encoding metrics failed\n").into_response(),
-    }
+    state.metrics.response()
 }
 
 #[cfg(test)]

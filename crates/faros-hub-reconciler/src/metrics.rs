@@ -1,6 +1,5 @@
 //! Prometheus metrics of the reconciler, served on `/metrics`.
 
-use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -121,10 +120,13 @@ impl Metrics {
     }
 
     /// The OpenMetrics text exposition.
-    pub fn encode(&self) -> Result<String, std::fmt::Error> {
-        let mut out = String::new();
-        encode(&mut out, &self.registry)?;
-        Ok(out)
+    pub fn encode(&self) -> String {
+        faros_core::metrics::encode(&self.registry)
+    }
+
+    /// `GET /metrics`.
+    pub fn response(&self) -> axum::response::Response {
+        faros_core::metrics::response(&self.registry)
     }
 }
 
@@ -144,7 +146,7 @@ mod tests {
         m.set_bootstrapped(true);
         m.mirror_written("apply");
         m.mirror_failed("sync");
-        let text = m.encode().unwrap();
+        let text = m.encode();
         for line in [
             "faros_hub_reconciler_reconciles_total{result=\"success\"} 1",
             "faros_hub_reconciler_reconciles_total{result=\"error\"} 2",

@@ -214,7 +214,7 @@ async fn mirror_follows_the_provider_repairs_drift_and_is_torn_down() {
         Some(b"mine".as_slice()),
         "someone else's Secret is never overwritten"
     );
-    let metrics = reconciler.state.metrics.encode().unwrap();
+    let metrics = reconciler.state.metrics.encode();
     assert!(
         metrics.contains("faros_hub_reconciler_mirror_errors_total{op=\"sync\"}"),
         "{metrics}"
@@ -225,7 +225,7 @@ async fn mirror_follows_the_provider_repairs_drift_and_is_torn_down() {
         .await
         .unwrap();
     wait_ready(&kcp, "beta").await;
-    let metrics = reconciler.state.metrics.encode().unwrap();
+    let metrics = reconciler.state.metrics.encode();
     assert!(
         metrics.contains("faros_hub_reconciler_reconcile_errors_total{reason=\"MirrorError\"}"),
         "{metrics}"
@@ -276,7 +276,7 @@ async fn mirror_follows_the_provider_repairs_drift_and_is_torn_down() {
         left.items.iter().map(|s| s.name_any()).collect::<Vec<_>>()
     );
 
-    let metrics = reconciler.state.metrics.encode().unwrap();
+    let metrics = reconciler.state.metrics.encode();
     assert!(
         metrics.contains("faros_hub_reconciler_mirror_writes_total{action=\"delete\"}"),
         "{metrics}"

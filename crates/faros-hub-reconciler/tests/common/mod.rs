@@ -97,7 +97,7 @@ impl Running {
 
     /// `reconciles_total` (success + error) from this replica's metrics.
     pub fn reconciles(&self) -> u64 {
-        let text = self.state.metrics.encode().unwrap();
+        let text = self.state.metrics.encode();
         text.lines()
             .filter(|l| l.starts_with("faros_hub_reconciler_reconciles_total{"))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
