@@ -65,6 +65,8 @@ pub async fn endpoint_url(client: Client, slice: &str, timeout: Duration) -> Res
 pub struct Tenant {
     pub key: TenantKey,
     pub client: Client,
+    /// The resource the controller watches (what [`crate::reconcile`] patches).
+    pub resource: ApiResource,
 }
 
 /// Counters of a running controller, shared with whoever wants to observe it (metrics, tests).
@@ -127,6 +129,7 @@ impl Controller {
         let api: Api<DynamicObject> = Api::all_with(all, &self.resource);
         let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
         let (factory, vw_url, stats) = (self.factory, Arc::<str>::from(self.vw_url), self.stats);
+        let resource = self.resource.clone();
         let reconcile = Arc::new(reconcile);
         faros_runtime::Controller::new(self.resource.kind.clone())
             .concurrency(self.concurrency)
@@ -138,6 +141,7 @@ impl Controller {
                         .map(|client| Tenant {
                             key: request.key,
                             client,
+                            resource: resource.clone(),
                         });
                     let (reconcile, stats) = (reconcile.clone(), stats.clone());
                     async move {

@@ -3,12 +3,8 @@
 
 use std::sync::Arc;
 
-use faros_core::status::Status;
-use faros_sdk::controller::{Action, Tenant};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
-use kube::{Client, ResourceExt};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use faros_sdk::prelude::*;
+use faros_sdk::{kube, schemars, serde, serde_json, tracing};
 
 /// API group (and APIExport name) of the quickstart provider.
 pub const GROUP: &str = "quickstart.providers.faros.sh";
@@ -32,72 +28,37 @@ pub fn reply(name: &str, message: Option<&str>) -> String {
 }
 
 /// The status `obj` should have, or `None` when it already has it. `now` (RFC 3339) is written as
-/// `observedAt` and as the condition's transition time, but is not compared: a status is current
-/// when reply, observedGeneration and Ready match, so the controller's own write does not trigger
-/// another one.
+/// `observedAt` and as the condition's transition time, but is not compared, so the controller's
+/// own write does not trigger another one.
 pub fn desired_status(obj: &DynamicObject, now: &str) -> Option<Value> {
-    let spec = obj.data.get("spec").cloned().unwrap_or(Value::Null);
+    let spec = reconcile::spec_of(obj);
     let name = spec.get("name").and_then(Value::as_str).unwrap_or_default();
-    let message = spec.get("message").and_then(Value::as_str);
-    let generation = obj.metadata.generation.unwrap_or(0);
-    let (want_reply, ready, reason, text) = if name.is_empty() {
-        (String::new(), "False", "InvalidSpec", "spec.name is required")
+    let (reply, ready) = if name.is_empty() {
+        (
+            String::new(),
+            Condition::new("Ready", false, "InvalidSpec", "spec.name is required"),
+        )
     } else {
-        (reply(name, message), "True", REASON_REPLIED, "")
+        let message = spec.get("message").and_then(Value::as_str);
+        (reply(name, message), Condition::new("Ready", true, REASON_REPLIED, ""))
     };
-    let status = obj.data.get("status").cloned().unwrap_or(Value::Null);
-    let current_ready = status
-        .get("conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
-        })
-        .and_then(|c| c.get("status").and_then(Value::as_str));
-    let up_to_date = status.get("reply").and_then(Value::as_str).unwrap_or_default() == want_reply
-        && status.get("observedGeneration").and_then(Value::as_i64) == Some(generation)
-        && current_ready == Some(ready);
-    if up_to_date {
-        return None;
-    }
-    Some(json!({
-        "reply": want_reply,
+    let status = json!({
+        "reply": reply,
         "observedAt": now,
-        "observedGeneration": generation,
-        "conditions": [{
-            "type": "Ready",
-            "status": ready,
-            "reason": reason,
-            "message": text,
-            "lastTransitionTime": now,
-            "observedGeneration": generation,
-        }],
-    }))
+        "observedGeneration": obj.metadata.generation.unwrap_or(0),
+        "conditions": reconcile::set_condition(obj, ready, now),
+    });
+    (!reconcile::unchanged(reconcile::status_of(obj), &status)).then_some(status)
 }
 
 /// Reconciles one Greeting through its tenant's virtual-workspace client.
 pub async fn reconcile(obj: Arc<DynamicObject>, tenant: Tenant) -> Result<Action, kube::Error> {
-    let now = jiff::Timestamp::now()
-        .round(jiff::Unit::Second)
-        .unwrap_or_else(|_| jiff::Timestamp::now());
-    let Some(status) = desired_status(&obj, &now.to_string()) else {
-        return Ok(Action::AwaitChange);
-    };
-    let ns = obj.namespace().unwrap_or_else(|| "default".into());
-    let api: Api<DynamicObject> = Api::namespaced_with(tenant.client, &ns, &api_resource());
-    let patch = json!({"status": status});
-    match api
-        .patch_status(&obj.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-        .await
+    if let Some(status) = desired_status(&obj, &reconcile::now())
+        && reconcile::patch_status(&tenant, &obj, json!({"status": status})).await? == Outcome::Updated
     {
-        Ok(_) => {
-            tracing::info!(greeting = %tenant.key, "replied");
-            Ok(Action::AwaitChange)
-        }
-        // Deleted meanwhile: nothing to do, the delete event drops it from the queue.
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(Action::AwaitChange),
-        Err(e) => Err(e),
+        tracing::info!(greeting = %tenant.key, "replied");
     }
+    Ok(Action::AwaitChange)
 }
 
 /// A Greeting as the backend and the MCP tools present it.
@@ -105,21 +66,22 @@ pub fn summary(obj: &DynamicObject) -> Value {
     json!({
         "namespace": obj.namespace(),
         "name": obj.name_any(),
-        "spec": obj.data.get("spec").cloned().unwrap_or(Value::Null),
-        "status": obj.data.get("status").cloned().unwrap_or(Value::Null),
+        "spec": reconcile::spec_of(obj),
+        "status": reconcile::status_of(obj),
     })
 }
 
 /// Every Greeting in the tenant `client` targets.
 pub async fn list(client: Client) -> Result<Vec<Value>, Status> {
     let api: Api<DynamicObject> = Api::all_with(client, &api_resource());
-    let list = api.list(&ListParams::default()).await.map_err(to_status)?;
+    let list = api.list(&ListParams::default()).await?;
     Ok(list.items.iter().map(summary).collect())
 }
 
 /// What to create.
-#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(crate = "faros_sdk::serde", rename_all = "camelCase")]
+#[schemars(crate = "faros_sdk::schemars")]
 pub struct NewGreeting {
     /// Who to greet.
     pub name: String,
@@ -153,16 +115,8 @@ pub async fn create(client: Client, new: &NewGreeting) -> Result<Value, Status> 
         "spec": spec,
     }))
     .map_err(|e| Status::internal(e.to_string()))?;
-    let created = api.create(&PostParams::default(), &obj).await.map_err(to_status)?;
+    let created = api.create(&PostParams::default(), &obj).await?;
     Ok(summary(&created))
-}
-
-/// A kube error as the Status the backend returns.
-pub fn to_status(e: kube::Error) -> Status {
-    match e {
-        kube::Error::Api(s) => Status::failure(s.code, &s.reason, s.message.clone()),
-        other => Status::unavailable(format!("talking to kcp: {other}")),
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use faros_core::identity::{self, Claims, Identity, Jwks, SigningKey};
 use faros_core::names;
-use faros_provider_quickstart::backend::{AppState, Tenants, router};
+use faros_sdk::app::Tenants;
 use faros_sdk::identity::IdentityVerifier;
 use http_body_util::BodyExt;
 use tower::ServiceExt;
@@ -24,11 +24,7 @@ fn app_for(key: &SigningKey) -> axum::Router {
             keys: vec![key.public_jwk()],
         },
     );
-    let state = AppState {
-        provider: "quickstart".into(),
-        tenants: Tenants::default(),
-    };
-    router(state, Arc::new(verifier))
+    faros_provider_quickstart::app().router(Arc::new(verifier), Tenants::new("quickstart"), Default::default())
 }
 
 fn assertion(key: &SigningKey) -> String {

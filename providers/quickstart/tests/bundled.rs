@@ -14,7 +14,7 @@ use serde_json::json;
 
 #[test]
 fn manifest_renders_for_dev_and_for_a_cluster() {
-    let (schemas, manifest) = quickstart::bundled_paths();
+    let (schemas, manifest) = quickstart::app().bundled_paths();
     let dev = inputs::load_catalog_entry(&manifest, quickstart::EXPORT, &BTreeMap::new()).unwrap();
     assert_eq!(dev.spec.display_name, "Quickstart");
     assert_eq!(dev.spec.backend.as_ref().unwrap().url, "http://localhost:8081");
@@ -36,7 +36,9 @@ fn manifest_renders_for_dev_and_for_a_cluster() {
     assert_eq!(loaded.len(), 1);
     assert_eq!(loaded[0].name(), "v261129.greetings.quickstart.providers.faros.sh");
     // The manifest's claims are the ones init puts on the export.
-    let export_claims: Vec<(String, Vec<String>)> = quickstart::claims()
+    let export_claims: Vec<(String, Vec<String>)> = quickstart::app()
+        .init_options()
+        .claims
         .into_iter()
         .map(|c| (c.resource, c.verbs))
         .collect();
@@ -54,14 +56,14 @@ async fn init_publishes_one_resource_and_the_configmaps_claim() {
     let kcp = common::Kcp::start().await;
     let client = kcp.client("quickstart-ws").await;
     let config = kcp.server.admin_config("quickstart-ws").await.unwrap();
-    let (schemas, _) = quickstart::bundled_paths();
-    let mut opts = quickstart::init_options();
+    let (schemas, _) = quickstart::app().bundled_paths();
+    let mut opts = quickstart::app().init_options();
     opts.schemas_dir = schemas;
     opts.catalog_entry_file = None;
     opts.workspace_path = None;
     // A plain logical cluster as the admin (the provider-workspace path is in init_checks.rs).
     opts.allow_foreign_workspace = true;
-    quickstart::init(config.clone(), &opts).await.unwrap();
+    quickstart::app().init(config.clone(), &opts).await.unwrap();
     let export = Api::<APIExport>::all(client.clone())
         .get(quickstart::EXPORT)
         .await
@@ -72,5 +74,5 @@ async fn init_publishes_one_resource_and_the_configmaps_claim() {
         export.spec.permission_claims.as_ref().unwrap()[0].resource,
         "configmaps"
     );
-    assert!(quickstart::init(config, &opts).await.unwrap().unchanged());
+    assert!(quickstart::app().init(config, &opts).await.unwrap().unchanged());
 }

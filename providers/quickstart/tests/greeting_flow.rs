@@ -103,13 +103,14 @@ async fn tenant_greetings_are_answered_through_the_virtual_workspace() {
     let provider_config = config_from_yaml(&kubeconfig).await;
 
     // init, with the bundled schema and CatalogEntry.
-    let (schemas, manifest) = quickstart::bundled_paths();
-    let mut opts = quickstart::init_options();
+    let (schemas, manifest) = quickstart::app().bundled_paths();
+    let mut opts = quickstart::app().init_options();
     opts.schemas_dir = schemas;
     opts.catalog_entry_file = Some(manifest);
-    quickstart::init(provider_config.clone(), &opts).await.unwrap();
+    quickstart::app().init(provider_config.clone(), &opts).await.unwrap();
     assert!(
-        quickstart::init(provider_config.clone(), &opts)
+        quickstart::app()
+            .init(provider_config.clone(), &opts)
             .await
             .unwrap()
             .unchanged()
@@ -127,8 +128,8 @@ async fn tenant_greetings_are_answered_through_the_virtual_workspace() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let backend = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(quickstart::serve(
-        quickstart::ServeOptions {
+    let serving = tokio::spawn(quickstart::app().serve(
+        faros_sdk::app::ServeOptions {
             provider: quickstart::PROVIDER.into(),
             verifier: Arc::new(verifier),
             kube: Some(provider_config),
@@ -136,7 +137,7 @@ async fn tenant_greetings_are_answered_through_the_virtual_workspace() {
             stats: stats.clone(),
         },
         listener,
-        quickstart::shutdown_signal(async {
+        faros_sdk::app::shutdown_signal(async {
             let _ = stopped.await;
         }),
     ));

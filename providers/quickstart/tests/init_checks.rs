@@ -89,8 +89,8 @@ async fn init_in_the_provider_workspace_passes_and_the_wrong_place_is_refused() 
     let provider = config_from_yaml(&minted).await;
     let workspace = names::provider_workspace_path(quickstart::PROVIDER);
     let exports: Api<APIExport> = Api::all(kcp.client(&workspace).await);
-    let (schemas, manifest) = quickstart::bundled_paths();
-    let mut opts = quickstart::init_options();
+    let (schemas, manifest) = quickstart::app().bundled_paths();
+    let mut opts = quickstart::app().init_options();
     opts.schemas_dir = schemas.clone();
     opts.catalog_entry_file = Some(manifest.clone());
 
@@ -99,15 +99,16 @@ async fn init_in_the_provider_workspace_passes_and_the_wrong_place_is_refused() 
     let misnamed = dir.path().join("manifest.yaml");
     let source = std::fs::read_to_string(&manifest).unwrap();
     std::fs::write(&misnamed, source.replace("name: quickstart\n", "name: quick-start\n")).unwrap();
-    let err = quickstart::init(
-        provider.clone(),
-        &faros_sdk::bootstrap::InitOptions {
-            catalog_entry_file: Some(misnamed.clone()),
-            ..opts.clone()
-        },
-    )
-    .await
-    .unwrap_err();
+    let err = quickstart::app()
+        .init(
+            provider.clone(),
+            &faros_sdk::bootstrap::InitOptions {
+                catalog_entry_file: Some(misnamed.clone()),
+                ..opts.clone()
+            },
+        )
+        .await
+        .unwrap_err();
     assert!(matches!(err, InitError::Input(_)), "{err}");
     assert_eq!(
         err.to_string(),
@@ -120,7 +121,8 @@ async fn init_in_the_provider_workspace_passes_and_the_wrong_place_is_refused() 
     assert!(exports.get_opt(quickstart::EXPORT).await.unwrap().is_none());
 
     // The admin in the provider workspace: the right place, the wrong identity.
-    let err = quickstart::init(kcp.server.admin_config(&workspace).await.unwrap(), &opts)
+    let err = quickstart::app()
+        .init(kcp.server.admin_config(&workspace).await.unwrap(), &opts)
         .await
         .unwrap_err()
         .to_string();
@@ -136,7 +138,7 @@ async fn init_in_the_provider_workspace_passes_and_the_wrong_place_is_refused() 
 
     // The minted ServiceAccount kubeconfig, no flags: published, and it says where.
     assert!(!opts.allow_prune && !opts.allow_foreign_workspace);
-    let report = quickstart::init(provider, &opts).await.unwrap();
+    let report = quickstart::app().init(provider, &opts).await.unwrap();
     let placement = report.placement.unwrap();
     assert_eq!(
         (
@@ -163,7 +165,7 @@ async fn the_binary_refuses_the_admin_kubeconfig_and_accepts_the_helm_setup() {
     std::fs::write(&admin, kcp.server.admin_kubeconfig()).unwrap();
     let provider = dir.path().join("faros-provider-kubeconfig");
     std::fs::write(&provider, &minted).unwrap();
-    let (schemas, manifest) = quickstart::bundled_paths();
+    let (schemas, manifest) = quickstart::app().bundled_paths();
     let inputs = [
         ("FAROS_SCHEMAS_DIR", schemas.as_path()),
         ("FAROS_CATALOGENTRY_FILE", manifest.as_path()),

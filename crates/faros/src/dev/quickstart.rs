@@ -12,6 +12,7 @@ use faros_core::names;
 use faros_core::provider::Provider;
 use faros_core::wait::wait_for;
 use faros_provider_quickstart as qs;
+use faros_sdk::app::{ServeOptions, shutdown_signal};
 use faros_sdk::heartbeat::{HeartbeatConfig, TokenSource};
 use faros_sdk::identity::IdentityVerifier;
 use k8s_openapi::api::core::v1::Secret;
@@ -45,12 +46,13 @@ pub async fn run(dev: Dev, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
     let url = format!("http://{}", listener.local_addr()?);
 
     // init, exactly as the provider's own `init` subcommand, with the URL it is really served on.
-    let (schemas, manifest) = qs::bundled_paths();
-    let mut opts = qs::init_options();
+    let app = qs::app();
+    let (schemas, manifest) = app.bundled_paths();
+    let mut opts = app.init_options();
     opts.schemas_dir = schemas;
     opts.catalog_entry_file = Some(manifest);
     opts.env.insert("QUICKSTART_URL".into(), url.clone());
-    let report = qs::init(config.clone(), &opts).await.context("quickstart init")?;
+    let report = app.init(config.clone(), &opts).await.context("quickstart init")?;
     tracing::info!(objects = report.applied.len(), %url, "quickstart initialised");
 
     let verifier = IdentityVerifier::from_url(
@@ -61,14 +63,15 @@ pub async fn run(dev: Dev, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
     let mut heartbeat = HeartbeatConfig::new(&dev.hub_url, qs::PROVIDER, qs::VERSION);
     heartbeat.ca_pem = Some(dev.ca_pem.clone().into_bytes());
     heartbeat.token = TokenSource::Kubeconfig(path);
-    let options = qs::ServeOptions {
+    let options = ServeOptions {
         provider: qs::PROVIDER.into(),
         verifier: Arc::new(verifier),
         kube: Some(config),
         heartbeat: Some(heartbeat),
         stats: Default::default(),
     };
-    qs::serve(options, listener, qs::shutdown_signal(super::stopped(stop))).await?;
+    app.serve(options, listener, shutdown_signal(super::stopped(stop)))
+        .await?;
     Ok(())
 }
 
@@ -78,7 +81,7 @@ async fn provision(
     hub_url: &str,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<Option<String>> {
-    let manifest = std::fs::read_to_string(qs::provider_manifest_path()).context("reading provider.yaml")?;
+    let manifest = std::fs::read_to_string(qs::app().provider_manifest_path()).context("reading provider.yaml")?;
     let provider: Provider = serde_saphyr::from_str(&manifest).context("parsing provider.yaml")?;
     let providers: Api<Provider> = Api::all(factory.cluster(names::SYSTEM_PROVIDERS_PATH)?);
     let params = PatchParams::apply("faros-dev").force();
