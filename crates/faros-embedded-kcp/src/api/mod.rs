@@ -56,9 +56,17 @@ pub fn verb(method: &Method, path: &ResourcePath, params: &Params) -> Result<&'s
 pub async fn handle(State(state): State<Arc<ServerState>>, req: Request) -> Response {
     let method = req.method().clone();
     let started = std::time::Instant::now();
-    let resp = match serve(&state, req).await {
-        Ok(r) => r,
-        Err(status) => status.into_response(),
+    let accepts = respond::Accepts::from_headers(req.headers());
+    // Watch streams are JSON lines whatever the client prefers (Go clients list JSON too).
+    let watch = Params::parse(req.uri().query()).watch();
+    let resp = if !accepts.any() || (watch && !accepts.json) {
+        respond::not_acceptable().into_response()
+    } else {
+        match serve(&state, req).await {
+            Ok(r) if watch => r,
+            Ok(r) => respond::negotiate_encoding(r, accepts).await,
+            Err(status) => respond::negotiate_encoding(status.into_response(), accepts).await,
+        }
     };
     state
         .metrics

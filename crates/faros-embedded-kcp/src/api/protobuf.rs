@@ -1,421 +1,369 @@
-//! Just enough Kubernetes protobuf to read the request bodies kubectl sends in protobuf.
+//! Kubernetes' protobuf encoding for the built-in kinds and the meta types Go clients use.
 //!
-//! kubectl's typed clients (`kubectl auth can-i`, `kubectl create namespace|configmap|secret|
-//! serviceaccount|role|rolebinding|clusterrole|clusterrolebinding`) post
-//! `application/vnd.kubernetes.protobuf` and never retry with JSON, so those kinds are decoded here
-//! into their JSON form; every other protobuf body is refused with 415. Responses stay JSON, which
-//! kubectl accepts as its second choice.
+//! Go clients (client-go: helm, kubectl's typed clients, controllers) send
+//! `application/vnd.kubernetes.protobuf` bodies for built-in kinds and for `DeleteOptions`, and
+//! ask for protobuf answers first. Bodies of every kind in `schema::KINDS`, of their lists, of
+//! `Status` and of `DeleteOptions` are decoded into their JSON form and encoded back from it; a
+//! protobuf body of any other kind is refused with 415 (Go clients send custom kinds as JSON).
+//! Everything here is IO-free.
 //!
 //! Wire format: the 4-byte magic `k8s\0`, then a `runtime.Unknown` message (`typeMeta` = 1 with
-//! apiVersion = 1 / kind = 2, `raw` = 2) whose `raw` field holds the object's own message. Field
-//! numbers are those of k8s.io/api's `generated.proto`.
+//! apiVersion = 1 / kind = 2, `raw` = 2) whose `raw` field holds the object's own message. Watch
+//! streams (`;stream=watch`) carry length-prefixed (4 bytes, big-endian) `WatchEvent` messages
+//! without the envelope, whose `object.raw` is an enveloped object.
 
-use base64::Engine;
+mod codec;
+mod schema;
+mod wire;
+
 use faros_core::status::Status;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
+
+use schema::Fields;
+
+/// The media type of protobuf bodies.
+pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+/// The media type of a protobuf watch stream.
+pub const WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 
 const MAGIC: &[u8] = b"k8s\0";
 
-type Fields = &'static [(u64, &'static str, Shape)];
+/// What went wrong between protobuf and JSON.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProtobufError {
+    /// The bytes are not a valid message of the kind they claim to be.
+    #[error("error decoding protobuf request body: {0}")]
+    Malformed(String),
+    /// A kind without a protobuf form here.
+    #[error("protobuf bodies are accepted for built-in kinds, not {0}; send application/json")]
+    UnsupportedKind(String),
+    /// The JSON value has no lossless protobuf form (a field the message does not have).
+    #[error("cannot encode as protobuf: {0}")]
+    NotEncodable(String),
+}
 
-/// Field shapes of the messages we decode.
+impl From<ProtobufError> for Status {
+    fn from(e: ProtobufError) -> Self {
+        match e {
+            ProtobufError::UnsupportedKind(_) => Status::unsupported_media_type(e.to_string()),
+            ProtobufError::Malformed(_) => Status::bad_request(e.to_string()),
+            ProtobufError::NotEncodable(_) => Status::internal(e.to_string()),
+        }
+    }
+}
+
+/// The message of a top-level kind.
 #[derive(Clone, Copy)]
-enum Shape {
-    Str,
-    Bool,
-    Int,
-    RepeatedStr,
-    Msg(Fields),
-    RepeatedMsg(Fields),
-    /// `map<string, string>`.
-    MapStr,
-    /// `map<string, bytes>`.
-    MapBytes,
-    /// `map<string, ExtraValue>` where ExtraValue is `{ repeated string items = 1 }`.
-    ExtraMap,
-    /// `meta.v1.Time` / `MicroTime` (`seconds` = 1, `nanos` = 2), rendered RFC 3339.
-    Time,
+enum Message {
+    Object(Fields),
+    /// `<Kind>List` of a built-in kind: `metadata` = 1 (ListMeta), `items` = 2.
+    List(Fields),
 }
 
-const OWNER_REFERENCE: Fields = &[
-    (1, "kind", Shape::Str),
-    (3, "name", Shape::Str),
-    (4, "uid", Shape::Str),
-    (5, "apiVersion", Shape::Str),
-    (6, "controller", Shape::Bool),
-    (7, "blockOwnerDeletion", Shape::Bool),
-];
-const OBJECT_META: Fields = &[
-    (1, "name", Shape::Str),
-    (2, "generateName", Shape::Str),
-    (3, "namespace", Shape::Str),
-    (5, "uid", Shape::Str),
-    (6, "resourceVersion", Shape::Str),
-    (7, "generation", Shape::Int),
-    (11, "labels", Shape::MapStr),
-    (12, "annotations", Shape::MapStr),
-    (13, "ownerReferences", Shape::RepeatedMsg(OWNER_REFERENCE)),
-    (14, "finalizers", Shape::RepeatedStr),
-];
-const RESOURCE_ATTRIBUTES: Fields = &[
-    (1, "namespace", Shape::Str),
-    (2, "verb", Shape::Str),
-    (3, "group", Shape::Str),
-    (4, "version", Shape::Str),
-    (5, "resource", Shape::Str),
-    (6, "subresource", Shape::Str),
-    (7, "name", Shape::Str),
-];
-const NON_RESOURCE_ATTRIBUTES: Fields = &[(1, "path", Shape::Str), (2, "verb", Shape::Str)];
-const SSAR_SPEC: Fields = &[
-    (1, "resourceAttributes", Shape::Msg(RESOURCE_ATTRIBUTES)),
-    (2, "nonResourceAttributes", Shape::Msg(NON_RESOURCE_ATTRIBUTES)),
-];
-const SAR_SPEC: Fields = &[
-    (1, "resourceAttributes", Shape::Msg(RESOURCE_ATTRIBUTES)),
-    (2, "nonResourceAttributes", Shape::Msg(NON_RESOURCE_ATTRIBUTES)),
-    (3, "user", Shape::Str),
-    (4, "groups", Shape::RepeatedStr),
-    (5, "extra", Shape::ExtraMap),
-    (6, "uid", Shape::Str),
-];
-const TOKEN_REVIEW_SPEC: Fields = &[(1, "token", Shape::Str), (2, "audiences", Shape::RepeatedStr)];
-const POLICY_RULE: Fields = &[
-    (1, "verbs", Shape::RepeatedStr),
-    (2, "apiGroups", Shape::RepeatedStr),
-    (3, "resources", Shape::RepeatedStr),
-    (4, "resourceNames", Shape::RepeatedStr),
-    (5, "nonResourceURLs", Shape::RepeatedStr),
-];
-const SELECTOR_REQUIREMENT: Fields = &[
-    (1, "key", Shape::Str),
-    (2, "operator", Shape::Str),
-    (3, "values", Shape::RepeatedStr),
-];
-const LABEL_SELECTOR: Fields = &[
-    (1, "matchLabels", Shape::MapStr),
-    (2, "matchExpressions", Shape::RepeatedMsg(SELECTOR_REQUIREMENT)),
-];
-const AGGREGATION_RULE: Fields = &[(1, "clusterRoleSelectors", Shape::RepeatedMsg(LABEL_SELECTOR))];
-const SUBJECT: Fields = &[
-    (1, "kind", Shape::Str),
-    (2, "apiGroup", Shape::Str),
-    (3, "name", Shape::Str),
-    (4, "namespace", Shape::Str),
-];
-const ROLE_REF: Fields = &[
-    (1, "apiGroup", Shape::Str),
-    (2, "kind", Shape::Str),
-    (3, "name", Shape::Str),
-];
-const OBJECT_REFERENCE: Fields = &[
-    (1, "kind", Shape::Str),
-    (2, "namespace", Shape::Str),
-    (3, "name", Shape::Str),
-    (4, "uid", Shape::Str),
-    (5, "apiVersion", Shape::Str),
-    (6, "resourceVersion", Shape::Str),
-    (7, "fieldPath", Shape::Str),
-];
-const LOCAL_OBJECT_REFERENCE: Fields = &[(1, "name", Shape::Str)];
-const LEASE_SPEC: Fields = &[
-    (1, "holderIdentity", Shape::Str),
-    (2, "leaseDurationSeconds", Shape::Int),
-    (3, "acquireTime", Shape::Time),
-    (4, "renewTime", Shape::Time),
-    (5, "leaseTransitions", Shape::Int),
-    (6, "strategy", Shape::Str),
-    (7, "preferredHolder", Shape::Str),
-];
-
-/// The top-level message of each kind we accept in protobuf.
-fn kind_fields(kind: &str) -> Option<Fields> {
-    const META: (u64, &str, Shape) = (1, "metadata", Shape::Msg(OBJECT_META));
-    Some(match kind {
-        "SelfSubjectAccessReview" => &[META, (2, "spec", Shape::Msg(SSAR_SPEC))],
-        "SubjectAccessReview" | "LocalSubjectAccessReview" => &[META, (2, "spec", Shape::Msg(SAR_SPEC))],
-        "TokenReview" => &[META, (2, "spec", Shape::Msg(TOKEN_REVIEW_SPEC))],
-        "Namespace" => &[META, (2, "spec", Shape::Msg(&[(1, "finalizers", Shape::RepeatedStr)]))],
-        "ConfigMap" => &[
-            META,
-            (2, "data", Shape::MapStr),
-            (3, "binaryData", Shape::MapBytes),
-            (4, "immutable", Shape::Bool),
-        ],
-        "Secret" => &[
-            META,
-            (2, "data", Shape::MapBytes),
-            (3, "type", Shape::Str),
-            (4, "stringData", Shape::MapStr),
-            (5, "immutable", Shape::Bool),
-        ],
-        "ServiceAccount" => &[
-            META,
-            (2, "secrets", Shape::RepeatedMsg(OBJECT_REFERENCE)),
-            (3, "imagePullSecrets", Shape::RepeatedMsg(LOCAL_OBJECT_REFERENCE)),
-            (4, "automountServiceAccountToken", Shape::Bool),
-        ],
-        "Role" => &[META, (2, "rules", Shape::RepeatedMsg(POLICY_RULE))],
-        "ClusterRole" => &[
-            META,
-            (2, "rules", Shape::RepeatedMsg(POLICY_RULE)),
-            (3, "aggregationRule", Shape::Msg(AGGREGATION_RULE)),
-        ],
-        "RoleBinding" | "ClusterRoleBinding" => &[
-            META,
-            (2, "subjects", Shape::RepeatedMsg(SUBJECT)),
-            (3, "roleRef", Shape::Msg(ROLE_REF)),
-        ],
-        "Lease" => &[META, (2, "spec", Shape::Msg(LEASE_SPEC))],
-        _ => return None,
-    })
-}
-
-fn bad(msg: &str) -> Status {
-    Status::bad_request(format!("error decoding protobuf request body: {msg}"))
-}
-
-/// One decoded field value.
-enum Wire<'a> {
-    Varint(u64),
-    Bytes(&'a [u8]),
-}
-
-fn varint(buf: &[u8], pos: &mut usize) -> Result<u64, Status> {
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = *buf.get(*pos).ok_or_else(|| bad("truncated varint"))?;
-        *pos += 1;
-        value |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Ok(value);
-        }
+fn message(api_version: &str, kind: &str) -> Option<Message> {
+    match kind {
+        "Status" => return Some(Message::Object(schema::STATUS)),
+        // Registered in every group version, as in Kubernetes.
+        "DeleteOptions" => return Some(Message::Object(schema::DELETE_OPTIONS)),
+        _ => {}
     }
-    Err(bad("varint too long"))
-}
-
-/// `(field number, value)` of every varint and length-delimited field; fixed-width ones are skipped.
-fn fields(buf: &[u8]) -> Result<Vec<(u64, Wire<'_>)>, Status> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < buf.len() {
-        let tag = varint(buf, &mut pos)?;
-        match tag & 7 {
-            0 => out.push((tag >> 3, Wire::Varint(varint(buf, &mut pos)?))),
-            1 => pos += 8,
-            5 => pos += 4,
-            2 => {
-                let len = usize::try_from(varint(buf, &mut pos)?).map_err(|_| bad("length overflow"))?;
-                let end = pos
-                    .checked_add(len)
-                    .filter(|e| *e <= buf.len())
-                    .ok_or_else(|| bad("truncated field"))?;
-                out.push((tag >> 3, Wire::Bytes(&buf[pos..end])));
-                pos = end;
-            }
-            _ => return Err(bad("unsupported wire type")),
-        }
+    if let Some(fields) = schema::kind(api_version, kind) {
+        return Some(Message::Object(fields));
     }
-    if pos > buf.len() {
-        return Err(bad("truncated message"));
-    }
-    Ok(out)
+    let item = kind.strip_suffix("List")?;
+    schema::kind(api_version, item).map(Message::List)
 }
 
-fn bytes_of<'a>(w: &Wire<'a>) -> Result<&'a [u8], Status> {
-    match w {
-        Wire::Bytes(b) => Ok(b),
-        Wire::Varint(_) => Err(bad("expected a length-delimited field")),
-    }
+/// Whether objects of this kind (or lists of it) have a protobuf form.
+pub fn supports(api_version: &str, kind: &str) -> bool {
+    message(api_version, kind).is_some()
 }
 
-fn text(b: &[u8]) -> Result<String, Status> {
-    String::from_utf8(b.to_vec()).map_err(|_| bad("string field is not UTF-8"))
-}
+const TYPE_KEYS: &[&str] = &["apiVersion", "kind"];
 
-/// A map entry message: key = 1, value = 2.
-fn map_entry(b: &[u8]) -> Result<(String, &[u8]), Status> {
-    let mut key = String::new();
-    let mut value: &[u8] = &[];
-    for (n, w) in fields(b)? {
-        match n {
-            1 => key = text(bytes_of(&w)?)?,
-            2 => value = bytes_of(&w)?,
-            _ => {}
-        }
-    }
-    Ok((key, value))
-}
-
-fn time(b: &[u8]) -> Result<Value, Status> {
-    let (mut seconds, mut nanos) = (0i64, 0i64);
-    for (n, w) in fields(b)? {
-        if let Wire::Varint(v) = w {
-            match n {
-                1 => seconds = v as i64,
-                2 => nanos = v as i64,
-                _ => {}
-            }
-        }
-    }
-    let ts = jiff::Timestamp::new(seconds, nanos as i32).map_err(|e| bad(&e.to_string()))?;
-    Ok(Value::String(if nanos == 0 {
-        ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-    } else {
-        ts.strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string()
-    }))
-}
-
-fn message(buf: &[u8], shape: Fields) -> Result<Value, Status> {
-    let mut out = Map::new();
-    for (number, wire) in fields(buf)? {
-        let Some((_, name, kind)) = shape.iter().find(|(n, _, _)| *n == number) else {
-            continue;
-        };
-        let name = name.to_string();
-        match (kind, &wire) {
-            (Shape::Bool, Wire::Varint(v)) => {
-                out.insert(name, Value::Bool(*v != 0));
-            }
-            (Shape::Int, Wire::Varint(v)) => {
-                out.insert(name, json!(*v as i64));
-            }
-            (Shape::Bool | Shape::Int, Wire::Bytes(_)) => return Err(bad("expected a varint field")),
-            (Shape::Str, w) => {
-                out.insert(name, Value::String(text(bytes_of(w)?)?));
-            }
-            (Shape::Time, w) => {
-                out.insert(name, time(bytes_of(w)?)?);
-            }
-            (Shape::RepeatedStr, w) => {
-                let item = Value::String(text(bytes_of(w)?)?);
-                push(&mut out, name, item);
-            }
-            (Shape::Msg(inner), w) => {
-                out.insert(name, message(bytes_of(w)?, inner)?);
-            }
-            (Shape::RepeatedMsg(inner), w) => {
-                let item = message(bytes_of(w)?, inner)?;
-                push(&mut out, name, item);
-            }
-            (Shape::MapStr | Shape::MapBytes, w) => {
-                let (k, v) = map_entry(bytes_of(w)?)?;
-                let v = match kind {
-                    Shape::MapBytes => Value::String(base64::engine::general_purpose::STANDARD.encode(v)),
-                    _ => Value::String(text(v)?),
-                };
-                let map = out.entry(name).or_insert_with(|| json!({}));
-                map[k] = v;
-            }
-            (Shape::ExtraMap, w) => {
-                let (k, v) = map_entry(bytes_of(w)?)?;
-                let mut items = Vec::new();
-                for (m, item) in fields(v)? {
-                    if m == 1 {
-                        items.push(Value::String(text(bytes_of(&item)?)?));
-                    }
-                }
-                let map = out.entry(name).or_insert_with(|| json!({}));
-                map[k] = Value::Array(items);
-            }
-        }
-    }
-    Ok(Value::Object(out))
-}
-
-fn push(out: &mut Map<String, Value>, name: String, item: Value) {
-    let list = out.entry(name).or_insert_with(|| json!([]));
-    if let Some(a) = list.as_array_mut() {
-        a.push(item);
-    }
-}
-
-/// Decodes a protobuf-encoded object of a supported kind into its JSON form.
-pub fn decode(body: &[u8]) -> Result<Value, Status> {
+/// Splits the envelope into `(apiVersion, kind, raw)`.
+fn open(body: &[u8]) -> Result<(String, String, &[u8]), ProtobufError> {
     let unknown = body
         .strip_prefix(MAGIC)
-        .ok_or_else(|| bad("missing the k8s protobuf magic prefix"))?;
-    let mut api_version = String::new();
-    let mut kind = String::new();
-    let mut raw: &[u8] = &[];
-    for (n, w) in fields(unknown)? {
-        match n {
-            1 => {
-                for (m, v) in fields(bytes_of(&w)?)? {
-                    match m {
-                        1 => api_version = text(bytes_of(&v)?)?,
-                        2 => kind = text(bytes_of(&v)?)?,
+        .ok_or_else(|| ProtobufError::Malformed("missing the k8s protobuf magic prefix".into()))?;
+    let malformed = |e: wire::WireError| ProtobufError::Malformed(e.to_string());
+    let (mut api_version, mut kind, mut raw) = (String::new(), String::new(), &[][..]);
+    let text =
+        |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| ProtobufError::Malformed("typeMeta is not UTF-8".into()));
+    for (n, w) in wire::fields(unknown).map_err(malformed)? {
+        match (n, w) {
+            (1, wire::Wire::Bytes(type_meta)) => {
+                for (m, v) in wire::fields(type_meta).map_err(malformed)? {
+                    match (m, v) {
+                        (1, wire::Wire::Bytes(b)) => api_version = text(b)?,
+                        (2, wire::Wire::Bytes(b)) => kind = text(b)?,
                         _ => {}
                     }
                 }
             }
-            2 => raw = bytes_of(&w)?,
+            (2, wire::Wire::Bytes(b)) => raw = b,
             _ => {}
         }
     }
-    let shape = kind_fields(&kind).ok_or_else(|| {
-        Status::unsupported_media_type(format!(
-            "protobuf request bodies are accepted for built-in kinds kubectl creates, not {kind:?}; send application/json"
-        ))
-    })?;
-    let mut obj = message(raw, shape)?;
-    obj["apiVersion"] = json!(api_version);
-    obj["kind"] = json!(kind);
-    Ok(obj)
+    Ok((api_version, kind, raw))
+}
+
+fn decode_value(body: &[u8]) -> Result<Value, ProtobufError> {
+    let (api_version, kind, raw) = open(body)?;
+    let msg = message(&api_version, &kind).ok_or_else(|| ProtobufError::UnsupportedKind(format!("{kind:?}")))?;
+    let mut obj = match msg {
+        Message::Object(fields) => codec::decode(raw, fields, &kind)?,
+        Message::List(item) => {
+            let mut out = codec::decode(raw, schema::LIST, &kind)?;
+            let mut items = Vec::new();
+            for (n, w) in wire::fields(raw).map_err(|e| ProtobufError::Malformed(e.to_string()))? {
+                if let (2, wire::Wire::Bytes(b)) = (n, w) {
+                    items.push(Value::Object(codec::decode(b, item, &format!("{kind}.items"))?));
+                }
+            }
+            out.insert("items".into(), Value::Array(items));
+            out
+        }
+    };
+    obj.insert("apiVersion".into(), Value::String(api_version));
+    obj.insert("kind".into(), Value::String(kind));
+    Ok(Value::Object(obj))
+}
+
+/// Decodes a protobuf request body into the JSON form of its object.
+pub fn decode(body: &[u8]) -> Result<Value, Status> {
+    decode_value(body).map_err(Status::from)
+}
+
+/// Decodes a protobuf `DeleteOptions` body (the body of a DELETE from a Go client).
+pub fn decode_delete_options(body: &[u8]) -> Result<Value, Status> {
+    let value = decode_value(body)?;
+    match value.get("kind").and_then(Value::as_str) {
+        Some("DeleteOptions") => Ok(value),
+        other => Err(Status::bad_request(format!(
+            "a DELETE body must be DeleteOptions, not {:?}",
+            other.unwrap_or_default()
+        ))),
+    }
+}
+
+fn seal(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    let mut type_meta = Vec::new();
+    wire::put_bytes_field(&mut type_meta, 1, api_version.as_bytes());
+    wire::put_bytes_field(&mut type_meta, 2, kind.as_bytes());
+    let mut out = MAGIC.to_vec();
+    wire::put_bytes_field(&mut out, 1, &type_meta);
+    wire::put_bytes_field(&mut out, 2, raw);
+    out
+}
+
+/// Encodes an object, a list or a `Status` (named by its `apiVersion` and `kind`) as a protobuf
+/// body. Fails, rather than dropping data, when a field has no protobuf form.
+pub fn encode(value: &Value) -> Result<Vec<u8>, ProtobufError> {
+    let obj = value
+        .as_object()
+        .ok_or_else(|| ProtobufError::NotEncodable("not an object".into()))?;
+    let field = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_default();
+    let (api_version, kind) = (field("apiVersion"), field("kind"));
+    let msg = message(api_version, kind).ok_or_else(|| ProtobufError::NotEncodable(format!("kind {kind:?}")))?;
+    let raw = match msg {
+        Message::Object(fields) => codec::encode(obj, fields, TYPE_KEYS, kind)?,
+        Message::List(item) => {
+            let head: Map<String, Value> = obj
+                .iter()
+                .filter(|(k, _)| k.as_str() != "items")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let mut raw = codec::encode(&head, schema::LIST, TYPE_KEYS, kind)?;
+            let items = obj
+                .get("items")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            for it in items {
+                let it = it
+                    .as_object()
+                    .ok_or_else(|| ProtobufError::NotEncodable(format!("{kind}.items: not an object")))?;
+                let msg = codec::encode(it, item, TYPE_KEYS, &format!("{kind}.items"))?;
+                wire::put_bytes_field(&mut raw, 2, &msg);
+            }
+            raw
+        }
+    };
+    Ok(seal(api_version, kind, &raw))
+}
+
+/// One frame of a protobuf watch stream: `type` and the enveloped object, length-prefixed.
+pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Vec<u8>, ProtobufError> {
+    let mut raw_extension = Vec::new();
+    wire::put_bytes_field(&mut raw_extension, 1, &encode(object)?);
+    let mut event = Vec::new();
+    wire::put_bytes_field(&mut event, 1, event_type.as_bytes());
+    wire::put_bytes_field(&mut event, 2, &raw_extension);
+    let len = u32::try_from(event.len()).map_err(|_| ProtobufError::NotEncodable("watch event over 4 GiB".into()))?;
+    let mut out = len.to_be_bytes().to_vec();
+    out.extend_from_slice(&event);
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::schema::{KINDS, Shape};
     use super::*;
+    use serde_json::json;
 
-    fn field(n: u64, bytes: &[u8]) -> Vec<u8> {
-        let mut out = vec![((n << 3) | 2) as u8, bytes.len() as u8];
-        out.extend_from_slice(bytes);
-        out
+    /// An object with every field of `fields` set, negative integers and empty repeated items
+    /// included.
+    fn sample(fields: Fields) -> Value {
+        let mut out = Map::new();
+        for (n, name, shape) in fields {
+            let v = match shape {
+                Shape::Str => json!(format!("{name}-{n}")),
+                Shape::Bool => json!(n % 2 == 0),
+                Shape::Int => json!(if n % 2 == 0 { -7 } else { 1i64 << 40 }),
+                Shape::RepeatedStr => json!(["a", ""]),
+                Shape::Msg(inner) => sample(inner),
+                Shape::RepeatedMsg(inner) => json!([sample(inner), sample(inner)]),
+                Shape::MapStr => json!({"k": "v", "app.kubernetes.io/name": ""}),
+                Shape::MapBytes => json!({"k": "AP8=", "empty": ""}),
+                Shape::ExtraMap => json!({"scopes": ["x", "y"], "none": []}),
+                Shape::Time => json!("2026-01-02T03:04:05Z"),
+                Shape::MicroTime => json!("2026-01-02T03:04:05.123456Z"),
+                Shape::FieldsV1 => json!({"f:data": {"f:a": {}}, ".": {}}),
+            };
+            out.insert((*name).into(), v);
+        }
+        Value::Object(out)
     }
 
-    fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
-        let type_meta = [field(1, api_version.as_bytes()), field(2, kind.as_bytes())].concat();
-        [MAGIC.to_vec(), field(1, &type_meta), field(2, raw)].concat()
+    fn with_type(mut v: Value, api_version: &str, kind: &str) -> Value {
+        v["apiVersion"] = json!(api_version);
+        v["kind"] = json!(kind);
+        v
     }
 
     #[test]
-    fn decodes_self_subject_access_review() {
-        let attrs = [field(1, b"default"), field(2, b"create"), field(5, b"secrets")].concat();
-        let raw = [field(1, b""), field(2, &field(1, &attrs))].concat();
-        let got = decode(&envelope("authorization.k8s.io/v1", "SelfSubjectAccessReview", &raw)).unwrap();
-        assert_eq!(got["kind"], "SelfSubjectAccessReview");
+    fn every_field_of_every_built_in_kind_round_trips() {
+        for (api_version, kind, fields) in KINDS {
+            let obj = with_type(sample(fields), api_version, kind);
+            let bytes = encode(&obj).unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert_eq!(decode(&bytes).unwrap(), obj, "{api_version} {kind}");
+        }
+    }
+
+    #[test]
+    fn lists_status_and_delete_options_round_trip() {
+        let (_, _, secret) = KINDS.iter().find(|(_, k, _)| *k == "Secret").unwrap();
+        let item = sample(secret);
+        let list = json!({"apiVersion": "v1", "kind": "SecretList",
+            "metadata": {"resourceVersion": "12", "continue": "abc", "remainingItemCount": 3},
+            "items": [item.clone(), item]});
+        let status = json!({"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Failure",
+            "message": "m", "reason": "Invalid", "code": 422,
+            "details": {"name": "n", "kind": "configmaps", "causes": [{"reason": "FieldValueInvalid", "field": "data"}], "retryAfterSeconds": 1}});
+        let opts = json!({"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground",
+            "gracePeriodSeconds": 0, "preconditions": {"uid": "u", "resourceVersion": "5"}, "dryRun": ["All"], "orphanDependents": false});
+        for v in [list, status, opts] {
+            assert_eq!(decode(&encode(&v).unwrap()).unwrap(), v);
+        }
+    }
+
+    /// Bytes kubectl 1.32 sends for `kubectl create configmap c2 -n demo --from-literal=a=b`:
+    /// Go writes every non-pointer field, empty ones included.
+    const KUBECTL_CONFIGMAP: &[u8] = &[
+        0x6b, 0x38, 0x73, 0x00, 0x0a, 0x0f, 0x0a, 0x02, 0x76, 0x31, 0x12, 0x09, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67,
+        0x4d, 0x61, 0x70, 0x12, 0x20, 0x0a, 0x16, 0x0a, 0x02, 0x63, 0x32, 0x12, 0x00, 0x1a, 0x04, 0x64, 0x65, 0x6d,
+        0x6f, 0x22, 0x00, 0x2a, 0x00, 0x32, 0x00, 0x38, 0x00, 0x42, 0x00, 0x12, 0x06, 0x0a, 0x01, 0x61, 0x12, 0x01,
+        0x62, 0x1a, 0x00, 0x22, 0x00,
+    ];
+
+    #[test]
+    fn decodes_what_go_clients_send() {
         assert_eq!(
-            got["spec"]["resourceAttributes"],
-            json!({"namespace": "default", "verb": "create", "resource": "secrets"})
+            decode(KUBECTL_CONFIGMAP).unwrap(),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c2", "namespace": "demo", "generation": 0}, "data": {"a": "b"}})
         );
     }
 
     #[test]
-    fn decodes_configmap_with_maps_bools_and_labels() {
-        let meta = [
-            field(1, b"cm"),
-            field(11, &[field(1, b"app"), field(2, b"web")].concat()),
-        ]
-        .concat();
-        let raw = [
-            field(1, &meta),
-            field(2, &[field(1, b"a"), field(2, b"1")].concat()),
-            field(3, &[field(1, b"bin"), field(2, &[0xff, 0x00])].concat()),
-            vec![(4 << 3) as u8, 1],
-        ]
-        .concat();
-        let got = decode(&envelope("v1", "ConfigMap", &raw)).unwrap();
-        assert_eq!(
-            got,
-            json!({"metadata": {"name": "cm", "labels": {"app": "web"}}, "data": {"a": "1"}, "binaryData": {"bin": "/wA="}, "immutable": true, "apiVersion": "v1", "kind": "ConfigMap"})
-        );
+    fn decodes_a_delete_options_body_and_only_that() {
+        let opts = json!({"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"});
+        assert_eq!(decode_delete_options(&encode(&opts).unwrap()).unwrap(), opts);
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
+        assert_eq!(decode_delete_options(&encode(&cm).unwrap()).unwrap_err().code, 400);
+    }
+
+    #[test]
+    fn times_keep_go_precision() {
+        let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "l", "creationTimestamp": "2026-01-02T03:04:05.999Z"},
+            "spec": {"renewTime": "2026-01-02T03:04:05.123456789Z", "acquireTime": "2026-01-02T03:04:05Z"}});
+        let got = decode(&encode(&lease).unwrap()).unwrap();
+        assert_eq!(got["metadata"]["creationTimestamp"], "2026-01-02T03:04:05Z");
+        assert_eq!(got["spec"]["renewTime"], "2026-01-02T03:04:05.123456Z");
+        assert_eq!(got["spec"]["acquireTime"], "2026-01-02T03:04:05.000000Z");
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_represent() {
+        let cases: Vec<(Value, &str)> = vec![
+            (
+                json!({"apiVersion": "faros.sh/v1alpha1", "kind": "Provider"}),
+                "kind \"Provider\"",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "extra": 1}),
+                "ConfigMap.extra: no protobuf field",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": 1}}),
+                "ConfigMap.data.a: expected a string",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Secret", "data": {"a": "!"}}),
+                "Secret.data.a: not base64",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "ConfigMapList", "items": [{"bogus": true}]}),
+                "ConfigMap",
+            ),
+        ];
+        for (v, want) in cases {
+            let err = encode(&v).unwrap_err();
+            assert!(matches!(err, ProtobufError::NotEncodable(_)), "{v}");
+            assert!(err.to_string().contains(want), "{v}: {err}");
+        }
     }
 
     #[test]
     fn refuses_other_kinds_and_garbage() {
-        assert_eq!(decode(&envelope("apps/v1", "Deployment", &[])).unwrap_err().code, 415);
+        assert_eq!(decode(&seal("apps/v1", "Deployment", &[])).unwrap_err().code, 415);
+        assert_eq!(
+            decode(&seal("faros.sh/v1alpha1", "Provider", &[])).unwrap_err().code,
+            415
+        );
         assert_eq!(decode(b"nope").unwrap_err().code, 400);
         assert_eq!(decode(&[MAGIC, &[0x0a, 0x7f]].concat()).unwrap_err().code, 400);
+        assert_eq!(
+            decode(&seal("v1", "ConfigMap", &[0x12, 0x01, 0xff])).unwrap_err().code,
+            400
+        );
+    }
+
+    #[test]
+    fn watch_frames_are_length_prefixed_events_around_an_enveloped_object() {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
+        let frame = encode_watch_event("ADDED", &cm).unwrap();
+        let len = u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, frame.len() - 4);
+        let event = wire::fields(&frame[4..]).unwrap();
+        assert_eq!(event[0], (1, wire::Wire::Bytes(b"ADDED")));
+        let wire::Wire::Bytes(raw_ext) = event[1].1 else {
+            panic!()
+        };
+        let wire::Wire::Bytes(object) = wire::fields(raw_ext).unwrap()[0].1 else {
+            panic!()
+        };
+        assert_eq!(decode(object).unwrap(), cm);
     }
 }

@@ -1,10 +1,14 @@
 //! Shaping responses: the `kcp.io/cluster` annotation, content negotiation (Table and
-//! PartialObjectMetadata for kubectl and kube-rs metadata calls), and JSON bodies.
+//! PartialObjectMetadata for kubectl and kube-rs metadata calls; protobuf or JSON bodies for Go
+//! clients), and JSON bodies.
 
 use axum::body::Body;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use faros_core::status::Status;
 use http::{HeaderMap, StatusCode, header};
 use serde_json::{Value, json};
+
+use super::protobuf;
 
 use crate::registry::{PrinterColumn, ResourceDef};
 
@@ -35,6 +39,120 @@ impl Representation {
             }
         }
         Self::Object
+    }
+}
+
+/// The body encodings a client accepts, from `Accept`: alternatives by `q` (0 excludes), then in
+/// the order given, as Kubernetes negotiates. No `Accept` means JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Accepts {
+    /// Protobuf is acceptable and preferred over JSON.
+    pub protobuf_first: bool,
+    pub protobuf: bool,
+    pub json: bool,
+}
+
+impl Accepts {
+    pub fn from_headers(headers: &HeaderMap) -> Self {
+        let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+            return Self::parse("");
+        };
+        Self::parse(accept)
+    }
+
+    pub fn parse(accept: &str) -> Self {
+        if accept.trim().is_empty() {
+            return Self {
+                protobuf_first: false,
+                protobuf: false,
+                json: true,
+            };
+        }
+        let mut alternatives: Vec<(f32, bool)> = Vec::new();
+        for alt in accept.split(',') {
+            let mut parts = alt.split(';').map(str::trim);
+            let media = parts.next().unwrap_or_default().to_ascii_lowercase();
+            let mut q = 1.0f32;
+            let mut transformed = false;
+            for p in parts {
+                match p.split_once('=') {
+                    Some(("q", v)) => q = v.trim().parse().unwrap_or(0.0),
+                    Some(("as", _)) => transformed = true,
+                    _ => {}
+                }
+            }
+            let protobuf = match media.as_str() {
+                protobuf::MEDIA_TYPE if !transformed => true,
+                "application/json" | "*/*" | "application/*" => false,
+                // Protobuf Tables and metadata are not served; JSON ones are (`Representation`).
+                _ => continue,
+            };
+            if q > 0.0 {
+                alternatives.push((q, protobuf));
+            }
+        }
+        alternatives.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let wildcard = accept.split(',').any(|a| {
+            let m = a.split(';').next().unwrap_or_default().trim();
+            m == "*/*" || m == "application/*"
+        });
+        Self {
+            protobuf_first: alternatives.first().is_some_and(|a| a.1),
+            protobuf: alternatives.iter().any(|a| a.1) || wildcard,
+            json: alternatives.iter().any(|a| !a.1),
+        }
+    }
+
+    /// Whether any body this server writes is acceptable.
+    pub fn any(&self) -> bool {
+        self.protobuf || self.json
+    }
+}
+
+/// 406 with the media types this server writes, as kube-apiserver answers.
+pub fn not_acceptable() -> Status {
+    Status::failure(
+        406,
+        "NotAcceptable",
+        format!(
+            "only the following media types are accepted: application/json, {}",
+            protobuf::MEDIA_TYPE
+        ),
+    )
+}
+
+/// Re-encodes a JSON answer in protobuf when the client prefers it (or accepts nothing else) and
+/// the answer is a built-in kind, a list of one, or a Status. Anything without a lossless
+/// protobuf form stays JSON if the client accepts JSON, else it is a 406.
+pub async fn negotiate_encoding(resp: Response, accepts: Accepts) -> Response {
+    if accepts.json && !accepts.protobuf_first {
+        return resp;
+    }
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/json");
+    if !is_json {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return Status::internal("the response body could not be read").into_response();
+    };
+    let encoded = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| protobuf::encode(&v).ok());
+    match encoded {
+        Some(pb) => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            parts.headers.insert(
+                header::CONTENT_TYPE,
+                http::HeaderValue::from_static(protobuf::MEDIA_TYPE),
+            );
+            Response::from_parts(parts, Body::from(pb))
+        }
+        None if accepts.json => Response::from_parts(parts, Body::from(bytes)),
+        None => not_acceptable().into_response(),
     }
 }
 
@@ -236,6 +354,72 @@ mod tests {
             ("2025-12-01T00:00:00Z", "32d"),
         ] {
             assert_eq!(age(Some(created), now), want, "{created}");
+        }
+    }
+
+    #[test]
+    fn negotiates_encoding() {
+        let accepts = |protobuf_first, protobuf, json| Accepts {
+            protobuf_first,
+            protobuf,
+            json,
+        };
+        let cases = [
+            ("", accepts(false, false, true)),
+            ("application/json", accepts(false, false, true)),
+            // client-go's typed clients
+            (
+                "application/vnd.kubernetes.protobuf,application/json",
+                accepts(true, true, true),
+            ),
+            ("application/vnd.kubernetes.protobuf, */*", accepts(true, true, true)),
+            ("application/json, */*", accepts(false, true, true)),
+            ("application/vnd.kubernetes.protobuf", accepts(true, true, false)),
+            (
+                "application/vnd.kubernetes.protobuf;q=0.5, application/json",
+                accepts(false, true, true),
+            ),
+            (
+                "application/json;q=0, application/vnd.kubernetes.protobuf",
+                accepts(true, true, false),
+            ),
+            (
+                "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io",
+                accepts(false, false, true),
+            ),
+            ("text/html,application/xhtml+xml,*/*;q=0.8", accepts(false, true, true)),
+            ("application/yaml", accepts(false, false, false)),
+            ("application/cbor", accepts(false, false, false)),
+        ];
+        for (accept, want) in cases {
+            assert_eq!(Accepts::parse(accept), want, "{accept}");
+        }
+    }
+
+    #[tokio::test]
+    async fn re_encodes_only_what_has_a_protobuf_form() {
+        use http_body_util::BodyExt;
+        let pb_first = Accepts::parse("application/vnd.kubernetes.protobuf,application/json");
+        let pb_only = Accepts::parse("application/vnd.kubernetes.protobuf");
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+        let provider = json!({"apiVersion": "faros.sh/v1alpha1", "kind": "Provider", "metadata": {"name": "a"}});
+        let status = serde_json::to_value(Status::not_found_message("gone")).unwrap();
+        let cases = [
+            (&cm, pb_first, 200, protobuf::MEDIA_TYPE),
+            (&status, pb_first, 404, protobuf::MEDIA_TYPE),
+            (&provider, pb_first, 200, "application/json"),
+            (&provider, pb_only, 406, "application/json"),
+            (&cm, Accepts::parse("application/json"), 200, "application/json"),
+        ];
+        for (body, accepts, code, content_type) in cases {
+            let original = StatusCode::from_u16(if body["kind"] == "Status" { 404 } else { 200 }).unwrap();
+            let resp = negotiate_encoding(json_response(original, body), accepts).await;
+            assert_eq!(resp.status().as_u16(), code, "{body} {accepts:?}");
+            assert_eq!(resp.headers()[header::CONTENT_TYPE], content_type, "{body} {accepts:?}");
+            let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+            if content_type == protobuf::MEDIA_TYPE {
+                assert_eq!(&protobuf::decode(&bytes).unwrap(), body);
+            }
         }
     }
 

@@ -1,4 +1,5 @@
-//! Watch: a chunked stream of one JSON event per line.
+//! Watch: a chunked stream of one JSON event per line, or of length-prefixed protobuf events for
+//! Go clients that prefer protobuf when the kind has a protobuf form.
 //!
 //! Semantics are kube-apiserver's (event history and expiry: docs/embedded-kcp.md#storage): start
 //! after `resourceVersion` (or with synthetic ADDED events for the current state when it is
@@ -47,6 +48,9 @@ pub fn watch(ctx: RequestContext, def: Arc<ResourceDef>, ns: Option<String>) -> 
         .unwrap_or(DEFAULT_TIMEOUT);
     let bookmarks = ctx.params.allow_bookmarks();
     let repr = Representation::from_headers(&ctx.headers);
+    let protobuf = repr == Representation::Object
+        && super::respond::Accepts::from_headers(&ctx.headers).protobuf_first
+        && super::protobuf::supports(&def.api_version(), &def.kind);
     let cluster = if ctx.is_wildcard() {
         None
     } else {
@@ -62,6 +66,7 @@ pub fn watch(ctx: RequestContext, def: Arc<ResourceDef>, ns: Option<String>) -> 
             tx,
             def: def.clone(),
             repr,
+            protobuf,
         };
         let deadline = tokio::time::Instant::now() + timeout;
         let _ = tokio::time::timeout_at(
@@ -86,7 +91,11 @@ pub fn watch(ctx: RequestContext, def: Arc<ResourceDef>, ns: Option<String>) -> 
     let mut resp = Response::new(Body::from_stream(stream));
     resp.headers_mut().insert(
         http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
+        http::HeaderValue::from_static(if protobuf {
+            super::protobuf::WATCH_MEDIA_TYPE
+        } else {
+            "application/json"
+        }),
     );
     Ok(resp)
 }
@@ -95,6 +104,8 @@ struct Sink {
     tx: mpsc::Sender<Bytes>,
     def: Arc<ResourceDef>,
     repr: Representation,
+    /// Protobuf frames instead of JSON lines.
+    protobuf: bool,
 }
 
 impl Sink {
@@ -113,6 +124,17 @@ impl Sink {
         } else {
             object_repr(&self.def, object, self.repr, rv)
         };
+        if self.protobuf {
+            // Every stored field has a protobuf form; should one not, the client learns it in-stream.
+            let frame = match super::protobuf::encode_watch_event(event_type, &object) {
+                Ok(frame) => frame,
+                Err(e) => {
+                    let status = serde_json::to_value(Status::internal(e.to_string())).unwrap_or_default();
+                    super::protobuf::encode_watch_event("ERROR", &status).unwrap_or_default()
+                }
+            };
+            return self.tx.send(Bytes::from(frame)).await.is_ok();
+        }
         let mut line = serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default();
         line.push(b'\n');
         self.tx.send(Bytes::from(line)).await.is_ok()

@@ -17,6 +17,10 @@ use crate::write::{Writer, store_status};
 fn delete_options(ctx: &RequestContext, body: &[u8]) -> Result<DeleteOptions, Status> {
     let mut opts: DeleteOptions = if body.iter().all(u8::is_ascii_whitespace) {
         DeleteOptions::default()
+    } else if super::content_type(ctx).starts_with(crate::api::protobuf::MEDIA_TYPE) {
+        // Go clients send DeleteOptions in protobuf.
+        let value = crate::api::protobuf::decode_delete_options(body)?;
+        serde_json::from_value(value).map_err(|e| Status::bad_request(format!("invalid DeleteOptions: {e}")))?
     } else {
         serde_json::from_slice(body).map_err(|e| Status::bad_request(format!("invalid DeleteOptions: {e}")))?
     };
