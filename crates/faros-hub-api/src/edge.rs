@@ -37,6 +37,7 @@ pub fn route_label(path: &str) -> &'static str {
         Target::Kcp if path.starts_with("/clusters/") => "kcp",
         Target::Kcp => "kcp_apiexport",
         Target::Api => match path {
+            p if crate::portal::is_portal_path(p) => "portal",
             "/healthz" | "/readyz" => "health",
             "/metrics" => "metrics",
             JWKS_PATH => "jwks",
@@ -121,6 +122,8 @@ impl Service<Request<Body>> for HubService {
         );
         let st = self.st.clone();
         let api = self.api.clone();
+        // A session cookie becomes the request's bearer (REST API and both proxies alike).
+        let refused = crate::portal::session::apply(&st.sessions, st.settings.public_proto, &mut req).err();
         Box::pin(
             async move {
                 let started = Instant::now();
@@ -133,6 +136,7 @@ impl Service<Request<Body>> for HubService {
                     _ => crate::readiness::startup_pending(&st.tree, st.registry.is_synced()),
                 };
                 let mut resp = match (pending, target) {
+                    (_, _) if refused.is_some() => refused.map(IntoResponse::into_response).unwrap_or_default(),
                     (Some(why), _) => Status::unavailable(why)
                         .retry_after(crate::readiness::STARTUP_RETRY_AFTER)
                         .into_response(),
@@ -234,6 +238,10 @@ mod tests {
             ("/clusters", "other", Target::Api),
             ("/.well-known/faros/jwks.json", "jwks", Target::Api),
             ("/nope", "other", Target::Api),
+            ("/", "portal", Target::Api),
+            ("/portal/orgs/a/workspaces/b/catalog", "portal", Target::Api),
+            ("/api/session", "portal", Target::Api),
+            ("/api/sessionx", "other", Target::Api),
         ] {
             assert_eq!((route_label(path), target(path)), (label, want), "{path}");
         }

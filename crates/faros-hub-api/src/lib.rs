@@ -23,6 +23,7 @@ pub mod edge;
 pub mod keys;
 pub mod mcp;
 pub mod metrics;
+pub mod portal;
 pub mod proxy;
 pub mod readiness;
 pub mod router;
@@ -100,6 +101,8 @@ pub struct Config {
     pub tenancy: tenancy::TenancySettings,
     /// MCP federation timeouts and cache lifetimes.
     pub mcp: mcp::McpSettings,
+    /// Portal session lifetime.
+    pub session: portal::SessionSettings,
 }
 
 impl std::fmt::Debug for Config {
@@ -141,6 +144,7 @@ impl Config {
             token_reviewer: None,
             tenancy: tenancy::TenancySettings::default(),
             mcp: mcp::McpSettings::default(),
+            session: portal::SessionSettings::default(),
         }
     }
 }
@@ -216,6 +220,14 @@ impl Hub {
             Arc::new(directory),
             config.mcp,
         )?;
+        let oidc_login = match &config.oidc {
+            Some(settings) => Some(Arc::new(portal::login::OidcLogin::new(
+                settings.clone(),
+                auth::oidc::http_client(settings, config.connect_timeout)?,
+                config.tenancy.public_url.clone(),
+            ))),
+            None => None,
+        };
         let state = Arc::new(state::Shared {
             registry,
             tree: Arc::default(),
@@ -229,6 +241,8 @@ impl Hub {
             settings: http_settings,
             tenancy,
             mcp,
+            sessions: Arc::new(portal::Sessions::new(config.clock.clone(), config.session)),
+            oidc_login,
         });
         Ok(Self { state, config, factory })
     }

@@ -16,9 +16,8 @@ use faros_hub_api::{Config, Tls};
     about = "The faros hub API: catalog, heartbeats, provider proxies, kcp pass-through."
 )]
 struct Args {
-    /// Admin kubeconfig for kcp (default: $KUBECONFIG, then in-cluster).
-    #[arg(long, env = "FAROS_KUBECONFIG")]
-    kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    kcp: faros_core::client::KcpArgs,
     /// Listen address.
     #[arg(long, env = "FAROS_LISTEN", default_value = "0.0.0.0:8443")]
     listen: SocketAddr,
@@ -61,6 +60,9 @@ struct Args {
     /// Longest wait for one provider's MCP `tools/call`, in seconds.
     #[arg(long, env = "FAROS_MCP_CALL_TIMEOUT", default_value_t = 90)]
     mcp_call_timeout: u64,
+    /// Lifetime of a portal session from sign-in, in seconds.
+    #[arg(long, env = "FAROS_SESSION_TTL", default_value_t = 8 * 3600)]
+    session_ttl: u64,
     #[command(flatten)]
     auth: AuthArgs,
     #[command(flatten)]
@@ -119,16 +121,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     args.log.init()?;
     install_crypto_provider();
-    let kube = match &args.kubeconfig {
-        Some(path) => {
-            let kc =
-                kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?
-        }
-        None => kube::Config::infer()
-            .await
-            .context("no kubeconfig: pass --kubeconfig")?,
-    };
+    let kube = args.kcp.load().await?;
     let mut config = Config::new(kube);
     config.listen = args.listen;
     config.tls = match (args.tls_cert_file, args.tls_key_file) {
@@ -151,6 +144,7 @@ async fn main() -> anyhow::Result<()> {
     config.tenancy.enable_wait = Some(Duration::from_secs(args.enable_wait));
     config.mcp.discovery_timeout = Duration::from_secs(args.mcp_discovery_timeout);
     config.mcp.call_timeout = Duration::from_secs(args.mcp_call_timeout);
+    config.session.ttl = Duration::from_secs(args.session_ttl);
     faros_hub_api::run(config, faros_core::telemetry::shutdown_signal()).await?;
     Ok(())
 }

@@ -82,6 +82,7 @@ pub fn router(st: AppState) -> Router {
         .route(JWKS_PATH, get(jwks))
         .route("/api/providers/{name}/heartbeat", post(heartbeat::heartbeat))
         .merge(authenticated)
+        .merge(crate::portal::router(st.clone()))
         .fallback(not_found)
         .with_state(st)
 }

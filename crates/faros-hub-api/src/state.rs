@@ -54,6 +54,10 @@ pub struct Shared {
     pub tenancy: Arc<crate::tenancy::Tenancy>,
     /// MCP federation (built by [`crate::Hub::new`] from the registry, keys, metrics and tenancy).
     pub mcp: Arc<crate::mcp::Federation>,
+    /// Portal sessions (cookie → credential), see [`crate::portal::session`].
+    pub sessions: Arc<crate::portal::Sessions>,
+    /// The portal's OIDC sign-in, when an issuer is configured.
+    pub oidc_login: Option<Arc<crate::portal::login::OidcLogin>>,
 }
 
 /// Cheap-to-clone handle on [`Shared`].

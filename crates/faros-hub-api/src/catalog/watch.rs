@@ -28,6 +28,9 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::registry::{Candidate, Registry, StatusWork};
 use crate::metrics::Metrics;
 
+/// First retry delay while the endpoint slice of the providers export cannot be read yet.
+const FIRST_ENDPOINT_RETRY: Duration = Duration::from_millis(100);
+
 /// Timings of the catalog loops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CatalogSettings {
@@ -161,6 +164,9 @@ impl Catalog {
 
     /// The endpoint slice's URLs once they are non-empty and differ from `current`; `None` on cancel.
     async fn endpoints(&self, cancel: &CancellationToken, current: &[String]) -> Option<Vec<String>> {
+        // While the tree is being bootstrapped the slice's workspace appears within a second:
+        // start retrying quickly and back off to `retry_delay`, rather than sleep it out.
+        let mut delay = FIRST_ENDPOINT_RETRY.min(self.settings.retry_delay);
         loop {
             let found = async {
                 let api: Api<APIExportEndpointSlice> = Api::all(self.factory.cluster(names::SYSTEM_CONTROLLERS_PATH)?);
@@ -191,8 +197,9 @@ impl Catalog {
             // The tree may not be bootstrapped yet: do not hammer kcp.
             tokio::select! {
                 _ = cancel.cancelled() => return None,
-                _ = tokio::time::sleep(self.settings.retry_delay) => {}
+                _ = tokio::time::sleep(delay) => {}
             }
+            delay = (delay * 2).min(self.settings.retry_delay);
         }
     }
 

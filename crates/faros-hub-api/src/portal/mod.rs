@@ -1,0 +1,56 @@
+//! The portal: the tenant's web UI, served by the hub from files embedded in its binary
+//! (docs/portal.md).
+//!
+//! - [`assets`]: the portal's ES modules, stylesheet and page (`crates/faros-hub-api/portal/`), no
+//!   build step; every path under `/portal/` that is not an asset is the page, whose client-side
+//!   router draws it (deep links and reloads work).
+//! - [`session`]: the browser session cookie, turned into a bearer by the front door, and CSRF.
+//! - [`login`]: `/api/session` (sign-in with a token, session info, sign-out) and the OIDC
+//!   authorization-code flow with PKCE.
+//! - [`headers`]: the security and cache headers of every portal response.
+//!
+//! What it must not do: hold or hand a credential to page scripts (the cookie is HttpOnly and
+//! provider elements call the hub same-origin), or serve under `/ui/providers/` or
+//! `/services/providers/` (the proxies' prefixes).
+
+pub mod assets;
+pub mod headers;
+pub mod login;
+pub mod session;
+
+use axum::Router;
+use axum::middleware;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+
+pub use session::{SessionSettings, Sessions};
+
+use crate::state::AppState;
+
+/// Where the portal lives.
+pub const PREFIX: &str = "/portal";
+
+async fn to_portal() -> Response {
+    Redirect::to("/portal/").into_response()
+}
+
+/// The portal's page and assets (public) and the sign-in API, all with [`headers::secure`].
+pub fn router(st: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/", get(to_portal))
+        .route("/portal", get(to_portal))
+        .route("/portal/", get(assets::page))
+        .route("/portal/assets/{*file}", get(assets::asset))
+        .route("/portal/{*rest}", get(assets::page))
+        .merge(login::routes(st))
+        .layer(middleware::from_fn(headers::secure))
+}
+
+/// Whether `path` is served by [`router`] (the metrics label `portal`).
+pub fn is_portal_path(path: &str) -> bool {
+    path == "/"
+        || path == PREFIX
+        || path.starts_with("/portal/")
+        || path == "/api/session"
+        || path.starts_with("/api/session/")
+}

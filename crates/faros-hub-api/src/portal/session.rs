@@ -1,0 +1,436 @@
+//! Browser sessions: an HttpOnly, Secure, SameSite=Strict cookie that stands for a credential the
+//! user proved once (a token pasted on the sign-in page, or an OIDC ID token from the PKCE flow).
+//!
+//! The front door ([`crate::edge`]) turns a valid session cookie into `Authorization: Bearer
+//! <credential>` before dispatch, so the REST API, the backend proxy and the kcp pass-through accept
+//! a session exactly like a bearer, and the credential is re-authenticated on every request (a token
+//! removed from the token file ends its sessions at once). The cookie itself is a random 256-bit
+//! handle; only its SHA-256 is kept, next to the credential, in this process's memory: sessions do
+//! not survive a hub restart and are not shared between replicas (a restart sends users back to
+//! sign-in).
+//!
+//! Cookie-authenticated requests that change state must pass [`csrf_check`]: an `Origin` equal to
+//! the hub's own origin plus the [`CSRF_HEADER`], which a cross-site HTML form cannot send. Requests
+//! with their own `Authorization` header never look at cookies (the CLI and API path is unchanged).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine;
+use faros_core::status::Status;
+use http::{HeaderMap, HeaderValue, Method, header};
+use jiff::Timestamp;
+use sha2::{Digest, Sha256};
+
+use crate::catalog::clock::Clock;
+
+/// The session cookie. `__Host-`: the browser accepts it only with `Secure`, `Path=/` and no
+/// `Domain`, so no sibling host can set or shadow it.
+pub const COOKIE: &str = "__Host-faros-session";
+
+/// The header a cookie-authenticated state change must carry (any non-empty value). Browsers let
+/// only same-origin scripts set it; a cross-site form or image cannot.
+pub const CSRF_HEADER: &str = "x-faros-csrf";
+
+/// Most sessions held at once; the oldest-expiring are dropped beyond it.
+const MAX_SESSIONS: usize = 100_000;
+
+/// How long sessions live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionSettings {
+    /// Lifetime of a session from sign-in (the cookie's `Max-Age`). An OIDC session also ends when
+    /// its ID token expires: the token is re-verified on every request.
+    pub ttl: Duration,
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        Self {
+            ttl: Duration::from_secs(8 * 3600),
+        }
+    }
+}
+
+/// One signed-in browser.
+#[derive(Clone, Debug)]
+pub struct Session {
+    /// The credential the user proved; sent on as the bearer. Never logged.
+    pub credential: String,
+    pub user: String,
+    pub expires: Timestamp,
+}
+
+/// The process's sessions, keyed by the SHA-256 of the cookie value.
+#[derive(Debug)]
+pub struct Sessions {
+    map: Mutex<HashMap<[u8; 32], Session>>,
+    clock: Arc<dyn Clock>,
+    settings: SessionSettings,
+}
+
+/// A request that came with a valid session cookie (request extension, set by [`apply`]).
+#[derive(Clone, Debug)]
+pub struct SessionAuth {
+    pub key: [u8; 32],
+    pub expires: Timestamp,
+}
+
+fn digest(value: &str) -> [u8; 32] {
+    Sha256::digest(value.as_bytes()).into()
+}
+
+impl Sessions {
+    pub fn new(clock: Arc<dyn Clock>, settings: SessionSettings) -> Self {
+        Self {
+            map: Mutex::new(HashMap::new()),
+            clock,
+            settings,
+        }
+    }
+
+    pub fn settings(&self) -> SessionSettings {
+        self.settings
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Session>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts a session; returns the cookie value (random, 256 bits) and the session.
+    pub fn create(&self, credential: String, user: String) -> Result<(String, Session), Status> {
+        let mut raw = [0u8; 32];
+        aws_lc_rs::rand::fill(&mut raw).map_err(|_| Status::internal("no randomness for a session"))?;
+        let value = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw);
+        let now = self.clock.now();
+        let span = jiff::SignedDuration::try_from(self.settings.ttl).unwrap_or(jiff::SignedDuration::MAX);
+        let session = Session {
+            credential,
+            user,
+            expires: now.checked_add(span).unwrap_or(Timestamp::MAX),
+        };
+        let mut map = self.lock();
+        map.retain(|_, s| s.expires > now);
+        if map.len() >= MAX_SESSIONS
+            && let Some(oldest) = map.iter().min_by_key(|(_, s)| s.expires).map(|(k, _)| *k)
+        {
+            map.remove(&oldest);
+        }
+        map.insert(digest(&value), session.clone());
+        Ok((value, session))
+    }
+
+    /// The live session behind a cookie value; an expired one is forgotten.
+    pub fn lookup(&self, value: &str) -> Option<(SessionAuth, Session)> {
+        let key = digest(value);
+        let now = self.clock.now();
+        let mut map = self.lock();
+        match map.get(&key) {
+            Some(s) if s.expires > now => Some((
+                SessionAuth {
+                    key,
+                    expires: s.expires,
+                },
+                s.clone(),
+            )),
+            Some(_) => {
+                map.remove(&key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Ends a session (sign-out).
+    pub fn remove(&self, key: &[u8; 32]) {
+        self.lock().remove(key);
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The session cookie's value among the request's cookies.
+pub fn cookie_value(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.trim())
+        .filter(|v| !v.is_empty())
+}
+
+/// The request's cookies without the session cookie (it never reaches kcp or a provider).
+pub fn without_session_cookie(headers: &mut HeaderMap) {
+    let rest: Vec<String> = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .map(str::trim)
+        .filter(|pair| !pair.is_empty() && pair.split_once('=').is_none_or(|(n, _)| n != COOKIE))
+        .map(str::to_string)
+        .collect();
+    headers.remove(header::COOKIE);
+    if !rest.is_empty()
+        && let Ok(v) = HeaderValue::from_str(&rest.join("; "))
+    {
+        headers.insert(header::COOKIE, v);
+    }
+}
+
+/// `Set-Cookie` starting a session of `max_age`.
+pub fn set_cookie(value: &str, max_age: Duration) -> HeaderValue {
+    let text = format!(
+        "{COOKIE}={value}; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age={}",
+        max_age.as_secs()
+    );
+    HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static("__Host-faros-session=; Path=/; Max-Age=0"))
+}
+
+/// `Set-Cookie` ending the session in the browser.
+pub fn clear_cookie() -> HeaderValue {
+    HeaderValue::from_static("__Host-faros-session=; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age=0")
+}
+
+/// Why a cookie-authenticated request was refused as a possible cross-site request forgery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CsrfError {
+    #[error("cross-site request refused: no Origin header")]
+    NoOrigin,
+    #[error("cross-site request refused: Origin is not this hub")]
+    ForeignOrigin,
+    #[error("cross-site request refused: the X-Faros-CSRF header is missing")]
+    NoHeader,
+}
+
+/// Safe methods change nothing and need no CSRF proof.
+pub fn is_safe(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// The CSRF decision for a cookie-authenticated (or sign-in) request, IO-free: `origin` is the
+/// `Origin` header, `authority` the host the request was sent to (`Host`, or the HTTP/2
+/// `:authority`), `scheme` the one the hub serves.
+pub fn csrf_check(
+    method: &Method,
+    origin: Option<&str>,
+    authority: Option<&str>,
+    scheme: &str,
+    header_present: bool,
+) -> Result<(), CsrfError> {
+    if is_safe(method) {
+        return Ok(());
+    }
+    let origin = origin
+        .filter(|o| !o.is_empty() && *o != "null")
+        .ok_or(CsrfError::NoOrigin)?;
+    let authority = authority.ok_or(CsrfError::ForeignOrigin)?;
+    let own = format!("{scheme}://{authority}");
+    if !origin.eq_ignore_ascii_case(&own) {
+        return Err(CsrfError::ForeignOrigin);
+    }
+    if !header_present {
+        return Err(CsrfError::NoHeader);
+    }
+    Ok(())
+}
+
+/// The host a request was sent to.
+pub fn request_authority<B>(req: &http::Request<B>) -> Option<String> {
+    req.uri()
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .or_else(|| req.headers().get(header::HOST)?.to_str().ok().map(str::to_string))
+}
+
+/// [`csrf_check`] on a request.
+pub fn check_request<B>(req: &http::Request<B>, scheme: &str) -> Result<(), Status> {
+    let origin = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    let present = req.headers().get(CSRF_HEADER).is_some_and(|v| !v.as_bytes().is_empty());
+    csrf_check(req.method(), origin, request_authority(req).as_deref(), scheme, present)
+        .map_err(|e| Status::forbidden(e.to_string()))
+}
+
+/// The front door's session step: a request without `Authorization` but with a live session
+/// cookie gets the session's credential as its bearer (after the CSRF check for state changes).
+/// The session cookie is removed from every request. `Err` is the response to send instead.
+pub fn apply<B>(sessions: &Sessions, scheme: &str, req: &mut http::Request<B>) -> Result<(), Status> {
+    let Some(value) = cookie_value(req.headers()).map(str::to_string) else {
+        return Ok(());
+    };
+    without_session_cookie(req.headers_mut());
+    if req.headers().contains_key(header::AUTHORIZATION) {
+        return Ok(());
+    }
+    let Some((auth, session)) = sessions.lookup(&value) else {
+        // Unknown or expired: the request goes on without credentials and authenticated routes
+        // answer 401, which sends the portal back to sign-in.
+        return Ok(());
+    };
+    check_request(req, scheme)?;
+    let bearer = HeaderValue::from_str(&format!("Bearer {}", session.credential))
+        .map_err(|_| Status::unauthorized("the session's credential is not a valid header"))?;
+    req.headers_mut().insert(header::AUTHORIZATION, bearer);
+    req.extensions_mut().insert(auth);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::catalog::clock::ManualClock;
+
+    #[test]
+    fn csrf_decisions() {
+        let own = Some("hub.example:8443");
+        for (method, origin, authority, header, want) in [
+            (Method::GET, None, own, false, Ok(())),
+            (Method::HEAD, Some("https://evil.example"), own, false, Ok(())),
+            (Method::POST, Some("https://hub.example:8443"), own, true, Ok(())),
+            (Method::DELETE, Some("https://HUB.example:8443"), own, true, Ok(())),
+            (Method::POST, None, own, true, Err(CsrfError::NoOrigin)),
+            (Method::POST, Some("null"), own, true, Err(CsrfError::NoOrigin)),
+            (
+                Method::PUT,
+                Some("https://evil.example"),
+                own,
+                true,
+                Err(CsrfError::ForeignOrigin),
+            ),
+            (
+                Method::POST,
+                Some("http://hub.example:8443"),
+                own,
+                true,
+                Err(CsrfError::ForeignOrigin),
+            ),
+            (
+                Method::POST,
+                Some("https://hub.example"),
+                own,
+                true,
+                Err(CsrfError::ForeignOrigin),
+            ),
+            (
+                Method::POST,
+                Some("https://hub.example:8443"),
+                None,
+                true,
+                Err(CsrfError::ForeignOrigin),
+            ),
+            (
+                Method::PATCH,
+                Some("https://hub.example:8443"),
+                own,
+                false,
+                Err(CsrfError::NoHeader),
+            ),
+        ] {
+            assert_eq!(
+                csrf_check(&method, origin, authority, "https", header),
+                want,
+                "{method} {origin:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn cookies_are_found_and_stripped() {
+        let mut h = HeaderMap::new();
+        h.append(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; __Host-faros-session=abc ; b=2"),
+        );
+        h.append(header::COOKIE, HeaderValue::from_static("c=3"));
+        assert_eq!(cookie_value(&h), Some("abc"));
+        without_session_cookie(&mut h);
+        assert_eq!(h.get(header::COOKIE).unwrap(), "a=1; b=2; c=3");
+        assert_eq!(cookie_value(&h), None);
+        let mut only = HeaderMap::new();
+        only.insert(header::COOKIE, HeaderValue::from_static("__Host-faros-session=x"));
+        without_session_cookie(&mut only);
+        assert!(only.get(header::COOKIE).is_none());
+    }
+
+    #[test]
+    fn sessions_expire_and_end() {
+        let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00Z".parse().unwrap()));
+        let sessions = Sessions::new(
+            clock.clone(),
+            SessionSettings {
+                ttl: Duration::from_secs(60),
+            },
+        );
+        let (value, s) = sessions.create("tok".into(), "alice".into()).unwrap();
+        assert_eq!(value.len(), 43);
+        assert_eq!(s.user, "alice");
+        let (auth, found) = sessions.lookup(&value).unwrap();
+        assert_eq!(found.credential, "tok");
+        assert!(sessions.lookup("other").is_none());
+        clock.advance(Duration::from_secs(61));
+        assert!(sessions.lookup(&value).is_none(), "expired");
+        assert!(sessions.is_empty(), "an expired session is forgotten");
+        let (value, _) = sessions.create("tok".into(), "alice".into()).unwrap();
+        sessions.remove(&auth.key);
+        assert!(sessions.lookup(&value).is_some(), "removing another key keeps this one");
+        let (auth, _) = sessions.lookup(&value).unwrap();
+        sessions.remove(&auth.key);
+        assert!(sessions.lookup(&value).is_none());
+    }
+
+    #[test]
+    fn apply_turns_a_session_into_a_bearer() {
+        let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00Z".parse().unwrap()));
+        let sessions = Sessions::new(clock, SessionSettings::default());
+        let (value, _) = sessions.create("tok".into(), "alice".into()).unwrap();
+        let cookie = format!("{COOKIE}={value}; theme=dark");
+        let get = |method: Method, extra: &[(&str, &str)]| {
+            let mut b = http::Request::builder()
+                .method(method)
+                .uri("/api/me")
+                .header(header::HOST, "hub:1")
+                .header(header::COOKIE, &cookie);
+            for (k, v) in extra {
+                b = b.header(*k, *v);
+            }
+            b.body(()).unwrap()
+        };
+        let mut req = get(Method::GET, &[]);
+        apply(&sessions, "https", &mut req).unwrap();
+        assert_eq!(req.headers()[header::AUTHORIZATION], "Bearer tok");
+        assert_eq!(req.headers()[header::COOKIE], "theme=dark");
+        assert!(req.extensions().get::<SessionAuth>().is_some());
+
+        let mut req = get(Method::POST, &[("origin", "https://evil")]);
+        assert_eq!(apply(&sessions, "https", &mut req).unwrap_err().code, 403);
+        let mut req = get(Method::POST, &[("origin", "https://hub:1"), (CSRF_HEADER, "1")]);
+        apply(&sessions, "https", &mut req).unwrap();
+        assert_eq!(req.headers()[header::AUTHORIZATION], "Bearer tok");
+
+        // An explicit bearer wins and is not CSRF-checked (no cookie authority involved).
+        let mut req = get(Method::POST, &[("authorization", "Bearer other")]);
+        apply(&sessions, "https", &mut req).unwrap();
+        assert_eq!(req.headers()[header::AUTHORIZATION], "Bearer other");
+        assert_eq!(req.headers()[header::COOKIE], "theme=dark");
+
+        // An unknown session: no credentials, no CSRF refusal (authenticated routes answer 401).
+        let mut req = http::Request::builder()
+            .method(Method::POST)
+            .uri("/api/orgs")
+            .header(header::COOKIE, format!("{COOKIE}=stale"))
+            .body(())
+            .unwrap();
+        apply(&sessions, "https", &mut req).unwrap();
+        assert!(req.headers().get(header::AUTHORIZATION).is_none());
+    }
+}
