@@ -10,6 +10,8 @@ use serde_json::{Map, Value, json};
 
 use crate::registry::ResourceDef;
 
+pub(crate) mod decode;
+
 /// Annotation kcp sets on every object it returns: the logical cluster name the object lives in.
 pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
 
@@ -152,6 +154,10 @@ fn generated_suffix() -> String {
 
 /// Checks apiVersion/kind of a request body against the resource, filling them when absent.
 pub fn check_type(def: &ResourceDef, obj: &mut Value) -> Result<(), Status> {
+    if !obj.is_object() {
+        return Err(Status::bad_request("the request body must be a JSON object"));
+    }
+    decode::normalize(def, obj);
     let Some(map) = obj.as_object_mut() else {
         return Err(Status::bad_request("the request body must be a JSON object"));
     };

@@ -136,24 +136,43 @@ impl ResourceDef {
     }
 }
 
-/// Resources served by the server: built-ins everywhere plus per-cluster additions.
+/// The groups kcp serves natively only in `root`; every other logical cluster gets them through
+/// APIBindings to root's exports of the same names (`kcp::root_apis`).
+pub const ROOT_ONLY_GROUPS: [&str; 2] = ["tenancy.kcp.io", "topology.kcp.io"];
+/// The logical cluster that serves [`ROOT_ONLY_GROUPS`] natively.
+const ROOT: &str = "root";
+
+/// Resources served by the server: built-ins everywhere, root's own APIs in root, plus per-cluster
+/// additions.
 #[derive(Debug, Default)]
 pub struct Registry {
     builtin: Vec<Arc<ResourceDef>>,
+    root_only: Vec<Arc<ResourceDef>>,
     per_cluster: RwLock<BTreeMap<String, Vec<Arc<ResourceDef>>>>,
 }
 
 impl Registry {
+    /// Definitions of a group in [`ROOT_ONLY_GROUPS`] are served in root only.
     pub fn new(builtin: Vec<ResourceDef>) -> Self {
+        let (root_only, builtin): (Vec<_>, Vec<_>) = builtin
+            .into_iter()
+            .partition(|d| ROOT_ONLY_GROUPS.contains(&d.group.as_str()));
         Self {
             builtin: builtin.into_iter().map(Arc::new).collect(),
+            root_only: root_only.into_iter().map(Arc::new).collect(),
             per_cluster: RwLock::default(),
         }
     }
 
+    /// The natively served definitions of `cluster`.
+    fn native(&self, cluster: &str) -> impl Iterator<Item = &Arc<ResourceDef>> {
+        let root = if cluster == ROOT { &self.root_only[..] } else { &[] };
+        self.builtin.iter().chain(root)
+    }
+
     /// Every resource served in `cluster`, built-ins first.
     pub fn resources(&self, cluster: &str) -> Vec<Arc<ResourceDef>> {
-        let mut out = self.builtin.clone();
+        let mut out: Vec<Arc<ResourceDef>> = self.native(cluster).cloned().collect();
         if let Some(extra) = self.read().get(cluster) {
             out.extend(extra.iter().cloned());
         }
@@ -163,7 +182,7 @@ impl Registry {
     /// The resource `group/version/resource` in `cluster`, if served there.
     pub fn lookup(&self, cluster: &str, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceDef>> {
         let matches = |d: &Arc<ResourceDef>| d.group == group && d.version == version && d.resource == resource;
-        if let Some(d) = self.builtin.iter().find(|d| matches(d)) {
+        if let Some(d) = self.native(cluster).find(|d| matches(d)) {
             return Some(d.clone());
         }
         self.read()
@@ -174,7 +193,7 @@ impl Registry {
     /// Whether any cluster serves this group-version-resource (for wildcard requests).
     pub fn lookup_any(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceDef>> {
         let matches = |d: &Arc<ResourceDef>| d.group == group && d.version == version && d.resource == resource;
-        if let Some(d) = self.builtin.iter().find(|d| matches(d)) {
+        if let Some(d) = self.builtin.iter().chain(&self.root_only).find(|d| matches(d)) {
             return Some(d.clone());
         }
         self.read()
@@ -213,7 +232,7 @@ impl Registry {
 impl Registry {
     /// Every resource definition of every cluster (deduplicated by group/resource).
     pub fn all_resources(&self) -> Vec<Arc<ResourceDef>> {
-        let mut out = self.builtin.clone();
+        let mut out: Vec<Arc<ResourceDef>> = self.builtin.iter().chain(&self.root_only).cloned().collect();
         for defs in self.read().values() {
             for d in defs {
                 if !out.iter().any(|o| o.group == d.group && o.resource == d.resource) {

@@ -351,6 +351,9 @@ async fn server_side_apply_conflicts_and_force() {
 async fn pagination_is_consistent_under_concurrent_writes() {
     let t = TestServer::start().await;
     let cms: Api<ConfigMap> = Api::namespaced(t.admin().await, "default");
+    wait_for(cms.clone(), "kube-root-ca.crt", |c| c.is_some(), WAIT)
+        .await
+        .unwrap();
     for i in 0..25 {
         cms.create(&PostParams::default(), &cm(&format!("item-{i:02}"), json!({})))
             .await
@@ -374,7 +377,9 @@ async fn pagination_is_consistent_under_concurrent_writes() {
         names.extend(page.items.iter().map(|c| c.metadata.name.clone().unwrap()));
         cont = page.metadata.continue_.filter(|c| !c.is_empty());
     }
-    let want: Vec<String> = (0..25).map(|i| format!("item-{i:02}")).collect();
+    // Every namespace also holds the root CA ConfigMap, as in Kubernetes.
+    let mut want: Vec<String> = (0..25).map(|i| format!("item-{i:02}")).collect();
+    want.push("kube-root-ca.crt".into());
     assert_eq!(names, want);
 }
 
@@ -382,6 +387,9 @@ async fn pagination_is_consistent_under_concurrent_writes() {
 async fn selectors() {
     let t = TestServer::start().await;
     let cms: Api<ConfigMap> = Api::namespaced(t.admin().await, "default");
+    wait_for(cms.clone(), "kube-root-ca.crt", |c| c.is_some(), WAIT)
+        .await
+        .unwrap();
     for (name, labels) in [
         ("a", json!({"app": "web", "tier": "front"})),
         ("b", json!({"app": "db"})),
@@ -411,11 +419,11 @@ async fn selectors() {
     );
     assert_eq!(
         names(cms.list(&ListParams::default().labels("!app")).await.unwrap()),
-        ["c"]
+        ["c", "kube-root-ca.crt"]
     );
     assert_eq!(
         names(cms.list(&ListParams::default().labels("app!=web")).await.unwrap()),
-        ["b", "c"]
+        ["b", "c", "kube-root-ca.crt"]
     );
     assert_eq!(
         names(
@@ -438,13 +446,21 @@ async fn selectors() {
     assert_eq!(err.code, 400);
     // Cross-namespace list.
     let all: Api<ConfigMap> = Api::all(t.admin().await);
-    assert_eq!(all.list(&ListParams::default()).await.unwrap().items.len(), 3);
+    let mine = all
+        .list(&ListParams::default().fields("metadata.name!=kube-root-ca.crt"))
+        .await
+        .unwrap();
+    assert_eq!(mine.items.len(), 3);
 }
 
 #[tokio::test]
 async fn watch_resume_selector_transitions_and_bookmarks() {
     let t = TestServer::start().await;
     let cms: Api<ConfigMap> = Api::namespaced(t.admin().await, "default");
+    // The namespace's own content first, so that the resumed watch below replays only ours.
+    wait_for(cms.clone(), "kube-root-ca.crt", |c| c.is_some(), WAIT)
+        .await
+        .unwrap();
     let list = cms.list(&ListParams::default()).await.unwrap();
     let rv = list.metadata.resource_version.unwrap();
     let wp = WatchParams::default().labels("watched=yes").timeout(10);
@@ -513,6 +529,9 @@ async fn watch_resume_selector_transitions_and_bookmarks() {
 async fn too_old_resource_version_makes_kube_runtime_relist() {
     let t = TestServer::start_with(|c| c.history_capacity = 5).await;
     let cms: Api<ConfigMap> = Api::namespaced(t.admin().await, "default");
+    wait_for(cms.clone(), "kube-root-ca.crt", |c| c.is_some(), WAIT)
+        .await
+        .unwrap();
     for i in 0..20 {
         cms.create(&PostParams::default(), &cm(&format!("old-{i}"), json!({})))
             .await
@@ -536,7 +555,8 @@ async fn too_old_resource_version_makes_kube_runtime_relist() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(reader.state().len(), 20);
+    // The 20 and the namespace's root CA ConfigMap.
+    assert_eq!(reader.state().len(), 21);
     handle.abort();
 }
 

@@ -188,7 +188,7 @@ async fn nested_paths_work_with_kubectl_and_unknown_paths_404() {
     };
     assert_eq!(
         kubectl(&["get", "namespaces", "-o", "name"]).await,
-        "namespace/default\n"
+        "namespace/default\nnamespace/kube-system\n"
     );
     kubectl(&["create", "configmap", "hello", "-n", "default", "--from-literal=k=v"]).await;
     assert_eq!(
@@ -272,7 +272,15 @@ async fn creators_get_access_and_others_are_forbidden() {
     )
     .await
     .unwrap();
-    assert_eq!(cms.list(&Default::default()).await.unwrap().items.len(), 1);
+    let names: Vec<String> = cms
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(names, ["kube-root-ca.crt", "x"]);
 
     // Non-members get kcp's 403, whether or not they could see the parent.
     let bob_in: Api<ConfigMap> = Api::namespaced(t.client_as("root:mine", "bob", BOB_TOKEN).await, "default");
@@ -313,7 +321,12 @@ async fn workspace_type_limits_defaults_and_immutability() {
     let t = start().await;
     let types: Api<WorkspaceType> = Api::all(t.admin().await);
     for (name, spec) in [
-        ("leaf", json!({"limitAllowedChildren": {"none": true}})),
+        // Extends universal so it serves the tenancy API at all; the limit is what refuses.
+        (
+            "leaf",
+            json!({"limitAllowedChildren": {"none": true},
+                   "extend": {"with": [{"name": "universal", "path": "root"}]}}),
+        ),
         (
             "org",
             json!({"limitAllowedChildren": {"types": [{"name": "team", "path": "root"}]},
@@ -509,7 +522,24 @@ async fn initializers_hold_workspaces_until_removed() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(bindings.list(&Default::default()).await.unwrap().items.len(), 1);
+    // Next to universal's default bindings of root's tenancy and topology exports.
+    let mut listed: Vec<String> = bindings
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|b| b.metadata.name)
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        [
+            names::default_binding_name(&cluster, "root", "tenancy.kcp.io"),
+            names::default_binding_name(&cluster, "root", "topology.kcp.io"),
+            name.clone(),
+        ]
+    );
     let binding = serde_json::to_value(&binding).unwrap();
     assert_eq!(
         binding["spec"]["reference"],

@@ -80,8 +80,12 @@ async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Statu
         let user = authenticate(state, &parts.headers)?;
         return virtual_workspace::serve(state, user, rest.to_string(), parts, body).await;
     }
-    let path = request::parse(parts.uri.path())?;
+    let mut path = request::parse(parts.uri.path())?;
     let user = authenticate(state, &parts.headers)?;
+    // kcp rewrites a bare path of a ServiceAccount token to its own cluster (in-cluster clients).
+    if let (false, Some(own)) = (path.explicit_cluster, user.cluster_name()) {
+        path.cluster = own.to_string();
+    }
     let cluster = resolve_cluster(state, &path.cluster, &user)?;
     let params = Params::parse(parts.uri.query());
     match path.target {

@@ -4,6 +4,7 @@
 //! - `resources`: kcp's kinds as served resources (schemas from `faros_core::kcp`, v1alpha1⇄v1alpha2).
 //! - `clusters`: the logical cluster index (name ⇄ path, phase), used to route `/clusters/<x>`.
 //! - `admission`: checks and defaults on kcp objects before storage.
+//! - `root_apis`: root's `tenancy.kcp.io` and `topology.kcp.io` exports, bound by universal types.
 //! - `tenancy`: Workspace/WorkspaceType/LogicalCluster admission and lifecycle.
 //! - `apis`: APIExport identity and endpoint slices, APIBinding admission and binding, claims.
 
@@ -11,6 +12,7 @@ pub mod admission;
 pub mod apis;
 pub mod clusters;
 pub mod resources;
+pub mod root_apis;
 pub mod tenancy;
 
 use std::sync::Arc;

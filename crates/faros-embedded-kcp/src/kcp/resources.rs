@@ -27,7 +27,14 @@ where
     From: serde::de::DeserializeOwned,
     To: serde::Serialize,
 {
-    let typed: From = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
+    // kcp's CRDs do not require `spec` on exports; Go decodes a missing one as empty.
+    let mut obj = obj.clone();
+    if let Some(map) = obj.as_object_mut()
+        && map.get("spec").is_none_or(Value::is_null)
+    {
+        map.insert("spec".into(), Value::Object(Default::default()));
+    }
+    let typed: From = serde_json::from_value(obj).map_err(|e| e.to_string())?;
     let converted = f(&typed).map_err(|e| e.to_string())?;
     serde_json::to_value(converted).map_err(|e| e.to_string())
 }
@@ -71,11 +78,27 @@ pub fn kcp_resources() -> Vec<ResourceDef> {
         export_v1,
         binding_v1,
     ];
+    // Served natively in root only (the registry keeps them there); elsewhere through bindings.
+    defs.extend(
+        super::root_apis::root_resources()
+            .into_iter()
+            .filter(|d| d.group == "topology.kcp.io"),
+    );
     for d in &mut defs {
         d.categories = vec!["kcp".into()];
+        // Our Rust types make `spec` required where kcp's CRDs do not: an object without it must
+        // be accepted as kcp accepts it.
+        if !SPEC_REQUIRED.contains(&d.resource.as_str())
+            && let Some(schema) = std::sync::Arc::get_mut(&mut d.schema)
+        {
+            schema.required.retain(|f| f != "spec");
+        }
     }
     defs
 }
+
+/// The kcp resources whose CRD requires `spec` (kcp `config/crds`).
+const SPEC_REQUIRED: &[&str] = &["workspaces", "apibindings", "partitions", "partitionsets"];
 
 #[cfg(test)]
 mod tests {
@@ -100,9 +123,27 @@ mod tests {
                 "apis.kcp.io/v1alpha1/apiexportendpointslices",
                 "apis.kcp.io/v1alpha1/apiexports",
                 "apis.kcp.io/v1alpha1/apibindings",
+                "topology.kcp.io/v1alpha1/partitions",
+                "topology.kcp.io/v1alpha1/partitionsets",
             ]
         );
         assert!(defs.iter().all(|d| !d.namespaced && d.generation));
+        // Top-level required fields as kcp's CRDs declare them.
+        for d in &defs {
+            let want: &[&str] = if SPEC_REQUIRED.contains(&d.resource.as_str()) {
+                &["spec"]
+            } else {
+                &[]
+            };
+            let got: Vec<&str> = d
+                .schema
+                .required
+                .iter()
+                .map(String::as_str)
+                .filter(|f| *f != "metadata")
+                .collect();
+            assert_eq!(got, want, "{}/{}", d.version, d.resource);
+        }
         let ws = &defs[0];
         assert!(ws.status_subresource);
         assert!(ws.schema.field("spec").is_some());

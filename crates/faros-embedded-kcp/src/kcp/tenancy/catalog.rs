@@ -1,6 +1,6 @@
 //! Where WorkspaceTypes come from: the stored objects of each workspace, and kcp's built-in types
-//! `root:root` and `root:universal`, which are created in `root` at startup and are known to
-//! admission even before that write lands.
+//! `root:root` and `root:universal`, which are created in `root` at startup (with root's exports
+//! they default-bind) and are known to admission even before that write lands.
 
 use serde_json::{Value, json};
 
@@ -19,14 +19,16 @@ pub const ROOT_TYPE: &str = "root:root";
 /// kcp's ClusterRole letting every authenticated user `use` the generic types in root.
 const USE_ROLE: &str = "system:kcp:universal-workspacetype-use";
 
-/// The specs of kcp's built-in types in `root`. kcp's `universal` also default-binds kcp's own
-/// `tenancy.kcp.io`/`topology.kcp.io` exports; here those APIs are served natively in every
-/// workspace, so it binds nothing.
+/// The specs of kcp's built-in types in `root`. `universal` default-binds root's `tenancy.kcp.io`
+/// and `topology.kcp.io` exports: only workspaces of types extending it serve those APIs.
 fn builtin_specs() -> [(&'static str, Value); 2] {
     [
         (
             "universal",
-            json!({"initializer": true, "defaultChildWorkspaceType": {"name": "universal", "path": "root"}}),
+            json!({"initializer": true,
+                   "defaultAPIBindings": [{"path": "root", "export": crate::kcp::root_apis::TENANCY_EXPORT},
+                                          {"path": "root", "export": crate::kcp::root_apis::TOPOLOGY_EXPORT}],
+                   "defaultChildWorkspaceType": {"name": "universal", "path": "root"}}),
         ),
         (
             "root",
@@ -124,9 +126,21 @@ pub fn cluster_type(state: &ServerState, cluster: &str) -> Option<String> {
 
 /// Creates the built-in types, the `use` grant for them, and root's type annotation (idempotent).
 pub async fn ensure_builtins(state: &ServerState) {
+    crate::kcp::root_apis::ensure(state).await;
     for (name, spec) in builtin_specs() {
         let key = ObjectKey::new(GROUP, TYPES, "root", "", name);
-        if matches!(state.store.get(&key), Ok(Some(_))) {
+        if let Ok(Some(stored)) = state.store.get(&key) {
+            // kcp re-applies its built-in types at start (root's is create-only): a state directory
+            // from an older version gets the current `universal`.
+            if name == "universal" && stored.get("spec") != Some(&spec) {
+                let mut updated = stored.clone();
+                updated["spec"] = spec;
+                landed(
+                    crate::client::Client::system(state)
+                        .update(GROUP, TYPES, &stored, updated)
+                        .await,
+                );
+            }
             continue;
         }
         let obj = json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",

@@ -59,16 +59,21 @@ async fn run_initializers(state: &ServerState, ws: &Value, cluster: &str, lc: &V
     let aliases = workspace_type(state, ws).map(|(_, a)| a).unwrap_or_default();
     for init in inits {
         let done = match plan::initializer(init) {
+            // kcp's universal initializer creates namespaces `default` and `kube-system`.
             Initializer::Universal => {
-                let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"},
-                    "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
-                match crate::client::Client::system(state)
-                    .create(cluster, "", "namespaces", ns)
-                    .await
-                {
-                    Ok(_) => true,
-                    Err(e) => e.code == 409,
+                let mut done = true;
+                for name in ["default", "kube-system"] {
+                    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+                        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+                    done &= match crate::client::Client::system(state)
+                        .create(cluster, "", "namespaces", ns)
+                        .await
+                    {
+                        Ok(_) => true,
+                        Err(e) => e.code == 409,
+                    };
                 }
+                done
             }
             Initializer::DefaultBindings => default_bindings_complete(state, cluster, &aliases).await,
             Initializer::Foreign => false,
