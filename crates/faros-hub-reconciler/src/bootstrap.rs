@@ -100,6 +100,26 @@ pub fn workspace_tree() -> Vec<TreeWorkspace> {
     ]
 }
 
+/// The tree in creation rounds: every workspace's parent exists after the rounds before its
+/// own, and the workspaces of one round are independent, so a round is created concurrently
+/// (each workspace's phases take kcp a moment; doing them one by one made start-up slow).
+pub fn creation_rounds(tree: &[TreeWorkspace]) -> Vec<Vec<TreeWorkspace>> {
+    let mut rounds: Vec<Vec<TreeWorkspace>> = Vec::new();
+    let mut round_of: Vec<(String, usize)> = Vec::new();
+    for ws in tree {
+        let round = round_of
+            .iter()
+            .find(|(path, _)| path == ws.parent)
+            .map_or(0, |(_, r)| r + 1);
+        if rounds.len() <= round {
+            rounds.resize_with(round + 1, Vec::new);
+        }
+        rounds[round].push(ws.clone());
+        round_of.push((ws.path(), round));
+    }
+    rounds
+}
+
 /// kcp's `universal` type in `root`.
 fn universal() -> WorkspaceTypeReference {
     WorkspaceTypeReference {
@@ -284,8 +304,13 @@ impl Default for BootstrapSettings {
 
 /// Runs one bootstrap attempt.
 pub async fn bootstrap(factory: &ClientFactory, settings: BootstrapSettings) -> Result<(), BootstrapError> {
-    for ws in workspace_tree() {
-        ensure_workspace(factory, ws.parent, ws.name, universal(), settings.wait).await?;
+    for round in creation_rounds(&workspace_tree()) {
+        futures::future::try_join_all(
+            round
+                .iter()
+                .map(|ws| ensure_workspace(factory, ws.parent, ws.name, universal(), settings.wait)),
+        )
+        .await?;
     }
     tracing::info!("bootstrap: workspace tree ready");
 
@@ -318,7 +343,6 @@ pub async fn bootstrap(factory: &ClientFactory, settings: BootstrapSettings) -> 
     let providers = client(factory, names::SYSTEM_PROVIDERS_PATH)?;
     let bindings: Api<APIBinding> = Api::all(providers);
     for binding in system_provider_bindings() {
-        let name = binding.name_any();
         apply(
             &bindings,
             &binding,
@@ -327,21 +351,29 @@ pub async fn bootstrap(factory: &ClientFactory, settings: BootstrapSettings) -> 
             names::SYSTEM_PROVIDERS_PATH,
         )
         .await?;
-        wait_for(
-            bindings.clone(),
-            &name,
-            |b| b.is_some_and(APIBinding::is_ready),
-            settings.wait,
-        )
-        .await
-        .map_err(|source| BootstrapError::Wait {
-            step: format!(
-                "waiting for APIBinding {name} in {} to be bound",
-                names::SYSTEM_PROVIDERS_PATH
-            ),
-            source: Box::new(source),
-        })?;
     }
+    // Bound independently of each other: wait for all of them at once.
+    futures::future::try_join_all(system_provider_bindings().into_iter().map(|binding| {
+        let name = binding.name_any();
+        let bindings = bindings.clone();
+        async move {
+            wait_for(
+                bindings,
+                &name,
+                |b| b.is_some_and(APIBinding::is_ready),
+                settings.wait,
+            )
+            .await
+            .map_err(|source| BootstrapError::Wait {
+                step: format!(
+                    "waiting for APIBinding {name} in {} to be bound",
+                    names::SYSTEM_PROVIDERS_PATH
+                ),
+                source: Box::new(source),
+            })
+        }
+    }))
+    .await?;
     tracing::info!("bootstrap: system bindings bound");
 
     let types: Api<WorkspaceType> = Api::all(client(factory, names::FAROS_PATH)?);
@@ -550,6 +582,40 @@ mod tests {
             names::TENANTS_PATH,
         ] {
             assert!(paths.iter().any(|x| x == p), "{p}");
+        }
+    }
+
+    #[test]
+    fn creation_rounds_put_parents_in_earlier_rounds() {
+        let paths = |rounds: Vec<Vec<TreeWorkspace>>| -> Vec<Vec<String>> {
+            rounds
+                .into_iter()
+                .map(|r| r.iter().map(TreeWorkspace::path).collect())
+                .collect()
+        };
+        let ws = |parent, name| TreeWorkspace { parent, name };
+        let cases: Vec<(Vec<TreeWorkspace>, Vec<Vec<&str>>)> = vec![
+            (vec![], vec![]),
+            (vec![ws("root", "a")], vec![vec!["root:a"]]),
+            (
+                vec![ws("root", "a"), ws("root", "b")],
+                vec![vec!["root:a", "root:b"]],
+            ),
+            (
+                vec![ws("root", "a"), ws("root:a", "b"), ws("root:a:b", "c"), ws("root", "d")],
+                vec![vec!["root:a", "root:d"], vec!["root:a:b"], vec!["root:a:b:c"]],
+            ),
+            (
+                workspace_tree(),
+                vec![
+                    vec!["root:faros"],
+                    vec!["root:faros:system", "root:faros:providers", "root:faros:tenants"],
+                    vec!["root:faros:system:controllers", "root:faros:system:providers"],
+                ],
+            ),
+        ];
+        for (tree, want) in cases {
+            assert_eq!(paths(creation_rounds(&tree)), want);
         }
     }
 
