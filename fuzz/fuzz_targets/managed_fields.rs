@@ -1,0 +1,6 @@
+//! `metadata.managedFields` decoding and encoding.
+#![no_main]
+
+use faros_embedded_kcp::properties;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| properties::managed_fields(data));
