@@ -29,7 +29,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Extension, Json, Router};
 use faros_core::client::ClientFactory;
@@ -226,10 +225,9 @@ impl App {
             name: self.name.clone(),
             version: self.version.clone(),
         };
-        let provider = self.name.clone();
         let mut app = Router::new()
             .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
-            .route("/metrics", get(move || std::future::ready(metrics(&provider, &stats))))
+            .route("/metrics", get(move || std::future::ready(metrics(&stats))))
             .merge(self.public.clone())
             .merge(
                 self.routes
@@ -329,18 +327,23 @@ pub enum ServeError {
     Heartbeat(#[from] crate::heartbeat::BeatError),
 }
 
-/// Prometheus text exposition of the controller counters.
-fn metrics(provider: &str, stats: &ControllerStats) -> axum::response::Response {
-    let body = format!(
-        "# HELP faros_provider_reconciles_total Reconciles run.\n# TYPE faros_provider_reconciles_total counter\n\
-         faros_provider_reconciles_total{{provider=\"{provider}\"}} {}\n\
-         # HELP faros_provider_reconcile_failures_total Reconciles that failed (retried with backoff).\n\
-         # TYPE faros_provider_reconcile_failures_total counter\n\
-         faros_provider_reconcile_failures_total{{provider=\"{provider}\"}} {}\n",
-        stats.reconciles(),
-        stats.failures()
-    );
-    ([(http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+/// `/metrics`: the controller counters, in the exposition every faros server uses.
+fn metrics(stats: &ControllerStats) -> axum::response::Response {
+    use prometheus_client::metrics::counter::Counter;
+    let mut registry = prometheus_client::registry::Registry::with_prefix("faros_provider");
+    for (name, help, value) in [
+        ("reconciles", "Reconciles run.", stats.reconciles()),
+        (
+            "reconcile_failures",
+            "Reconciles that failed (retried with backoff).",
+            stats.failures(),
+        ),
+    ] {
+        let counter = Counter::<u64>::default();
+        counter.inc_by(value);
+        registry.register(name, help, counter);
+    }
+    faros_core::metrics::response(&registry)
 }
 
 /// Waits for the export's virtual workspace URL, then runs every controller until shutdown.
