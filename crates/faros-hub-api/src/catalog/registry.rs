@@ -555,11 +555,18 @@ impl Registry {
         };
         let view = self.view_of(inner, &p, now);
         let state = (view.readiness.ready, view.readiness.reason);
-        if inner.last_readiness.get(name) != Some(&state) {
-            if view.readiness.ready {
-                tracing::info!(provider = %name, reason = view.readiness.reason, "provider is Ready");
-            } else {
-                tracing::warn!(provider = %name, reason = view.readiness.reason, message = %view.readiness.message, "provider is not Ready");
+        let previous = inner.last_readiness.get(name).copied();
+        if previous != Some(state) {
+            let (reason, message) = (view.readiness.reason, &view.readiness.message);
+            match (view.readiness.ready, previous) {
+                (true, _) => tracing::info!(provider = %name, reason, "provider is Ready"),
+                // Losing readiness is worth a warning; a provider that was never Ready, or moves
+                // from one not-Ready reason to the next (not probed yet, then no heartbeat yet), is
+                // starting up as it should.
+                (false, Some((true, _))) => {
+                    tracing::warn!(provider = %name, reason, %message, "provider is no longer Ready")
+                }
+                (false, _) => tracing::info!(provider = %name, reason, %message, "provider is not Ready yet"),
             }
             inner.last_readiness.insert(name.to_string(), state);
             inner.dirty.insert(name.to_string());
