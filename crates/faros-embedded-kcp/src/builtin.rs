@@ -102,6 +102,11 @@ const SPECS: &[Spec] = &[
     Spec {
         namespaced: false,
         create_only: true,
+        ..spec("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview")
+    },
+    Spec {
+        namespaced: false,
+        create_only: true,
         ..spec(
             "authorization.k8s.io",
             "v1",

@@ -87,6 +87,15 @@ async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Statu
         path.cluster = own.to_string();
     }
     let cluster = resolve_cluster(state, &path.cluster, &user)?;
+    if !matches!(path.target, Target::Resource(_) | Target::NonResource(_)) {
+        // kcp: discovery and OpenAPI of a workspace need `access` to it like its content does.
+        let local = parts
+            .uri
+            .path()
+            .strip_prefix("/clusters/")
+            .map_or(parts.uri.path(), |r| r.find('/').map_or("/", |i| &r[i..]));
+        crate::auth::authorize_content(state, &cluster, &Attributes::non_resource(&user, "get", local))?;
+    }
     let params = Params::parse(parts.uri.query());
     match path.target {
         Target::Resource(rp) => {
@@ -101,7 +110,7 @@ async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Statu
             };
             resource(ctx, rp, body).await
         }
-        // Discovery is readable by every authenticated user, like Kubernetes' system:discovery role.
+        // Discovery is then readable by every user with access, like Kubernetes' system:discovery role.
         Target::LegacyVersions => Ok(discovery::legacy_versions()),
         Target::Groups => Ok(discovery::groups(state, &cluster)),
         Target::Group(g) => discovery::group(state, &cluster, &g),
@@ -151,6 +160,13 @@ impl RequestContext {
 
 /// Bearer authentication. ServiceAccount tokens stay valid only while their Secret exists.
 pub fn authenticate(state: &ServerState, headers: &HeaderMap) -> Result<UserInfo, Status> {
+    // kcp implements impersonation with its own RBAC checks and scoping; this server does not, and
+    // acting as the caller instead would silently change who is authorized.
+    if let Some(h) = headers.keys().find(|k| k.as_str().starts_with("impersonate-")) {
+        return Err(Status::forbidden(format!(
+            "impersonation ({h} header) is not supported by the embedded kcp"
+        )));
+    }
     let Some(token) = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())

@@ -1,4 +1,4 @@
-//! Create-only review resources: TokenReview and the SubjectAccessReview family. They are never
+//! Create-only review resources: TokenReview, SelfSubjectReview and the SubjectAccessReview family. They are never
 //! stored; the response is the request with `status` filled in.
 
 use std::collections::BTreeMap;
@@ -21,7 +21,7 @@ pub fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &
     crate::objects::check_type(def, &mut review)?;
     // Asking about yourself is open to every authenticated user (system:basic-user); the other reviews
     // reveal other identities' rights and need RBAC `create` on the review resource.
-    if def.resource != "selfsubjectaccessreviews" {
+    if !matches!(def.resource.as_str(), "selfsubjectaccessreviews" | "selfsubjectreviews") {
         let attrs = Attributes {
             namespace: ns.unwrap_or_default(),
             ..Attributes::resource(&ctx.user, "create", &def.group, &def.resource)
@@ -49,6 +49,10 @@ pub fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &
             access_review(ctx, &review, &user, Some(ns))?
         }
         "selfsubjectaccessreviews" => access_review(ctx, &review, &ctx.user, None)?,
+        // `kubectl auth whoami`: the caller's own user info, as authenticated.
+        "selfsubjectreviews" => {
+            json!({"userInfo": serde_json::to_value(&ctx.user).map_err(|e| Status::internal(e.to_string()))?})
+        }
         other => return Err(Status::not_found_message(format!("no review handler for {other}"))),
     };
     review["status"] = status;

@@ -1,6 +1,6 @@
 //! The authorization decision of every request and of kcp admission checks: kcp's workspace
-//! content authorizer (the cluster must exist and serve, the user needs `access` on `/`), then RBAC
-//! in the logical cluster; `system:masters` bypasses both.
+//! content authorizer (the cluster must exist and serve, the user must be in its required groups
+//! and needs `access` on `/`), then RBAC in the logical cluster; `system:masters` bypasses both.
 //!
 //! It decides only; it must not read requests or write anything.
 
@@ -11,18 +11,26 @@ use crate::state::ServerState;
 
 /// kcp's workspace content authorizer: the logical cluster must exist and be serving, and the user
 /// needs the `access` verb on `/` inside it, before ordinary RBAC applies.
-fn authorize_content(state: &ServerState, cluster: &str, attrs: &Attributes<'_>) -> Result<(), Status> {
+pub fn authorize_content(state: &ServerState, cluster: &str, attrs: &Attributes<'_>) -> Result<(), Status> {
     if cluster == "*" || attrs.user.in_group(super::GROUP_MASTERS) {
         return Ok(());
     }
     let deny = || Err(super::forbidden_status(attrs, "workspace access not permitted"));
-    let serving = {
+    let (serving, required_groups) = {
         let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
         match clusters.get(cluster) {
             None => return deny(),
-            Some(info) => !matches!(info.phase.as_str(), "Scheduling" | "Initializing"),
+            Some(info) => (
+                !matches!(info.phase.as_str(), "Scheduling" | "Initializing"),
+                info.required_groups.clone(),
+            ),
         }
     };
+    if let Some(value) = required_groups
+        && !super::required_groups::satisfied(&value, attrs.user)
+    {
+        return Err(super::forbidden_status(attrs, &super::required_groups::denial(&value)));
+    }
     // ServiceAccounts of the cluster itself are always admitted (kcp's service-account authorizer).
     let own_sa = attrs.user.cluster_name() == Some(cluster) && attrs.user.service_account().is_some();
     if !serving || !(own_sa || can_access(state, cluster, attrs.user)) {

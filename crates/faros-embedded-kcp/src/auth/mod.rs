@@ -13,13 +13,15 @@ pub mod authn;
 pub mod authorize;
 pub mod rbac;
 pub mod rbac_index;
+pub mod required_groups;
 pub mod service_account;
 pub mod token_file;
 
 pub use authn::{Authenticator, CredentialSource, ReloadCounts, generate_token};
-pub use authorize::authorize;
+pub use authorize::{authorize, authorize_content};
 pub use rbac::{Attributes, Decision, forbidden_status};
 pub use rbac_index::{RbacIndex, RbacKind};
+pub use required_groups::REQUIRED_GROUPS_ANNOTATION;
 pub use service_account::{SaClaims, ServiceAccountTokens};
 pub use token_file::parse_token_file;
 

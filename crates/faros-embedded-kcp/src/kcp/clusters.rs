@@ -25,6 +25,8 @@ pub struct ClusterInfo {
     pub phase: String,
     /// Remaining initializers (`status.initializers`).
     pub initializers: Vec<String>,
+    /// `authorization.kcp.io/required-groups`: who may enter at all (see `auth::required_groups`).
+    pub required_groups: Option<String>,
 }
 
 /// Logical clusters by name and by canonical path.
@@ -53,6 +55,11 @@ impl ClusterIndex {
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
             .unwrap_or_default();
+        let required_groups = obj
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(crate::auth::REQUIRED_GROUPS_ANNOTATION))
+            .and_then(Value::as_str)
+            .map(String::from);
         if let Some(old) = self.by_name.get(cluster)
             && old.path != path
         {
@@ -66,6 +73,7 @@ impl ClusterIndex {
                 path,
                 phase,
                 initializers,
+                required_groups,
             },
         );
     }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::catalog;
 use super::types::{self, TypeInfo};
-use crate::auth::{Attributes, GROUP_MASTERS};
+use crate::auth::{Attributes, GROUP_MASTERS, REQUIRED_GROUPS_ANNOTATION};
 use crate::kcp::admission::{Operation, Request};
 use crate::objects::{meta_mut, meta_str};
 use crate::state::ServerState;
@@ -55,7 +55,11 @@ pub fn admit_workspace(state: &ServerState, req: &Request<'_>, obj: &mut Value) 
         Operation::Create => admit_create(state, req, obj, &name, privileged),
         Operation::Update => {
             let Some(old) = req.old else { return Ok(()) };
-            admit_update(old, obj, &name, privileged)
+            admit_update(old, obj, &name, privileged)?;
+            if !privileged {
+                check_required_groups(state, req.cluster, obj, &name)?;
+            }
+            Ok(())
         }
         Operation::Delete => Ok(()),
     }
@@ -160,6 +164,25 @@ fn admit_create(
             }
         }
     }
+    // Required groups are inherited from the parent; only system users may choose them.
+    let given = meta
+        .get("annotations")
+        .and_then(|a| a.get(REQUIRED_GROUPS_ANNOTATION))
+        .is_some();
+    if !given || !privileged {
+        let parent = parent_required_groups(state, req.cluster);
+        let ann = meta.entry("annotations").or_insert_with(|| json!({}));
+        if let Some(ann) = ann.as_object_mut() {
+            match parent {
+                Some(groups) => {
+                    ann.insert(REQUIRED_GROUPS_ANNOTATION.into(), Value::String(groups));
+                }
+                None => {
+                    ann.remove(REQUIRED_GROUPS_ANNOTATION);
+                }
+            }
+        }
+    }
     if !privileged {
         // kcp records the creator so the new workspace can grant it cluster-admin.
         let owner = serde_json::to_string(req.user).map_err(|e| Status::internal(e.to_string()))?;
@@ -167,6 +190,29 @@ fn admit_create(
         if let Some(ann) = ann.as_object_mut() {
             ann.insert(ANNOTATION_OWNER.into(), Value::String(owner));
         }
+    }
+    Ok(())
+}
+
+/// The required groups of the logical cluster a workspace is created in.
+fn parent_required_groups(state: &ServerState, cluster: &str) -> Option<String> {
+    let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+    clusters.get(cluster).and_then(|c| c.required_groups.clone())
+}
+
+/// A non-system update must keep the required groups the parent prescribes.
+fn check_required_groups(state: &ServerState, cluster: &str, obj: &Value, name: &str) -> Result<(), Status> {
+    let expected = parent_required_groups(state, cluster).unwrap_or_default();
+    let got = obj
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(REQUIRED_GROUPS_ANNOTATION))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if got != expected {
+        return Err(forbidden(
+            name,
+            format!("missing required groups annotation {REQUIRED_GROUPS_ANNOTATION}={expected}"),
+        ));
     }
     Ok(())
 }

@@ -165,6 +165,10 @@ async fn create_logical_cluster(
     if let Some(owner) = owner {
         annotations[ANNOTATION_OWNER] = json!(owner);
     }
+    // kcp copies the workspace's required groups onto its logical cluster, where they are enforced.
+    if let Some(groups) = annotation(ws, crate::auth::REQUIRED_GROUPS_ANNOTATION) {
+        annotations[crate::auth::REQUIRED_GROUPS_ANNOTATION] = json!(groups);
+    }
     let mut spec = json!({
         "owner": {"apiVersion": "tenancy.kcp.io/v1alpha1", "resource": WS_RESOURCE, "name": key.name,
                   "cluster": key.cluster, "uid": ws.pointer("/metadata/uid").cloned().unwrap_or(Value::Null)},

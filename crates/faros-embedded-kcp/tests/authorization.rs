@@ -1,0 +1,187 @@
+//! Authorization as kcp's authorizer e2e tests see it: discovery needs workspace access like
+//! content does, `authorization.kcp.io/required-groups` gates a workspace and is inherited,
+//! impersonation is refused loudly rather than ignored, and `kubectl auth whoami` works.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::kcp::WAIT;
+use common::{BOB_TOKEN, TestServer, USER_TOKEN};
+use faros_core::kcp::Workspace;
+use faros_core::wait::wait_for;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+
+async fn create_ready(t: &TestServer, parent: &str, name: &str, annotations: serde_json::Value) -> Workspace {
+    let api: Api<Workspace> = Api::all(t.client_as(parent, "admin", t.server.admin_token()).await);
+    let ws: Workspace = serde_json::from_value(json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
+        "metadata": {"name": name, "annotations": annotations}, "spec": {}}))
+    .unwrap();
+    api.create(&PostParams::default(), &ws).await.unwrap();
+    wait_for(api, name, |w| w.is_some_and(Workspace::is_ready), WAIT)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+async fn status_of(t: &TestServer, token: &str, path: &str) -> (u16, serde_json::Value) {
+    let resp = t.http().get(t.url(path)).bearer_auth(token).send().await.unwrap();
+    let code = resp.status().as_u16();
+    (code, resp.json().await.unwrap_or_default())
+}
+
+/// Lets every user in `group` into workspace `path` (kcp's `system:kcp:workspace:access` pattern).
+async fn grant_access(t: &TestServer, path: &str, group: &str) {
+    let client = t.client_as(path, "admin", t.server.admin_token()).await;
+    let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(client.clone());
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "enter"},
+                "rules": [{"nonResourceURLs": ["/"], "verbs": ["access"]},
+                          {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(client);
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "enter"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "enter"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn discovery_needs_workspace_access() {
+    let t = TestServer::start().await;
+    create_ready(&t, "root", "closed", json!({})).await;
+    for path in [
+        "/clusters/root:closed/api",
+        "/clusters/root:closed/apis",
+        "/clusters/root:closed/api/v1",
+        "/clusters/root:closed/apis/apis.kcp.io/v1alpha2",
+        "/clusters/root:closed/openapi/v3",
+    ] {
+        let (code, body) = status_of(&t, BOB_TOKEN, path).await;
+        assert_eq!(code, 403, "{path}: {body}");
+        assert_eq!(body["reason"], "Forbidden", "{path}");
+        let message = body["message"].as_str().unwrap();
+        assert!(message.contains("workspace access not permitted"), "{path}: {message}");
+        assert!(message.contains("User \"bob\""), "{path}: {message}");
+        // The admin still sees it.
+        assert_eq!(status_of(&t, &t.admin_token(), path).await.0, 200, "{path}");
+    }
+    // With access, discovery is open.
+    grant_access(&t, "root:closed", "system:authenticated").await;
+    assert_eq!(status_of(&t, BOB_TOKEN, "/clusters/root:closed/apis").await.0, 200);
+}
+
+#[tokio::test]
+async fn required_groups_gate_a_workspace_and_are_inherited() {
+    let t = TestServer::start().await;
+    // alice is in `devs` and `testers`, bob in no group.
+    create_ready(
+        &t,
+        "root",
+        "gated",
+        json!({"authorization.kcp.io/required-groups": "devs,testers;admins"}),
+    )
+    .await;
+    grant_access(&t, "root:gated", "system:authenticated").await;
+    let alice: Api<ConfigMap> = Api::namespaced(t.client_as("root:gated", "alice", USER_TOKEN).await, "default");
+    alice.list(&Default::default()).await.unwrap();
+    let bob: Api<ConfigMap> = Api::namespaced(t.client_as("root:gated", "bob", BOB_TOKEN).await, "default");
+    let err = match bob.list(&Default::default()).await {
+        Err(kube::Error::Api(s)) => s,
+        other => panic!("bob entered a gated workspace: {other:?}"),
+    };
+    assert_eq!(err.code, 403);
+    assert!(
+        err.message
+            .contains("user is not a member of required groups: devs,testers;admins"),
+        "{}",
+        err.message
+    );
+    let lc = status_of(
+        &t,
+        &t.admin_token(),
+        "/clusters/root:gated/apis/core.kcp.io/v1alpha1/logicalclusters/cluster",
+    )
+    .await
+    .1;
+    assert_eq!(
+        lc["metadata"]["annotations"]["authorization.kcp.io/required-groups"],
+        "devs,testers;admins"
+    );
+
+    // A child inherits the annotation, whatever its creator asks for.
+    let child = create_ready(&t, "root:gated", "child", json!({})).await;
+    assert_eq!(
+        child.metadata.annotations.unwrap()["authorization.kcp.io/required-groups"],
+        "devs,testers;admins"
+    );
+    grant_access(&t, "root:gated:child", "system:authenticated").await;
+    let bob_child: Api<ConfigMap> = Api::namespaced(t.client_as("root:gated:child", "bob", BOB_TOKEN).await, "default");
+    assert_eq!(
+        match bob_child.list(&Default::default()).await {
+            Err(kube::Error::Api(s)) => s.code,
+            other => panic!("bob entered the child: {other:?}"),
+        },
+        403
+    );
+}
+
+#[tokio::test]
+async fn impersonation_is_refused_not_ignored() {
+    let t = TestServer::start().await;
+    let resp = t
+        .http()
+        .get(t.url("/api/v1/namespaces/default/configmaps"))
+        .bearer_auth(t.admin_token())
+        .header("Impersonate-User", "bob")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert!(body["message"].as_str().unwrap().contains("impersonation"), "{body}");
+}
+
+#[tokio::test]
+async fn self_subject_review_answers_with_the_callers_identity() {
+    let t = TestServer::start().await;
+    // What `kubectl auth whoami` asks (here as JSON; kubectl itself sends protobuf).
+    let resp = t
+        .http()
+        .post(t.url("/apis/authentication.k8s.io/v1/selfsubjectreviews"))
+        .bearer_auth(USER_TOKEN)
+        .json(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let review: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(review["kind"], "SelfSubjectReview");
+    assert_eq!(review["status"]["userInfo"]["username"], "alice");
+    assert_eq!(review["status"]["userInfo"]["uid"], "alice-uid");
+    let groups = review["status"]["userInfo"]["groups"].as_array().unwrap();
+    for g in ["devs", "testers", "system:authenticated"] {
+        assert!(groups.iter().any(|x| x == g), "{groups:?}");
+    }
+    // Never stored, and not listable.
+    let resp = t
+        .http()
+        .get(t.url("/apis/authentication.k8s.io/v1/selfsubjectreviews"))
+        .bearer_auth(t.admin_token())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 405);
+}
