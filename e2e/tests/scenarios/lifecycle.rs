@@ -1,7 +1,7 @@
 //! The seed lifecycle end to end on the real stack: the quickstart provider registers, initialises
 //! and heartbeats; a tenant creates an organization and workspace, enables quickstart with the
 //! configmaps claim, uses its Greetings with kubectl through the hub, sees them through the
-//! provider's backend, and disables it again.
+//! provider's backend, and disables it again. The provider's own workspace has no tenancy API.
 //!
 //! Runs on every target.
 
@@ -13,6 +13,19 @@ const GREETING: &str = "apiVersion: quickstart.providers.faros.sh/v1alpha1\nkind
 
 pub async fn run(p: &Platform) {
     p.provider_ready("quickstart").await.unwrap();
+
+    // The provider's workspace type does not extend universal: no tenancy API there, so the
+    // provider cannot create workspaces (kcp serves `workspaces` only where tenancy.kcp.io is bound).
+    let provider_ws = p
+        .admin_kubeconfig_for(&faros_core::names::provider_workspace_path("quickstart"))
+        .unwrap();
+    let refused = kubectl(&provider_ws, &["get", "workspaces"], None).await.unwrap();
+    assert!(!refused.status.success(), "the provider workspace serves workspaces");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("the server doesn't have a resource type \"workspaces\""),
+        "{stderr}"
+    );
     let alice = p.add_user("alice").await.unwrap();
     let acme = p.unique("acme");
 
