@@ -2,15 +2,18 @@
 //!
 //! Types (faros' own `Provider` and `CatalogEntry`, kcp's API types written by hand), names and
 //! constants, kcp logical-cluster addressing, condition helpers, the kube client factory and the
-//! wait-for-condition helper, and the `Status` error body.
+//! wait-for-condition helper, and the `Status` error body; with feature `axum`, `Status` as a
+//! response and the request-body drain servers use for early HTTP/2 answers.
 //!
 //! What it must not do: depend on any other faros crate, or perform IO outside the client
-//! factory and wait helpers.
+//! factory, the wait helpers and the body drain.
 
 pub mod bearer;
 pub mod catalog;
 pub mod client;
 pub mod conditions;
+#[cfg(feature = "axum")]
+pub mod drain;
 pub mod identity;
 pub mod kcp;
 pub mod metrics;

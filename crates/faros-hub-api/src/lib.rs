@@ -18,7 +18,7 @@
 
 pub mod auth;
 pub mod catalog;
-pub mod drain;
+pub use faros_core::drain;
 pub mod edge;
 pub mod keys;
 pub mod mcp;

@@ -6,14 +6,16 @@
 //! [`drain_on_drop`] wraps the body so that, if it is dropped unfinished, a background task keeps
 //! reading and discarding it — bounded in bytes and time — so the stream ends normally after the
 //! response. HTTP/1.1 needs none of this: hyper handles an unread body on its own there.
+//!
+//! Shared by the servers that answer early (the hub API and the embedded kcp), behind the `axum`
+//! feature. The one IO this crate does outside the client factory and the wait helper: reading and
+//! discarding a body the serving task already gave up on.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Body;
-use bytes::Bytes;
-use http_body_util::BodyExt;
+use axum::body::{Body, Bytes};
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
 
 /// Most bytes read and discarded after an early answer (beyond it the stream is reset as before).
@@ -71,7 +73,7 @@ impl Drop for DrainOnDrop {
         runtime.spawn(async move {
             let mut read = 0usize;
             let _ = tokio::time::timeout(DRAIN_TIMEOUT, async {
-                while let Some(Ok(frame)) = body.frame().await {
+                while let Some(Ok(frame)) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
                     read += frame.data_ref().map_or(0, Bytes::len);
                     if read > DRAIN_MAX_BYTES {
                         break;
@@ -103,7 +105,10 @@ mod tests {
     async fn an_unfinished_body_is_read_to_its_end_after_drop() {
         let read = Arc::new(AtomicUsize::new(0));
         let mut body = drain_on_drop(counted(100, read.clone()));
-        let _first = body.frame().await.unwrap().unwrap();
+        let _first = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx))
+            .await
+            .unwrap()
+            .unwrap();
         drop(body);
         tokio::time::timeout(Duration::from_secs(5), async {
             while read.load(Ordering::SeqCst) < 100 {
@@ -118,7 +123,7 @@ mod tests {
     async fn a_finished_body_is_passed_through() {
         let read = Arc::new(AtomicUsize::new(0));
         let body = drain_on_drop(counted(3, read.clone()));
-        let bytes = body.collect().await.unwrap().to_bytes();
+        let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
         assert_eq!(bytes.len(), 30);
         assert_eq!(read.load(Ordering::SeqCst), 3);
     }
