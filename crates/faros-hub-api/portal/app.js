@@ -132,7 +132,8 @@ export async function route() {
     return;
   }
   const org = r.org || state.org;
-  const ws = r.ws || '';
+  // The organization's pages keep the workspace the user came from.
+  const ws = r.ws || (org === state.org ? state.ws : '');
   if (org !== state.org || ws !== state.ws) {
     state.org = org;
     state.ws = ws;

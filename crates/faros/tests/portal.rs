@@ -1,0 +1,196 @@
+//! The portal in a real browser: `faros dev` as a child process, Debian's chromium driven by
+//! Playwright (`e2e/browser/portal.test.mjs`, playwright-core + axe-core pinned in
+//! `e2e/browser/package-lock.json`). This test prepares what the scenario needs — a user who is a
+//! member of nothing, two admin-registered providers for the bad paths (one whose UI never defines
+//! its element, one whose UI server is down) and another site serving a cross-site form — runs
+//! node, and fails with its output.
+//!
+//! Needs `apt-get install -y chromium` and `npm ci --prefix e2e/browser` (what `.ci/run` does);
+//! without them the test fails saying so. `FAROS_PORTAL_SCREENSHOTS=docs/portal` refreshes the
+//! screenshots in docs/portal.md.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod devproc;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// What the test needs installed, with how to install it.
+fn prerequisites(browser_dir: &Path) -> PathBuf {
+    let chromium = std::env::var_os("FAROS_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    assert!(
+        chromium.is_file(),
+        "{} is missing: the portal browser test needs Debian's chromium (`apt-get install -y chromium`) or FAROS_CHROMIUM",
+        chromium.display()
+    );
+    assert!(
+        Command::new("node")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "node is missing: the portal browser test needs Node.js 20+ (`apt-get install -y nodejs npm`)"
+    );
+    for package in ["playwright-core", "axe-core"] {
+        assert!(
+            browser_dir
+                .join("node_modules")
+                .join(package)
+                .join("package.json")
+                .is_file(),
+            "{package} is missing in {}: run `npm ci --prefix e2e/browser`",
+            browser_dir.display()
+        );
+    }
+    chromium
+}
+
+/// Another site (reached as `localhost`, the hub is `127.0.0.1`): `/csrf` is a form posting to the
+/// hub, every other path is a provider UI whose `main.js` loads but never defines its element.
+fn side_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request_line = String::new();
+                if reader.read_line(&mut request_line).is_err() {
+                    return;
+                }
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                }
+                let target = request_line.split(' ').nth(1).unwrap_or("/").to_string();
+                let (ty, body) = if let Some(q) = target.strip_prefix("/csrf?target=") {
+                    let action = percent_decode(q);
+                    (
+                        "text/html; charset=utf-8",
+                        format!(
+                            "<!doctype html><title>elsewhere</title><form method=post action=\"{action}\" \
+                             enctype=text/plain><input type=hidden name='{{\"name\":\"csrf-evil\",\"x\":\"' \
+                             value='\"}}'><button>win a prize</button></form>"
+                        ),
+                    )
+                } else {
+                    (
+                        "text/javascript; charset=utf-8",
+                        "// A provider UI that forgets customElements.define.\nexport const loaded = true;\n"
+                            .to_string(),
+                    )
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: {ty}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    port
+}
+
+fn percent_decode(s: &str) -> String {
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 3 <= b.len() {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap_or(b'?'));
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Applies CatalogEntries into `root:faros:system:providers` (admin-registered providers).
+fn register_admin_providers(dev: &devproc::DevProcess, side_port: u16) {
+    let base = dev.server.split("/clusters/").next().unwrap();
+    let manifest = format!(
+        "apiVersion: providers.faros.sh/v1alpha1\nkind: CatalogEntry\nmetadata: {{name: neverdefines}}\n\
+         spec:\n  displayName: Never Defines\n  description: Its UI loads but never defines its element.\n  \
+         category: Testing\n  ui: {{url: \"http://127.0.0.1:{side_port}\"}}\n---\n\
+         apiVersion: providers.faros.sh/v1alpha1\nkind: CatalogEntry\nmetadata: {{name: unreachable}}\n\
+         spec:\n  displayName: Unreachable\n  description: Its UI server is down.\n  category: Testing\n  \
+         ui: {{url: \"http://127.0.0.1:9\"}}\n"
+    );
+    let mut child = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&dev.kubeconfig)
+        .arg("--server")
+        .arg(format!("{base}/clusters/root:faros:system:providers"))
+        .args(["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("kubectl");
+    child.stdin.take().unwrap().write_all(manifest.as_bytes()).unwrap();
+    assert!(
+        child.wait().unwrap().success(),
+        "kubectl apply of the test CatalogEntries failed"
+    );
+}
+
+#[test]
+fn portal_in_a_real_browser() {
+    let root = repo_root();
+    let browser_dir = root.join("e2e/browser");
+    let chromium = prerequisites(&browser_dir);
+    let state = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let dev = devproc::start(&state.path().join("faros"), &[]);
+    let state_dir = state.path().join("faros");
+    let dev_token = std::fs::read_to_string(state_dir.join("dev-user.token")).unwrap();
+    // A user who is a member of nothing (the token file is reloaded live).
+    let outsider = "outsider-token-0123456789";
+    let mut tokens = std::fs::OpenOptions::new()
+        .append(true)
+        .open(state_dir.join("tokens.csv"))
+        .unwrap();
+    writeln!(tokens, "{outsider},outsider,outsider-uid").unwrap();
+    let side = side_server();
+    register_admin_providers(&dev, side);
+    let failures = root.join("target/portal-failures");
+    std::fs::create_dir_all(&failures).unwrap();
+    eprintln!(
+        "faros dev ready after {:?}; running the browser scenario",
+        started.elapsed()
+    );
+
+    let out = Command::new("node")
+        .arg(browser_dir.join("portal.test.mjs"))
+        .current_dir(&browser_dir)
+        .env("FAROS_HUB_URL", &dev.hub)
+        .env("FAROS_DEV_TOKEN", dev_token.trim())
+        .env("FAROS_OUTSIDER_TOKEN", outsider)
+        .env("FAROS_CROSS_SITE_URL", format!("http://localhost:{side}"))
+        .env("FAROS_CHROMIUM", &chromium)
+        .env("FAROS_PORTAL_FAILURES", &failures)
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .status()
+        .expect("running node");
+    assert!(
+        out.success(),
+        "the portal browser scenario failed (output above; failure screenshot in {})",
+        failures.display()
+    );
+    eprintln!("portal browser test took {:?}", started.elapsed());
+}

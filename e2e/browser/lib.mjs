@@ -1,0 +1,143 @@
+// Helpers of the portal browser tests: Debian's chromium through playwright-core (no downloaded
+// browsers), axe-core, keyboard navigation, screenshots, and a tiny step runner.
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { chromium } from 'playwright-core';
+
+const require = createRequire(import.meta.url);
+
+export const CHROMIUM = process.env.FAROS_CHROMIUM || '/usr/bin/chromium';
+
+/** Flags for a quiet, reproducible headless chromium (playwright adds --headless). */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+
+const profiles = [];
+
+/**
+ * A fresh browser profile (its own --user-data-dir) trusting the hub's CA by ignoring certificate
+ * errors (faros dev's CA is not in the system store). Collects CSP violations and page errors.
+ */
+export async function browser({ colorScheme = 'light' } = {}) {
+  if (!fs.existsSync(CHROMIUM)) {
+    throw new Error(`${CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium) or set FAROS_CHROMIUM`);
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faros-portal-profile-'));
+  profiles.push(dir);
+  const context = await chromium.launchPersistentContext(dir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    ignoreHTTPSErrors: true,
+    viewport: { width: 1280, height: 800 },
+    colorScheme,
+    acceptDownloads: true,
+  });
+  context.problems = [];
+  context.on('page', (page) => watch(context, page));
+  for (const page of context.pages()) watch(context, page);
+  return context;
+}
+
+function watch(context, page) {
+  page.on('console', (msg) => {
+    const text = msg.text();
+    if (/Content.Security.Policy|Refused to (load|apply|execute)/i.test(text)) context.problems.push(`CSP: ${text}`);
+  });
+  page.on('pageerror', (err) => context.problems.push(`page error: ${err.message}`));
+}
+
+export function cleanupProfiles() {
+  for (const dir of profiles) fs.rmSync(dir, { recursive: true, force: true });
+}
+
+export async function page(context) {
+  return context.pages()[0] || context.newPage();
+}
+
+const AXE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+/**
+ * Runs axe-core on the page (evaluated through the devtools protocol, which the page's CSP does
+ * not govern) and fails on serious or critical violations.
+ */
+export async function accessible(pg, what) {
+  await pg.evaluate(AXE);
+  const result = await pg.evaluate(async () => {
+    // eslint-disable-next-line no-undef
+    const r = await axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }));
+  });
+  const bad = result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  if (bad.length) throw new Error(`axe: ${what}: ${JSON.stringify(bad, null, 1)}`);
+  return result;
+}
+
+/** Presses Tab until the focused element matches `selector` (keyboard-only use); fails after `max`. */
+export async function tabTo(pg, selector, max = 80) {
+  for (let i = 0; i < max; i++) {
+    const hit = await pg.evaluate((sel) => {
+      const a = document.activeElement;
+      return Boolean(a && a.matches(sel));
+    }, selector);
+    if (hit) {
+      const visible = await pg.evaluate(() => {
+        const a = document.activeElement;
+        const r = a.getBoundingClientRect();
+        return r.width > 0 && r.height > 0 && getComputedStyle(a).outlineStyle !== 'none';
+      });
+      if (!visible) throw new Error(`keyboard: ${selector} has focus but no visible focus indicator`);
+      return;
+    }
+    await pg.keyboard.press('Tab');
+  }
+  throw new Error(`keyboard: ${selector} not reached with ${max} Tab presses`);
+}
+
+/** Screenshots go to FAROS_PORTAL_SCREENSHOTS (docs/portal when refreshing the docs). */
+export async function shot(pg, name) {
+  const dir = process.env.FAROS_PORTAL_SCREENSHOTS;
+  if (!dir) return;
+  fs.mkdirSync(dir, { recursive: true });
+  await pg.screenshot({ path: path.join(dir, `${name}.png`) });
+}
+
+/** Waits until `fn` (evaluated in the page) returns truthy. */
+export async function until(pg, what, fn, arg, timeout = 30000) {
+  try {
+    await pg.waitForFunction(fn, arg, { timeout, polling: 100 });
+  } catch (e) {
+    throw new Error(`timed out waiting for ${what}: ${e.message.split('\n')[0]}`);
+  }
+}
+
+export function assert(cond, message) {
+  if (!cond) throw new Error(`assertion failed: ${message}`);
+}
+
+/** Runs named steps in order, printing each; the first failure ends the run with its step name. */
+export async function steps(list, onFailure) {
+  const started = Date.now();
+  for (const [name, fn] of list) {
+    const t = Date.now();
+    try {
+      await fn();
+    } catch (e) {
+      console.error(`FAIL ${name}: ${e.stack || e}`);
+      if (onFailure) await onFailure(name).catch(() => {});
+      return false;
+    }
+    console.log(`ok   ${name} (${Date.now() - t} ms)`);
+  }
+  console.log(`all ${list.length} steps passed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return true;
+}
