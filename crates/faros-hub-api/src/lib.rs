@@ -24,6 +24,10 @@ pub mod keys;
 pub mod mcp;
 pub mod metrics;
 pub mod portal;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod properties;
+#[cfg(test)]
+mod proptests;
 pub mod proxy;
 pub mod readiness;
 pub mod router;
