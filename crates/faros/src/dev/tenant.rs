@@ -48,9 +48,19 @@ pub async fn seed(tenancy: Arc<Tenancy>, user: String, done: watch::Sender<bool>
             _ = tokio::time::sleep(delay) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        delay = (delay * 2).min(Duration::from_secs(2));
+        // While the platform starts (the tree and the workspace types appear within a second or
+        // two) retry often, so the banner is not held back by a long sleep; later, back off.
+        let cap = if started.elapsed() < STARTING {
+            Duration::from_millis(200)
+        } else {
+            Duration::from_secs(2)
+        };
+        delay = (delay * 2).min(cap);
     }
 }
+
+/// How long start-up is expected to take: the demo tenant is retried every 200 ms until then.
+const STARTING: Duration = Duration::from_secs(10);
 
 /// How long the demo tenant is retried before `faros dev` gives up on it (the rest keeps running).
 const GIVE_UP: Duration = Duration::from_secs(300);
