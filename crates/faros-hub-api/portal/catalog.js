@@ -166,7 +166,7 @@ function card(p, admin, enabledNames, results) {
   const meta = [p.vendor, p.version && `v${p.version}`, p.category].filter(Boolean).join(' · ');
   return h('li', { class: `card state-${st.key}`, dataset: { provider: p.name }, 'aria-labelledby': titleId },
     h('div', { class: 'card-head' },
-      p.iconURL && h('img', { src: p.iconURL, alt: '', width: 40, height: 40, class: 'icon' }),
+      p.iconURL && h('img', { src: p.iconURL, alt: '', width: 40, height: 40, class: 'icon', onerror: (ev) => ev.target.remove() }),
       h('div', {},
         h('h2', { id: titleId }, p.displayName || p.name),
         meta && h('p', { class: 'meta' }, meta))),
