@@ -5,7 +5,8 @@
 //! stream is reset and many clients (curl, browsers) report a framing error instead of the answer.
 //! [`drain_on_drop`] wraps the body so that, if it is dropped unfinished, a background task keeps
 //! reading and discarding it — bounded in bytes and time — so the stream ends normally after the
-//! response. HTTP/1.1 needs none of this: hyper handles an unread body on its own there.
+//! response. On HTTP/1.1 hyper instead closes the connection after such an answer; a client still
+//! writing a large body then sees a broken pipe rather than the answer, so servers drain there too.
 //!
 //! Shared by the servers that answer early (the hub API and the embedded kcp), behind the `axum`
 //! feature. The one IO this crate does outside the client factory and the wait helper: reading and

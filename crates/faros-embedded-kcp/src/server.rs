@@ -42,6 +42,9 @@ pub struct Config {
     pub history_capacity: usize,
     /// Request body limit.
     pub max_body_bytes: usize,
+    /// Longest a request other than a watch may take (kube-apiserver's `--request-timeout`);
+    /// `?timeout=` may shorten it. Past it the client gets a 504 Status.
+    pub request_timeout: Duration,
     /// Batch concurrent writes into one durable commit.
     pub group_commit: bool,
     /// redb page cache.
@@ -58,6 +61,7 @@ impl Config {
             external_url: None,
             history_capacity: 10_000,
             max_body_bytes: 3 * 1024 * 1024,
+            request_timeout: Duration::from_secs(60),
             group_commit: true,
             cache_bytes: 32 * 1024 * 1024,
         }
@@ -276,7 +280,7 @@ impl Server {
 
         let tls_config = tls.server_config();
         let acceptor = tokio_rustls::TlsAcceptor::from(tls_config.clone());
-        let router = router(state.clone());
+        let router = router(state.clone(), config.request_timeout);
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(serve(listener, acceptor, router, stopped));
         tracing::info!(%addr, state_dir = %dir.display(), "embedded kcp serving");
@@ -462,7 +466,7 @@ async fn watch_token_file(state: Weak<ServerState>, path: PathBuf, mut stamp: Fi
     }
 }
 
-fn router(state: Arc<ServerState>) -> Router {
+fn router(state: Arc<ServerState>, request_timeout: Duration) -> Router {
     let health = || async { "ok" };
     Router::new()
         .route("/healthz", get(health))
@@ -470,7 +474,52 @@ fn router(state: Arc<ServerState>) -> Router {
         .route("/readyz", get(health))
         .route("/metrics", get(metrics))
         .fallback(api::handle)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(request_timeout, deadline))
+        .layer(axum::middleware::map_request(drain_unread_body))
+}
+
+/// An answer given before the body was read (401, 404, 413, …) must still reach the client: an
+/// unfinished body is read and discarded after the response instead of resetting the HTTP/2
+/// stream or, on HTTP/1.1, closing the connection under a client that is still writing (which
+/// then sees a broken pipe instead of the answer).
+async fn drain_unread_body(req: axum::extract::Request) -> axum::extract::Request {
+    let (parts, body) = req.into_parts();
+    axum::extract::Request::from_parts(parts, faros_core::drain::drain_on_drop(body))
+}
+
+async fn method_not_allowed() -> Response {
+    Status::method_not_allowed("the server does not allow this method on the requested resource").into_response()
+}
+
+/// kube-apiserver's deadline for requests that are not long-running: the server's request
+/// timeout, or `?timeout=` (a Go duration) when shorter. Past it the client gets kube-apiserver's
+/// 504 while the handler runs to its end in the background, as kube-apiserver's timeout filter
+/// does, so a write is never cut off halfway.
+async fn deadline(
+    State(limit): State<Duration>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let params = api::params::Params::parse(req.uri().query());
+    if params.watch() {
+        return next.run(req).await;
+    }
+    let asked = params
+        .get("timeout")
+        .and_then(api::request::go_duration)
+        .filter(|t| !t.is_zero());
+    let timeout = asked.map_or(limit, |t| t.min(limit));
+    let handler = tokio::spawn(next.run(req));
+    match tokio::time::timeout(timeout, handler).await {
+        Ok(Ok(resp)) => resp,
+        Ok(Err(e)) => Status::internal(format!("the request handler failed: {e}")).into_response(),
+        Err(_) => {
+            Status::timeout("Timeout: request did not complete within requested timeout - context deadline exceeded")
+                .into_response()
+        }
+    }
 }
 
 async fn metrics(State(state): State<Arc<ServerState>>, headers: http::HeaderMap) -> Response {

@@ -144,6 +144,40 @@ fn resource_target(group: &str, version: &str, rest: &[&str], whole: &str) -> Ta
     Target::Resource(p)
 }
 
+/// A Go `time.Duration` string as clients put in `?timeout=` (`32s`, `1m0s`, `1.5h`, `250ms`).
+pub fn go_duration(s: &str) -> Option<std::time::Duration> {
+    if s == "0" {
+        return Some(std::time::Duration::ZERO);
+    }
+    let mut rest = s;
+    let mut total = 0f64;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let seconds = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        total += number * seconds;
+    }
+    std::time::Duration::try_from_secs_f64(total).ok()
+}
+
 fn decode(segment: &str) -> String {
     percent_encoding::percent_decode_str(segment)
         .decode_utf8_lossy()
@@ -238,6 +272,27 @@ mod tests {
             let got = parse(path).unwrap();
             assert_eq!(got.cluster, cluster, "{path}");
             assert_eq!(got.target, want, "{path}");
+        }
+    }
+
+    #[test]
+    fn parses_go_durations() {
+        use std::time::Duration;
+        let cases = [
+            ("32s", Some(Duration::from_secs(32))),
+            ("1m0s", Some(Duration::from_secs(60))),
+            ("1h2m3s", Some(Duration::from_secs(3723))),
+            ("1.5h", Some(Duration::from_secs(5400))),
+            ("250ms", Some(Duration::from_millis(250))),
+            ("0", Some(Duration::ZERO)),
+            ("", None),
+            ("10", None),
+            ("5x", None),
+            ("s", None),
+            ("-1s", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(go_duration(input), want, "{input}");
         }
     }
 

@@ -1,0 +1,203 @@
+//! Every answer arrives and every error is a Status: unauthenticated requests, unknown routes,
+//! wrong methods, bad and oversized bodies and timeouts get Kubernetes `Status` JSON with the
+//! right code, over HTTP/1.1 and HTTP/2, every time — including answers the server gives before it
+//! has read the request body (2 B to 20 MB).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::TestServer;
+use reqwest::{Method, Version};
+use serde_json::Value;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
+const PROTOCOLS: [Protocol; 2] = [Protocol::Http1, Protocol::Http2];
+
+fn client(srv: &TestServer, protocol: Protocol) -> reqwest::Client {
+    let ca = reqwest::Certificate::from_pem(srv.server.ca_pem().as_bytes()).unwrap();
+    let builder = reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .timeout(Duration::from_secs(60));
+    match protocol {
+        Protocol::Http1 => builder.http1_only(),
+        // ALPN offers h2 and the server takes it.
+        Protocol::Http2 => builder,
+    }
+    .build()
+    .unwrap()
+}
+
+/// Asserts that `resp` came over `protocol` and is a `Status` with `code`.
+async fn assert_status(resp: reqwest::Response, protocol: Protocol, code: u16, what: &str) {
+    let want_version = match protocol {
+        Protocol::Http1 => Version::HTTP_11,
+        Protocol::Http2 => Version::HTTP_2,
+    };
+    assert_eq!(resp.version(), want_version, "{what}");
+    assert_eq!(resp.status().as_u16(), code, "{what}");
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string());
+    assert_eq!(content_type.as_deref(), Some("application/json"), "{what}");
+    let text = resp.text().await.unwrap();
+    let status: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {text:?}"));
+    assert_eq!(
+        (
+            status["kind"].as_str(),
+            status["apiVersion"].as_str(),
+            status["code"].as_u64()
+        ),
+        (Some("Status"), Some("v1"), Some(u64::from(code))),
+        "{what}: {status}"
+    );
+    assert_eq!(status["status"], "Failure", "{what}: {status}");
+}
+
+/// One request that must fail with `code` whatever the body.
+struct Case {
+    method: Method,
+    path: &'static str,
+    authenticated: bool,
+    /// The code for bodies within the limit, and for bodies over it.
+    code: u16,
+    code_over_limit: u16,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn early_and_late_errors_are_status_json_on_http1_and_http2_for_bodies_of_2_bytes_to_20_mb() {
+    let srv = TestServer::start().await;
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    let cases = [
+        // Refused before the body is read.
+        Case {
+            method: Method::POST,
+            path: configmaps,
+            authenticated: false,
+            code: 401,
+            code_over_limit: 401,
+        },
+        Case {
+            method: Method::POST,
+            path: "/no/such/route",
+            authenticated: true,
+            code: 404,
+            code_over_limit: 404,
+        },
+        Case {
+            method: Method::PUT,
+            path: configmaps,
+            authenticated: true,
+            code: 405,
+            code_over_limit: 405,
+        },
+        Case {
+            method: Method::POST,
+            path: "/healthz",
+            authenticated: false,
+            code: 405,
+            code_over_limit: 405,
+        },
+        // Read up to the limit: not JSON (400), or too large (413).
+        Case {
+            method: Method::POST,
+            path: configmaps,
+            authenticated: true,
+            code: 400,
+            code_over_limit: 413,
+        },
+    ];
+    let limit = faros_embedded_kcp::Config::new("unused").max_body_bytes;
+    for protocol in PROTOCOLS {
+        let http = client(&srv, protocol);
+        for size in [2usize, 100 * 1024, 2 * 1024 * 1024, 20 * 1024 * 1024] {
+            let body = bytes::Bytes::from(vec![b'a'; size]);
+            let repeats = match size {
+                s if s <= 100 * 1024 => 5,
+                s if s <= limit => 3,
+                _ => 2,
+            };
+            for case in &cases {
+                let code = if size > limit { case.code_over_limit } else { case.code };
+                for i in 0..repeats {
+                    let what = format!("{protocol:?} {} {} with {size} B (#{i})", case.method, case.path);
+                    let mut req = http.request(case.method.clone(), srv.url(case.path)).body(body.clone());
+                    if case.authenticated {
+                        req = req.bearer_auth(srv.admin_token());
+                    }
+                    let resp = req.send().await.unwrap_or_else(|e| panic!("{what}: no answer: {e:?}"));
+                    assert_status(resp, protocol, code, &what).await;
+                }
+            }
+        }
+    }
+}
+
+/// A request body that sends one byte and then nothing for longer than any deadline here.
+fn stalled_body() -> reqwest::Body {
+    let chunks = futures::stream::unfold(0u8, |n| async move {
+        match n {
+            0 => Some((Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"{")), 1)),
+            _ => {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                None
+            }
+        }
+    });
+    reqwest::Body::wrap_stream(chunks)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_past_their_deadline_get_a_504_status() {
+    let srv = TestServer::start_with(|c| c.request_timeout = Duration::from_millis(700)).await;
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    for protocol in PROTOCOLS {
+        let http = client(&srv, protocol);
+        // The server's own deadline, and a shorter one the client asks for (kubectl's `?timeout=`).
+        for (query, deadline) in [
+            ("", Duration::from_millis(700)),
+            ("?timeout=200ms", Duration::from_millis(200)),
+        ] {
+            for i in 0..3 {
+                let what = format!("{protocol:?} POST {configmaps}{query} with a stalled body (#{i})");
+                let started = Instant::now();
+                let resp = http
+                    .post(srv.url(&format!("{configmaps}{query}")))
+                    .bearer_auth(srv.admin_token())
+                    .header("content-type", "application/json")
+                    .body(stalled_body())
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("{what}: no answer: {e:?}"));
+                let took = started.elapsed();
+                assert!(
+                    took >= deadline && took < Duration::from_secs(10),
+                    "{what}: answered after {took:?}"
+                );
+                assert_status(resp, protocol, 504, &what).await;
+            }
+        }
+    }
+    // Watches are long-running: the request deadline does not end them.
+    let http = client(&srv, Protocol::Http2);
+    let mut watch = http
+        .get(srv.url(&format!("{configmaps}?watch=true&timeoutSeconds=2")))
+        .bearer_auth(srv.admin_token())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status().as_u16(), 200);
+    let started = Instant::now();
+    while watch.chunk().await.unwrap().is_some() {}
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "the watch ran to its own timeout"
+    );
+}
