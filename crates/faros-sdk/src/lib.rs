@@ -35,7 +35,9 @@ pub mod tools;
 pub mod workspace;
 
 pub use app::App;
-pub use {axum, faros_core, futures, http, jiff, k8s_openapi, kube, rmcp, schemars, serde, serde_json, tokio, tracing};
+pub use {
+    axum, faros_core, futures, http, jiff, k8s_openapi, kube, rmcp, schemars, serde, serde_json, tokio, tower, tracing,
+};
 
 /// What a provider's code uses most: `use faros_sdk::prelude::*;`.
 pub mod prelude {

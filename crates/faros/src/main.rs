@@ -22,6 +22,15 @@ enum Command {
     Dev(DevArgs),
     /// Serve the embedded kcp alone (the `faros-kcp` chart): no hub, no providers.
     Kcp(faros::kcp::KcpArgs),
+    /// Provider authoring.
+    #[command(subcommand)]
+    Provider(ProviderCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum ProviderCommand {
+    /// Scaffold a provider crate: API, controller, backend route, MCP tool, UI, manifests, chart, tests.
+    New(faros::scaffold::NewArgs),
 }
 
 #[tokio::main]
@@ -32,5 +41,12 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Dev(args) => dev::run(args).await,
         Command::Kcp(args) => faros::kcp::run(args).await,
+        Command::Provider(ProviderCommand::New(args)) => {
+            let dir = faros::scaffold::run(&args)?;
+            println!("created provider `{}` in {}", args.name, dir.display());
+            println!("  build it:  cargo build --manifest-path {}/Cargo.toml", dir.display());
+            println!("  run it:    faros dev --provider {}", dir.display());
+            Ok(())
+        }
     }
 }
