@@ -35,6 +35,11 @@ pub struct DevArgs {
     /// Do not run the quickstart provider.
     #[arg(long, env = "FAROS_NO_QUICKSTART")]
     pub no_quickstart: bool,
+    /// An out-of-tree provider crate to register, provision, initialise and serve beside the hub, as
+    /// the quickstart is (repeatable; comma-separated in the variable). Its binary is run again
+    /// whenever `cargo build` replaces it.
+    #[arg(long = "provider", env = "FAROS_DEV_PROVIDERS", value_delimiter = ',')]
+    pub providers: Vec<PathBuf>,
     /// Commit each write on its own instead of batching concurrent writes into one durable commit.
     #[arg(long, env = "FAROS_KCP_NO_GROUP_COMMIT")]
     pub kcp_no_group_commit: bool,
@@ -59,6 +64,7 @@ impl DevArgs {
             hub_port: 0,
             quickstart_port: 0,
             no_quickstart: false,
+            providers: Vec::new(),
             kcp_no_group_commit: false,
         }
     }

@@ -4,6 +4,7 @@
 //! workspace `default`. [`Stack::start`] brings it up (in-process users such as the e2e scenarios
 //! call it directly); [`run`] adds the console output and waits for SIGINT/SIGTERM.
 
+pub mod external;
 mod quickstart;
 pub mod tenant;
 pub mod tokens;
@@ -45,12 +46,15 @@ pub struct Stack {
     pub dev_user: tokens::DevUser,
     /// Where the quickstart provider's backend listens, when it runs.
     pub quickstart: Option<SocketAddr>,
+    /// The `--provider` crates, running beside the hub.
+    pub external: Vec<external::External>,
     hub_state: faros_hub_api::AppState,
     tenant_ready: watch::Receiver<bool>,
     stop: watch::Sender<bool>,
     hub: JoinHandle<Result<(), faros_hub_api::Error>>,
     reconciler: JoinHandle<Result<(), faros_hub_reconciler::Error>>,
     provider: Option<JoinHandle<anyhow::Result<()>>>,
+    externals: Vec<JoinHandle<anyhow::Result<()>>>,
     tenant: JoinHandle<()>,
 }
 
@@ -120,6 +124,26 @@ impl Stack {
             (Some(tokio::spawn(quickstart::run(dev, stop_rx.clone()))), Some(addr))
         };
 
+        let mut external = Vec::new();
+        for dir in &args.providers {
+            // A port of its own, kept across restarts of the provider's process.
+            let port = std::net::TcpListener::bind(SocketAddr::new(args.kcp_bind_address, 0))
+                .and_then(|l| l.local_addr())
+                .context("picking a port for a --provider backend")?;
+            external.push(external::resolve(dir, port)?);
+        }
+        let externals = external
+            .iter()
+            .map(|ext| {
+                let dev = external::Dev {
+                    admin: admin.clone(),
+                    state_dir: args.state_dir.clone(),
+                    hub_url: hub_url.clone(),
+                };
+                tokio::spawn(external::run(ext.clone(), dev, stop_rx.clone()))
+            })
+            .collect();
+
         let (tenant_done, tenant_ready) = watch::channel(false);
         let tenant = tokio::spawn(tenant::seed(tenancy, dev_user.name.clone(), tenant_done, stop_rx));
 
@@ -132,12 +156,14 @@ impl Stack {
             token_file,
             dev_user,
             quickstart,
+            external,
             hub_state,
             tenant_ready,
             stop,
             hub,
             reconciler,
             provider,
+            externals,
             tenant,
         })
     }
@@ -154,11 +180,15 @@ impl Stack {
         if !*self.tenant_ready.borrow() {
             pending.push(format!("demo tenant {}/{}", tenant::DEMO_ORG, tenant::DEMO_WORKSPACE));
         }
-        if self.quickstart.is_some() {
-            match self.hub_state.registry.readiness(faros_provider_quickstart::PROVIDER) {
+        let quickstart = self.quickstart.map(|_| faros_provider_quickstart::PROVIDER);
+        for name in quickstart
+            .into_iter()
+            .chain(self.external.iter().map(|e| e.name.as_str()))
+        {
+            match self.hub_state.registry.readiness(name) {
                 Some((_, r)) if r.ready => {}
-                Some((_, r)) => pending.push(format!("quickstart ({})", r.message)),
-                None => pending.push("quickstart (not registered yet)".to_string()),
+                Some((_, r)) => pending.push(format!("{name} ({})", r.message)),
+                None => pending.push(format!("{name} (not registered yet)")),
             }
         }
         pending
@@ -193,6 +223,9 @@ impl Stack {
                 p.await.map_err(anyhow::Error::from).and_then(|r| r),
             );
         }
+        for p in self.externals {
+            log_end("provider", p.await.map_err(anyhow::Error::from).and_then(|r| r));
+        }
         log_end(
             "hub reconciler",
             self.reconciler
@@ -219,6 +252,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         stack.stop().await;
         return Err(e);
     }
+    std::fs::write(stack.state_dir.join("kcp.url"), stack.kcp.url()).context("writing kcp.url")?;
     std::fs::write(stack.state_dir.join("hub.url"), &stack.hub_url).context("writing hub.url")?;
     let kubeconfig = display(&stack.state_dir.join("admin.kubeconfig"));
     let mcp_url = format!(
@@ -235,6 +269,15 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     println!("  try:               KUBECONFIG={kubeconfig} kubectl get namespaces");
     if let Some(addr) = stack.quickstart.filter(|_| !no_quickstart) {
         println!("  quickstart:        provider `quickstart` (root:faros:providers:quickstart), backend on {addr}");
+    }
+    for ext in &stack.external {
+        println!(
+            "  provider:          `{}` ({}), backend on {}, binary {}",
+            ext.name,
+            faros_core::names::provider_workspace_path(&ext.name),
+            ext.addr,
+            ext.bin.display()
+        );
     }
     println!(
         "  dev user:          {} (token in {}: {})",

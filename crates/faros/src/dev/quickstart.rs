@@ -2,7 +2,7 @@
 //! apply its `Provider`, wait for the hub reconciler's kubeconfig Secret, run `init` with that
 //! kubeconfig, then `serve` (controller, backend, MCP tools, UI assets, heartbeats to the hub).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,7 +34,7 @@ pub struct Dev {
 
 pub async fn run(dev: Dev, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
     let factory = ClientFactory::new(dev.admin.clone())?;
-    let kubeconfig = provision(&factory, &dev.hub_url, &stop).await?;
+    let kubeconfig = provision(&factory, &qs::app().provider_manifest_path(), &dev.hub_url, &stop).await?;
     let Some(kubeconfig) = kubeconfig else { return Ok(()) };
     let path = dev.state_dir.join("quickstart.kubeconfig");
     faros_embedded_kcp::server::write_private(&path, kubeconfig.as_bytes())
@@ -75,14 +75,21 @@ pub async fn run(dev: Dev, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Applies the Provider and waits for its kubeconfig Secret; None when asked to stop first.
-async fn provision(
+/// Applies the Provider in `manifest` and waits for its kubeconfig Secret (pointing at this run's
+/// hub); None when asked to stop first.
+pub(super) async fn provision(
     factory: &ClientFactory,
+    manifest: &Path,
     hub_url: &str,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<Option<String>> {
-    let manifest = std::fs::read_to_string(qs::app().provider_manifest_path()).context("reading provider.yaml")?;
-    let provider: Provider = serde_saphyr::from_str(&manifest).context("parsing provider.yaml")?;
+    let text = std::fs::read_to_string(manifest).with_context(|| format!("reading {}", manifest.display()))?;
+    let provider: Provider =
+        serde_saphyr::from_str(&text).with_context(|| format!("parsing {}", manifest.display()))?;
+    let name = provider.metadata.name.clone().unwrap_or_default();
+    if name.is_empty() {
+        bail!("{}: metadata.name: required", manifest.display());
+    }
     let providers: Api<Provider> = Api::all(factory.cluster(names::SYSTEM_PROVIDERS_PATH)?);
     let params = PatchParams::apply("faros-dev").force();
     let deadline = tokio::time::Instant::now() + PROVISION_TIMEOUT;
@@ -92,17 +99,17 @@ async fn provision(
         if *stop.borrow() {
             return Ok(None);
         }
-        match providers.patch(qs::PROVIDER, &params, &Patch::Apply(&provider)).await {
+        match providers.patch(&name, &params, &Patch::Apply(&provider)).await {
             Ok(_) => break,
             Err(e) if tokio::time::Instant::now() < deadline => {
-                tracing::debug!(error = %e, "waiting for the hub bootstrap before registering quickstart");
+                tracing::debug!(error = %e, provider = %name, "waiting for the hub bootstrap before registering the provider");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(2));
             }
-            Err(e) => bail!("registering the quickstart Provider: {e}"),
+            Err(e) => bail!("registering the {name} Provider: {e}"),
         }
     }
-    let secret_name = names::kubeconfig_secret_name(qs::PROVIDER, None);
+    let secret_name = names::kubeconfig_secret_name(&name, None);
     let secrets: Api<Secret> = Api::namespaced(factory.cluster(names::SYSTEM_PROVIDERS_PATH)?, "default");
     // After a restart the Secret may still point at the previous run's hub port: wait until the
     // reconciler has rewritten it for this hub.
@@ -114,7 +121,7 @@ async fn provision(
     };
     let secret = wait_for(secrets, &secret_name, current, PROVISION_TIMEOUT)
         .await
-        .context("waiting for the quickstart kubeconfig Secret")?
+        .with_context(|| format!("waiting for the {name} kubeconfig Secret"))?
         .context("the kubeconfig Secret disappeared")?;
     let data = secret.data.unwrap_or_default();
     let bytes = data
