@@ -1,6 +1,7 @@
 //! client-go against the embedded kcp: kubectl 1.32 (whose typed clients speak protobuf) runs
 //! get, create, apply and delete of built-in kinds at `--v=8`, and its log must show protobuf
-//! answers where it asked for them and no fallback or decode trouble anywhere.
+//! answers where it asked for them and no fallback or decode trouble anywhere; its typed Events
+//! watch reads a protobuf watch stream.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -205,5 +206,67 @@ async fn kubectl_uses_protobuf_for_built_in_kinds_without_falling_back() {
     assert!(
         !left.contains(&"cm") && !left.contains(&"applied"),
         "deleted ConfigMaps remain: {left:?}"
+    );
+}
+
+const EVENT: &str = "apiVersion: v1
+kind: Event
+metadata: {name: NAME, namespace: default}
+involvedObject: {kind: ConfigMap, name: x, namespace: default}
+reason: Tested
+message: MESSAGE
+type: Normal
+count: 1
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_events_watch_reads_a_protobuf_watch_stream() {
+    use tokio::io::AsyncBufReadExt;
+    let srv = TestServer::start().await;
+    let kubeconfig = srv.dir.path().join("admin.kubeconfig");
+    std::fs::write(&kubeconfig, srv.server.admin_kubeconfig()).unwrap();
+    let k = Kubectl {
+        kubeconfig: kubeconfig.clone(),
+    };
+    let event = |name: &str, message: &str| EVENT.replace("NAME", name).replace("MESSAGE", message);
+    k.run(&["apply", "-f", "-"], Some(&event("first", "before-the-watch")))
+        .await;
+    let log = srv.dir.path().join("watch.log");
+    let mut watch = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["events", "-n", "default", "--watch", "--v=8"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut next_line = async || {
+        tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("kubectl events printed a line in time")
+            .unwrap()
+            .expect("kubectl events is still running")
+    };
+    while !next_line().await.contains("before-the-watch") {}
+    // An event created after the list arrives through the watch.
+    k.run(&["apply", "-f", "-"], Some(&event("second", "through-the-watch")))
+        .await;
+    while !next_line().await.contains("through-the-watch") {}
+    watch.kill().await.unwrap();
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        answer_types(&log)
+            .iter()
+            .any(|t| t == "application/vnd.kubernetes.protobuf;stream=watch"),
+        "the watch was not protobuf: {:?}",
+        answer_types(&log)
+    );
+    let bad = trouble(&log);
+    assert!(
+        bad.is_empty(),
+        "kubectl events fell back or failed to decode:\n{}",
+        bad.join("\n")
     );
 }
