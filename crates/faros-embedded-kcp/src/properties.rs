@@ -169,6 +169,20 @@ pub fn managed_fields(input: &[u8]) {
     assert_eq!(decoded, entries, "managedFields round trip changed {value}");
 }
 
+/// Protobuf request bodies from Go clients: decoding arbitrary bytes never panics, and what
+/// decodes encodes back to a body that decodes to the same object (nothing silently dropped).
+pub fn protobuf_body(body: &[u8]) {
+    let _ = crate::api::protobuf::decode_delete_options(body);
+    let Ok(decoded) = crate::api::protobuf::decode(body) else {
+        return;
+    };
+    let encoded = crate::api::protobuf::encode(&decoded)
+        .unwrap_or_else(|e| panic!("{decoded} decoded from protobuf but does not encode: {e:?}"));
+    let again = crate::api::protobuf::decode(&encoded)
+        .unwrap_or_else(|e| panic!("{decoded} encoded to protobuf that does not decode: {e:?}"));
+    assert_eq!(again, decoded, "protobuf round trip changed the object");
+}
+
 /// Request paths, `/clusters/<path>/...` included: parsing never panics.
 pub fn request_path(input: &str) {
     let _ = crate::api::request::parse(input);

@@ -205,6 +205,31 @@ proptest! {
     }
 
     #[test]
+    fn protobuf_bodies_from_arbitrary_bytes(body in prop::collection::vec(any::<u8>(), 0..96)) {
+        properties::protobuf_body(&body);
+    }
+
+    #[test]
+    fn protobuf_bodies_with_the_magic_and_a_known_kind(
+        kind in prop_oneof![Just("ConfigMap"), Just("Secret"), Just("DeleteOptions"), Just("Status"), Just("ConfigMapList"), Just("Namespace")],
+        raw in prop::collection::vec(any::<u8>(), 0..64),
+    ) {
+        // k8s\0, then runtime.Unknown{typeMeta{apiVersion, kind}, raw}: reaches the per-kind decoders.
+        let api_version = "v1";
+        let mut type_meta = vec![0x0a, api_version.len() as u8];
+        type_meta.extend_from_slice(api_version.as_bytes());
+        type_meta.extend_from_slice(&[0x12, kind.len() as u8]);
+        type_meta.extend_from_slice(kind.as_bytes());
+        let mut body = b"k8s\0".to_vec();
+        body.extend_from_slice(&[0x0a, type_meta.len() as u8]);
+        body.extend_from_slice(&type_meta);
+        body.push(0x12);
+        body.push(raw.len() as u8);
+        body.extend_from_slice(&raw);
+        properties::protobuf_body(&body);
+    }
+
+    #[test]
     fn request_paths(input in "(/(clusters|api|apis|v1|root|[a-c:*~]{0,4}|namespaces|status|watch|%2F|\\.\\.)){0,9}/?") {
         properties::request_path(&input);
     }
