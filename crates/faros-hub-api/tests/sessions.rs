@@ -355,14 +355,17 @@ async fn portal_responses_carry_security_and_cache_headers() {
 
 // ----- OIDC ----------------------------------------------------------------------------------
 
+/// What the issuer remembers of an authorization: (PKCE challenge, nonce, redirect URI).
+type Grant = (String, String, String);
+
 /// An OIDC issuer with an authorization endpoint that approves at once and a token endpoint that
 /// checks the PKCE verifier.
 #[derive(Clone)]
 struct Idp {
     url: String,
     key: Arc<EcdsaKeyPair>,
-    /// code → (challenge, nonce, redirect_uri)
-    codes: Arc<Mutex<HashMap<String, (String, String, String)>>>,
+    /// code → its grant
+    codes: Arc<Mutex<HashMap<String, Grant>>>,
     /// The hub's clock: tokens are valid at its "now".
     now: i64,
 }
