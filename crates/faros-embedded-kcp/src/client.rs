@@ -52,6 +52,7 @@ impl<'a> Client<'a> {
             // Like a request without `fieldValidation`: unknown fields are pruned with a warning.
             field_validation: Ok(FieldValidation::Warn),
             dry_run: Ok(false),
+            claim: None,
         }
     }
 

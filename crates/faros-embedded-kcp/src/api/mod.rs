@@ -107,6 +107,7 @@ async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Statu
                 headers: parts.headers,
                 method: parts.method,
                 visible: None,
+                claim: None,
             };
             resource(ctx, rp, body).await
         }
@@ -146,6 +147,8 @@ pub struct RequestContext {
     pub method: Method,
     /// Objects outside this filter do not exist for the request (virtual workspace views).
     pub visible: Option<read::ObjectFilter>,
+    /// Writes must stay inside this accepted claim selector (virtual workspace views).
+    pub claim: Option<Arc<crate::write::claim::ClaimGuard>>,
 }
 
 impl RequestContext {

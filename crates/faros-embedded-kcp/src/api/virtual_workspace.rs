@@ -4,7 +4,8 @@
 //! A provider sees, through one URL, the exported resources of every workspace that bound its export
 //! (wildcard list and watch in one resourceVersion space, objects carrying `kcp.io/cluster`), can read
 //! and write them per workspace, and can use the resources its consumers accepted as permission claims
-//! (filtered by the claim's selector, limited to the effective verbs). Authorization is the same verb
+//! (filtered by the claim's selector, limited to the effective verbs; writes stay inside the selector,
+//! whose `matchLabels` are stamped on). Authorization is the same verb
 //! on `apiexports/content` in the export's workspace; the consumers' own RBAC does not apply.
 
 use std::collections::BTreeSet;
@@ -25,6 +26,7 @@ use crate::kcp::{AcceptedClaim, ExportView};
 use crate::objects::CLUSTER_ANNOTATION;
 use crate::registry::ResourceDef;
 use crate::state::ServerState;
+use crate::write::claim::ClaimGuard;
 
 pub const PREFIX: &str = "/services/apiexport/";
 
@@ -129,7 +131,7 @@ pub async fn serve(
             authorize_content(state, &view, &user, verb)?;
             let served = find(state, &view, &rp).ok_or_else(not_found)?;
             let live = crate::kcp::apis::live_export(state, &export_cluster, export_name).ok_or_else(not_found)?;
-            let (def, visible) = scope(&view, live, &served, &cluster, verb)?;
+            let (def, visible, claim) = scope(&view, live, &served, &cluster, verb)?;
             let ctx = RequestContext {
                 state: state.clone(),
                 user,
@@ -138,6 +140,7 @@ pub async fn serve(
                 headers: parts.headers,
                 method: parts.method,
                 visible: Some(visible),
+                claim,
             };
             serve_resource(ctx, def, rp, body, false).await
         }
@@ -174,6 +177,13 @@ fn served_defs(state: &ServerState, view: &ExportView) -> Vec<(Arc<ResourceDef>,
     let mut out: Vec<(Arc<ResourceDef>, Vec<String>)> =
         view.resources.iter().map(|d| (d.clone(), all_verbs())).collect();
     let mut claimed: Vec<(String, String, BTreeSet<String>)> = Vec::new();
+    // kcp serves what the export claims even before any consumer accepted (as empty lists).
+    for (group, resource, verbs) in exported_claims(state, view) {
+        match claimed.iter_mut().find(|(g, r, _)| *g == group && *r == resource) {
+            Some((_, _, vs)) => vs.extend(verbs),
+            None => claimed.push((group, resource, verbs.into_iter().collect())),
+        }
+    }
     for consumer in view.bindings.values() {
         for c in &consumer.claims {
             match claimed.iter_mut().find(|(g, r, _)| *g == c.group && *r == c.resource) {
@@ -183,6 +193,10 @@ fn served_defs(state: &ServerState, view: &ExportView) -> Vec<(Arc<ResourceDef>,
         }
     }
     for (group, resource, verbs) in claimed {
+        // Bindings are served below (read-only); a claim on them widens what is visible.
+        if group == "apis.kcp.io" && resource == "apibindings" {
+            continue;
+        }
         if let Some(def) = state
             .registry
             .all_resources()
@@ -201,6 +215,32 @@ fn served_defs(state: &ServerState, view: &ExportView) -> Vec<(Arc<ResourceDef>,
         out.push((b, vec!["get".into(), "list".into(), "watch".into()]));
     }
     out
+}
+
+/// The claims of the export itself: `(group, resource, verbs)`.
+fn exported_claims(state: &ServerState, view: &ExportView) -> Vec<(String, String, Vec<String>)> {
+    let key = crate::store::ObjectKey::new("apis.kcp.io", "apiexports", &view.export_cluster, "", &view.export_name);
+    let Ok(Some(export)) = state.store.get(&key) else {
+        return Vec::new();
+    };
+    let strs = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    export
+        .pointer("/spec/permissionClaims")
+        .and_then(Value::as_array)
+        .map(|claims| {
+            claims
+                .iter()
+                .map(|c| {
+                    let s = |f: &str| c.get(f).and_then(Value::as_str).unwrap_or_default().to_string();
+                    (s("group"), s("resource"), strs(c.get("verbs").unwrap_or(&Value::Null)))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn find(state: &ServerState, view: &ExportView, rp: &ResourcePath) -> Option<Served> {
@@ -228,75 +268,96 @@ fn claim_for<'a>(view: &'a ExportView, cluster: &str, def: &ResourceDef) -> Opti
         .find(|c| c.group == def.group && c.resource == def.resource)
 }
 
-/// The definition to serve and the objects the request may see, after the claim verb checks. The
-/// visibility filters read the export's bindings live, so a watch sees workspaces bound after it began.
-fn scope(
-    view: &ExportView,
-    live: LiveExport,
-    served: &Served,
-    cluster: &str,
-    verb: &str,
-) -> Result<(Arc<ResourceDef>, ObjectFilter), Status> {
+/// The definition to serve, the objects a request may see, and the selector its writes must stay in.
+type Scoped = (Arc<ResourceDef>, ObjectFilter, Option<Arc<ClaimGuard>>);
+
+/// The definition to serve, the objects the request may see, and the selector its writes must stay
+/// in, after the claim verb checks. The visibility filters read the export's bindings live, so a
+/// watch sees workspaces bound after it began.
+fn scope(view: &ExportView, live: LiveExport, served: &Served, cluster: &str, verb: &str) -> Result<Scoped, Status> {
     let bound =
         move |live: &LiveExport, o: &Value| live.with(|v| v.is_some_and(|v| v.bindings.contains_key(cluster_of(o))));
+    let reading = matches!(verb, "get" | "list" | "watch");
     match served {
-        Served::Exported(def) => Ok((def.clone(), Arc::new(move |o: &Value| bound(&live, o)))),
+        Served::Exported(def) => Ok((def.clone(), Arc::new(move |o: &Value| bound(&live, o)), None)),
         Served::Bindings(def) => {
-            if !matches!(verb, "get" | "list" | "watch") {
+            if !reading {
                 return Err(Status::method_not_allowed(
                     "apibindings are read-only in the APIExport virtual workspace",
                 ));
             }
             let (ec, en) = (view.export_cluster.clone(), view.export_name.clone());
+            let (group, resource, verb) = (def.group.clone(), def.resource.clone(), verb.to_string());
             Ok((
                 def.clone(),
                 Arc::new(move |o: &Value| {
-                    bound(&live, o)
+                    let own = bound(&live, o)
                         && o.pointer("/spec/reference/export/name").and_then(Value::as_str) == Some(en.as_str())
                         && o.pointer("/status/apiExportClusterName")
                             .and_then(Value::as_str)
-                            .is_none_or(|c| c == ec)
+                            .is_none_or(|c| c == ec);
+                    // An accepted claim on apibindings shows the consumer's other bindings too.
+                    own || claim_admits(&live, o, &group, &resource, &verb)
                 }),
+                None,
             ))
         }
         Served::Claimed(def) => {
+            let mut guard = None;
             if cluster != "*" {
-                let claim = claim_for(view, cluster, def).ok_or_else(|| {
-                    Status::forbidden(format!(
-                        "{} is forbidden: workspace {cluster:?} did not accept a permission claim for them",
-                        faros_core::status::qualified(&def.group, &def.resource)
-                    ))
-                })?;
-                if !claim.verbs.iter().any(|v| v == verb || v == "*") {
-                    return Err(Status::forbidden(format!(
-                        "{} is forbidden: the permission claim accepted by workspace {cluster:?} does not include verb {verb:?}",
-                        faros_core::status::qualified(&def.group, &def.resource)
-                    )));
+                match claim_for(view, cluster, def) {
+                    Some(claim) => {
+                        if !claim.verbs.iter().any(|v| v == verb || v == "*") {
+                            return Err(Status::forbidden(format!(
+                                "{} is forbidden: the permission claim accepted by workspace {cluster:?} does not include verb {verb:?}",
+                                faros_core::status::qualified(&def.group, &def.resource)
+                            )));
+                        }
+                        guard = claim.selector.clone().map(|selector| {
+                            Arc::new(ClaimGuard {
+                                selector,
+                                match_labels: claim.match_labels.clone(),
+                            })
+                        });
+                    }
+                    // Not accepted (yet, or rejected): reads see nothing, as in kcp; writes are refused.
+                    None if reading => {}
+                    None => {
+                        return Err(Status::forbidden(format!(
+                            "{} is forbidden: workspace {cluster:?} did not accept a permission claim for them",
+                            faros_core::status::qualified(&def.group, &def.resource)
+                        )));
+                    }
                 }
             }
             // Per consumer: the claim's verbs must include this verb and the object must match its selector.
             let (group, resource, verb) = (def.group.clone(), def.resource.clone(), verb.to_string());
             Ok((
                 def.clone(),
-                Arc::new(move |o: &Value| {
-                    live.with(|v| {
-                        let Some(consumer) = v.and_then(|v| v.bindings.get(cluster_of(o))) else {
-                            return false;
-                        };
-                        consumer.claims.iter().any(|claim| {
-                            claim.group == group
-                                && claim.resource == resource
-                                && claim.verbs.iter().any(|x| *x == verb || x == "*")
-                                && claim
-                                    .selector
-                                    .as_ref()
-                                    .is_none_or(|s| s.matches(o.pointer("/metadata/labels").and_then(Value::as_object)))
-                        })
-                    })
-                }),
+                Arc::new(move |o: &Value| claim_admits(&live, o, &group, &resource, &verb)),
+                guard,
             ))
         }
     }
+}
+
+/// Whether the consumer `o` lives in accepted a claim on `group/resource` with `verb` whose
+/// selector `o` matches.
+fn claim_admits(live: &LiveExport, o: &Value, group: &str, resource: &str, verb: &str) -> bool {
+    live.with(|v| {
+        let Some(consumer) = v.and_then(|v| v.bindings.get(cluster_of(o))) else {
+            return false;
+        };
+        consumer.claims.iter().any(|claim| {
+            claim.group == group
+                && claim.resource == resource
+                && claim.verbs.iter().any(|x| x == verb || x == "*")
+                && claim
+                    .selector
+                    .as_ref()
+                    .is_none_or(|s| s.matches(o.pointer("/metadata/labels").and_then(Value::as_object)))
+        })
+    })
 }
 
 fn discovery_groups(state: &ServerState, view: &ExportView) -> Response {

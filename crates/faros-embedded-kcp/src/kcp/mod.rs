@@ -57,4 +57,6 @@ pub struct AcceptedClaim {
     pub verbs: Vec<String>,
     /// Objects the claim covers; None = all of them (`matchAll`).
     pub selector: Option<crate::selector::LabelSelector>,
+    /// The selector's `matchLabels`, stamped on objects created through the virtual workspace.
+    pub match_labels: std::collections::BTreeMap<String, String>,
 }

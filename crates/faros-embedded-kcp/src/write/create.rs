@@ -32,6 +32,9 @@ pub async fn create(
     if let Some(fields) = applied_fields {
         meta_mut(&mut obj).insert("managedFields".into(), fields);
     }
+    if let Some(guard) = w.claim {
+        guard.admit(def, &mut obj)?;
+    }
     let warnings = admit(w, def, &mut obj)?;
     let name = meta_str(&obj, "name").unwrap_or_default().to_string();
     if def.namespaced {

@@ -46,6 +46,9 @@ pub async fn delete(
 ) -> Result<Deleted, Status> {
     let name = meta_str(&obj, "name").unwrap_or_default().to_string();
     let ns = meta_str(&obj, "namespace").map(String::from);
+    if let Some(guard) = w.claim {
+        guard.check_existing(def, &obj)?;
+    }
     if let Some(p) = &opts.preconditions {
         if p.uid.as_deref().is_some_and(|u| Some(u) != meta_str(&obj, "uid")) {
             return Err(Status::conflict_message(format!(

@@ -7,11 +7,13 @@
 //!
 //! - `admission`: the checks and defaults applied to an object before it is stored.
 //! - `create`, `update`, `delete`: one verb each.
+//! - `claim`: the label selector of a permission claim, for writes through a virtual workspace.
 //!
 //! What it must not do: authorize (callers do: RBAC for HTTP requests; in-process writers act as the
 //! system), or know about HTTP (bodies, content types, responses belong to `api`).
 
 pub(crate) mod admission;
+pub(crate) mod claim;
 pub(crate) mod create;
 pub(crate) mod delete;
 pub(crate) mod update;
@@ -44,6 +46,8 @@ pub struct Writer<'a> {
     pub field_validation: Result<FieldValidation, Status>,
     /// Dry run: everything but the commit. An invalid parameter fails the write where it is consulted.
     pub dry_run: Result<bool, Status>,
+    /// Set for writes through an APIExport virtual workspace under a claim with a selector.
+    pub claim: Option<&'a claim::ClaimGuard>,
 }
 
 impl Writer<'_> {

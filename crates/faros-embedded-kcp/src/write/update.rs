@@ -51,7 +51,15 @@ pub async fn update(
         ),
         None => None,
     };
+    if let Some(guard) = w.claim {
+        guard.check_existing(def, old)?;
+    }
     let remove = objects::prepare_update(def, old, &mut new, part(sub), require_rv)?;
+    if let Some(guard) = w.claim
+        && part(sub) == WritePart::Main
+    {
+        guard.admit(def, &mut new)?;
+    }
     let warnings = admit(w, def, &mut new)?;
     let now = objects::now_rfc3339();
     if let Some(m) = manager {

@@ -37,6 +37,7 @@ impl RequestContext {
             cluster: &self.cluster,
             field_validation: self.params.field_validation(),
             dry_run: self.params.dry_run(),
+            claim: self.claim.as_deref(),
         }
     }
 }

@@ -88,6 +88,14 @@ pub fn selector_of(selector: &PermissionClaimSelector) -> Option<crate::selector
     }
 }
 
+/// The `matchLabels` of a selector (none for `matchAll`).
+pub fn match_labels_of(selector: &PermissionClaimSelector) -> BTreeMap<String, String> {
+    if selector.match_all {
+        return BTreeMap::new();
+    }
+    selector.match_labels.clone().unwrap_or_default().into_iter().collect()
+}
+
 /// Compares the export's claims with the binding's; claims on the export's own resources are ignored.
 pub fn evaluate(
     exported: &[PermissionClaim],
@@ -130,6 +138,7 @@ pub fn evaluate(
             resource: claim.resource.clone(),
             verbs: effective_verbs(&export_claim.verbs, &claim.verbs),
             selector: selector_of(&claim.selector),
+            match_labels: match_labels_of(&claim.selector),
         });
         let a: BTreeSet<&String> = claim.verbs.iter().collect();
         let e: BTreeSet<&String> = export_claim.verbs.iter().collect();

@@ -374,6 +374,7 @@ mod tests {
                 resource: "configmaps".into(),
                 verbs: vec!["get".into()],
                 selector,
+                match_labels: Default::default(),
             },
             label_key: "claimed.internal.apis.kcp.io/abc".into(),
             label_value: "v".into(),

@@ -79,6 +79,7 @@ impl Controller {
                             resource: applied.resource.clone(),
                             verbs: claims::effective_verbs(&export_claim.verbs, &applied.verbs),
                             selector: claims::selector_of(&applied.selector),
+                            match_labels: claims::match_labels_of(&applied.selector),
                         },
                         label_key: label_key.clone(),
                         label_value: claims::label_value(&applied.group, &applied.resource, &applied.identity_hash),
