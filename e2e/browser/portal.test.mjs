@@ -85,6 +85,11 @@ const ok = await steps([
     await pg.selectOption('#catalog-category', 'Testing');
     await until(pg, 'the category filter', () => !document.querySelector('.card[data-provider=quickstart]') && document.querySelector('.card[data-provider=neverdefines]'));
     await pg.selectOption('#catalog-category', '');
+    const unhealthy = await text('.card[data-provider=unhealthy] .state');
+    assert(unhealthy.startsWith('Not ready') && unhealthy.includes('BackendUnhealthy'), `not ready with the hub's reason: ${unhealthy}`);
+    const blocked = await text('.card[data-provider=dependent] .state');
+    assert(blocked.startsWith('Blocked by dependencies') && blocked.includes('quickstart'), `blocked, naming the dependency: ${blocked}`);
+    assert(await pg.isDisabled('.card[data-provider=dependent] button[aria-label="Enable Dependent"]'), 'a blocked provider cannot be enabled');
     await accessible(pg, 'catalog');
     await shot(pg, 'catalog');
   }],
@@ -103,6 +108,29 @@ const ok = await steps([
     await pg.waitForSelector('nav section[aria-label=Demo] li[data-provider=quickstart]', { timeout: 30000 });
     await until(pg, 'the card to say Enabled', () => document.querySelector('.card[data-provider=quickstart] .state')?.dataset.state === 'enabled');
     assert((await text('.card[data-provider=quickstart] .result')).includes('Bound'), 'the result says Bound');
+  }],
+
+  ['the Enable dialog: claims beyond the tenant unchecked with a warning, edge access, no claims, the hub\'s error', async () => {
+    await until(pg, 'dependent to be unblocked', () => document.querySelector('.card[data-provider=dependent] .state')?.dataset.state === 'available');
+    await pg.click('.card[data-provider=dependent] button[aria-label="Enable Dependent"]');
+    await pg.waitForSelector('dialog[open] input[data-resource=secrets]');
+    assert(!(await pg.isChecked('dialog[open] input[data-resource=secrets]')), 'a claim that is not tenant-scoped starts unchecked');
+    const body = await text('dialog[open]');
+    assert(body.includes('could reach objects beyond it') && body.includes('Verbs: get, list'), body);
+    assert(body.includes('reach your edges'), `the edge-access notice: ${body}`);
+    await accessible(pg, 'enable dialog with warnings');
+    await pg.keyboard.press('Escape');
+    await until(pg, 'the dialog to close', () => !document.querySelector('dialog[open]'));
+    await pg.click('.card[data-provider=noaccess] button[aria-label="Enable No Access"]');
+    await pg.waitForSelector('dialog[open] .no-claims');
+    assert((await text('dialog[open] .no-claims')).includes('requests no access'), 'no claims');
+    await pg.click('dialog[open] button[type=submit]');
+    await until(pg, 'the hub\'s Status message in the dialog', () => (document.querySelector('dialog[open] [role=alert]')?.textContent || '').length > 10);
+    const err = await text('dialog[open] [role=alert]');
+    console.log(`     the hub refused: ${err}`);
+    assert(!err.startsWith('4') && !err.startsWith('5'), `the Status message, not just a code: ${err}`);
+    await pg.click('dialog[open] button:text("Cancel")');
+    assert(!(await pg.$('nav li[data-provider=noaccess]')), 'a failed Enable enables nothing');
   }],
 
   ['the quickstart UI renders, creates a Greeting (keyboard) and the reply appears', async () => {
@@ -188,6 +216,23 @@ const ok = await steps([
     assert(!(await pg.content()).includes(TOKEN), 'no token on the page');
     await accessible(pg, 'mcp');
     await shot(pg, 'mcp');
+  }],
+
+  ['create an organization and its first workspace', async () => {
+    await pg.click('#new-org');
+    await pg.waitForSelector('dialog[open] #new-org-name');
+    await accessible(pg, 'new organization dialog');
+    await pg.fill('#new-org-name', 'acme');
+    await pg.keyboard.press('Enter');
+    await pg.waitForSelector('dialog[open] #new-ws-name', { timeout: 60000 });
+    await pg.fill('#new-ws-name', 'dev');
+    await pg.keyboard.press('Enter');
+    await pg.waitForURL(`${HUB}/portal/orgs/acme/workspaces/dev/catalog`, { timeout: 60000 });
+    await pg.waitForSelector('.card[data-provider=quickstart]');
+    const orgs = await pg.$$eval('#org-select option', (os) => os.map((o) => o.value));
+    assert(orgs.includes('acme') && orgs.includes('demo'), `both organizations in the switcher: ${orgs}`);
+    await pg.selectOption('#org-select', 'demo');
+    await pg.waitForURL(`${WS}/catalog`);
   }],
 
   ['create a workspace; switching there removes quickstart from the nav; back again', async () => {

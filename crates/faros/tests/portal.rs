@@ -1,9 +1,10 @@
 //! The portal in a real browser: `faros dev` as a child process, Debian's chromium driven by
 //! Playwright (`e2e/browser/portal.test.mjs`, playwright-core + axe-core pinned in
 //! `e2e/browser/package-lock.json`). This test prepares what the scenario needs — a user who is a
-//! member of nothing, two admin-registered providers for the bad paths (one whose UI never defines
-//! its element, one whose UI server is down) and another site serving a cross-site form — runs
-//! node, and fails with its output.
+//! member of nothing, admin-registered providers for the other states and bad paths (a UI that
+//! never defines its element, a UI server that is down, a backend that is unhealthy, a provider
+//! blocked by a dependency, one whose export does not exist) and another site serving a cross-site
+//! form — runs node, and fails with its output.
 //!
 //! Needs `apt-get install -y chromium` and `npm ci --prefix e2e/browser` (what `.ci/run` does);
 //! without them the test fails saying so. `FAROS_PORTAL_SCREENSHOTS=docs/portal` refreshes the
@@ -125,12 +126,56 @@ fn percent_decode(s: &str) -> String {
 fn register_admin_providers(dev: &devproc::DevProcess, side_port: u16) {
     let base = dev.server.split("/clusters/").next().unwrap();
     let manifest = format!(
-        "apiVersion: providers.faros.sh/v1alpha1\nkind: CatalogEntry\nmetadata: {{name: neverdefines}}\n\
-         spec:\n  displayName: Never Defines\n  description: Its UI loads but never defines its element.\n  \
-         category: Testing\n  ui: {{url: \"http://127.0.0.1:{side_port}\"}}\n---\n\
-         apiVersion: providers.faros.sh/v1alpha1\nkind: CatalogEntry\nmetadata: {{name: unreachable}}\n\
-         spec:\n  displayName: Unreachable\n  description: Its UI server is down.\n  category: Testing\n  \
-         ui: {{url: \"http://127.0.0.1:9\"}}\n"
+        r#"apiVersion: providers.faros.sh/v1alpha1
+kind: CatalogEntry
+metadata: {{name: neverdefines}}
+spec:
+  displayName: Never Defines
+  description: Its UI loads but never defines its element.
+  category: Testing
+  ui: {{url: "http://127.0.0.1:{side_port}"}}
+---
+apiVersion: providers.faros.sh/v1alpha1
+kind: CatalogEntry
+metadata: {{name: unreachable}}
+spec:
+  displayName: Unreachable
+  description: Its UI server is down.
+  category: Testing
+  ui: {{url: "http://127.0.0.1:9"}}
+---
+apiVersion: providers.faros.sh/v1alpha1
+kind: CatalogEntry
+metadata: {{name: unhealthy}}
+spec:
+  displayName: Unhealthy
+  description: Its backend never answers its health check.
+  category: Testing
+  backend: {{url: "http://127.0.0.1:9"}}
+---
+apiVersion: providers.faros.sh/v1alpha1
+kind: CatalogEntry
+metadata: {{name: dependent}}
+spec:
+  displayName: Dependent
+  description: Needs quickstart, reaches edges, and claims secrets beyond the tenant.
+  category: Testing
+  dependencies: [{{name: quickstart}}]
+  edgeProxyAccess: true
+  apiExport:
+    name: dependent.example.dev
+    permissionClaims:
+      - {{resource: secrets, verbs: [get, list]}}
+---
+apiVersion: providers.faros.sh/v1alpha1
+kind: CatalogEntry
+metadata: {{name: noaccess}}
+spec:
+  displayName: No Access
+  description: Binds an export that does not exist and claims nothing.
+  category: Testing
+  apiExport: {{name: noaccess.example.dev}}
+"#
     );
     let mut child = Command::new("kubectl")
         .arg("--kubeconfig")
