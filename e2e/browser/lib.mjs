@@ -68,7 +68,8 @@ const AXE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 /**
  * Runs axe-core on the page (evaluated through the devtools protocol, which the page's CSP does
- * not govern) and fails on serious or critical violations.
+ * not govern) and fails on serious or critical violations; then checks that every control is
+ * reachable with the keyboard alone ([`keyboardReachable`]).
  */
 export async function accessible(pg, what) {
   await pg.evaluate(AXE);
@@ -79,7 +80,45 @@ export async function accessible(pg, what) {
   });
   const bad = result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
   if (bad.length) throw new Error(`axe: ${what}: ${JSON.stringify(bad, null, 1)}`);
+  await keyboardReachable(pg, what);
   return result;
+}
+
+/**
+ * Every control of the page (or of the open modal dialog) is reached with Tab alone, each with a
+ * visible focus indicator.
+ */
+export async function keyboardReachable(pg, what) {
+  const count = await pg.evaluate(() => {
+    const scope = document.querySelector('dialog[open]') || document;
+    const sel = 'a[href], button, input, select, textarea, [tabindex]:not([tabindex="-1"])';
+    let n = 0;
+    for (const el of document.querySelectorAll('[data-kb]')) delete el.dataset.kb;
+    for (const el of scope.querySelectorAll(sel)) {
+      if (el.disabled || el.getAttribute('tabindex') === '-1' || el.closest('[hidden], dialog:not([open])')) continue;
+      if (el.getClientRects().length === 0 && !el.classList.contains('skip-link')) continue;
+      el.dataset.kb = String(n++);
+    }
+    return n;
+  });
+  const seen = new Set();
+  for (let i = 0; i < count * 2 + 6 && seen.size < count; i++) {
+    await pg.keyboard.press('Tab');
+    const got = await pg.evaluate(() => {
+      const a = document.activeElement;
+      if (!a || a.dataset.kb === undefined) return null;
+      return { kb: a.dataset.kb, ring: getComputedStyle(a).outlineStyle !== 'none', name: a.outerHTML.slice(0, 80) };
+    });
+    if (got) {
+      if (!got.ring) throw new Error(`keyboard: ${what}: no visible focus on ${got.name}`);
+      seen.add(got.kb);
+    }
+  }
+  if (seen.size < count) {
+    const missing = await pg.evaluate((s) => [...document.querySelectorAll('[data-kb]')]
+      .filter((el) => !s.includes(el.dataset.kb)).map((el) => el.outerHTML.slice(0, 80)), [...seen]);
+    throw new Error(`keyboard: ${what}: not reachable with Tab: ${missing.join(' | ')}`);
+  }
 }
 
 /** Presses Tab until the focused element matches `selector` (keyboard-only use); fails after `max`. */
