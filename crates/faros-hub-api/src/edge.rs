@@ -122,7 +122,8 @@ impl Service<Request<Body>> for HubService {
         );
         let st = self.st.clone();
         let api = self.api.clone();
-        // A session cookie becomes the request's bearer (REST API and both proxies alike).
+        // A portal session cookie becomes the request's bearer (REST API and both proxies alike);
+        // a cookie-authenticated change without the same-origin proof is refused here.
         let refused = crate::portal::session::apply(&st.sessions, st.settings.public_proto, &mut req).err();
         Box::pin(
             async move {
@@ -135,15 +136,15 @@ impl Service<Request<Body>> for HubService {
                     (_, "health" | "metrics" | "jwks") => None,
                     _ => crate::readiness::startup_pending(&st.tree, st.registry.is_synced()),
                 };
-                let mut resp = match (pending, target) {
-                    (_, _) if refused.is_some() => refused.map(IntoResponse::into_response).unwrap_or_default(),
-                    (Some(why), _) => Status::unavailable(why)
+                let mut resp = match (refused, pending, target) {
+                    (Some(csrf), _, _) => csrf.into_response(),
+                    (None, Some(why), _) => Status::unavailable(why)
                         .retry_after(crate::readiness::STARTUP_RETRY_AFTER)
                         .into_response(),
-                    (None, Target::Backend) => handlers::backend(&st, req).await,
-                    (None, Target::Ui) => handlers::ui(&st, req).await,
-                    (None, Target::Kcp) => handlers::kcp(&st, req).await,
-                    (None, Target::Api) => match api.oneshot(req).await {
+                    (None, None, Target::Backend) => handlers::backend(&st, req).await,
+                    (None, None, Target::Ui) => handlers::ui(&st, req).await,
+                    (None, None, Target::Kcp) => handlers::kcp(&st, req).await,
+                    (None, None, Target::Api) => match api.oneshot(req).await {
                         Ok(resp) => resp,
                         Err(never) => match never {},
                     },
