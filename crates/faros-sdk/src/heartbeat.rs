@@ -54,6 +54,13 @@ pub enum BeatError {
     Client(#[source] reqwest::Error),
 }
 
+impl BeatError {
+    /// The hub answered 503: it is starting (or briefly unavailable) and asks to be retried.
+    pub fn is_hub_starting(&self) -> bool {
+        matches!(self, BeatError::Status { status: 503, .. })
+    }
+}
+
 /// The heartbeat body.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Beat {
@@ -343,7 +350,10 @@ impl<T: Transport> Heartbeat<T> {
                     failures = 0;
                 }
                 Err(e) => {
-                    if failures == 0 {
+                    if failures == 0 && !ever_succeeded && e.is_hub_starting() {
+                        // A hub that is still starting answers 503 with Retry-After: expected.
+                        tracing::info!(error = %e, "the hub is still starting; retrying the heartbeat");
+                    } else if failures == 0 {
                         tracing::warn!(error = %e, "heartbeat failed; retrying with backoff");
                     } else {
                         tracing::debug!(error = %e, failures, "heartbeat still failing");
