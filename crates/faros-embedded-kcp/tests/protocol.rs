@@ -201,3 +201,72 @@ async fn requests_past_their_deadline_get_a_504_status() {
         "the watch ran to its own timeout"
     );
 }
+
+/// `Accept` is honoured over the wire: protobuf for built-in kinds when preferred (errors too),
+/// JSON where there is no protobuf form and JSON is acceptable, 406 Status where nothing is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_follow_accept_and_unacceptable_types_get_a_406_status() {
+    const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+    let srv = TestServer::start().await;
+    let cases = [
+        ("/api/v1/namespaces/default", PROTOBUF, 200, PROTOBUF),
+        (
+            "/api/v1/namespaces/default",
+            "application/vnd.kubernetes.protobuf, */*",
+            200,
+            PROTOBUF,
+        ),
+        (
+            "/api/v1/namespaces",
+            "application/vnd.kubernetes.protobuf,application/json",
+            200,
+            PROTOBUF,
+        ),
+        ("/api/v1/namespaces/missing", PROTOBUF, 404, PROTOBUF),
+        // kcp's own kinds have no protobuf form; Go clients list JSON too.
+        (
+            "/apis/tenancy.kcp.io/v1alpha1/workspaces",
+            "application/vnd.kubernetes.protobuf,application/json",
+            200,
+            "application/json",
+        ),
+        (
+            "/apis/tenancy.kcp.io/v1alpha1/workspaces",
+            PROTOBUF,
+            406,
+            "application/json",
+        ),
+        ("/api/v1/namespaces", "application/yaml", 406, "application/json"),
+        ("/api/v1/namespaces", "application/json", 200, "application/json"),
+    ];
+    for protocol in PROTOCOLS {
+        let http = client(&srv, protocol);
+        for (path, accept, code, content_type) in cases {
+            let what = format!("{protocol:?} GET {path} Accept: {accept}");
+            let resp = http
+                .get(srv.url(path))
+                .bearer_auth(srv.admin_token())
+                .header("accept", accept)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status().as_u16(), code, "{what}");
+            assert_eq!(resp.headers()["content-type"], content_type, "{what}");
+            let body = resp.bytes().await.unwrap();
+            if content_type == PROTOBUF {
+                assert!(body.starts_with(b"k8s\0"), "{what}: not an enveloped protobuf body");
+            } else if code == 406 {
+                let status: Value = serde_json::from_slice(&body).unwrap();
+                assert_eq!(
+                    (status["kind"].as_str(), status["reason"].as_str()),
+                    (Some("Status"), Some("NotAcceptable")),
+                    "{what}"
+                );
+                assert!(
+                    status["message"].as_str().unwrap().contains(PROTOBUF),
+                    "{what}: {status}"
+                );
+            }
+        }
+    }
+}
