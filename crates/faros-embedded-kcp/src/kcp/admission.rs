@@ -43,12 +43,34 @@ pub fn admit(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<
             super::apis::admit_binding(state, req, obj)
         }
         ("tenancy.kcp.io", "workspaces") => super::tenancy::admit_workspace(state, req, obj),
+        ("apis.kcp.io", "apiexportendpointslices") => super::apis::admit_endpoint_slice(state, req, obj),
+        ("", "namespaces") if req.operation == Operation::Delete => immortal_namespace(state, req, obj),
         // Objects of other kinds may fall under a permission claim and get its label.
         (group, _) if !group.ends_with("kcp.io") && req.operation != Operation::Delete => {
             super::apis::admit_claimed_object(state, req, obj)
         }
         _ => Ok(()),
     }
+}
+
+/// Namespaces Kubernetes never deletes; kcp lets them go only with their logical cluster.
+const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// kcp's workspace namespace lifecycle admission: `default`, `kube-system` and `kube-public` cannot
+/// be deleted unless the logical cluster itself is being deleted.
+fn immortal_namespace(state: &ServerState, req: &Request<'_>, obj: &Value) -> Result<(), Status> {
+    let name = crate::objects::meta_str(obj, "name").unwrap_or_default();
+    if !IMMORTAL_NAMESPACES.contains(&name) {
+        return Ok(());
+    }
+    let cluster_deleting = super::tenancy::catalog::logical_cluster(state, req.cluster)
+        .is_some_and(|lc| lc.pointer("/metadata/deletionTimestamp").is_some());
+    if cluster_deleting {
+        return Ok(());
+    }
+    Err(Status::forbidden(format!(
+        "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+    )))
 }
 
 /// kcp's pathannotation admission: APIExports, APIBindings and WorkspaceTypes carry their workspace's

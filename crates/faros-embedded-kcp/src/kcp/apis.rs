@@ -96,6 +96,11 @@ pub fn admit_binding(state: &ServerState, req: &Request<'_>, obj: &mut Value) ->
     if req.operation == Operation::Delete {
         return Ok(());
     }
+    if req.operation == Operation::Update
+        && let Some(old) = req.old
+    {
+        immutable_reference(req, old, obj, "/spec/reference", "spec.reference")?;
+    }
     let Some((path, name)) = export_reference(obj) else {
         // The schema requires the reference; nothing to check without one.
         return Ok(());
@@ -188,6 +193,82 @@ pub fn admit_binding(state: &ServerState, req: &Request<'_>, obj: &mut Value) ->
             LABEL_APIBINDING_EXPORT.into(),
             Value::String(hash::export_hash(&export_cluster, &name)),
         );
+    }
+    Ok(())
+}
+
+/// kcp's CEL rule on APIBinding `spec.reference` and APIExportEndpointSlice `spec.export`
+/// (`self == oldSelf`): once set, the reference cannot change.
+fn immutable_reference(req: &Request<'_>, old: &Value, new: &Value, pointer: &str, field: &str) -> Result<(), Status> {
+    if old.pointer(pointer) == new.pointer(pointer) {
+        return Ok(());
+    }
+    let name = crate::objects::meta_str(new, "name").unwrap_or_default();
+    Err(Status::invalid(
+        &req.def.group,
+        &req.def.kind,
+        name,
+        vec![faros_core::status::StatusCause {
+            reason: "FieldValueInvalid".into(),
+            message: "Invalid value: \"object\": APIExport reference must not be changed".into(),
+            field: field.into(),
+        }],
+    ))
+}
+
+/// APIExportEndpointSlice admission (kcp `pkg/admission/apiexportendpointslice`): the export must
+/// exist and the user needs `bind` on it; unknown workspaces, unknown exports and missing
+/// permission get the same 403, so existence does not leak. `spec.export` is immutable.
+pub fn admit_endpoint_slice(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
+    match (req.operation, req.old) {
+        (Operation::Create, _) => {}
+        (Operation::Update, Some(old)) => return immutable_reference(req, old, obj, "/spec/export", "spec.export"),
+        _ => return Ok(()),
+    }
+    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let (path, name) = (s("/spec/export/path"), s("/spec/export/name"));
+    let slice_name = crate::objects::meta_str(obj, "name").unwrap_or_default().to_string();
+    let target = if path.is_empty() {
+        name.clone()
+    } else {
+        format!("{path}:{name}")
+    };
+    let forbidden = || {
+        Status::forbidden(format!(
+            "apiexportendpointslices.apis.kcp.io \"{slice_name}\" is forbidden: unable to create APIExportEndpointSlice: no permission to bind to export {target}"
+        ))
+    };
+    let export_cluster = if path.is_empty() {
+        req.cluster.to_string()
+    } else {
+        let cluster = state
+            .clusters
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .resolve(&path)
+            .map(String::from)
+            .ok_or_else(forbidden)?;
+        if !matches!(
+            state.store.get(&controller::key("apiexports", &cluster, &name)),
+            Ok(Some(_))
+        ) {
+            return Err(forbidden());
+        }
+        cluster
+    };
+    if !req.user.in_group(GROUP_MASTERS) {
+        let attrs = Attributes {
+            name: &name,
+            ..Attributes::resource(req.user, "bind", "apis.kcp.io", "apiexports")
+        };
+        let decision = state
+            .rbac
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .authorize(&export_cluster, &attrs);
+        if decision != Decision::Allow {
+            return Err(forbidden());
+        }
     }
     Ok(())
 }

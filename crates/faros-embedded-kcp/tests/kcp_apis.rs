@@ -1,0 +1,178 @@
+//! kcp API rules from kcp's apibinding, apiexportendpointslice and workspacedeletion e2e tests:
+//! an APIBinding's reference and an endpoint slice's export are immutable, a slice for an export
+//! that does not exist (or may not be bound) is refused, and namespace `default` cannot be deleted.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::kcp::*;
+use common::{BOB_TOKEN, TestServer};
+use faros_core::kcp::apis::{v1alpha1, v1alpha2};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use serde_json::json;
+
+fn err(e: kube::Error) -> kube::core::Status {
+    match e {
+        kube::Error::Api(s) => *s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+fn slice(name: &str, path: &str, export: &str) -> DynamicObject {
+    dynamic(
+        json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExportEndpointSlice",
+        "metadata": {"name": name}, "spec": {"export": {"path": path, "name": export}}}),
+    )
+}
+
+#[tokio::test]
+async fn binding_references_and_slice_exports_are_immutable_and_checked() {
+    let t = TestServer::start().await;
+    let root = t.admin().await;
+    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
+    create_export(&root, "widgets.example.io", "v1.widgets.example.io", json!([])).await;
+    create_schema(&root, widget_schema("v1.gadgets.example.io", "Gadget", "gadgets")).await;
+    let exports: Api<v1alpha2::APIExport> = Api::all(root.clone());
+    exports
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
+                "metadata": {"name": "gadgets"},
+                "spec": {"resources": [{"group": "example.io", "name": "gadgets",
+                    "schema": "v1.gadgets.example.io", "storage": {"crd": {}}}]}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+
+    // APIBinding: spec.reference cannot change, whatever the caller may bind.
+    make_cluster(&t, "c").await;
+    let bindings: Api<v1alpha2::APIBinding> = Api::all(admin_in(&t, "c").await);
+    bindings
+        .create(
+            &PostParams::default(),
+            &binding("b", "root", "widgets.example.io", json!([])),
+        )
+        .await
+        .unwrap();
+    let mut b = wait_bound(&bindings, "b").await;
+    b.spec.reference.export.as_mut().unwrap().name = "gadgets".into();
+    let e = err(bindings.replace("b", &PostParams::default(), &b).await.unwrap_err());
+    assert_eq!(e.code, 422);
+    assert_eq!(
+        e.message,
+        "APIBinding \"b\" is invalid: spec.reference: Invalid value: \"object\": APIExport reference must not be changed"
+    );
+
+    // Endpoint slices: a missing export (or workspace) is the same 403 as a missing permission.
+    let slices: Api<DynamicObject> = Api::all_with(
+        admin_in(&t, "c").await,
+        &ar(
+            "apis.kcp.io",
+            "v1alpha1",
+            "APIExportEndpointSlice",
+            "apiexportendpointslices",
+        ),
+    );
+    for (path, export) in [("root", "nope"), ("root:nowhere", "widgets.example.io")] {
+        let e = err(slices
+            .create(&PostParams::default(), &slice("s", path, export))
+            .await
+            .unwrap_err());
+        assert_eq!(e.code, 403);
+        assert_eq!(
+            e.message,
+            format!(
+                "apiexportendpointslices.apis.kcp.io \"s\" is forbidden: unable to create APIExportEndpointSlice: no permission to bind to export {path}:{export}"
+            )
+        );
+    }
+    // bob may not bind in root (only the tenancy and topology exports are open to everyone).
+    common::kcp::grant(
+        admin_in(&t, "c").await,
+        "bob-slices",
+        "bob",
+        json!([{"apiGroups": ["apis.kcp.io"], "resources": ["apiexportendpointslices"], "verbs": ["create"]},
+               {"nonResourceURLs": ["/"], "verbs": ["access"]}]),
+    )
+    .await;
+    let bob_slices: Api<DynamicObject> = Api::all_with(
+        t.client_as("c", "bob", BOB_TOKEN).await,
+        &ar(
+            "apis.kcp.io",
+            "v1alpha1",
+            "APIExportEndpointSlice",
+            "apiexportendpointslices",
+        ),
+    );
+    let e = err(bob_slices
+        .create(&PostParams::default(), &slice("bobs", "root", "widgets.example.io"))
+        .await
+        .unwrap_err());
+    assert_eq!(e.code, 403, "{}", e.message);
+    assert!(
+        e.message
+            .contains("no permission to bind to export root:widgets.example.io"),
+        "{}",
+        e.message
+    );
+    bob_slices
+        .create(&PostParams::default(), &slice("bobs", "root", "tenancy.kcp.io"))
+        .await
+        .unwrap();
+    // The admin may; the export reference is then immutable.
+    slices
+        .create(&PostParams::default(), &slice("s", "root", "widgets.example.io"))
+        .await
+        .unwrap();
+    let typed: Api<v1alpha1::APIExportEndpointSlice> = Api::all(admin_in(&t, "c").await);
+    let mut s = typed.get("s").await.unwrap();
+    s.spec.export.name = "gadgets".into();
+    let e = err(typed.replace("s", &PostParams::default(), &s).await.unwrap_err());
+    assert_eq!(e.code, 422);
+    assert!(
+        e.message
+            .ends_with("spec.export: Invalid value: \"object\": APIExport reference must not be changed"),
+        "{}",
+        e.message
+    );
+}
+
+#[tokio::test]
+async fn namespace_default_cannot_be_deleted() {
+    let t = TestServer::start().await;
+    let namespaces: Api<Namespace> = Api::all(t.admin().await);
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "kube-system"}})).unwrap(),
+        )
+        .await
+        .ok();
+    for name in ["default", "kube-system"] {
+        let e = err(namespaces.delete(name, &DeleteParams::default()).await.unwrap_err());
+        assert_eq!((e.code, e.reason.as_str()), (403, "Forbidden"));
+        assert_eq!(
+            e.message,
+            format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted")
+        );
+        assert!(
+            namespaces
+                .get(name)
+                .await
+                .unwrap()
+                .metadata
+                .deletion_timestamp
+                .is_none()
+        );
+    }
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "mortal"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    namespaces.delete("mortal", &DeleteParams::default()).await.unwrap();
+}
