@@ -72,6 +72,17 @@ async fn a_scaffolded_provider_builds_runs_on_faros_dev_reconciles_and_federates
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("faros dev --provider"));
     std::fs::copy(workspace_root().join("Cargo.lock"), crate_dir.join("Cargo.lock")).unwrap();
+    // CI builds this workspace with `cargo test --workspace`, which unifies features over every
+    // member's dev-dependencies: tokio gets `test-util`, tempfile turns on rustix's (and so
+    // bitflags') `std`, the embedded kcp tokio-stream's `sync`. A crate built beside it reuses those
+    // artifacts only with the same features, else tokio and everything above it up to the SDK (about
+    // thirty units) compile again; these dev-dependencies give the scaffold the same ones.
+    let mut manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
+    manifest.push_str(
+        "\n[dev-dependencies]\ntokio = { version = \"1\", features = [\"test-util\"] }\n\
+         tokio-stream = { version = \"0.1\", features = [\"sync\"] }\ntempfile = \"3\"\n",
+    );
+    std::fs::write(crate_dir.join("Cargo.toml"), manifest).unwrap();
 
     // Its own tests, and its binary, built beside this workspace.
     let started = Instant::now();
