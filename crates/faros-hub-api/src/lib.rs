@@ -245,7 +245,10 @@ impl Hub {
             settings: http_settings,
             tenancy,
             mcp,
-            sessions: Arc::new(portal::Sessions::new(config.clock.clone(), config.session)),
+            sessions: Arc::new(
+                portal::Sessions::new(config.clock.clone(), config.session)
+                    .with_public_url(config.tenancy.public_url.as_deref()),
+            ),
             oidc_login,
         });
         Ok(Self { state, config, factory })

@@ -88,7 +88,7 @@ async fn sign_in(State(st): State<AppState>, req: Request) -> Response {
 }
 
 async fn sign_in_inner(st: &AppState, req: Request) -> Result<Response, Status> {
-    session::check_request(&req, st.settings.public_proto)?;
+    session::check_request(&req, st.settings.public_proto, st.sessions.public_origin.as_deref())?;
     let body = Limited::new(req.into_body(), MAX_LOGIN_BODY)
         .collect()
         .await

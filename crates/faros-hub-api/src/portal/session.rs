@@ -67,6 +67,8 @@ pub struct Sessions {
     map: Mutex<HashMap<[u8; 32], Session>>,
     clock: Arc<dyn Clock>,
     settings: SessionSettings,
+    /// The origin of the hub's configured public URL, also accepted by the CSRF check.
+    pub public_origin: Option<String>,
 }
 
 /// A request that came with a valid session cookie (request extension, set by [`apply`]).
@@ -86,7 +88,14 @@ impl Sessions {
             map: Mutex::new(HashMap::new()),
             clock,
             settings,
+            public_origin: None,
         }
+    }
+
+    /// Also accepts `public_url`'s origin as the hub's own (the hub behind a proxy or ingress).
+    pub fn with_public_url(mut self, public_url: Option<&str>) -> Self {
+        self.public_origin = public_url.and_then(origin_of);
+        self
     }
 
     pub fn settings(&self) -> SessionSettings {
@@ -218,13 +227,11 @@ pub fn is_safe(method: &Method) -> bool {
 }
 
 /// The CSRF decision for a cookie-authenticated (or sign-in) request, IO-free: `origin` is the
-/// `Origin` header, `authority` the host the request was sent to (`Host`, or the HTTP/2
-/// `:authority`), `scheme` the one the hub serves.
+/// `Origin` header, `own` the origins this hub is reached at ([`own_origins`]).
 pub fn csrf_check(
     method: &Method,
     origin: Option<&str>,
-    authority: Option<&str>,
-    scheme: &str,
+    own: &[String],
     header_present: bool,
 ) -> Result<(), CsrfError> {
     if is_safe(method) {
@@ -233,9 +240,7 @@ pub fn csrf_check(
     let origin = origin
         .filter(|o| !o.is_empty() && *o != "null")
         .ok_or(CsrfError::NoOrigin)?;
-    let authority = authority.ok_or(CsrfError::ForeignOrigin)?;
-    let own = format!("{scheme}://{authority}");
-    if !origin.eq_ignore_ascii_case(&own) {
+    if !own.iter().any(|o| origin.eq_ignore_ascii_case(o)) {
         return Err(CsrfError::ForeignOrigin);
     }
     if !header_present {
@@ -252,11 +257,43 @@ pub fn request_authority<B>(req: &http::Request<B>) -> Option<String> {
         .or_else(|| req.headers().get(header::HOST)?.to_str().ok().map(str::to_string))
 }
 
+/// `scheme://host[:port]` of a URL (the configured public URL).
+pub fn origin_of(url: &str) -> Option<String> {
+    let uri: http::Uri = url.parse().ok()?;
+    Some(format!("{}://{}", uri.scheme_str()?, uri.authority()?.as_str()))
+}
+
+/// The origins a request may come from: as the hub serves it (`scheme` + the request's host), as a
+/// TLS-terminating proxy in front of it says (`X-Forwarded-Proto` / `X-Forwarded-Host`: a
+/// cross-site form cannot set them), and the configured public URL. None of them is a foreign
+/// site's, which is what the check is about.
+pub fn own_origins<B>(req: &http::Request<B>, scheme: &str, public_origin: Option<&str>) -> Vec<String> {
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .map(|v| v.trim().to_string())
+    };
+    let mut own = Vec::with_capacity(3);
+    let authority = request_authority(req);
+    if let Some(a) = &authority {
+        own.push(format!("{scheme}://{a}"));
+    }
+    if let (Some(proto), Some(host)) = (header("x-forwarded-proto"), header("x-forwarded-host").or(authority)) {
+        own.push(format!("{proto}://{host}"));
+    }
+    if let Some(o) = public_origin {
+        own.push(o.to_string());
+    }
+    own
+}
+
 /// [`csrf_check`] on a request.
-pub fn check_request<B>(req: &http::Request<B>, scheme: &str) -> Result<(), Status> {
+pub fn check_request<B>(req: &http::Request<B>, scheme: &str, public_origin: Option<&str>) -> Result<(), Status> {
     let origin = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok());
     let present = req.headers().get(CSRF_HEADER).is_some_and(|v| !v.as_bytes().is_empty());
-    csrf_check(req.method(), origin, request_authority(req).as_deref(), scheme, present)
+    csrf_check(req.method(), origin, &own_origins(req, scheme, public_origin), present)
         .map_err(|e| Status::forbidden(e.to_string()))
 }
 
@@ -276,7 +313,7 @@ pub fn apply<B>(sessions: &Sessions, scheme: &str, req: &mut http::Request<B>) -
         // answer 401, which sends the portal back to sign-in.
         return Ok(());
     };
-    check_request(req, scheme)?;
+    check_request(req, scheme, sessions.public_origin.as_deref())?;
     let bearer = HeaderValue::from_str(&format!("Bearer {}", session.credential))
         .map_err(|_| Status::unauthorized("the session's credential is not a valid header"))?;
     req.headers_mut().insert(header::AUTHORIZATION, bearer);
@@ -292,56 +329,85 @@ mod tests {
 
     #[test]
     fn csrf_decisions() {
-        let own = Some("hub.example:8443");
-        for (method, origin, authority, header, want) in [
-            (Method::GET, None, own, false, Ok(())),
-            (Method::HEAD, Some("https://evil.example"), own, false, Ok(())),
-            (Method::POST, Some("https://hub.example:8443"), own, true, Ok(())),
-            (Method::DELETE, Some("https://HUB.example:8443"), own, true, Ok(())),
-            (Method::POST, None, own, true, Err(CsrfError::NoOrigin)),
-            (Method::POST, Some("null"), own, true, Err(CsrfError::NoOrigin)),
+        let own = vec!["https://hub.example:8443".to_string()];
+        for (method, origin, header, want) in [
+            (Method::GET, None, false, Ok(())),
+            (Method::HEAD, Some("https://evil.example"), false, Ok(())),
+            (Method::POST, Some("https://hub.example:8443"), true, Ok(())),
+            (Method::DELETE, Some("https://HUB.example:8443"), true, Ok(())),
+            (Method::POST, None, true, Err(CsrfError::NoOrigin)),
+            (Method::POST, Some("null"), true, Err(CsrfError::NoOrigin)),
             (
                 Method::PUT,
                 Some("https://evil.example"),
-                own,
                 true,
                 Err(CsrfError::ForeignOrigin),
             ),
             (
                 Method::POST,
                 Some("http://hub.example:8443"),
-                own,
                 true,
                 Err(CsrfError::ForeignOrigin),
             ),
             (
                 Method::POST,
                 Some("https://hub.example"),
-                own,
-                true,
-                Err(CsrfError::ForeignOrigin),
-            ),
-            (
-                Method::POST,
-                Some("https://hub.example:8443"),
-                None,
                 true,
                 Err(CsrfError::ForeignOrigin),
             ),
             (
                 Method::PATCH,
                 Some("https://hub.example:8443"),
-                own,
                 false,
                 Err(CsrfError::NoHeader),
             ),
         ] {
-            assert_eq!(
-                csrf_check(&method, origin, authority, "https", header),
-                want,
-                "{method} {origin:?}"
-            );
+            assert_eq!(csrf_check(&method, origin, &own, header), want, "{method} {origin:?}");
         }
+        assert_eq!(
+            csrf_check(&Method::POST, Some("https://hub.example:8443"), &[], true),
+            Err(CsrfError::ForeignOrigin),
+            "no known origin"
+        );
+    }
+
+    #[test]
+    fn own_origins_of_a_request() {
+        let req = |headers: &[(&str, &str)]| {
+            let mut b = http::Request::builder()
+                .uri("/api/orgs")
+                .header(header::HOST, "hub:8080");
+            for (k, v) in headers {
+                b = b.header(*k, *v);
+            }
+            b.body(()).unwrap()
+        };
+        assert_eq!(own_origins(&req(&[]), "http", None), vec!["http://hub:8080"]);
+        assert_eq!(
+            own_origins(
+                &req(&[
+                    ("x-forwarded-proto", "https"),
+                    ("x-forwarded-host", "portal.example, inner")
+                ]),
+                "http",
+                Some("https://hub.example")
+            ),
+            vec!["http://hub:8080", "https://portal.example", "https://hub.example"]
+        );
+        assert_eq!(
+            own_origins(&req(&[("x-forwarded-proto", "https")]), "http", None),
+            vec!["http://hub:8080", "https://hub:8080"]
+        );
+        let h2 = http::Request::builder()
+            .uri("https://hub.example:8443/api/orgs")
+            .body(())
+            .unwrap();
+        assert_eq!(own_origins(&h2, "https", None), vec!["https://hub.example:8443"]);
+        assert_eq!(
+            origin_of("https://hub.example/base/"),
+            Some("https://hub.example".to_string())
+        );
+        assert_eq!(origin_of("not a url"), None);
     }
 
     #[test]
