@@ -270,3 +270,87 @@ async fn answers_follow_accept_and_unacceptable_types_get_a_406_status() {
         }
     }
 }
+
+/// The protobuf tables cover every field the server keeps: every built-in resource, listed across
+/// all logical clusters (bootstrap RBAC, namespaces, tokens, …) and fetched after a rich write,
+/// encodes in protobuf (a table gap would make it 406 here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_built_in_resource_the_server_holds_encodes_in_protobuf() {
+    const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+    let srv = TestServer::start().await;
+    let http = client(&srv, Protocol::Http2);
+    let rich = [
+        (
+            "/api/v1/namespaces/default/serviceaccounts",
+            serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa", "labels": {"a": "b"}},
+                "secrets": [{"name": "s"}], "imagePullSecrets": [{"name": "p"}], "automountServiceAccountToken": false}),
+        ),
+        (
+            "/api/v1/namespaces/default/events",
+            serde_json::json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+                "involvedObject": {"kind": "ConfigMap", "name": "x", "namespace": "default"}, "reason": "R", "message": "m",
+                "source": {"component": "c"}, "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z",
+                "count": 2, "type": "Normal", "eventTime": "2026-01-01T00:00:00.000001Z", "reportingComponent": "c", "reportingInstance": "i"}),
+        ),
+        (
+            "/apis/events.k8s.io/v1/namespaces/default/events",
+            serde_json::json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e2"},
+                "eventTime": "2026-01-01T00:00:00.000001Z", "reportingController": "c", "reportingInstance": "i", "action": "A",
+                "reason": "R", "regarding": {"kind": "ConfigMap", "name": "x"}, "note": "n", "type": "Warning"}),
+        ),
+        (
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+                "spec": {"holderIdentity": "h", "leaseDurationSeconds": 15, "acquireTime": "2026-01-01T00:00:00.000001Z",
+                         "renewTime": "2026-01-01T00:00:00.000002Z", "leaseTransitions": 1}}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "agg"},
+                "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]}, "rules": []}),
+        ),
+    ];
+    for (path, obj) in rich {
+        let resp = http
+            .post(srv.url(path))
+            .bearer_auth(srv.admin_token())
+            .header("accept", PROTOBUF)
+            .json(&obj)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 201, "POST {path}");
+        assert_eq!(resp.headers()["content-type"], PROTOBUF, "POST {path}");
+    }
+    for path in [
+        "/api/v1/namespaces",
+        "/api/v1/configmaps",
+        "/api/v1/secrets",
+        "/api/v1/serviceaccounts",
+        "/api/v1/events",
+        "/apis/events.k8s.io/v1/events",
+        "/apis/coordination.k8s.io/v1/leases",
+        "/apis/rbac.authorization.k8s.io/v1/roles",
+        "/apis/rbac.authorization.k8s.io/v1/rolebindings",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    ] {
+        let resp = http
+            .get(srv.url(&format!("/clusters/*{path}")))
+            .bearer_auth(srv.admin_token())
+            .header("accept", PROTOBUF)
+            .send()
+            .await
+            .unwrap();
+        let code = resp.status().as_u16();
+        let content_type = resp.headers()["content-type"].to_str().unwrap().to_string();
+        let body = resp.bytes().await.unwrap();
+        assert_eq!(
+            (code, content_type.as_str()),
+            (200, PROTOBUF),
+            "list {path} across all clusters: {}",
+            String::from_utf8_lossy(&body)
+        );
+        assert!(body.starts_with(b"k8s\0"), "{path}");
+    }
+}
