@@ -112,6 +112,8 @@ const TEMPLATES: &[Template] = &[
     ),
     template!("Dockerfile.j2", "Dockerfile"),
     template!("gitignore.j2", ".gitignore"),
+    // Out of tree only: in-tree crates use the workspace's.
+    template!("rustfmt.toml.j2", "rustfmt.toml"),
 ];
 
 macro_rules! chart {
@@ -235,6 +237,9 @@ pub fn plan(vars: &Vars) -> Result<Vec<(PathBuf, String)>, ScaffoldError> {
     let mut files = Vec::new();
     let mut manifest = String::new();
     for t in TEMPLATES {
+        if vars.in_tree && t.out == "rustfmt.toml" {
+            continue;
+        }
         let body = render(t.file, t.body)?;
         if t.out == "manifest.yaml" {
             manifest = body.clone();
@@ -318,8 +323,27 @@ pub fn run(args: &NewArgs) -> anyhow::Result<PathBuf> {
     };
     let today = jiff::Zoned::now().strftime("v%y%m%d").to_string();
     let vars = vars(&args.name, args.kind.as_deref(), &args.vendor, tree, &sdk_dep, &today)?;
-    write(&dir, &plan(&vars)?)?;
+    let files = plan(&vars)?;
+    write(&dir, &files)?;
+    format(&dir, &files);
     Ok(dir)
+}
+
+/// `rustfmt` over the Rust files written (line breaks depend on the names' lengths, which the
+/// templates cannot know); a missing rustfmt leaves them as rendered.
+fn format(dir: &Path, files: &[(PathBuf, String)]) {
+    let rust: Vec<PathBuf> = files
+        .iter()
+        .filter(|(p, _)| p.extension().is_some_and(|e| e == "rs"))
+        .map(|(p, _)| dir.join(p))
+        .collect();
+    let ran = std::process::Command::new("rustfmt")
+        .args(["--edition", "2024"])
+        .args(&rust)
+        .status();
+    if !ran.is_ok_and(|s| s.success()) {
+        tracing::warn!("rustfmt did not run on the new crate; run cargo fmt in it");
+    }
 }
 
 #[cfg(test)]

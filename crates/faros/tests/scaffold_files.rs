@@ -1,0 +1,87 @@
+//! What `faros provider new` writes, short of building it (`provider_scaffold.rs` builds and runs
+//! one): the chart is a working chart — `helm lint` passes, and it renders with the new provider's
+//! names, its CatalogEntry and its `<NAME>_URL`, and nothing of the quickstart left — and the code
+//! is rustfmt-clean in this repository's style, as an in-tree crate must be. Needs `helm` (or
+//! `FAROS_HELM`), which `.ci/run` installs.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scaffold(dir: &Path, name: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_faros"))
+        .args(["provider", "new", name, "--dir"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn helm() -> String {
+    let helm = std::env::var("FAROS_HELM").unwrap_or_else(|_| "helm".into());
+    let ok = Command::new(&helm)
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "helm not found as {helm:?}: install helm 3 (see .ci/run) or set FAROS_HELM"
+    );
+    helm
+}
+
+#[test]
+fn the_scaffolded_chart_lints_and_renders_for_the_new_provider() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("my-notes");
+    scaffold(&dir, "my-notes");
+    let chart = dir.join("chart");
+    let helm = helm();
+    let lint = Command::new(&helm).arg("lint").arg(&chart).output().unwrap();
+    assert!(lint.status.success(), "{}", String::from_utf8_lossy(&lint.stdout));
+    let rendered = Command::new(&helm)
+        .args(["template", "notes", "--namespace", "faros"])
+        .arg(&chart)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&rendered.stdout);
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    for want in [
+        "name: notes-faros-provider-my-notes",
+        "name: MY_NOTES_URL",
+        "image: \"ghcr.io/faroshq/faros-provider-my-notes:0.1.0\"",
+        "kind: CatalogEntry",
+        "secretName: my-notes-kubeconfig",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+    assert!(!text.to_lowercase().contains("quickstart"), "{text}");
+}
+
+#[test]
+fn the_scaffolded_code_is_formatted_in_this_repositorys_style() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("a-provider-with-a-long-name");
+    scaffold(&dir, "a-provider-with-a-long-name");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let files: Vec<PathBuf> = [
+        "src/lib.rs",
+        "src/main.rs",
+        "src/aproviderwithalongname.rs",
+        "tests/backend.rs",
+    ]
+    .iter()
+    .map(|f| dir.join(f))
+    .collect();
+    let check = Command::new("rustfmt")
+        .args(["--edition", "2024", "--check", "--config-path"])
+        .arg(root.join("rustfmt.toml"))
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stdout));
+}
