@@ -88,6 +88,11 @@ impl Fuzz {
             return Ok(());
         }
         require_cargo_fuzz()?;
+        for t in &targets {
+            // libFuzzer refuses a corpus directory that does not exist.
+            let corpus = fuzz_dir.join("corpus").join(t);
+            std::fs::create_dir_all(&corpus).with_context(|| format!("creating {}", corpus.display()))?;
+        }
         let mut report = Vec::new();
         for step in &steps {
             eprintln!("==> {}", step.what);
@@ -104,6 +109,10 @@ impl Fuzz {
                         && step.args.get(1).map(String::as_str) == Some("run") =>
                 {
                     let stats = parse_stats(&stderr);
+                    if !output.status.success() && stats.artifact.is_none() {
+                        // Not a finding but a failure to run: show why.
+                        eprintln!("{}", tail(&stderr, 20));
+                    }
                     report.push((target.clone(), stats, output.status.success()));
                 }
                 _ if !output.status.success() => {
@@ -227,6 +236,12 @@ fn parse_stats(stderr: &str) -> RunStats {
         }
     }
     stats
+}
+
+/// The last `n` lines of `text`.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 fn print_report(report: &[(String, RunStats, bool)]) {
