@@ -2,7 +2,7 @@
 //! temporary directory, `cargo test` (the scaffold's own tests) and build it next to this
 //! workspace's target directory, run it with `faros dev --provider`, enable it in the demo
 //! workspace, create a Note with kubectl and see it reconciled, and find its MCP tool federated in
-//! the workspace's MCP endpoint.
+//! the workspace's MCP endpoint; then rebuild it and see faros dev run the new binary.
 //!
 //! The build reuses this workspace's compiled dependencies: CARGO_TARGET_DIR is the workspace's
 //! target directory, Cargo.lock is the workspace's, the scaffold carries the same `[profile.dev]`,
@@ -262,6 +262,37 @@ async fn a_scaffolded_provider_builds_runs_on_faros_dev_reconciles_and_federates
     let text = serde_json::to_string(&listed.content).unwrap();
     assert!(text.contains("hello") && text.contains(r#"\"words\":3"#), "{text}");
     let _ = mcp.cancel().await;
+
+    // A new build replaces the binary: faros dev runs init and serve again, and the new controller
+    // (counting every word ten times) rewrites the Note's status.
+    let source = crate_dir.join("src/note.rs");
+    let code = std::fs::read_to_string(&source).unwrap();
+    let changed = code.replace(
+        "let words = text.split_whitespace().count();",
+        "let words = text.split_whitespace().count() * 10;",
+    );
+    assert_ne!(code, changed, "the scaffold counts words as this test expects");
+    std::fs::write(&source, changed).unwrap();
+    let rebuilt = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--offline", "--manifest-path"])
+        .arg(crate_dir.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .unwrap();
+    assert!(rebuilt.status.success(), "{}", String::from_utf8_lossy(&rebuilt.stderr));
+    let (ok, said) = kubectl(
+        &kubeconfig,
+        &[
+            "wait",
+            "note/hello",
+            "-n",
+            "default",
+            "--for=jsonpath={.status.words}=30",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    assert!(ok, "the rebuilt provider reconciled the Note again: {said}");
 
     // SIGTERM, so faros dev stops the provider's process too.
     let _ = Command::new("kill").arg("-TERM").arg(dev.id().to_string()).status();
