@@ -672,3 +672,48 @@ async fn default_api_bindings_are_bound_before_ready() {
     let widgets: Api<kube::api::DynamicObject> = Api::namespaced_with(inner, "default", &widgets());
     assert!(widgets.list(&Default::default()).await.unwrap().items.is_empty());
 }
+
+#[tokio::test]
+async fn initializers_are_named_after_the_logical_cluster_of_the_types_workspace() {
+    let t = start().await;
+    let org = create_ready(&t, "root", "org", json!({})).await;
+    let org_cluster = org.spec.cluster.clone().unwrap();
+    let types: Api<WorkspaceType> = Api::all(t.client_as("root:org", "admin", t.server.admin_token()).await);
+    types
+        .create(
+            &PostParams::default(),
+            &wstype(
+                "gated",
+                json!({"initializer": true, "extend": {"with": [{"name": "universal", "path": "root"}]}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let in_org: Api<Workspace> = Api::all(t.client_as("root:org", "admin", t.server.admin_token()).await);
+    in_org
+        .create(
+            &PostParams::default(),
+            &ws("g", json!({"type": {"name": "gated", "path": "root:org"}})),
+        )
+        .await
+        .unwrap();
+    // kcp: `<logical cluster name>:<type name>`, not `root:org:gated`.
+    let want = format!("{org_cluster}:gated");
+    let held = wait_for(
+        in_org,
+        "g",
+        |w| {
+            w.and_then(|w| w.status.as_ref())
+                .and_then(|s| s.initializers.clone())
+                .is_some_and(|i| i.contains(&want))
+        },
+        WAIT,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(phase(&held).as_deref(), Some("Initializing"));
+    let lcs: Api<LogicalCluster> = Api::all(t.client_as("root:org:g", "admin", t.server.admin_token()).await);
+    let lc = lcs.get("cluster").await.unwrap();
+    assert!(lc.spec.initializers.unwrap().contains(&want));
+}

@@ -138,10 +138,11 @@ impl Workspace {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct WorkspaceTypeSpec {
-    /// Adds the implicit initializer `<type-workspace-path>:<type-name>`.
+    /// Adds the implicit initializer `<logical-cluster-name>:<type-name>`, named after the logical
+    /// cluster (not the path) of the workspace holding the type, e.g. `root:universal`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initializer: Option<bool>,
-    /// Adds the implicit terminator `<type-workspace-path>:<type-name>`.
+    /// Adds the implicit terminator `<logical-cluster-name>:<type-name>` (named like the initializer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminator: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -46,6 +46,7 @@ fn builtin(name: &str) -> Option<TypeInfo> {
         .and_then(|(n, spec)| {
             Some(TypeInfo {
                 path: "root".into(),
+                cluster: "root".into(),
                 name: n.into(),
                 spec: serde_json::from_value(spec).ok()?,
             })
@@ -60,7 +61,7 @@ pub fn usable_by_everyone(t: &TypeInfo) -> bool {
     t.path == "root" && t.name == "universal"
 }
 
-fn type_info(path: &str, obj: &Value) -> Option<TypeInfo> {
+fn type_info(path: &str, cluster: &str, obj: &Value) -> Option<TypeInfo> {
     let name = obj.pointer("/metadata/name")?.as_str()?.to_string();
     let canonical = obj
         .pointer("/metadata/annotations")
@@ -69,8 +70,15 @@ fn type_info(path: &str, obj: &Value) -> Option<TypeInfo> {
         .unwrap_or(path)
         .to_string();
     let spec = serde_json::from_value(obj.get("spec").cloned().unwrap_or_else(|| json!({}))).ok()?;
+    let cluster = obj
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(crate::objects::CLUSTER_ANNOTATION))
+        .and_then(Value::as_str)
+        .unwrap_or(cluster)
+        .to_string();
     Some(TypeInfo {
         path: canonical,
+        cluster,
         name,
         spec,
     })
@@ -91,11 +99,11 @@ pub fn path_of_cluster(state: &ServerState, cluster: &str) -> Option<String> {
 /// Looks a WorkspaceType up by workspace path and name.
 pub fn lookup(state: &ServerState, path: &str, name: &str) -> Option<TypeInfo> {
     let stored = cluster_of_path(state, path).and_then(|cluster| {
-        let key = ObjectKey::new(GROUP, TYPES, cluster, "", name);
-        state.store.get(&key).ok().flatten()
+        let key = ObjectKey::new(GROUP, TYPES, cluster.as_str(), "", name);
+        state.store.get(&key).ok().flatten().map(|obj| (cluster, obj))
     });
     match stored {
-        Some(obj) => type_info(path, &obj),
+        Some((cluster, obj)) => type_info(path, &cluster, &obj),
         None if path == "root" => builtin(name),
         None => None,
     }

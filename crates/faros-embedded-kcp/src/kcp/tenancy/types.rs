@@ -13,6 +13,8 @@ pub const APIBINDINGS_INITIALIZER: &str = "system:apibindings";
 pub struct TypeInfo {
     /// Canonical path of the workspace holding the type.
     pub path: String,
+    /// Logical cluster name of that workspace: kcp names the type's initializer after it.
+    pub cluster: String,
     pub name: String,
     pub spec: WorkspaceTypeSpec,
 }
@@ -220,13 +222,20 @@ pub fn default_bindings(aliases: &[TypeInfo]) -> Vec<APIExportReference> {
     out
 }
 
-/// The initializers a new workspace of this chain starts with: `<path>:<name>` of every type with
-/// `initializer: true`, plus `system:apibindings` when the chain has default APIBindings.
+/// The initializer of a type with `initializer: true`: `<logical cluster name>:<type name>` of the
+/// type's workspace (kcp's `InitializerForType`), e.g. `root:universal` or `2x9kq7…:provider` —
+/// not its path.
+pub fn initializer_name(t: &TypeInfo) -> String {
+    format!("{}:{}", t.cluster, t.name)
+}
+
+/// The initializers a new workspace of this chain starts with: [`initializer_name`] of every type
+/// with `initializer: true`, plus `system:apibindings` when the chain has default APIBindings.
 pub fn initializers(aliases: &[TypeInfo]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for alias in aliases {
         if alias.spec.initializer == Some(true) {
-            let q = alias.qualified();
+            let q = initializer_name(alias);
             if !out.contains(&q) {
                 out.push(q);
             }
@@ -243,8 +252,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Types outside root live in a logical cluster named after their path here (`root:x` → `x-lc`).
     fn ty(path: &str, name: &str, spec: serde_json::Value) -> TypeInfo {
         TypeInfo {
+            cluster: if path == "root" {
+                path.into()
+            } else {
+                format!("{}-lc", path.rsplit(':').next().unwrap())
+            },
             path: path.into(),
             name: name.into(),
             spec: serde_json::from_value(spec).unwrap(),
@@ -429,6 +444,10 @@ mod tests {
             ["root:universal", "system:apibindings"]
         );
         assert_eq!(initializers(&chain("root:faros:provider")), ["system:apibindings"]);
+        // Named after the logical cluster of the type's workspace, not its path.
+        let mut gated = t("root:faros:workspace");
+        gated.spec.initializer = Some(true);
+        assert_eq!(initializers(&[gated]), ["faros-lc:workspace"]);
         assert!(initializers(&chain("root:faros:workspace")).is_empty());
         let b = default_bindings(&chain("root:faros:provider"));
         assert_eq!(
