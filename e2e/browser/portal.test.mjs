@@ -40,6 +40,12 @@ async function pageFetch(url, init = {}) {
 
 const text = (sel) => pg.locator(sel).first().innerText();
 
+/** Waits for the URL and for the portal to have drawn that page (navigation is client-side). */
+async function drawn(p, url, timeout = 30000) {
+  await p.waitForURL(url, { timeout });
+  await until(p, `the page ${url}`, () => document.getElementById('app')?.dataset.drawn === location.pathname, undefined, timeout);
+}
+
 const ok = await steps([
   ['the sign-in page, its headers and accessibility', async () => {
     const resp = await pg.goto(`${HUB}/`);
@@ -60,7 +66,7 @@ const ok = await steps([
     await tabTo(pg, '#token');
     await pg.keyboard.type(TOKEN);
     await pg.keyboard.press('Enter');
-    await pg.waitForURL(`${WS}/catalog`);
+    await drawn(pg, `${WS}/catalog`);
     await until(pg, 'the signed-in user', () => document.querySelector('#signed-in-user')?.textContent.includes('dev'));
     const cookie = (await ctx.cookies(HUB)).find((c) => c.name === '__Host-faros-session');
     assert(cookie && cookie.httpOnly && cookie.secure && cookie.sameSite === 'Strict' && cookie.expires > Date.now() / 1000,
@@ -136,7 +142,7 @@ const ok = await steps([
   ['the quickstart UI renders, creates a Greeting (keyboard) and the reply appears', async () => {
     await tabTo(pg, 'nav li[data-provider=quickstart] > a');
     await pg.keyboard.press('Enter');
-    await pg.waitForURL(`${WS}/providers/quickstart`);
+    await drawn(pg, `${WS}/providers/quickstart`);
     await pg.waitForSelector('faros-provider-quickstart form');
     const context = await pg.evaluate(() => {
       const c = document.querySelector('faros-provider-quickstart').farosContext;
@@ -227,12 +233,12 @@ const ok = await steps([
     await pg.waitForSelector('dialog[open] #new-ws-name', { timeout: 60000 });
     await pg.fill('#new-ws-name', 'dev');
     await pg.keyboard.press('Enter');
-    await pg.waitForURL(`${HUB}/portal/orgs/acme/workspaces/dev/catalog`, { timeout: 60000 });
+    await drawn(pg, `${HUB}/portal/orgs/acme/workspaces/dev/catalog`, 60000);
     await pg.waitForSelector('.card[data-provider=quickstart]');
     const orgs = await pg.$$eval('#org-select option', (os) => os.map((o) => o.value));
     assert(orgs.includes('acme') && orgs.includes('demo'), `both organizations in the switcher: ${orgs}`);
     await pg.selectOption('#org-select', 'demo');
-    await pg.waitForURL(`${WS}/catalog`);
+    await drawn(pg, `${WS}/catalog`);
   }],
 
   ['create a workspace; switching there removes quickstart from the nav; back again', async () => {
@@ -241,12 +247,12 @@ const ok = await steps([
     await accessible(pg, 'new workspace dialog');
     await pg.fill('#new-ws-name', 'second');
     await pg.keyboard.press('Enter');
-    await pg.waitForURL(`${HUB}/portal/orgs/demo/workspaces/second/catalog`, { timeout: 60000 });
+    await drawn(pg, `${HUB}/portal/orgs/demo/workspaces/second/catalog`, 60000);
     await pg.waitForSelector('.card[data-provider=quickstart]');
     assert(!(await pg.$('nav li[data-provider=quickstart]')), 'quickstart is not in the nav of workspace second');
     assert(await pg.getAttribute('.card[data-provider=quickstart] .state', 'data-state') === 'available', 'quickstart is Available in second');
     await pg.selectOption('#ws-select', 'default');
-    await pg.waitForURL(`${WS}/catalog`);
+    await drawn(pg, `${WS}/catalog`);
     await pg.waitForSelector('nav li[data-provider=quickstart]');
   }],
 
@@ -254,7 +260,7 @@ const ok = await steps([
     await pg.goto(`${HUB}/portal/orgs/demo/workspaces/second/catalog`);
     await pg.waitForSelector('.card');
     await pg.goto(`${HUB}/portal/`);
-    await pg.waitForURL(`${HUB}/portal/orgs/demo/workspaces/second/catalog`);
+    await drawn(pg, `${HUB}/portal/orgs/demo/workspaces/second/catalog`);
     await pg.goto(`${WS}/providers/quickstart`);
     await pg.waitForSelector('faros-provider-quickstart table');
     await pg.selectOption('#theme-select', 'dark');

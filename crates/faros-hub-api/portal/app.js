@@ -166,10 +166,20 @@ export async function route() {
 
 function drawShell(r, page) {
   const app = document.getElementById('app');
-  const keepFocus = document.activeElement && app.contains(document.activeElement) ? document.activeElement.id : '';
+  // Redrawing replaces the elements; keyboard users keep their place (same id, or the same link),
+  // else focus moves to the page's content.
+  const active = document.activeElement && app.contains(document.activeElement) ? document.activeElement : null;
+  const id = active?.id || '';
+  const href = active?.getAttribute?.('href') || '';
+  const inNav = Boolean(active?.closest?.('nav'));
   mount(app, renderShell(r, page));
-  const again = keepFocus && document.getElementById(keepFocus);
+  // What is drawn (tests wait for it after a navigation).
+  app.dataset.drawn = location.pathname;
+  if (!active) return;
+  const again = (id && document.getElementById(id))
+    || (href && [...document.querySelectorAll(inNav ? 'nav a[href]' : 'main a[href]')].find((a) => a.getAttribute('href') === href));
   if (again) again.focus();
+  else document.getElementById('main')?.focus();
 }
 
 function defaultWorkspace() {
