@@ -185,3 +185,40 @@ async fn self_subject_review_answers_with_the_callers_identity() {
         .unwrap();
     assert_eq!(resp.status(), 405);
 }
+
+#[tokio::test]
+async fn workspace_admins_cannot_write_workspace_status() {
+    let t = TestServer::start().await;
+    // alice is cluster-admin of workspace root:org, which holds workspace team.
+    let grant: k8s_openapi::api::rbac::v1::ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "alice-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}))
+    .unwrap();
+    let org = create_ready(&t, "root", "org", json!({})).await;
+    let in_org = t.client_as("root:org", "admin", t.server.admin_token()).await;
+    Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(in_org)
+        .create(&PostParams::default(), &grant)
+        .await
+        .unwrap();
+    create_ready(&t, "root:org", "team", json!({})).await;
+    let alice: Api<Workspace> = Api::all(t.client_as("root:org", "alice", USER_TOKEN).await);
+    let mut team = alice.get("team").await.unwrap();
+    // Everything else of the workspace is hers to edit...
+    team.metadata.labels = Some([("owner".to_string(), "alice".to_string())].into());
+    let mut team = alice.replace("team", &PostParams::default(), &team).await.unwrap();
+    // ...but not its status, although cluster-admin grants `*`.
+    team.status.as_mut().unwrap().phase = Some(faros_core::kcp::LogicalClusterPhase::Scheduling);
+    let err = match alice.replace_status("team", &PostParams::default(), &team).await {
+        Err(kube::Error::Api(s)) => s,
+        other => panic!("a workspace admin wrote workspace status: {other:?}"),
+    };
+    assert_eq!(err.code, 403, "{}", err.message);
+    assert!(
+        err.message.contains("workspaces/status is read-only"),
+        "{}",
+        err.message
+    );
+    assert!(alice.get_status("team").await.unwrap().is_ready());
+    assert!(org.is_ready());
+}

@@ -45,12 +45,16 @@ fn can_access(state: &ServerState, cluster: &str, user: &UserInfo) -> bool {
     rbac.authorize(cluster, &access) == super::Decision::Allow
 }
 
-/// Workspace content check, then RBAC in `cluster`; system:masters bypasses both.
+/// Workspace content check, kcp's rules on its own status subresources, then RBAC in `cluster`;
+/// system:masters bypasses all three.
 pub fn authorize(state: &ServerState, cluster: &str, attrs: &Attributes<'_>) -> Result<(), Status> {
     if attrs.user.in_group(super::GROUP_MASTERS) {
         return Ok(());
     }
     authorize_content(state, cluster, attrs)?;
+    if let Some(reason) = super::system_policy::denial(attrs) {
+        return Err(super::forbidden_status(attrs, &reason));
+    }
     let rbac = state.rbac.read().unwrap_or_else(|p| p.into_inner());
     match rbac.authorize(cluster, attrs) {
         super::Decision::Allow => Ok(()),

@@ -15,6 +15,7 @@ pub mod rbac;
 pub mod rbac_index;
 pub mod required_groups;
 pub mod service_account;
+pub mod system_policy;
 pub mod token_file;
 
 pub use authn::{Authenticator, CredentialSource, ReloadCounts, generate_token};
