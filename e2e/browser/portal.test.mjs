@@ -276,6 +276,31 @@ const ok = await steps([
     await pg.selectOption('#theme-select', 'system');
   }],
 
+  ['switching the workspace re-mounts the provider in the other workspace', async () => {
+    const enabled = await pageFetch(`${HUB}/api/orgs/demo/workspaces/second/providers/quickstart/enable`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Faros-CSRF': '1' },
+      body: JSON.stringify({ acceptedClaims: [{ group: '', resource: 'configmaps' }] }),
+    });
+    assert(enabled.status === 200 || enabled.status === 202, `enable in second: ${enabled.status} ${enabled.body}`);
+    await pg.goto(`${WS}/providers/quickstart`);
+    await until(pg, 'the greeting in default', (g) => document.querySelector(`faros-provider-quickstart tr[data-greeting="${g}"]`), greeting);
+    await pg.evaluate(() => { document.querySelector('faros-provider-quickstart').mountedIn = 'default'; });
+    await pg.selectOption('#ws-select', 'second');
+    await drawn(pg, `${HUB}/portal/orgs/demo/workspaces/second/providers/quickstart`);
+    await until(pg, 'a new element for workspace second', () => {
+      const el = document.querySelector('faros-provider-quickstart');
+      return el && el.mountedIn === undefined && el.farosContext.workspace === 'second'
+        && el.textContent.includes('No greetings yet.');
+    });
+    await pg.selectOption('#ws-select', 'default');
+    await drawn(pg, `${WS}/providers/quickstart`);
+    await until(pg, 'default’s greeting again', (g) => {
+      const el = document.querySelector('faros-provider-quickstart');
+      return el && el.mountedIn === undefined && el.farosContext.workspace === 'default' && el.querySelector(`tr[data-greeting="${g}"]`);
+    }, greeting);
+  }],
+
   ['bad paths: an element that never defines, an unknown provider, a hub 5xx, an unknown page', async () => {
     await pg.goto(`${WS}/providers/neverdefines`);
     await until(pg, 'the timeout error', () => document.querySelector('.provider-host [role=alert]')?.textContent.includes('did not define the element <faros-provider-neverdefines> within 5 seconds'), undefined, 15000);

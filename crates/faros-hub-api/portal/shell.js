@@ -76,7 +76,14 @@ async function signOut() {
   navigate('/portal/signin?signedOut=1', { replace: true });
 }
 
-function switcher() {
+/** The same page in another workspace: a provider keeps its root, workspace pages their section. */
+export function sameSection(r) {
+  if (r.page === 'provider') return `providers/${encodeURIComponent(r.name)}`;
+  if (['members', 'kubeconfig', 'mcp'].includes(r.page)) return r.page;
+  return 'catalog';
+}
+
+function switcher(r) {
   const orgs = state.me?.organizations || [];
   const org = orgs.find((o) => o.name === state.org);
   const orgSelect = h('select', {
@@ -92,7 +99,7 @@ function switcher() {
   const wsSelect = h('select', {
     id: 'ws-select',
     disabled: !org || org.workspaces.length === 0,
-    onchange: (ev) => navigate(wsUrl(state.org, ev.target.value)),
+    onchange: (ev) => navigate(wsUrl(state.org, ev.target.value, sameSection(r))),
   },
   !state.ws && h('option', { value: '' }, '—'),
   (org?.workspaces || []).map((w) => h('option', { value: w.name, selected: w.name === state.ws }, w.displayName || w.name)));
@@ -152,7 +159,7 @@ export function renderShell(r, page) {
   return [
     h('header', { class: 'topbar' },
       h('a', { class: 'brand', href: '/portal/' }, h('img', { src: '/portal/assets/logo.svg', alt: '', width: 24, height: 24 }), 'faros'),
-      switcher(),
+      switcher(r),
       h('div', { class: 'spacer' }),
       themeSelect(),
       h('span', { class: 'user', id: 'signed-in-user' }, h('span', { class: 'visually-hidden' }, 'Signed in as '), state.session?.user || ''),
