@@ -176,3 +176,66 @@ async fn namespace_default_cannot_be_deleted() {
         .unwrap();
     namespaces.delete("mortal", &DeleteParams::default()).await.unwrap();
 }
+
+#[tokio::test]
+async fn an_export_reacts_when_its_identity_secret_appears() {
+    let t = TestServer::start().await;
+    let root = t.admin().await;
+    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
+    let exports: Api<v1alpha2::APIExport> = Api::all(root.clone());
+    exports
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
+                "metadata": {"name": "late"},
+                "spec": {"identity": {"secretRef": {"namespace": "default", "name": "late-identity"}},
+                    "resources": [{"group": "example.io", "name": "widgets",
+                        "schema": "v1.widgets.example.io", "storage": {"crd": {}}}]}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let identity_valid = |e: &v1alpha2::APIExport| {
+        e.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "IdentityValid"))
+            .map(|c| c.status.to_string())
+    };
+    let waiting = faros_core::wait::wait_for(
+        exports.clone(),
+        "late",
+        |e| e.is_some_and(|e| identity_valid(e).as_deref() == Some("False")),
+        WAIT,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(waiting.identity_hash().is_none());
+    // The Secret appears; nothing touches the export, yet it becomes valid with the key's hash.
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(root, "default");
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": "late-identity"}, "stringData": {"key": "s3cret-identity"}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let valid = faros_core::wait::wait_for(
+        exports,
+        "late",
+        |e| e.is_some_and(|e| identity_valid(e).as_deref() == Some("True")),
+        WAIT,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(
+        valid.identity_hash().is_some_and(|h| h.len() == 64),
+        "{:?}",
+        valid.identity_hash()
+    );
+}

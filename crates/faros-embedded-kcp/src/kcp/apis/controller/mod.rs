@@ -201,18 +201,25 @@ pub async fn run(state: Arc<ServerState>) {
 type EventStream = std::pin::Pin<Box<dyn Stream<Item = Result<Arc<Event>, StoreError>> + Send>>;
 
 fn watches(state: &ServerState, from: u64) -> Result<Vec<EventStream>, StoreError> {
-    [EXPORTS, BINDINGS, SCHEMAS, SLICES]
-        .into_iter()
-        .map(|resource| {
-            let filter = WatchFilter {
-                group: GROUP.into(),
-                resource: resource.into(),
-                cluster: None,
-                namespace: None,
-            };
-            state.store.watch(from, filter).map(|s| Box::pin(s) as EventStream)
-        })
-        .collect()
+    // Secrets: an export whose identity Secret appears later is reconciled then (kcp requeues it).
+    [
+        (GROUP, EXPORTS),
+        (GROUP, BINDINGS),
+        (GROUP, SCHEMAS),
+        (GROUP, SLICES),
+        ("", "secrets"),
+    ]
+    .into_iter()
+    .map(|(group, resource)| {
+        let filter = WatchFilter {
+            group: group.into(),
+            resource: resource.into(),
+            cluster: None,
+            namespace: None,
+        };
+        state.store.watch(from, filter).map(|s| Box::pin(s) as EventStream)
+    })
+    .collect()
 }
 
 impl Controller {
@@ -262,6 +269,22 @@ impl Controller {
                             self.dirty.bindings.extend(bindings.iter().cloned());
                         }
                         self.dirty.exports.insert(ek);
+                    }
+                }
+            }
+            "secrets" if event.key.group.is_empty() => {
+                for export in list_all(&self.state, GROUP, EXPORTS, Some(&k.0), None) {
+                    let Some(reference) = export.pointer("/spec/identity/secretRef") else {
+                        continue;
+                    };
+                    let export_name = name_of(&export);
+                    let named = |f: &str| reference.get(f).and_then(Value::as_str);
+                    let (name, ns) = (
+                        named("name").unwrap_or(export_name.as_str()),
+                        named("namespace").unwrap_or(crate::kcp::apis::IDENTITY_NAMESPACE),
+                    );
+                    if name == k.1 && ns == event.key.namespace {
+                        self.dirty.exports.insert((k.0.clone(), name_of(&export)));
                     }
                 }
             }
