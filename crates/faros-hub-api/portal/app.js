@@ -2,6 +2,7 @@
 // every page. No build step: plain ES modules served by the hub.
 
 import { api, onUnauthorized, wsPath } from './api.js';
+import { parse } from './decide.js';
 import { h, mount, banner } from './dom.js';
 import { signinPage } from './signin.js';
 import { renderShell, applyTheme } from './shell.js';
@@ -78,26 +79,6 @@ onUnauthorized(() => {
 export function markSignedIn(on) {
   if (on) localStorage.setItem(SIGNED_IN, '1');
   else localStorage.removeItem(SIGNED_IN);
-}
-
-/** Parses a portal path into a route. */
-export function parse(pathname) {
-  const parts = pathname.replace(/^\/portal\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
-  if (parts.length === 0) return { page: 'home' };
-  if (parts[0] === 'signin' && parts.length === 1) return { page: 'signin' };
-  if (parts[0] === 'orgs' && parts.length === 3 && parts[2] === 'members') {
-    return { page: 'org-members', org: parts[1] };
-  }
-  if (parts[0] === 'orgs' && parts[2] === 'workspaces' && parts.length >= 5) {
-    const [, org, , ws, section, ...rest] = parts;
-    if (section === 'providers' && rest.length >= 1) {
-      return { page: 'provider', org, ws, name: rest[0], subPath: rest.slice(1).join('/') };
-    }
-    if (['catalog', 'members', 'kubeconfig', 'mcp'].includes(section) && rest.length === 0) {
-      return { page: section, org, ws };
-    }
-  }
-  return { page: 'notfound' };
 }
 
 let routing = 0;

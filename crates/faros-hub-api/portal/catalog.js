@@ -4,64 +4,20 @@
 import { api, wsPath } from './api.js';
 import { h, mount, modal, banner } from './dom.js';
 import { state, navigate, wsUrl, wsRole, reloadWorkspace } from './app.js';
+import { providerState, navGroups } from './decide.js';
 
 /** The enabled-row of `name` in this workspace, if any. */
 function enabledRow(name) {
   return state.enabled?.items?.find((e) => e.name === name) || null;
 }
 
-/**
- * A provider's state in this workspace (decided from the catalog item and the enabled row):
- * {key, label, detail}. key: available | enabled | binding | notready | blocked | disabling | open.
- */
-export function providerState(p, row, enabledNames) {
-  if (row?.terminating) {
-    return { key: 'disabling', label: 'Disabling', detail: row.deletionBlocked || 'Removing the provider’s objects from this workspace.' };
-  }
-  if (row) {
-    if (!row.bound) return { key: 'binding', label: 'Binding', detail: `The binding is ${row.phase || 'being created'}.` };
-    if (!p.ready) return { key: 'notready', label: 'Not ready', detail: reason(p) };
-    return { key: 'enabled', label: 'Enabled', detail: '' };
-  }
-  if (!p.ready) return { key: 'notready', label: 'Not ready', detail: reason(p) };
-  if (!p.apiExportName) return { key: 'open', label: 'Available', detail: 'Nothing to enable: this provider has no APIs.' };
-  const missing = (p.dependencies || []).map((d) => d.name).filter((d) => !enabledNames.has(d));
-  if (missing.length) {
-    return { key: 'blocked', label: 'Blocked by dependencies', detail: `Enable ${missing.join(', ')} first.` };
-  }
-  return { key: 'available', label: 'Available', detail: '' };
-}
-
-function reason(p) {
-  return p.notReadyReason ? `The hub reports: ${p.notReadyReason}.` : 'The hub reports it is not ready.';
-}
-
 function enabledSet() {
   return new Set((state.enabled?.items || []).filter((e) => e.bound && !e.terminating).map((e) => e.name));
 }
 
-/** Side-nav: providers usable here that have a UI, grouped by category in the hub's order. */
+/** Side-nav groups of the current workspace ([`navGroups`]). */
 export function navProviders() {
-  const items = state.providers?.items || [];
-  const usable = items.filter((p) => {
-    if (!p.hasUI || !p.ready) return false;
-    if (!p.apiExportName) return true;
-    const row = enabledRow(p.name);
-    return row && row.bound && !row.terminating;
-  });
-  const order = new Map((state.providers?.categories || []).map((c) => [c.name, c.order]));
-  const groups = new Map();
-  for (const p of usable) {
-    const cat = p.category || 'Other';
-    if (!groups.has(cat)) groups.set(cat, []);
-    groups.get(cat).push(p);
-  }
-  return [...groups.entries()]
-    .sort(([a], [b]) => (order.get(a) ?? 1000) - (order.get(b) ?? 1000) || a.localeCompare(b))
-    .map(([name, providers]) => ({
-      name,
-      providers: providers.sort((a, b) => (a.displayName || a.name).localeCompare(b.displayName || b.name)),
-    }));
+  return navGroups(state.providers?.items || [], state.providers?.categories || [], state.enabled?.items || []);
 }
 
 function claimLabel(c) {

@@ -6,6 +6,7 @@ import { h, modal } from './dom.js';
 import { state, navigate, wsUrl, reloadMe, markSignedIn } from './app.js';
 import { navProviders } from './catalog.js';
 import { refreshProviderContext } from './provider.js';
+import { sameSection } from './decide.js';
 
 const THEME = 'faros.theme';
 
@@ -74,13 +75,6 @@ async function signOut() {
   state.session = null;
   state.me = null;
   navigate('/portal/signin?signedOut=1', { replace: true });
-}
-
-/** The same page in another workspace: a provider keeps its root, workspace pages their section. */
-export function sameSection(r) {
-  if (r.page === 'provider') return `providers/${encodeURIComponent(r.name)}`;
-  if (['members', 'kubeconfig', 'mcp'].includes(r.page)) return r.page;
-  return 'catalog';
 }
 
 function switcher(r) {

@@ -4,11 +4,7 @@
 import { api } from './api.js';
 import { h, banner } from './dom.js';
 import { state, navigate, markSignedIn } from './app.js';
-
-function returnTo(q) {
-  const r = q.get('return') || '';
-  return r.startsWith('/portal/') && !r.startsWith('/portal/signin') && !r.includes('//') ? r : '/portal/';
-}
+import { returnTo } from './decide.js';
 
 export function signinPage() {
   const q = new URLSearchParams(location.search);
@@ -22,7 +18,7 @@ export function signinPage() {
     if (o?.oidc) {
       const host = (() => { try { return new URL(o.oidc.issuer).host; } catch { return o.oidc.issuer; } })();
       oidc.append(h('p', {}, 'or'),
-        h('a', { class: 'button', id: 'signin-oidc', href: `/api/session/oidc?${new URLSearchParams({ return: returnTo(q) })}` }, `Sign in with ${host}`));
+        h('a', { class: 'button', id: 'signin-oidc', href: `/api/session/oidc?${new URLSearchParams({ return: returnTo(q.get('return')) })}` }, `Sign in with ${host}`));
     }
   }).catch(() => {});
   const form = h('form', {
@@ -35,7 +31,7 @@ export function signinPage() {
         state.session = await api('POST', '/api/session', { token }, { quiet401: true });
         state.me = null;
         markSignedIn(true);
-        navigate(returnTo(q), { replace: true });
+        navigate(returnTo(q.get('return')), { replace: true });
       } catch (e) {
         error.textContent = e.message;
         ev.target.elements.token.focus();

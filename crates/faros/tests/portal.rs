@@ -193,6 +193,23 @@ spec:
     );
 }
 
+/// The portal's IO-free decisions (routes, provider states, side-nav), table-tested with `node --test`.
+#[test]
+fn portal_decisions() {
+    let browser_dir = repo_root().join("e2e/browser");
+    let out = Command::new("node")
+        .args(["--test", "decide.test.mjs"])
+        .current_dir(&browser_dir)
+        .output()
+        .expect("node is missing: the portal tests need Node.js 20+ (`apt-get install -y nodejs`)");
+    assert!(
+        out.status.success(),
+        "node --test e2e/browser/decide.test.mjs failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn portal_in_a_real_browser() {
     let root = repo_root();

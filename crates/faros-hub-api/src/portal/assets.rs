@@ -25,6 +25,7 @@ const FILES: &[(&str, &str, &str)] = &[
     asset!("app.js", "text/javascript; charset=utf-8"),
     asset!("api.js", "text/javascript; charset=utf-8"),
     asset!("dom.js", "text/javascript; charset=utf-8"),
+    asset!("decide.js", "text/javascript; charset=utf-8"),
     asset!("signin.js", "text/javascript; charset=utf-8"),
     asset!("shell.js", "text/javascript; charset=utf-8"),
     asset!("catalog.js", "text/javascript; charset=utf-8"),
