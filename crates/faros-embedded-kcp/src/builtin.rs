@@ -168,6 +168,7 @@ pub fn builtin_resources() -> Vec<ResourceDef> {
                 .collect(),
             schema: Arc::new(builtin_schema(s.group, s.kind).unwrap_or_else(permissive)),
             conversion: None,
+            terminating: false,
         })
         .collect()
 }

@@ -599,6 +599,7 @@ mod tests {
             printer_columns: vec![],
             schema: Arc::new(Schema::default()),
             conversion: None,
+            terminating: false,
         }
     }
 

@@ -50,6 +50,9 @@ pub struct ResourceDef {
     pub schema: Arc<Schema>,
     /// Set when this version is served from another stored version (kcp's APIExport/APIBinding).
     pub conversion: Option<Conversion>,
+    /// Bound through an APIBinding that is being deleted: no creates, and discovery drops `create`
+    /// (kcp marks the bound CRD terminating).
+    pub terminating: bool,
 }
 
 /// Conversion between a served version and the stored version of a resource.
@@ -121,6 +124,8 @@ impl ResourceDef {
     pub fn verbs(&self) -> Vec<&'static str> {
         if self.create_only {
             vec!["create"]
+        } else if self.terminating {
+            vec!["delete", "deletecollection", "get", "list", "patch", "update", "watch"]
         } else {
             vec![
                 "create",
@@ -336,6 +341,7 @@ impl ResourceDef {
             printer_columns,
             schema: Arc::new(schema),
             conversion: None,
+            terminating: false,
             group,
             version: version_name,
             resource: plural,

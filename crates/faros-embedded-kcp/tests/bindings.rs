@@ -337,6 +337,35 @@ async fn bind_check_phases_crud_endpoint_slice_and_deletion() {
         None,
         "w1 deleted"
     );
+    // While the binding is deleted, its resources take no new objects and discovery says so.
+    let req = http::Request::get("/apis/example.io/v1").body(Vec::new()).unwrap();
+    let list: Value = alice_t1.request(req).await.unwrap();
+    let widgets = list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "widgets")
+        .unwrap();
+    let verbs: Vec<&str> = widgets["verbs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(!verbs.contains(&"create") && verbs.contains(&"delete"), "{verbs:?}");
+    match ws
+        .create(
+            &PostParams::default(),
+            &dynamic(json!({"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "late"}, "spec": {"size": 1}})),
+        )
+        .await
+    {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 403);
+            assert!(s.message.contains("create not allowed while custom resource definition is terminating"), "{}", s.message);
+        }
+        other => panic!("a create during binding deletion was accepted: {other:?}"),
+    }
     ws.patch(
         "kept",
         &PatchParams::default(),

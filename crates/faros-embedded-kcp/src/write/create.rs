@@ -28,6 +28,13 @@ pub async fn create(
     } else {
         None
     };
+    if def.terminating {
+        // As kube-apiserver for a terminating CRD (kcp: the binding's bound CRD).
+        return Err(Status::forbidden(format!(
+            "{} is forbidden: create not allowed while custom resource definition is terminating",
+            faros_core::status::qualified(&def.group, &def.resource)
+        )));
+    }
     objects::prepare_create(def, ns, &mut obj, &now)?;
     if let Some(fields) = applied_fields {
         meta_mut(&mut obj).insert("managedFields".into(), fields);

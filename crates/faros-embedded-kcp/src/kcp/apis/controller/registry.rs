@@ -35,6 +35,7 @@ impl Controller {
                 continue;
             };
             let Some(status) = binding.status.clone() else { continue };
+            let terminating = obj.pointer("/metadata/deletionTimestamp").is_some();
             let Some(export_cluster) = status.api_export_cluster_name.clone() else {
                 continue;
             };
@@ -46,7 +47,8 @@ impl Controller {
                 let Ok((_, schema_defs, _)) = found else {
                     continue;
                 };
-                for d in schema_defs {
+                for mut d in schema_defs {
+                    d.terminating = terminating;
                     if !defs
                         .iter()
                         .any(|o| o.group == d.group && o.version == d.version && o.resource == d.resource)
