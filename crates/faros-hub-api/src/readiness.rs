@@ -58,8 +58,9 @@ impl TreeGate {
         }
     }
 
-    /// Marks the gate as watched, unless it is already open.
-    fn watching(&self) {
+    /// Marks the gate as watched, unless it is already open ([`watch_tree`] does; tests of the
+    /// start-up gate too).
+    pub fn watching(&self) {
         let _ = self
             .0
             .compare_exchange(UNWATCHED, WAITING, Ordering::AcqRel, Ordering::Acquire);

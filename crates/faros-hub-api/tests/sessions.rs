@@ -353,6 +353,23 @@ async fn portal_responses_carry_security_and_cache_headers() {
     assert_eq!(options, json!({"token": true, "oidc": null}));
 }
 
+#[tokio::test]
+async fn the_portal_page_is_served_during_start_up_while_its_api_waits() {
+    let (hub, _up) = setup(|_| {}).await;
+    // As if the workspace-tree watch had started and kcp's tree were not bootstrapped yet.
+    hub.hub_state.tree.watching();
+    let page = http().get(hub.url("/portal/")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let sign_in = sign_in(&hub, ALICE).await;
+    assert_eq!(sign_in.status(), 503);
+    assert_eq!(sign_in.headers()["retry-after"], "1");
+    let body: Value = sign_in.json().await.unwrap();
+    assert!(
+        body["message"].as_str().unwrap().contains("root:faros:tenants"),
+        "{body}"
+    );
+}
+
 // ----- OIDC ----------------------------------------------------------------------------------
 
 /// What the issuer remembers of an authorization: (PKCE challenge, nonce, redirect URI).
