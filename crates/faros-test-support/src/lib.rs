@@ -1,0 +1,26 @@
+//! `faros-test-support`: the helpers faros' tests share, so each exists once.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`eventually`] | poll a condition that has no watch (HTTP, files, processes) until it holds, with a deadline |
+//! | [`kubeconfig`] | kube configs and clients from kubeconfig YAML or files |
+//! | [`users`] | test users with random tokens, and static token files (`token,user,uid[,"groups"]`) |
+//! | [`https`] | HTTP clients trusting a test platform's CA |
+//! | [`ports`] | a free TCP port on 127.0.0.1 |
+//! | [`devproc`] | `faros dev` as a child process: started, waited on until it announces itself, killed |
+//!
+//! What it must not do: be a normal dependency of anything (`cargo xtask lint` refuses that: it is
+//! for tests only), depend on a workspace crate other than `faros-core` (so every crate's tests may
+//! use it, the embedded kcp's included), or sleep as a synchronization: waits end on a condition.
+//! Kubernetes objects are waited on with `faros_core::wait::wait_for` (a watch), not here. The
+//! in-process platform (`faros::dev::Stack`) is the e2e harness's (`faros-e2e`), which composes
+//! the components; this crate knows none of them.
+
+pub mod devproc;
+pub mod eventually;
+pub mod https;
+pub mod kubeconfig;
+pub mod ports;
+pub mod users;
+
+pub use eventually::{eventually, eventually_some};

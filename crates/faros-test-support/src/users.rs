@@ -1,0 +1,164 @@
+//! Test users and the static token files kcp and the hub read (`token,user,uid[,"group1,group2"]`,
+//! [`faros_core::token_file`]); both reload the file on edit, so appending a line adds a user to a
+//! running platform.
+
+use std::io::Write;
+use std::path::Path;
+
+use faros_core::token_file::StaticToken;
+use rand::RngCore;
+
+/// A user a test acts as: a name and a bearer token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct User {
+    pub name: String,
+    pub token: String,
+}
+
+impl User {
+    /// A user named `name` with a fresh random token starting with `prefix` (so a token in a log
+    /// says which suite made it).
+    pub fn random(name: &str, prefix: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            token: random_token(prefix),
+        }
+    }
+
+    /// The token-file line of this user: uid = name, no groups.
+    pub fn static_token(&self) -> StaticToken {
+        StaticToken {
+            token: self.token.clone(),
+            user: self.name.clone(),
+            uid: self.name.clone(),
+            groups: Vec::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for User {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print tokens.
+        f.debug_struct("User").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl std::ops::Deref for User {
+    type Target = str;
+    /// A user stands for its token where a call needs one.
+    fn deref(&self) -> &str {
+        &self.token
+    }
+}
+
+/// `<prefix>-<32 random hex digits>`.
+pub fn random_token(prefix: &str) -> String {
+    format!("{prefix}-{}", random_hex(16))
+}
+
+/// `n` random bytes, hex-encoded.
+pub fn random_hex(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A short lowercase id (DNS-label safe) for the names one test run creates, so reruns against the
+/// same platform never collide.
+pub fn run_id() -> String {
+    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut n = rand::rng().next_u32();
+    let mut id = String::new();
+    for _ in 0..5 {
+        id.push(char::from(ALPHABET[(n % 36) as usize]));
+        n /= 36;
+    }
+    id
+}
+
+/// One token-file line for `t`, quoted so [`faros_core::token_file::parse_token_file`] reads it
+/// back as `t`.
+pub fn token_line(t: &StaticToken) -> String {
+    let field = |s: &str| {
+        if s.contains([',', '"']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    let mut line = format!("{},{},{}", field(&t.token), field(&t.user), field(&t.uid));
+    if !t.groups.is_empty() {
+        line.push_str(&format!(",\"{}\"", t.groups.join(",").replace('"', "\"\"")));
+    }
+    line
+}
+
+/// Writes a token file holding exactly `tokens`.
+pub fn write_token_file(path: &Path, tokens: &[StaticToken]) -> std::io::Result<()> {
+    let text: String = tokens.iter().map(|t| token_line(t) + "\n").collect();
+    std::fs::write(path, text)
+}
+
+/// Appends `t` to the token file at `path` (which must exist: it is the platform's).
+pub fn append_token(path: &Path, t: &StaticToken) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new().append(true).open(path)?;
+    writeln!(file, "{}", token_line(t))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use faros_core::token_file::parse_token_file;
+
+    use super::*;
+
+    fn token(token: &str, user: &str, uid: &str, groups: &[&str]) -> StaticToken {
+        StaticToken {
+            token: token.into(),
+            user: user.into(),
+            uid: uid.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn lines_are_read_back_as_written() {
+        let cases = [
+            (
+                token("t1", "alice", "alice-uid", &["devs", "testers"]),
+                r#"t1,alice,alice-uid,"devs,testers""#,
+            ),
+            (token("t2", "bob", "bob", &[]), "t2,bob,bob"),
+            (token("t3", "a,b", "say \"hi\"", &["g"]), r#"t3,"a,b","say ""hi""","g""#),
+        ];
+        for (t, want) in &cases {
+            assert_eq!(token_line(t), *want);
+            assert_eq!(parse_token_file(want).unwrap(), std::slice::from_ref(t), "{want}");
+        }
+    }
+
+    #[test]
+    fn a_file_is_written_then_appended_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.csv");
+        let alice = token("t1", "alice", "alice-uid", &["devs"]);
+        write_token_file(&path, std::slice::from_ref(&alice)).unwrap();
+        let bob = User::random("bob", "test");
+        append_token(&path, &bob.static_token()).unwrap();
+        let read = parse_token_file(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(read, [alice, bob.static_token()]);
+        assert!(
+            bob.token.starts_with("test-") && bob.token.len() == "test-".len() + 32,
+            "{bob:?}"
+        );
+        assert!(!format!("{bob:?}").contains(&bob.token), "Debug never prints the token");
+        assert!(append_token(&dir.path().join("missing.csv"), &bob.static_token()).is_err());
+    }
+
+    #[test]
+    fn run_ids_are_dns_label_safe() {
+        let id = run_id();
+        assert_eq!(id.len(), 5);
+        assert!(id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()), "{id}");
+    }
+}
