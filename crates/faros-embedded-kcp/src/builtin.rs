@@ -125,6 +125,16 @@ const SPECS: &[Spec] = &[
         )
     },
     Spec {
+        namespaced: false,
+        create_only: true,
+        ..spec(
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectrulesreviews",
+            "SelfSubjectRulesReview",
+        )
+    },
+    Spec {
         create_only: true,
         ..spec(
             "authorization.k8s.io",

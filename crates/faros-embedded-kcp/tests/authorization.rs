@@ -222,3 +222,81 @@ async fn workspace_admins_cannot_write_workspace_status() {
     assert!(alice.get_status("team").await.unwrap().is_ready());
     assert!(org.is_ready());
 }
+
+#[tokio::test]
+async fn kcp_bootstrap_cluster_roles_work_when_bound_in_any_workspace() {
+    let t = TestServer::start().await;
+    create_ready(&t, "root", "open", json!({})).await;
+    assert_eq!(status_of(&t, BOB_TOKEN, "/clusters/root:open/apis").await.0, 403);
+    // No ClusterRole of that name exists in root:open; kcp's global one applies.
+    let client = t.client_as("root:open", "admin", t.server.admin_token()).await;
+    let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(client.clone());
+    assert!(roles.get_opt("system:kcp:workspace:access").await.unwrap().is_none());
+    Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "bob-enters"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:kcp:workspace:access"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status_of(&t, BOB_TOKEN, "/clusters/root:open/apis").await.0, 200);
+    // Access only: reading content still needs RBAC.
+    let (code, body) = status_of(
+        &t,
+        BOB_TOKEN,
+        "/clusters/root:open/api/v1/namespaces/default/configmaps",
+    )
+    .await;
+    assert_eq!(code, 403, "{body}");
+}
+
+#[tokio::test]
+async fn self_subject_rules_review_lists_the_callers_rules_inside_workspaces_it_may_enter() {
+    let t = TestServer::start().await;
+    create_ready(&t, "root", "rules", json!({})).await;
+    let review = |token: &'static str| {
+        let t = &t;
+        async move {
+            let resp = t
+                .http()
+                .post(t.url("/clusters/root:rules/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"))
+                .bearer_auth(token)
+                .json(
+                    &json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                    "spec": {"namespace": "default"}}),
+                )
+                .send()
+                .await
+                .unwrap();
+            let code = resp.status().as_u16();
+            (code, resp.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    // No access to the workspace: refused, like everything else there.
+    assert_eq!(review(BOB_TOKEN).await.0, 403);
+    grant_access(&t, "root:rules", "system:authenticated").await;
+    let (code, body) = review(BOB_TOKEN).await;
+    assert_eq!(code, 201, "{body}");
+    let resource_rules = body["status"]["resourceRules"].as_array().unwrap();
+    assert!(
+        resource_rules.contains(&json!({"verbs": ["list"], "apiGroups": [""], "resources": ["configmaps"]})),
+        "{body}"
+    );
+    assert!(
+        resource_rules.contains(
+            &json!({"verbs": ["create"], "apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"]})
+        ),
+        "{body}"
+    );
+    assert!(
+        body["status"]["nonResourceRules"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"verbs": ["access"], "nonResourceURLs": ["/"]})),
+        "{body}"
+    );
+    assert_eq!(body["status"]["incomplete"], false);
+}

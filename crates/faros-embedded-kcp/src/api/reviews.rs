@@ -21,12 +21,19 @@ pub fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &
     crate::objects::check_type(def, &mut review)?;
     // Asking about yourself is open to every authenticated user (system:basic-user); the other reviews
     // reveal other identities' rights and need RBAC `create` on the review resource.
-    if !matches!(def.resource.as_str(), "selfsubjectaccessreviews" | "selfsubjectreviews") {
+    if !matches!(
+        def.resource.as_str(),
+        "selfsubjectaccessreviews" | "selfsubjectreviews" | "selfsubjectrulesreviews"
+    ) {
         let attrs = Attributes {
             namespace: ns.unwrap_or_default(),
             ..Attributes::resource(&ctx.user, "create", &def.group, &def.resource)
         };
         authorize(&ctx.state, &ctx.cluster, &attrs)?;
+    } else {
+        // Still only inside a workspace the caller may enter, as every kcp request.
+        let attrs = Attributes::resource(&ctx.user, "create", &def.group, &def.resource);
+        crate::auth::authorize_content(&ctx.state, &ctx.cluster, &attrs)?;
     }
     let status = match def.resource.as_str() {
         "tokenreviews" => token_review(ctx, &review),
@@ -49,6 +56,7 @@ pub fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &
             access_review(ctx, &review, &user, Some(ns))?
         }
         "selfsubjectaccessreviews" => access_review(ctx, &review, &ctx.user, None)?,
+        "selfsubjectrulesreviews" => rules_review(ctx, &review),
         // `kubectl auth whoami`: the caller's own user info, as authenticated.
         "selfsubjectreviews" => {
             json!({"userInfo": serde_json::to_value(&ctx.user).map_err(|e| Status::internal(e.to_string()))?})
@@ -57,6 +65,46 @@ pub fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &
     };
     review["status"] = status;
     Ok(super::respond::json_response(http::StatusCode::CREATED, &review))
+}
+
+/// `kubectl auth can-i --list`: the RBAC rules that apply to the caller in `spec.namespace` of this
+/// logical cluster, split into resource and non-resource rules; `incomplete` when a binding names a
+/// role that does not exist (kube-apiserver's `evaluationError`).
+fn rules_review(ctx: &RequestContext, review: &Value) -> Value {
+    let ns = review
+        .pointer("/spec/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let found = ctx
+        .state
+        .rbac
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .rules_for(&ctx.cluster, &ctx.user, ns);
+    // What system:basic-user grants every authenticated user, as kube-apiserver lists it too.
+    let mut resource_rules = vec![
+        json!({"verbs": ["create"], "apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"]}),
+        json!({"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
+            "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]}),
+    ];
+    let mut non_resource_rules = Vec::new();
+    for r in found.rules {
+        if r.non_resource_urls.is_empty() {
+            let mut rule = json!({"verbs": r.verbs, "apiGroups": r.api_groups, "resources": r.resources});
+            if !r.resource_names.is_empty() {
+                rule["resourceNames"] = json!(r.resource_names);
+            }
+            resource_rules.push(rule);
+        } else {
+            non_resource_rules.push(json!({"verbs": r.verbs, "nonResourceURLs": r.non_resource_urls}));
+        }
+    }
+    let mut status = json!({"resourceRules": resource_rules, "nonResourceRules": non_resource_rules,
+        "incomplete": !found.errors.is_empty()});
+    if !found.errors.is_empty() {
+        status["evaluationError"] = json!(found.errors.join(", "));
+    }
+    status
 }
 
 fn token_review(ctx: &RequestContext, review: &Value) -> Value {

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod authn;
 pub mod authorize;
+pub mod bootstrap_roles;
 pub mod rbac;
 pub mod rbac_index;
 pub mod required_groups;

@@ -69,7 +69,6 @@ pub enum RbacError {
 
 /// The rules that apply to a user, for SelfSubjectRulesReview. Non-empty `errors` means the list is
 /// incomplete (a binding references a role that does not exist).
-#[cfg(test)]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RulesFor {
     pub rules: Vec<PolicyRule>,
@@ -488,7 +487,6 @@ impl RbacIndex {
     }
 
     /// All rules that apply to `user` in `namespace` (cluster-wide ones included), in evaluation order.
-    #[cfg(test)]
     pub fn rules_for(&self, cluster: &str, user: &UserInfo, namespace: &str) -> RulesFor {
         let mut out = RulesFor::default();
         if user.in_group(GROUP_MASTERS) {
@@ -558,6 +556,7 @@ impl ClusterPolicy {
                 .cluster_roles
                 .get(name)
                 .map(|e| e.effective.clone())
+                .or_else(|| super::bootstrap_roles::rules(name))
                 .ok_or_else(|| format!("clusterrole.rbac.authorization.k8s.io \"{name}\" not found")),
             RoleRef::Role(name) => self
                 .roles
