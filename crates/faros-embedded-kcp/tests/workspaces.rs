@@ -644,7 +644,9 @@ async fn default_api_bindings_are_bound_before_ready() {
     let t = start().await;
     let root = t.admin().await;
     create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
-    create_export(&root, "widgets.example.io", "v1.widgets.example.io", json!([])).await;
+    let claims = json!([{"group": "", "resource": "configmaps", "verbs": ["get", "list"],
+        "defaultSelector": {"matchLabels": {"tool": "yes"}}}]);
+    create_export(&root, "widgets.example.io", "v1.widgets.example.io", claims).await;
     let types: Api<WorkspaceType> = Api::all(root.clone());
     types
         .create(
@@ -667,6 +669,13 @@ async fn default_api_bindings_are_bound_before_ready() {
     assert_eq!(
         binding.phase(),
         Some(&faros_core::kcp::apis::v1alpha2::APIBindingPhase::Bound)
+    );
+    // The export's claims are accepted with its default selector (kcp's default-binding initializer).
+    let spec = serde_json::to_value(&binding.spec).unwrap();
+    assert_eq!(
+        spec["permissionClaims"],
+        json!([{"resource": "configmaps", "verbs": ["get", "list"],
+            "selector": {"matchLabels": {"tool": "yes"}}, "state": "Accepted"}])
     );
     // Ready means the bound resources are served.
     let widgets: Api<kube::api::DynamicObject> = Api::namespaced_with(inner, "default", &widgets());
