@@ -261,6 +261,13 @@ async fn claimed_resources_are_served_before_acceptance_and_apibindings_claims_s
         names(vw_bindings.list(&ListParams::default()).await.unwrap()),
         ["widgets"]
     );
+    // v1alpha1 clients get the same bindings, converted.
+    let v1alpha1_bindings: Api<DynamicObject> =
+        Api::all_with(vw.clone(), &ar("apis.kcp.io", "v1alpha1", "APIBinding", "apibindings"));
+    let old = v1alpha1_bindings.list(&ListParams::default()).await.unwrap();
+    assert_eq!(old.items.len(), 1);
+    assert_eq!(old.items[0].name_any(), "widgets");
+    assert_eq!(old.items[0].types.as_ref().unwrap().api_version, "apis.kcp.io/v1alpha1");
     // Accept the apibindings claim: the tenant's other bindings appear.
     let mut b = bindings.get("widgets").await.unwrap();
     b.spec.permission_claims = serde_json::from_value(json!([

@@ -206,12 +206,15 @@ fn served_defs(state: &ServerState, view: &ExportView) -> Vec<(Arc<ResourceDef>,
             out.push((def, verbs.into_iter().collect()));
         }
     }
-    if let Some(b) = state
+    // Both served versions of APIBinding, the stored v1alpha2 first (discovery prefers it).
+    let mut bindings: Vec<Arc<ResourceDef>> = state
         .registry
         .all_resources()
         .into_iter()
-        .find(|d| d.group == "apis.kcp.io" && d.resource == "apibindings" && d.conversion.is_none())
-    {
+        .filter(|d| d.group == "apis.kcp.io" && d.resource == "apibindings")
+        .collect();
+    bindings.sort_by_key(|d| d.conversion.is_some());
+    for b in bindings {
         out.push((b, vec!["get".into(), "list".into(), "watch".into()]));
     }
     out
