@@ -726,3 +726,58 @@ async fn initializers_are_named_after_the_logical_cluster_of_the_types_workspace
     let lc = lcs.get("cluster").await.unwrap();
     assert!(lc.spec.initializers.unwrap().contains(&want));
 }
+
+#[tokio::test]
+async fn maintained_default_bindings_follow_new_export_claims() {
+    use common::kcp::{create_export, create_schema, widget_schema};
+    use faros_core::kcp::apis::v1alpha2::{APIBinding, APIExport};
+    let t = start().await;
+    let root = t.admin().await;
+    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
+    create_export(&root, "widgets.example.io", "v1.widgets.example.io", json!([])).await;
+    let types: Api<WorkspaceType> = Api::all(root.clone());
+    for (name, lifecycle) in [("kept", "Maintain"), ("once", "InitializeOnly")] {
+        types
+            .create(
+                &PostParams::default(),
+                &wstype(
+                    name,
+                    json!({"extend": {"with": [{"name": "universal", "path": "root"}]},
+                           "defaultAPIBindings": [{"path": "root", "export": "widgets.example.io"}],
+                           "defaultAPIBindingLifecycle": lifecycle}),
+                ),
+            )
+            .await
+            .unwrap();
+    }
+    let kept = create_ready(&t, "root", "k", json!({"type": {"name": "kept"}})).await;
+    let once = create_ready(&t, "root", "o", json!({"type": {"name": "once"}})).await;
+    // The export claims configmaps after both workspaces were initialized.
+    let exports: Api<APIExport> = Api::all(root);
+    exports
+        .patch(
+            "widgets.example.io",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"permissionClaims": [
+                {"group": "", "resource": "configmaps", "verbs": ["get"]}]}})),
+        )
+        .await
+        .unwrap();
+    let claims_of = |b: &APIBinding| serde_json::to_value(&b.spec).unwrap()["permissionClaims"].clone();
+    let kept_bindings: Api<APIBinding> = Api::all(t.client_as("root:k", "admin", t.server.admin_token()).await);
+    let name = names::default_binding_name(kept.spec.cluster.as_deref().unwrap(), "root", "widgets.example.io");
+    let want =
+        json!([{"resource": "configmaps", "verbs": ["get"], "selector": {"matchAll": true}, "state": "Accepted"}]);
+    wait_for(kept_bindings, &name, |b| b.is_some_and(|b| claims_of(b) == want), WAIT)
+        .await
+        .unwrap();
+    // InitializeOnly: the binding stays as the initializer made it.
+    let once_bindings: Api<APIBinding> = Api::all(t.client_as("root:o", "admin", t.server.admin_token()).await);
+    let name = names::default_binding_name(once.spec.cluster.as_deref().unwrap(), "root", "widgets.example.io");
+    let b = once_bindings.get(&name).await.unwrap();
+    assert!(
+        claims_of(&b).as_array().is_none_or(|c| c.is_empty()),
+        "{:?}",
+        claims_of(&b)
+    );
+}

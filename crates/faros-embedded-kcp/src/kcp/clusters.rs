@@ -95,6 +95,15 @@ impl ClusterIndex {
         }
     }
 
+    /// The names of the logical clusters in phase Ready.
+    pub fn ready_names(&self) -> Vec<String> {
+        self.by_name
+            .values()
+            .filter(|c| c.phase == "Ready")
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
     pub fn get(&self, name: &str) -> Option<&ClusterInfo> {
         self.by_name.get(name)
     }

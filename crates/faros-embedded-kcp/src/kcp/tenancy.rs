@@ -64,5 +64,5 @@ pub async fn bootstrap(state: &ServerState) {
 
 /// Runs the workspace controllers until aborted.
 pub async fn run(state: Arc<ServerState>) {
-    lifecycle::run(state).await;
+    futures::join!(lifecycle::run(state.clone()), lifecycle::maintain::run(state));
 }

@@ -90,7 +90,7 @@ pub(super) async fn default_bindings_complete(state: &ServerState, cluster: &str
 }
 
 /// kcp pre-accepts every claim of a default export, with its default selector or all objects.
-fn accepted_claims(state: &ServerState, export_path: &str, export: &str) -> Vec<Value> {
+pub(super) fn accepted_claims(state: &ServerState, export_path: &str, export: &str) -> Vec<Value> {
     let Some(export_cluster) = catalog::cluster_of_path(state, export_path) else {
         return Vec::new();
     };

@@ -18,11 +18,13 @@
 //! 6. LogicalCluster `Ready`, then Workspace `Ready` with `WorkspaceInitialized`.
 //!
 //! Which step a workspace takes is decided by `plan` (IO-free, tested as tables); `schedule` and
-//! `initialize` run the steps of their phase, `create` makes a new cluster's objects. This module
+//! `initialize` run the steps of their phase, `create` makes a new cluster's objects; `maintain`
+//! keeps the default bindings of `Maintain` types following their exports after initialization. This module
 //! holds the event loop and the workers. Everything is written through the in-process client.
 
 mod create;
 mod initialize;
+pub(super) mod maintain;
 mod plan;
 mod schedule;
 
