@@ -18,7 +18,8 @@ pub fn mcp_tool_name(provider: &str, tool: &str) {
     };
     assert!(name.len() <= MAX_NAME_LEN, "{name:?} is longer than MCP allows");
     assert!(
-        name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')),
+        name.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')),
         "{name:?} has characters MCP does not allow"
     );
     assert_eq!(
@@ -32,8 +33,14 @@ pub fn mcp_tool_name(provider: &str, tool: &str) {
 /// non-empty tool.
 pub fn mcp_call_name(name: &str) {
     if let Some((provider, tool)) = split(name) {
-        assert!(!provider.is_empty() && !tool.is_empty(), "{name:?} split into an empty part");
-        assert!(!provider.contains("__"), "{name:?}: the provider part holds the separator");
+        assert!(
+            !provider.is_empty() && !tool.is_empty(),
+            "{name:?} split into an empty part"
+        );
+        assert!(
+            !provider.contains("__"),
+            "{name:?}: the provider part holds the separator"
+        );
     }
 }
 
