@@ -107,16 +107,13 @@ impl Service<Request<Body>> for HubService {
                 id
             }
         };
-        if req.version() == http::Version::HTTP_2 {
-            let (parts, body) = req.into_parts();
-            req = Request::from_parts(parts, crate::drain::drain_on_drop(body));
-        }
+        // Over HTTP/2 and HTTP/1.1 alike, an answer given before the body was read must reach a
+        // client that is still sending: the unread rest is drained in the background.
+        let (parts, body) = req.into_parts();
+        req = Request::from_parts(parts, crate::drain::drain_on_drop(body));
         let path = req.uri().path();
         let label = route_label(path);
         let target = target(path);
-        // The portal's page and assets are static: served during start-up too, so the browser
-        // shows the hub's 503 Status of the API calls instead of a bare JSON page.
-        let portal_page = path == "/" || path == crate::portal::PREFIX || path.starts_with("/portal/");
         let span = tracing::info_span!(
             "request",
             method = %req.method(),
@@ -137,7 +134,6 @@ impl Service<Request<Body>> for HubService {
                     (Target::Kcp, _) => None,
                     // Probes, scrapes and providers' key fetches work during start-up.
                     (_, "health" | "metrics" | "jwks") => None,
-                    _ if portal_page => None,
                     _ => crate::readiness::startup_pending(&st.tree, st.registry.is_synced()),
                 };
                 let mut resp = match (refused, pending, target) {

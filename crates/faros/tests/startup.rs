@@ -159,7 +159,7 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
 /// Early answers (before the hub read the request body) reach HTTP/2 clients, every time, as
 /// Kubernetes Status JSON: unauthenticated POSTs and unknown routes with bodies from 2 B to 20 MB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn early_answers_reach_http2_clients_as_status_json() {
+async fn early_answers_reach_http1_and_http2_clients_as_status_json() {
     faros_core::telemetry::install_crypto_provider();
     let state = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_faros"))
@@ -185,33 +185,43 @@ async fn early_answers_reach_http2_clients_as_status_json() {
     }
     let hub = std::fs::read_to_string(state.path().join("hub.url")).unwrap();
     let ca = std::fs::read(state.path().join("ca.crt")).unwrap();
-    let http = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
-    for size in [2usize, 100 * 1024, 2 * 1024 * 1024, 20 * 1024 * 1024] {
-        let body = vec![b'a'; size];
-        for (path, code) in [
-            ("/api/providers/quickstart/heartbeat", 401),
-            ("/api/orgs", 401),
-            ("/no/such/route", 404),
-        ] {
-            let repeats = if size > 1024 * 1024 { 2 } else { 5 };
-            for i in 0..repeats {
-                let resp = http
-                    .post(format!("{hub}{path}"))
-                    .body(body.clone())
-                    .send()
-                    .await
-                    .unwrap_or_else(|e| panic!("POST {path} with {size} B (#{i}): no answer: {e:?}"));
-                assert_eq!(resp.version(), reqwest::Version::HTTP_2);
-                assert_eq!(resp.status().as_u16(), code, "POST {path} with {size} B (#{i})");
-                let status: Value = resp.json().await.unwrap();
-                assert_eq!(
-                    (status["kind"].as_str(), status["code"].as_u64()),
-                    (Some("Status"), Some(u64::from(code)))
-                );
+    let client = |http1: bool| {
+        let b = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
+            .timeout(Duration::from_secs(60));
+        if http1 { b.http1_only() } else { b }.build().unwrap()
+    };
+    for (http, version) in [
+        (client(false), reqwest::Version::HTTP_2),
+        (client(true), reqwest::Version::HTTP_11),
+    ] {
+        for size in [2usize, 100 * 1024, 2 * 1024 * 1024, 20 * 1024 * 1024] {
+            let body = vec![b'a'; size];
+            for (path, code) in [
+                ("/api/providers/quickstart/heartbeat", 401),
+                ("/api/orgs", 401),
+                ("/no/such/route", 404),
+            ] {
+                let repeats = if size > 1024 * 1024 { 2 } else { 5 };
+                for i in 0..repeats {
+                    let resp = http
+                        .post(format!("{hub}{path}"))
+                        .body(body.clone())
+                        .send()
+                        .await
+                        .unwrap_or_else(|e| panic!("{version:?} POST {path} with {size} B (#{i}): no answer: {e:?}"));
+                    assert_eq!(resp.version(), version);
+                    assert_eq!(
+                        resp.status().as_u16(),
+                        code,
+                        "{version:?} POST {path} with {size} B (#{i})"
+                    );
+                    let status: Value = resp.json().await.unwrap();
+                    assert_eq!(
+                        (status["kind"].as_str(), status["code"].as_u64()),
+                        (Some("Status"), Some(u64::from(code)))
+                    );
+                }
             }
         }
     }
