@@ -27,6 +27,9 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use faros_core::catalog::CatalogEntry;
 use faros_core::provider::Provider;
+use faros_test_support::eventually_some;
+use faros_test_support::kubeconfig::client_from_yaml;
+use faros_test_support::ports::free_port;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -433,14 +436,6 @@ fn dockerfile_images() -> BTreeMap<String, Image> {
     images
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A running container: the process, and where its stderr goes.
 struct Running {
     name: String,
@@ -471,7 +466,7 @@ impl Node {
         let (source, data): (&Value, BTreeMap<String, Vec<u8>>) = if volume["secret"].is_object() {
             let name = volume["secret"]["secretName"].as_str().unwrap();
             let api: Api<Secret> = Api::namespaced(self.hosting.clone(), NAMESPACE);
-            let secret = eventually_some(&format!("Secret {name}"), || {
+            let secret = eventually_some(&format!("Secret {name}"), WAIT, || {
                 let api = api.clone();
                 async move { api.get_opt(name).await.ok().flatten() }
             })
@@ -486,7 +481,7 @@ impl Node {
         } else if volume["configMap"].is_object() {
             let name = volume["configMap"]["name"].as_str().unwrap();
             let api: Api<ConfigMap> = Api::namespaced(self.hosting.clone(), NAMESPACE);
-            let cm = eventually_some(&format!("ConfigMap {name}"), || {
+            let cm = eventually_some(&format!("ConfigMap {name}"), WAIT, || {
                 let api = api.clone();
                 async move { api.get_opt(name).await.ok().flatten() }
             })
@@ -692,29 +687,6 @@ fn node_logs(dir: &Path) -> String {
     out
 }
 
-async fn eventually_some<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-async fn kube_client(kubeconfig: &str) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(kubeconfig).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn contract_rendered_pods_run_with_the_real_binaries() {
     faros_core::telemetry::install_crypto_provider();
@@ -733,12 +705,12 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let text = eventually_some("the hosting cluster's kubeconfig", || {
+    let text = eventually_some("the hosting cluster's kubeconfig", WAIT, || {
         let path = hosting_kubeconfig.clone();
         async move { std::fs::read_to_string(path).ok() }
     })
     .await;
-    let hosting = kube_client(&text).await;
+    let hosting = client_from_yaml(&text).await.unwrap();
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).unwrap();
     Api::<Namespace>::all(hosting.clone())
         .create(&PostParams::default(), &ns)
@@ -746,7 +718,8 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
         .unwrap();
 
     // Render the umbrella: ports picked here, and the URLs clients dial pointed at localhost.
-    let (kcp, hub, rec, qs) = (free_port(), free_port(), free_port(), free_port());
+    let port = || free_port().unwrap();
+    let (kcp, hub, rec, qs) = (port(), port(), port(), port());
     let values = copy.path().join("contract-values.yaml");
     std::fs::write(
         &values,
@@ -789,7 +762,7 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
     }
 
     // The platform admin registers the quickstart provider, as a GitOps repo would.
-    let admin_secret = eventually_some("the published admin kubeconfig", || {
+    let admin_secret = eventually_some("the published admin kubeconfig", WAIT, || {
         let api: Api<Secret> = Api::namespaced(hosting.clone(), NAMESPACE);
         async move { api.get_opt("r-faros-kcp-admin-kubeconfig").await.ok().flatten() }
     })
@@ -804,10 +777,12 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
         faros_core::names::SYSTEM_PROVIDERS_PATH
     );
     let providers =
-        kube_client(&admin_kubeconfig.replace(&format!("https://localhost:{kcp}/clusters/root"), &providers_url)).await;
+        client_from_yaml(&admin_kubeconfig.replace(&format!("https://localhost:{kcp}/clusters/root"), &providers_url))
+            .await
+            .unwrap();
     let accepted = tokio::time::timeout(
         WAIT - Duration::from_secs(2),
-        eventually_some("the Provider to be accepted", || {
+        eventually_some("the Provider to be accepted", WAIT, || {
             let api: Api<Provider> = Api::all(providers.clone());
             let provider = provider.clone();
             async move {
@@ -839,7 +814,7 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
         &format!("https://localhost:{kcp}/clusters/root"),
         &format!("https://localhost:{kcp}/clusters/root:faros:providers:quickstart"),
     );
-    let entries: Api<CatalogEntry> = Api::all(kube_client(&entry_url).await);
+    let entries: Api<CatalogEntry> = Api::all(client_from_yaml(&entry_url).await.unwrap());
     let entry = entries.get("quickstart").await.unwrap();
     let want = format!("http://r-faros-provider-quickstart.{NAMESPACE}.svc:{qs}");
     assert_eq!(entry.spec.ui.as_ref().and_then(|u| u.url.clone()), Some(want.clone()));

@@ -19,8 +19,8 @@ async fn acknowledged_writes_survive_sigkill() {
     let progress = Arc::new(tokio::sync::Notify::new());
     let mut last_rv = 0u64;
     for round in 0..20 {
-        let mut dev = devproc::start(&state, &[]);
-        let client = dev.client().await;
+        let mut dev = devproc::launch(&state).start().await.unwrap();
+        let client = dev.client().await.unwrap();
         let cms: Api<ConfigMap> = Api::namespaced(client, "default");
         // Everything acknowledged before must be present, and the RV must not have gone back.
         let list = cms.list(&ListParams::default()).await.unwrap();
@@ -71,8 +71,8 @@ async fn acknowledged_writes_survive_sigkill() {
             last_rv = last_rv.max(w.await.unwrap());
         }
     }
-    let dev = devproc::start(&state, &[]);
-    let cms: Api<ConfigMap> = Api::namespaced(dev.client().await, "default");
+    let dev = devproc::launch(&state).start().await.unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(dev.client().await.unwrap(), "default");
     let present: BTreeSet<String> = cms
         .list(&ListParams::default())
         .await

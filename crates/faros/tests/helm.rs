@@ -162,7 +162,11 @@ async fn release_secrets(secrets: &Api<Secret>, release: &str) -> Vec<String> {
 async fn helm_installs_upgrades_rolls_back_and_uninstalls_a_chart_of_providers() {
     let bin = helm_bin();
     let dir = tempfile::tempdir().unwrap();
-    let dev = devproc::start(&dir.path().join("state"), &["--no-quickstart"]);
+    let dev = devproc::launch(&dir.path().join("state"))
+        .args(["--no-quickstart"])
+        .start()
+        .await
+        .unwrap();
     let chart = dir.path().join("chart");
     write_chart(&chart);
     let helm = Helm {
@@ -170,13 +174,7 @@ async fn helm_installs_upgrades_rolls_back_and_uninstalls_a_chart_of_providers()
         kubeconfig: dev.kubeconfig.clone(),
         server: format!("{}:faros:system:providers", dev.server),
     };
-    let factory = faros_core::client::ClientFactory::new({
-        let kc = kube::config::Kubeconfig::read_from(&dev.kubeconfig).unwrap();
-        kube::Config::from_custom_kubeconfig(kc, &Default::default())
-            .await
-            .unwrap()
-    })
-    .unwrap();
+    let factory = faros_core::client::ClientFactory::new(dev.admin_config().await.unwrap()).unwrap();
     let client = factory.cluster(CLUSTER).unwrap();
     let providers: Api<Provider> = Api::all(client.clone());
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");

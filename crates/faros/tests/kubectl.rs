@@ -6,6 +6,8 @@ mod devproc;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use faros_core::token_file::StaticToken;
+use faros_test_support::users::write_token_file;
 use serde_json::Value;
 
 struct Kubectl<'a> {
@@ -68,8 +70,17 @@ impl Kubectl<'_> {
 fn kubectl_session() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.csv");
-    std::fs::write(&tokens, "carol-token-0123456789,carol,carol-uid,\"viewers\"\n").unwrap();
-    let dev = devproc::start(&dir.path().join("state"), &["--token-file", tokens.to_str().unwrap()]);
+    let carol_token = StaticToken {
+        token: "carol-token-0123456789".into(),
+        user: "carol".into(),
+        uid: "carol-uid".into(),
+        groups: vec!["viewers".into()],
+    };
+    write_token_file(&tokens, &[carol_token]).unwrap();
+    let dev = devproc::launch(&dir.path().join("state"))
+        .token_file(&tokens)
+        .start_blocking()
+        .unwrap();
     let cache = dir.path().join("kubectl-cache");
     let k = Kubectl {
         kubeconfig: &dev.kubeconfig,

@@ -37,14 +37,8 @@ fn ca_and_token(kubeconfig: &std::path::Path) -> (Vec<u8>, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_uses_the_quickstart_provider_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
-    let dev = devproc::start(&dir.path().join("state"), &[]);
-    let factory = faros_core::client::ClientFactory::new({
-        let kc = kube::config::Kubeconfig::read_from(&dev.kubeconfig).unwrap();
-        kube::Config::from_custom_kubeconfig(kc, &Default::default())
-            .await
-            .unwrap()
-    })
-    .unwrap();
+    let dev = devproc::launch(&dir.path().join("state")).start().await.unwrap();
+    let factory = faros_core::client::ClientFactory::new(dev.admin_config().await.unwrap()).unwrap();
 
     // The provider registered itself and heartbeats: its CatalogEntry is Ready with a heartbeat.
     let root_cluster = |path: &str| factory.cluster(path).unwrap();
@@ -131,10 +125,7 @@ async fn a_tenant_uses_the_quickstart_provider_end_to_end() {
 
     // The provider's backend through the hub sees the verified caller, never the caller's bearer.
     let (ca, token) = ca_and_token(&dev.kubeconfig);
-    let http = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
-        .build()
-        .unwrap();
+    let http = faros_test_support::https::client_trusting(&ca).unwrap();
     let hello: Value = http
         .get(format!("{}/services/providers/quickstart/api/hello", dev.hub))
         .bearer_auth(&token)
