@@ -9,10 +9,12 @@
 //! and `--offline`. The test prints how long the build took and what it compiled.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
+mod devproc;
+
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -118,37 +120,18 @@ async fn a_scaffolded_provider_builds_runs_on_faros_dev_reconciles_and_federates
 
     // faros dev with the provider beside the hub (no quickstart: this provider is the point).
     let state = tmp.path().join("state");
-    let mut dev = Command::new(FAROS)
-        .args([
-            "dev",
-            "--kcp-port",
-            "0",
-            "--hub-port",
-            "0",
-            "--no-quickstart",
-            "--state-dir",
-        ])
-        .arg(&state)
-        .arg("--provider")
-        .arg(&crate_dir)
-        .env("CARGO_TARGET_DIR", target_dir())
-        .env("FAROS_LOG_LEVEL", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(dev.stdout.take().unwrap()).lines();
-    let mut banner = Vec::new();
     // The banner comes only once the provider is Ready in the catalog (or faros dev gives up).
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        let done = line.starts_with("Press Ctrl-C");
-        banner.push(line);
-        if done {
-            break;
-        }
-    }
-    std::thread::spawn(move || for _ in lines {});
-    let banner = banner.join("\n");
+    let mut dev = devproc::launch(&state)
+        .args([
+            OsStr::new("--no-quickstart"),
+            OsStr::new("--provider"),
+            crate_dir.as_os_str(),
+        ])
+        .env("CARGO_TARGET_DIR", target_dir())
+        .start()
+        .await
+        .unwrap();
+    let banner = dev.banner.clone();
     assert!(
         banner.contains("provider:          `notes` (root:faros:providers:notes)"),
         "{banner}"
@@ -160,16 +143,8 @@ async fn a_scaffolded_provider_builds_runs_on_faros_dev_reconciles_and_federates
         "{banner}"
     );
 
-    let token = std::fs::read_to_string(state.join("dev-user.token"))
-        .unwrap()
-        .trim()
-        .to_string();
-    let ca = reqwest::Certificate::from_pem(&std::fs::read(state.join("ca.crt")).unwrap()).unwrap();
-    let http = reqwest::Client::builder()
-        .add_root_certificate(ca)
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap();
+    let token = dev.dev_token().unwrap();
+    let http = dev.https().unwrap();
     let ws = format!("{hub}/api/orgs/demo/workspaces/default");
     let providers: Value = http
         .get(format!("{hub}/api/providers"))
@@ -295,6 +270,5 @@ async fn a_scaffolded_provider_builds_runs_on_faros_dev_reconciles_and_federates
     assert!(ok, "the rebuilt provider reconciled the Note again: {said}");
 
     // SIGTERM, so faros dev stops the provider's process too.
-    let _ = Command::new("kill").arg("-TERM").arg(dev.id().to_string()).status();
-    let _ = dev.wait();
+    let _ = dev.terminate();
 }
