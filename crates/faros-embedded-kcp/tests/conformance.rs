@@ -529,9 +529,11 @@ async fn watch_resume_selector_transitions_and_bookmarks() {
 async fn too_old_resource_version_makes_kube_runtime_relist() {
     let t = TestServer::start_with(|c| c.history_capacity = 5).await;
     let cms: Api<ConfigMap> = Api::namespaced(t.admin().await, "default");
-    wait_for(cms.clone(), "kube-root-ca.crt", |c| c.is_some(), WAIT)
-        .await
-        .unwrap();
+    // Polled, not watched: with a 5-event history a watch could itself be too old.
+    common::eventually("the namespace's root CA ConfigMap", WAIT, || async {
+        cms.get_opt("kube-root-ca.crt").await.unwrap().map(|_| ())
+    })
+    .await;
     for i in 0..20 {
         cms.create(&PostParams::default(), &cm(&format!("old-{i}"), json!({})))
             .await

@@ -781,3 +781,65 @@ async fn maintained_default_bindings_follow_new_export_claims() {
         claims_of(&b)
     );
 }
+
+#[tokio::test]
+async fn deleting_a_workspace_waits_for_finalizers_inside_it() {
+    let t = start().await;
+    let w = create_ready(&t, "root", "fin", json!({})).await;
+    let cluster = w.spec.cluster.clone().unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(
+        t.client_as("root:fin", "admin", t.server.admin_token()).await,
+        "default",
+    );
+    cms.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "held", "finalizers": ["tenancy.kcp.io/test-finalizer"]}}))
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    let root_ws: Api<Workspace> = Api::all(t.admin().await);
+    root_ws.delete("fin", &DeleteParams::default()).await.unwrap();
+    // The workspace stays, saying what it waits for; the content is marked for deletion.
+    let waiting = wait_for(
+        root_ws.clone(),
+        "fin",
+        |w| {
+            w.and_then(|w| w.status.as_ref())
+                .and_then(|s| s.conditions.as_deref())
+                .and_then(|c| c.iter().find(|c| c.type_ == "WorkspaceContentDeleted"))
+                .is_some_and(|c| c.status.to_string() == "False")
+        },
+        WAIT,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let cond = waiting
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "WorkspaceContentDeleted")
+        .unwrap();
+    assert_eq!(cond.reason.as_deref(), Some("SomeResourcesRemain"));
+    assert_eq!(
+        cond.message.as_deref(),
+        Some(
+            "Some content in the logical cluster has finalizers remaining: tenancy.kcp.io/test-finalizer in 1 resource instances"
+        )
+    );
+    let held = cms.get("held").await.unwrap();
+    assert!(held.metadata.deletion_timestamp.is_some());
+    // Its owner removes the finalizer: then the workspace and everything in it go.
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    wait_for(root_ws, "fin", |w| w.is_none(), WAIT).await.unwrap();
+    assert_eq!(t.server.stored_keys(&cluster).unwrap(), vec![]);
+}

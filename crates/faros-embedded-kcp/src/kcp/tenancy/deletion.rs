@@ -1,5 +1,7 @@
 //! Deleting a workspace: its logical cluster goes with it, content first (nested workspaces
-//! recursively), then the finalizer `core.kcp.io/logicalcluster` lets the Workspace go.
+//! recursively), then the finalizer `core.kcp.io/logicalcluster` lets the Workspace go. As in kcp,
+//! content with finalizers of its own is deleted and waited for first: meanwhile the Workspace
+//! reports `WorkspaceContentDeleted=False` (`SomeResourcesRemain`) naming the finalizers.
 
 use serde_json::{Value, json};
 
@@ -86,13 +88,76 @@ pub async fn delete_cluster(state: &ServerState, cluster: &str) {
         .remove(cluster);
 }
 
-/// Finishes the deletion of a Workspace marked for deletion. Returns false when a write lost a race.
+/// Objects kcp's own controllers finalize, which go with their logical cluster.
+fn system_finalized(key: &ObjectKey) -> bool {
+    matches!(
+        (key.group.as_str(), key.resource.as_str()),
+        ("core.kcp.io", "logicalclusters") | ("apis.kcp.io", "apibindings") | ("tenancy.kcp.io", "workspaces")
+    )
+}
+
+/// kcp's message for content still finalizing: `<finalizer> in <n> resource instances`, sorted.
+pub fn remaining_message(counts: &std::collections::BTreeMap<String, usize>) -> String {
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(f, n)| format!("{f} in {n} resource instances"))
+        .collect();
+    format!(
+        "Some content in the logical cluster has finalizers remaining: {}",
+        parts.join(", ")
+    )
+}
+
+/// Deletes the content of `cluster` that carries finalizers of its own (through the write
+/// pipeline, so it is marked, not removed) and counts what is still waiting, per finalizer.
+async fn finalizing_content(state: &ServerState, cluster: &str) -> std::collections::BTreeMap<String, usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    let Ok(keys) = state.store.scan_cluster(cluster) else {
+        return counts;
+    };
+    let client = crate::client::Client::system(state);
+    for key in keys.iter().filter(|k| !system_finalized(k)) {
+        let Ok(Some(obj)) = state.store.get(key) else { continue };
+        let finalizers = crate::objects::finalizers(&obj);
+        if finalizers.is_empty() {
+            continue;
+        }
+        if obj.pointer("/metadata/deletionTimestamp").is_none() {
+            landed(client.delete(&key.group, &key.resource, &obj, Some("Background")).await);
+        }
+        for f in finalizers {
+            *counts.entry(f).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// Finishes the deletion of a Workspace marked for deletion. Returns false while content inside
+/// still finalizes (the caller looks again later) or when a write lost a race.
 pub async fn finalize(state: &ServerState, key: &ObjectKey, ws: &Value) -> bool {
     let finalizers = crate::objects::finalizers(ws);
     if !finalizers.iter().any(|f| f == FINALIZER_LOGICALCLUSTER) {
         return true;
     }
     if let Some(cluster) = cluster_of_workspace(ws) {
+        let remaining = finalizing_content(state, &cluster).await;
+        if !remaining.is_empty() {
+            let message = remaining_message(&remaining);
+            let mut updated = ws.clone();
+            let cond = super::status::Cond {
+                type_: "WorkspaceContentDeleted",
+                status: false,
+                reason: "SomeResourcesRemain",
+                message: &message,
+                severity: "Info",
+            };
+            super::status::set_condition(&mut updated, &cond, &crate::objects::now_rfc3339());
+            if updated != *ws {
+                let client = crate::client::Client::system(state);
+                landed(client.update_status(&key.group, &key.resource, ws, updated).await);
+            }
+            return false;
+        }
         delete_cluster(state, &cluster).await;
     }
     // Re-read: the object may have changed while the content went.
@@ -128,6 +193,24 @@ async fn purge(state: &ServerState, key: ObjectKey) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remaining_content_is_reported_like_kcp() {
+        let counts = [("example.io/keep".to_string(), 2), ("a.io/x".to_string(), 1)].into();
+        assert_eq!(
+            remaining_message(&counts),
+            "Some content in the logical cluster has finalizers remaining: a.io/x in 1 resource instances, example.io/keep in 2 resource instances"
+        );
+        let lc = ObjectKey::new("core.kcp.io", "logicalclusters", "c", "", "cluster");
+        assert!(system_finalized(&lc));
+        assert!(!system_finalized(&ObjectKey::new(
+            "",
+            "configmaps",
+            "c",
+            "default",
+            "x"
+        )));
+    }
 
     #[test]
     fn cluster_of_a_workspace() {

@@ -264,8 +264,12 @@ async fn step(state: &ServerState, key: &WsKey) -> Next {
     };
     match plan::phase_step(&ws) {
         PhaseStep::Finalize => {
-            deletion::finalize(state, &object_key, &ws).await;
-            Next::Idle
+            if deletion::finalize(state, &object_key, &ws).await {
+                Next::Idle
+            } else {
+                // Content inside still finalizes (nothing there marks this workspace dirty): look again.
+                Next::Later
+            }
         }
         PhaseStep::EnterScheduling => {
             let mut updated = ws.clone();
