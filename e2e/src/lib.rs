@@ -7,13 +7,13 @@
 //! Scenarios live in `tests/scenarios/` and take a `&Platform`; they use nothing but what a real
 //! user of an installed platform has (no in-process handles, no shared memory, no injected clock),
 //! and name everything they create with [`Platform::unique`] so they can rerun against the same
-//! platform. They wait on conditions with deadlines ([`eventually`]), never on fixed sleeps.
+//! platform. They wait on conditions with deadlines ([`eventually`], from `faros-test-support`),
+//! never on fixed sleeps.
 
 pub mod devproc;
 pub mod target;
 mod users;
 
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -22,10 +22,14 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use faros::cli::DevArgs;
 use faros::dev::Stack;
+use faros_test_support::https::client_trusting;
+use faros_test_support::kubeconfig::config_from_file;
+use faros_test_support::users::run_id;
 use serde_json::Value;
 
+pub use faros_test_support::eventually;
+pub use faros_test_support::users::User;
 pub use target::{External, Target, UserSource};
-pub use users::User;
 use users::Users;
 
 /// Default deadline for platform-level conditions (provisioning, binding, reconciling).
@@ -88,13 +92,13 @@ impl Platform {
             token: stack.dev_user.token.clone(),
         };
         Ok(Self {
-            http: http_client(stack.ca_pem.as_bytes())?,
+            http: client_trusting(stack.ca_pem.as_bytes())?,
             hub_url: stack.hub_url.clone(),
             admin: stack.admin.clone(),
             admin_kubeconfig,
             users: Users::append(stack.token_file.clone()),
             observer,
-            run: users::run_id()?,
+            run: run_id(),
             names: AtomicU32::new(0),
             destructive: true,
             dir,
@@ -107,17 +111,15 @@ impl Platform {
         init_process();
         let dir = tempfile::tempdir()?;
         let ca = std::fs::read(&target.ca).with_context(|| format!("reading the hub CA {}", target.ca.display()))?;
-        let kubeconfig = kube::config::Kubeconfig::read_from(&target.kubeconfig)
-            .with_context(|| format!("reading the kcp admin kubeconfig {}", target.kubeconfig.display()))?;
-        let admin = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        let admin = config_from_file(&target.kubeconfig)
             .await
-            .with_context(|| format!("loading {}", target.kubeconfig.display()))?;
+            .context("the kcp admin kubeconfig")?;
         let users = match &target.users {
             UserSource::TokenFile(file) => Users::append(file.clone()),
             UserSource::Pool(file) => Users::pool(file)?,
         };
         let mut platform = Self {
-            http: http_client(&ca)?,
+            http: client_trusting(&ca)?,
             hub_url: target.hub_url.clone(),
             admin,
             admin_kubeconfig: target.kubeconfig.clone(),
@@ -126,7 +128,7 @@ impl Platform {
                 name: String::new(),
                 token: String::new(),
             },
-            run: users::run_id()?,
+            run: run_id(),
             names: AtomicU32::new(0),
             destructive: target.destructive,
             dir,
@@ -246,7 +248,8 @@ impl Platform {
                 .is_some_and(|items| items.iter().any(|i| i["name"] == name && i["ready"] == true));
             Ok(ready.then_some(()))
         })
-        .await
+        .await?;
+        Ok(())
     }
 
     /// Writes the workspace kubeconfig the hub hands `token`'s user (with that token) to a file.
@@ -299,7 +302,8 @@ impl Platform {
             let r = self.call(reqwest::Method::GET, &path, Some(admin), None).await?;
             Ok((r.status != 200).then_some(()))
         })
-        .await
+        .await?;
+        Ok(())
     }
 
     pub async fn stop(self) {
@@ -307,13 +311,6 @@ impl Platform {
             stack.stop().await;
         }
     }
-}
-
-fn http_client(ca_pem: &[u8]) -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem)?)
-        .timeout(Duration::from_secs(30))
-        .build()?)
 }
 
 /// Runs `kubectl --kubeconfig <kubeconfig> <args>` with `stdin`, off the async runtime.
@@ -342,32 +339,4 @@ pub async fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> a
         Ok(child.wait_with_output()?)
     })
     .await?
-}
-
-/// Polls `check` until it yields `Some`, failing after `deadline` with what was awaited. The
-/// interval backs off from 50 ms to 500 ms: conditions here are observed through HTTP or kubectl,
-/// which have no watch to wait on.
-pub async fn eventually<T, F, Fut>(what: &str, deadline: Duration, mut check: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<Option<T>>>,
-{
-    let start = tokio::time::Instant::now();
-    let mut delay = Duration::from_millis(50);
-    let mut last_err = None;
-    loop {
-        match check().await {
-            Ok(Some(v)) => return Ok(v),
-            Ok(None) => {}
-            Err(e) => last_err = Some(e),
-        }
-        if start.elapsed() > deadline {
-            match last_err {
-                Some(e) => bail!("timed out after {deadline:?} waiting for {what}; last error: {e:#}"),
-                None => bail!("timed out after {deadline:?} waiting for {what}"),
-            }
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_millis(500));
-    }
 }

@@ -11,8 +11,7 @@ mod scenarios;
 
 use std::panic::AssertUnwindSafe;
 
-use faros_e2e::devproc::DevProcess;
-use faros_e2e::{Platform, Target};
+use faros_e2e::{Platform, Target, devproc};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
@@ -23,8 +22,8 @@ async fn every_scenario_passes_against_a_separate_faros_dev() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let dev = DevProcess::start(&dir.path().join("state")).await.unwrap();
-    let p = Platform::external(&dev.target(true).unwrap()).await.unwrap();
+    let dev = devproc::start(&dir.path().join("state")).await.unwrap();
+    let p = Platform::external(&devproc::target(&dev, true)).await.unwrap();
 
     let steps: Vec<(&str, BoxFuture<'_, ()>)> = vec![
         ("tenant lifecycle", scenarios::lifecycle::run(&p).boxed()),
