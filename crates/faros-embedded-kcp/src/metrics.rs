@@ -61,12 +61,9 @@ impl Metrics {
         self.request_duration.observe(elapsed.as_secs_f64());
     }
 
-    /// The OpenMetrics text exposition.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
+    /// `GET /metrics`: the OpenMetrics text exposition.
+    pub fn response(&self) -> axum::response::Response {
         let registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
-        // Encoding into a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
-        out
+        faros_core::metrics::response(&registry)
     }
 }

@@ -526,12 +526,7 @@ async fn metrics(State(state): State<Arc<ServerState>>, headers: http::HeaderMap
     if let Err(s) = api::authenticate(&state, &headers) {
         return s.into_response();
     }
-    let mut resp = state.metrics.render().into_response();
-    resp.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-    );
-    resp
+    state.metrics.response()
 }
 
 async fn serve(

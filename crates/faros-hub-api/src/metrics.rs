@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -93,10 +92,13 @@ impl Metrics {
     }
 
     /// OpenMetrics text.
-    pub fn encode(&self) -> Result<String, std::fmt::Error> {
-        let mut out = String::new();
-        encode(&mut out, &self.registry)?;
-        Ok(out)
+    pub fn encode(&self) -> String {
+        faros_core::metrics::encode(&self.registry)
+    }
+
+    /// `GET /metrics`.
+    pub fn response(&self) -> axum::response::Response {
+        faros_core::metrics::response(&self.registry)
     }
 }
 
@@ -172,7 +174,7 @@ mod tests {
         m.heartbeat("ok");
         m.set_ready_providers(2);
         m.proxied("backend_proxy", Duration::from_millis(1));
-        let text = m.encode().unwrap();
+        let text = m.encode();
         assert!(
             text.contains("faros_hub_api_requests_total{route=\"ui_proxy\",code=\"503\"} 2"),
             "{text}"
@@ -194,7 +196,7 @@ mod tests {
         m.mcp.set_tools("quickstart", 2);
         m.mcp.call("quickstart", "ok");
         m.mcp.discovered("quickstart", "ok", Duration::from_millis(3));
-        let text = m.encode().unwrap();
+        let text = m.encode();
         for want in [
             "faros_hub_api_mcp_tools{provider=\"quickstart\"} 2",
             "faros_hub_api_mcp_calls_total{provider=\"quickstart\",outcome=\"ok\"} 1",

@@ -35,17 +35,7 @@ async fn readyz(State(st): State<AppState>) -> Response {
 }
 
 async fn metrics(State(st): State<AppState>) -> Response {
-    match st.metrics.encode() {
-        Ok(text) => {
-            let mut resp = text.into_response();
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-            );
-            resp
-        }
-        Err(e) => Status::internal(format!("encoding metrics: {e}")).into_response(),
-    }
+    st.metrics.response()
 }
 
 async fn jwks(State(st): State<AppState>) -> Response {

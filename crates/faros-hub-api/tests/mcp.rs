@@ -471,7 +471,7 @@ async fn federates_the_tools_of_enabled_ready_providers_with_the_callers_identit
     let (ops, _rx) = connect(&h.url("acme", "ops"), ALICE).await;
     assert_eq!(tool_names(&ops).await, vec!["gamma__whoami"]);
 
-    let metrics = h.hub.metrics().encode().unwrap();
+    let metrics = h.hub.metrics().encode();
     for want in [
         "faros_hub_api_mcp_tools{provider=\"alpha\"} 2",
         "faros_hub_api_mcp_calls_total{provider=\"beta\",outcome=\"ok\"} 1",
