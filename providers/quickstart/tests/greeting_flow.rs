@@ -12,23 +12,16 @@ use faros_core::identity::{self, Claims, Identity, Jwks, SigningKey};
 use faros_core::kcp::Workspace;
 use faros_core::kcp::apis::v1alpha2::APIBinding;
 use faros_core::names;
-use faros_core::provider::{Provider, ProviderSpec};
 use faros_core::wait::wait_for;
 use faros_provider_quickstart as quickstart;
 use faros_sdk::controller::ControllerStats;
 use faros_sdk::identity::IdentityVerifier;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use faros_test_support::kubeconfig::config_from_yaml;
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(60);
-
-async fn config_from_yaml(yaml: &str) -> kube::Config {
-    kube::Config::from_custom_kubeconfig(Kubeconfig::from_yaml(yaml).unwrap(), &KubeConfigOptions::default())
-        .await
-        .unwrap()
-}
 
 /// A typed view of Greeting for the watch-based wait helper.
 #[derive(kube::CustomResource, serde::Deserialize, serde::Serialize, Clone, Debug, schemars::JsonSchema)]
@@ -58,49 +51,11 @@ fn reply_of(g: Option<&Greeting>) -> Option<(String, i64)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tenant_greetings_are_answered_through_the_virtual_workspace() {
     let kcp = common::Kcp::start().await;
-    let admin = kcp.admin_config().await;
 
-    // Hub reconciler provisions the provider workspace and its kubeconfig Secret.
-    let mut rc = faros_hub_reconciler::Config::new(admin.clone());
-    rc.hub_url = Some(kcp.server.url());
-    rc.ca_pem = Some(kcp.server.ca_pem().to_string());
-    rc.lease.identity = "test".into();
-    let reconciler = faros_hub_reconciler::Reconciler::new(rc).unwrap();
-    let mut role = reconciler.state().subscribe_role();
-    let (stop_rc, rc_stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(reconciler.run(async {
-        let _ = rc_stopped.await;
-    }));
-    tokio::time::timeout(
-        WAIT,
-        role.wait_for(|r| *r == faros_hub_reconciler::leader::Role::Leader),
-    )
-    .await
-    .expect("reconciler bootstrapped and leading")
-    .unwrap();
-    let providers: Api<Provider> = Api::all(kcp.client(names::SYSTEM_PROVIDERS_PATH).await);
-    providers
-        .create(
-            &PostParams::default(),
-            &Provider::new(quickstart::PROVIDER, ProviderSpec::default()),
-        )
-        .await
-        .unwrap();
-    wait_for(
-        providers.clone(),
-        quickstart::PROVIDER,
-        |p| {
-            p.and_then(|p| p.status.as_ref())
-                .is_some_and(|s| faros_core::conditions::is_true(&s.conditions, names::CONDITION_READY))
-        },
-        WAIT,
-    )
-    .await
-    .unwrap();
-    let secrets: Api<Secret> = Api::namespaced(kcp.client(names::SYSTEM_PROVIDERS_PATH).await, "default");
-    let secret = secrets.get("quickstart-kubeconfig").await.unwrap();
-    let kubeconfig = String::from_utf8(secret.data.unwrap()["kubeconfig"].0.clone()).unwrap();
-    let provider_config = config_from_yaml(&kubeconfig).await;
+    // Hub reconciler provisions the provider workspace and its kubeconfig Secret (and runs until
+    // `provisioned` is dropped at the end).
+    let provisioned = common::provision(&kcp).await;
+    let provider_config = config_from_yaml(&provisioned.kubeconfig).await.unwrap();
 
     // init, with the bundled schema and CatalogEntry.
     let (schemas, manifest) = quickstart::app().bundled_paths();
@@ -255,5 +210,5 @@ async fn tenant_greetings_are_answered_through_the_virtual_workspace() {
 
     stop.send(()).unwrap();
     serving.await.unwrap().unwrap();
-    let _ = stop_rc.send(());
+    drop(provisioned);
 }

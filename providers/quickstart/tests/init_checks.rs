@@ -8,57 +8,16 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Output};
-use std::time::Duration;
 
 use faros_core::kcp::apis::v1alpha2::APIExport;
 use faros_core::names;
-use faros_core::provider::{Provider, ProviderSpec};
-use faros_core::wait::wait_for;
 use faros_provider_quickstart as quickstart;
 use faros_sdk::bootstrap::InitError;
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use faros_test_support::kubeconfig::config_from_yaml;
+use kube::api::Api;
 use pretty_assertions::assert_eq;
 
-const WAIT: Duration = Duration::from_secs(60);
 const BIN: &str = env!("CARGO_BIN_EXE_faros-provider-quickstart");
-
-/// Starts the hub reconciler, registers quickstart and returns its minted kubeconfig.
-async fn provision(kcp: &common::Kcp) -> String {
-    let mut rc = faros_hub_reconciler::Config::new(kcp.admin_config().await);
-    rc.hub_url = Some(kcp.server.url());
-    rc.ca_pem = Some(kcp.server.ca_pem().to_string());
-    rc.lease.identity = "test".into();
-    let reconciler = faros_hub_reconciler::Reconciler::new(rc).unwrap();
-    let mut role = reconciler.state().subscribe_role();
-    tokio::spawn(reconciler.run(std::future::pending::<()>()));
-    tokio::time::timeout(
-        WAIT,
-        role.wait_for(|r| *r == faros_hub_reconciler::leader::Role::Leader),
-    )
-    .await
-    .expect("reconciler leading")
-    .unwrap();
-    let providers: Api<Provider> = Api::all(kcp.client(names::SYSTEM_PROVIDERS_PATH).await);
-    providers
-        .create(
-            &PostParams::default(),
-            &Provider::new(quickstart::PROVIDER, ProviderSpec::default()),
-        )
-        .await
-        .unwrap();
-    let secrets: Api<Secret> = Api::namespaced(kcp.client(names::SYSTEM_PROVIDERS_PATH).await, "default");
-    let name = names::kubeconfig_secret_name(quickstart::PROVIDER, None);
-    let secret = wait_for(secrets, &name, |s| s.is_some(), WAIT).await.unwrap().unwrap();
-    String::from_utf8(secret.data.unwrap()[names::KUBECONFIG_SECRET_KEY].0.clone()).unwrap()
-}
-
-async fn config_from_yaml(yaml: &str) -> kube::Config {
-    kube::Config::from_custom_kubeconfig(Kubeconfig::from_yaml(yaml).unwrap(), &KubeConfigOptions::default())
-        .await
-        .unwrap()
-}
 
 /// `faros-provider-quickstart <args>` with only `env` set (plus PATH), so no variable of the
 /// machine running the tests leaks in.
@@ -85,8 +44,9 @@ fn text(out: &Output) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn init_in_the_provider_workspace_passes_and_the_wrong_place_is_refused() {
     let kcp = common::Kcp::start().await;
-    let minted = provision(&kcp).await;
-    let provider = config_from_yaml(&minted).await;
+    let provisioned = common::provision(&kcp).await;
+    let minted = &provisioned.kubeconfig;
+    let provider = config_from_yaml(minted).await.unwrap();
     let workspace = names::provider_workspace_path(quickstart::PROVIDER);
     let exports: Api<APIExport> = Api::all(kcp.client(&workspace).await);
     let (schemas, manifest) = quickstart::app().bundled_paths();
@@ -159,12 +119,13 @@ async fn init_in_the_provider_workspace_passes_and_the_wrong_place_is_refused() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_refuses_the_admin_kubeconfig_and_accepts_the_helm_setup() {
     let kcp = common::Kcp::start().await;
-    let minted = provision(&kcp).await;
+    let provisioned = common::provision(&kcp).await;
+    let minted = &provisioned.kubeconfig;
     let dir = tempfile::tempdir().unwrap();
     let admin = dir.path().join("admin.kubeconfig");
     std::fs::write(&admin, kcp.server.admin_kubeconfig()).unwrap();
     let provider = dir.path().join("faros-provider-kubeconfig");
-    std::fs::write(&provider, &minted).unwrap();
+    std::fs::write(&provider, minted).unwrap();
     let (schemas, manifest) = quickstart::app().bundled_paths();
     let inputs = [
         ("FAROS_SCHEMAS_DIR", schemas.as_path()),
