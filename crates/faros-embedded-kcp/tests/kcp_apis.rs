@@ -239,3 +239,79 @@ async fn an_export_reacts_when_its_identity_secret_appears() {
         valid.identity_hash()
     );
 }
+
+#[tokio::test]
+async fn default_api_bindings_of_a_workspace_type_need_bind_on_the_export() {
+    use faros_core::kcp::{Workspace, WorkspaceType};
+    let t = TestServer::start().await;
+    let root = t.admin().await;
+    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
+    create_export(&root, "widgets.example.io", "v1.widgets.example.io", json!([])).await;
+    // bob administers workspace root:tenant.
+    let workspaces: Api<Workspace> = Api::all(root.clone());
+    workspaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "tenant"}, "spec": {}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    faros_core::wait::wait_for(workspaces, "tenant", |w| w.is_some_and(Workspace::is_ready), WAIT)
+        .await
+        .unwrap();
+    common::kcp::grant(
+        t.client_as("root:tenant", "admin", &t.admin_token()).await,
+        "bob-admin",
+        "bob",
+        json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]}]),
+    )
+    .await;
+    let types: Api<WorkspaceType> = Api::all(t.client_as("root:tenant", "bob", BOB_TOKEN).await);
+    let wt = |name: &str, bindings: serde_json::Value| -> WorkspaceType {
+        serde_json::from_value(json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",
+            "metadata": {"name": name},
+            "spec": {"extend": {"with": [{"name": "universal", "path": "root"}]}, "defaultAPIBindings": bindings}}))
+        .unwrap()
+    };
+    let widgets = json!([{"path": "root", "export": "widgets.example.io"}]);
+    let e = err(types
+        .create(&PostParams::default(), &wt("bad", widgets.clone()))
+        .await
+        .unwrap_err());
+    assert_eq!(e.code, 403);
+    assert_eq!(
+        e.message,
+        "workspacetypes.tenancy.kcp.io \"bad\" is forbidden: unable to create or update WorkspaceType: no permission to bind to export root:widgets.example.io"
+    );
+    // Adding it later is checked too; root's tenancy export is bindable by everyone.
+    let mut later = types
+        .create(
+            &PostParams::default(),
+            &wt("later", json!([{"path": "root", "export": "tenancy.kcp.io"}])),
+        )
+        .await
+        .unwrap();
+    later.spec.default_api_bindings = serde_json::from_value(json!([
+        {"path": "root", "export": "tenancy.kcp.io"}, {"path": "root", "export": "widgets.example.io"}]))
+    .unwrap();
+    assert_eq!(
+        err(types
+            .replace("later", &PostParams::default(), &later)
+            .await
+            .unwrap_err())
+        .code,
+        403
+    );
+    // With bind on the export, both go through.
+    common::kcp::grant(
+        root,
+        "bob-binds-widgets",
+        "bob",
+        json!([{"apiGroups": ["apis.kcp.io"], "resources": ["apiexports"], "resourceNames": ["widgets.example.io"], "verbs": ["bind"]}]),
+    )
+    .await;
+    types.create(&PostParams::default(), &wt("bad", widgets)).await.unwrap();
+    let mut current = types.get("later").await.unwrap();
+    current.spec.default_api_bindings = later.spec.default_api_bindings.clone();
+    types.replace("later", &PostParams::default(), &current).await.unwrap();
+}

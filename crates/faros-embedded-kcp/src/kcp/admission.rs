@@ -37,7 +37,11 @@ pub fn admit(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<
         return Ok(());
     }
     match (req.def.group.as_str(), req.def.resource.as_str()) {
-        ("apis.kcp.io", "apiexports") | ("tenancy.kcp.io", "workspacetypes") => annotate_path(state, req, obj),
+        ("apis.kcp.io", "apiexports") => annotate_path(state, req, obj),
+        ("tenancy.kcp.io", "workspacetypes") => {
+            annotate_path(state, req, obj)?;
+            super::apis::admit_workspace_type(state, req, obj)
+        }
         ("apis.kcp.io", "apibindings") => {
             annotate_path(state, req, obj)?;
             super::apis::admit_binding(state, req, obj)

@@ -273,6 +273,64 @@ pub fn admit_endpoint_slice(state: &ServerState, req: &Request<'_>, obj: &mut Va
     Ok(())
 }
 
+/// kcp's WorkspaceType admission: whoever adds a `defaultAPIBindings` entry (on create, or new on
+/// update) needs `bind` on that export, or workspaces of the type would bind it on their behalf.
+pub fn admit_workspace_type(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
+    if req.operation == Operation::Delete || req.user.in_group(GROUP_MASTERS) {
+        return Ok(());
+    }
+    let refs = |o: &Value| -> Vec<(String, String)> {
+        o.pointer("/spec/defaultAPIBindings")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|r| {
+                        let s = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or_default().to_string();
+                        (s("path"), s("export"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let old = req.old.map(refs).unwrap_or_default();
+    let type_name = crate::objects::meta_str(obj, "name").unwrap_or_default().to_string();
+    for (path, name) in refs(obj).into_iter().filter(|r| !old.contains(r)) {
+        let target = if path.is_empty() {
+            name.clone()
+        } else {
+            format!("{path}:{name}")
+        };
+        let forbidden = || {
+            Status::forbidden(format!(
+                "workspacetypes.tenancy.kcp.io \"{type_name}\" is forbidden: unable to create or update WorkspaceType: no permission to bind to export {target}"
+            ))
+        };
+        let export_cluster = match path.as_str() {
+            "" => req.cluster.to_string(),
+            p => state
+                .clusters
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .resolve(p)
+                .map(String::from)
+                .ok_or_else(forbidden)?,
+        };
+        let attrs = Attributes {
+            name: &name,
+            ..Attributes::resource(req.user, "bind", "apis.kcp.io", "apiexports")
+        };
+        let decision = state
+            .rbac
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .authorize(&export_cluster, &attrs);
+        if decision != Decision::Allow {
+            return Err(forbidden());
+        }
+    }
+    Ok(())
+}
+
 /// Claim labels on an object being created or updated in a consumer cluster (kcp's mutating
 /// permission-claims admission): for every accepted claim on its resource, label
 /// `claimed.internal.apis.kcp.io/<export hash>` is set when the claim's selector matches the object

@@ -21,6 +21,8 @@ use crate::state::ServerState;
 use crate::store::{ObjectKey, WatchFilter};
 
 const MAINTAIN: &str = "Maintain";
+/// Writes per binding and pass before waiting for the next export change.
+const ATTEMPTS: usize = 5;
 
 /// Runs until aborted.
 pub async fn run(state: Arc<ServerState>) {
@@ -102,26 +104,32 @@ async fn reconcile(state: &ServerState, cluster: &str) {
         let claims = Value::Array(accepted_claims(state, &export_path, &reference.export));
         let binding_name = names::default_binding_name(cluster, &export_path, &reference.export);
         let key = ObjectKey::new("apis.kcp.io", "apibindings", cluster, "", binding_name.as_str());
-        match state.store.get(&key) {
-            Ok(Some(existing)) => {
-                if existing.pointer("/metadata/deletionTimestamp").is_some()
-                    || existing.pointer("/spec/permissionClaims").unwrap_or(&json!([])) == &claims
-                {
-                    continue;
+        // A write can lose a race with the binding controller: re-read and try again.
+        for _ in 0..ATTEMPTS {
+            let written = match state.store.get(&key) {
+                Ok(Some(existing)) => {
+                    if existing.pointer("/metadata/deletionTimestamp").is_some()
+                        || existing.pointer("/spec/permissionClaims").unwrap_or(&json!([])) == &claims
+                    {
+                        break;
+                    }
+                    let mut updated = existing.clone();
+                    updated["spec"]["permissionClaims"] = claims.clone();
+                    landed(client.update("apis.kcp.io", "apibindings", &existing, updated).await).is_some()
                 }
-                let mut updated = existing.clone();
-                updated["spec"]["permissionClaims"] = claims;
-                landed(client.update("apis.kcp.io", "apibindings", &existing, updated).await);
+                Ok(None) => {
+                    let binding = json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
+                        "metadata": {"name": binding_name,
+                            "annotations": {PATH_ANNOTATION: catalog::path_of_cluster(state, cluster).unwrap_or_default()}},
+                        "spec": {"reference": {"export": {"path": export_path, "name": reference.export}},
+                                 "permissionClaims": claims}});
+                    landed(client.create(cluster, "apis.kcp.io", "apibindings", binding).await).is_some()
+                }
+                Err(_) => false,
+            };
+            if written {
+                break;
             }
-            Ok(None) => {
-                let binding = json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
-                    "metadata": {"name": binding_name,
-                        "annotations": {PATH_ANNOTATION: catalog::path_of_cluster(state, cluster).unwrap_or_default()}},
-                    "spec": {"reference": {"export": {"path": export_path, "name": reference.export}},
-                             "permissionClaims": claims}});
-                landed(client.create(cluster, "apis.kcp.io", "apibindings", binding).await);
-            }
-            Err(_) => {}
         }
     }
 }
