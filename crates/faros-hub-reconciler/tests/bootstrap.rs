@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::{Kcp, WAIT, config_from_yaml};
+use common::{Kcp, WAIT};
 use faros_core::client::ClientFactory;
 use faros_core::kcp::apis::v1alpha1::APIExportEndpointSlice;
 use faros_core::kcp::apis::v1alpha2::{APIBinding, APIExport};
@@ -15,6 +15,7 @@ use faros_core::names;
 use faros_core::provider::{Provider, ProviderSpec};
 use faros_embedded_kcp::Server;
 use faros_hub_reconciler::bootstrap::{self, BootstrapSettings};
+use faros_test_support::kubeconfig::config_from_yaml;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -160,7 +161,7 @@ async fn bootstrap_converges_when_kcp_starts_late() {
     let kubeconfig = first.admin_kubeconfig();
     first.shutdown().await;
 
-    let factory = ClientFactory::new(config_from_yaml(&kubeconfig).await).unwrap();
+    let factory = ClientFactory::new(config_from_yaml(&kubeconfig).await.unwrap()).unwrap();
     let cancel = CancellationToken::new();
     let task = {
         let cancel = cancel.clone();
@@ -180,7 +181,7 @@ async fn bootstrap_converges_when_kcp_starts_late() {
         .unwrap();
     assert!(done);
     let workspaces: Api<Workspace> = Api::all(
-        ClientFactory::new(config_from_yaml(&kubeconfig).await)
+        ClientFactory::new(config_from_yaml(&kubeconfig).await.unwrap())
             .unwrap()
             .root()
             .unwrap(),

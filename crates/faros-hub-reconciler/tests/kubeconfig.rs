@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::{Kcp, config_from_yaml};
+use common::Kcp;
 use faros_hub_reconciler::kubeconfig::{KubeconfigParams, render};
+use faros_test_support::kubeconfig::config_from_yaml;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::ListParams;
@@ -22,7 +23,7 @@ async fn rendered_kubeconfig_verifies_tls_and_authenticates() {
         insecure_skip_tls_verify: false,
     })
     .unwrap();
-    let client = kube::Client::try_from(config_from_yaml(&yaml).await).unwrap();
+    let client = kube::Client::try_from(config_from_yaml(&yaml).await.unwrap()).unwrap();
     let namespaces: Api<Namespace> = Api::all(client);
     assert!(
         namespaces
@@ -54,7 +55,7 @@ async fn rendered_kubeconfig_verifies_tls_and_authenticates() {
         insecure_skip_tls_verify: false,
     })
     .unwrap();
-    let client = kube::Client::try_from(config_from_yaml(&no_ca).await).unwrap();
+    let client = kube::Client::try_from(config_from_yaml(&no_ca).await.unwrap()).unwrap();
     let namespaces: Api<Namespace> = Api::all(client);
     assert!(
         namespaces.list(&ListParams::default()).await.is_err(),

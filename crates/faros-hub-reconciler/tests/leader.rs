@@ -9,6 +9,7 @@ use common::{Kcp, Running, create_provider, reconciler_config, wait_ready};
 use faros_core::names;
 use faros_core::provider::ProviderSpec;
 use faros_hub_reconciler::leader::Role;
+use faros_test_support::eventually_some;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use pretty_assertions::assert_eq;
@@ -31,10 +32,10 @@ async fn exactly_one_acts_and_the_standby_takes_over_after_a_crash() {
     create_provider(&kcp, "one", ProviderSpec::default()).await;
     wait_ready(&kcp, "one").await;
     // The Ready status is written inside the reconcile; its metrics are recorded when it returns.
-    let deadline = Instant::now() + std::time::Duration::from_secs(10);
-    while a.reconciles() == 0 && Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    eventually_some("the leader's reconcile metrics", Duration::from_secs(10), || async {
+        (a.reconciles() > 0).then_some(())
+    })
+    .await;
     assert!(a.reconciles() > 0, "the leader reconciled");
     assert_eq!(b.reconciles(), 0, "the standby must not act");
     assert_eq!(

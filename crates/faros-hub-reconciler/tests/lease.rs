@@ -6,6 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Kcp, WAIT};
+use faros_core::wait::wait_for;
 use faros_hub_reconciler::leader::{self, LeaseSettings, Role};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
@@ -69,15 +70,12 @@ async fn one_leader_takeover_after_crash_and_release_on_stop() {
 
     // a keeps renewing: b stays standby across several lease durations' worth of renewals.
     let renewed = api.get("election-test").await.unwrap().spec.unwrap().renew_time;
-    tokio::time::timeout(WAIT, async {
-        loop {
-            let now = api.get("election-test").await.unwrap().spec.unwrap().renew_time;
-            if now != renewed {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
+    wait_for(
+        api.clone(),
+        "election-test",
+        |l| l.and_then(|l| l.spec.as_ref()).is_some_and(|s| s.renew_time != renewed),
+        WAIT,
+    )
     .await
     .expect("the leader renews");
     assert_eq!(

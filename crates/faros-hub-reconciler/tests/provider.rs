@@ -4,14 +4,14 @@
 mod common;
 
 use base64::Engine;
-use common::{
-    Kcp, Running, WAIT, config_from_yaml, create_provider, providers_api, reconciler_config, wait_gone, wait_ready,
-};
+use common::{Kcp, Running, WAIT, create_provider, providers_api, reconciler_config, wait_gone, wait_ready};
 use faros_core::conditions;
 use faros_core::kcp::Workspace;
 use faros_core::names;
 use faros_core::provider::{Provider, ProviderSpec};
 use faros_core::wait::wait_for;
+use faros_test_support::eventually_some;
+use faros_test_support::kubeconfig::config_from_yaml;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::Kubeconfig;
@@ -36,7 +36,7 @@ async fn workspace(kcp: &Kcp, name: &str) -> Option<Workspace> {
 
 /// A client with the kubeconfig's credentials aimed at `cluster` instead of its own.
 async fn retarget(kubeconfig_yaml: &str, server_root: &str, cluster: &str) -> kube::Client {
-    let mut config = config_from_yaml(kubeconfig_yaml).await;
+    let mut config = config_from_yaml(kubeconfig_yaml).await.unwrap();
     config.cluster_url = format!("{server_root}/clusters/{cluster}").parse().unwrap();
     kube::Client::try_from(config).unwrap()
 }
@@ -109,7 +109,7 @@ async fn provider_gets_workspace_and_a_working_scoped_kubeconfig() {
     assert_eq!(kc_cluster.insecure_skip_tls_verify, None);
 
     // It works in its own workspace (list, create) with kube-rs...
-    let client = kube::Client::try_from(config_from_yaml(&yaml).await).unwrap();
+    let client = kube::Client::try_from(config_from_yaml(&yaml).await.unwrap()).unwrap();
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns_names: Vec<String> = namespaces
         .list(&ListParams::default())
@@ -198,10 +198,9 @@ async fn status_is_not_rewritten_and_secret_rename_and_override_apply() {
         )
         .await
         .unwrap();
-    common_wait(
-        || reconciler.reconciles() > before,
-        "a reconcile after the label change",
-    )
+    eventually_some("a reconcile after the label change", WAIT, || async {
+        (reconciler.reconciles() > before).then_some(())
+    })
     .await;
     let after = api.get("gamma").await.unwrap();
     assert_eq!(
@@ -251,14 +250,6 @@ async fn status_is_not_rewritten_and_secret_rename_and_override_apply() {
         Some(format!("https://hub.example:9443/clusters/{cluster}").as_str())
     );
     reconciler.stop().await;
-}
-
-async fn common_wait(mut f: impl FnMut() -> bool, what: &str) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !f() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

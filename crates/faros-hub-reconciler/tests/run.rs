@@ -1,7 +1,11 @@
 //! The composed `run`: health endpoints and shutdown while kcp does not answer.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::net::SocketAddr;
 use std::time::Duration;
+
+use faros_test_support::eventually;
+use faros_test_support::ports::free_port;
 
 use faros_hub_reconciler::leader::Role;
 use faros_hub_reconciler::{Config, Reconciler};
@@ -10,14 +14,8 @@ use faros_hub_reconciler::{Config, Reconciler};
 async fn serves_health_while_bootstrap_retries_and_stops_on_request() {
     faros_core::telemetry::install_crypto_provider();
     // A port nothing listens on: bootstrap keeps retrying.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let health = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let closed = SocketAddr::from(([127, 0, 0, 1], free_port().unwrap()));
+    let health = SocketAddr::from(([127, 0, 0, 1], free_port().unwrap()));
     let mut config = Config::new(kube::Config::new(format!("https://{closed}").parse().unwrap()));
     config.listen = Some(health);
     let reconciler = Reconciler::new(config).unwrap();
@@ -29,21 +27,17 @@ async fn serves_health_while_bootstrap_retries_and_stops_on_request() {
 
     let http = |path: &'static str| async move {
         // The listener may take a moment to bind after spawn; retry connection refusals only.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            match tokio::net::TcpStream::connect(health).await {
-                Ok(mut conn) => {
-                    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-                    let req = format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
-                    conn.write_all(req.as_bytes()).await.unwrap();
-                    let mut out = String::new();
-                    conn.read_to_string(&mut out).await.unwrap();
-                    return out;
-                }
-                Err(_) if tokio::time::Instant::now() < deadline => tokio::task::yield_now().await,
-                Err(e) => panic!("health endpoint never came up: {e}"),
-            }
-        }
+        let mut conn = eventually("the health endpoint", Duration::from_secs(30), || async {
+            Ok(Some(tokio::net::TcpStream::connect(health).await?))
+        })
+        .await
+        .unwrap_or_else(|e| panic!("health endpoint never came up: {e}"));
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let req = format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+        conn.write_all(req.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        conn.read_to_string(&mut out).await.unwrap();
+        out
     };
     let healthz = http("/healthz").await;
     assert!(healthz.starts_with("HTTP/1.1 200"), "{healthz}");

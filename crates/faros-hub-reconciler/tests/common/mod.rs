@@ -12,7 +12,6 @@ use faros_hub_reconciler::leader::Role;
 use faros_hub_reconciler::{Reconciler, State};
 use kube::Api;
 use kube::api::PostParams;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -33,13 +32,6 @@ pub async fn reconciler_config(kcp: &Kcp, identity: &str) -> faros_hub_reconcile
     config.controller.workspace_timeout = Duration::from_secs(30);
     config.controller.token_timeout = Duration::from_secs(30);
     config
-}
-
-pub async fn config_from_yaml(yaml: &str) -> kube::Config {
-    let kubeconfig = Kubeconfig::from_yaml(yaml).unwrap();
-    kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap()
 }
 
 /// A reconciler running in a task. `stop` shuts it down gracefully (releases the lease); `kill` aborts
