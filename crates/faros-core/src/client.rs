@@ -35,9 +35,7 @@ pub enum ClientError {
         #[source]
         source: kube::config::KubeconfigError,
     },
-    #[error(
-        "no kcp credentials: pass --kubeconfig (FAROS_KCP_KUBECONFIG), set $KUBECONFIG, or run in a pod: {0}"
-    )]
+    #[error("no kcp credentials: pass --kubeconfig (FAROS_KCP_KUBECONFIG), set $KUBECONFIG, or run in a pod: {0}")]
     Infer(#[source] kube::config::InferConfigError),
 }
 
@@ -207,7 +205,10 @@ mod tests {
         .await
         .unwrap_err()
         .to_string();
-        assert!(err.contains(&missing.display().to_string()) && err.contains("FAROS_KCP_KUBECONFIG"), "{err}");
+        assert!(
+            err.contains(&missing.display().to_string()) && err.contains("FAROS_KCP_KUBECONFIG"),
+            "{err}"
+        );
 
         let file = dir.join("admin.kubeconfig");
         std::fs::write(

@@ -11,6 +11,13 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rand::RngCore;
 
 /// One line of a token file. `Debug` never prints the token.
 #[derive(Clone, PartialEq, Eq)]
@@ -101,6 +108,73 @@ pub fn parse_token_file(text: &str) -> Result<Vec<StaticToken>, TokenFileError> 
     Ok(tokens)
 }
 
+/// Why a re-read token file was not applied: the servers that reload it keep the previous tokens.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReloadRefused {
+    #[error(transparent)]
+    Parse(#[from] TokenFileError),
+    /// An editor truncates before it writes; an empty file is a write in progress, not "no users".
+    #[error("the token file is empty (a write in progress?)")]
+    Empty,
+}
+
+/// Parses a token file re-read while serving. Stricter than [`parse_token_file`] in one way: an
+/// empty file is refused, so a save caught half-way never locks every user out.
+pub fn parse_reloaded(text: &str) -> Result<Vec<StaticToken>, ReloadRefused> {
+    if text.is_empty() {
+        return Err(ReloadRefused::Empty);
+    }
+    Ok(parse_token_file(text)?)
+}
+
+/// Identifies one version of a file: its modification time and length; `None` when unreadable.
+/// Servers compare stamps to notice an edited token file without re-reading it every time.
+pub type FileStamp = Option<(SystemTime, u64)>;
+
+/// The stamp of the file at `path` now.
+pub fn file_stamp(path: &Path) -> FileStamp {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// How many token-file reloads were applied and refused since start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReloadCounts {
+    pub applied: u64,
+    pub rejected: u64,
+}
+
+/// Counts reloads as they happen; [`ReloadCounter::counts`] reads them.
+#[derive(Debug, Default)]
+pub struct ReloadCounter {
+    applied: AtomicU64,
+    rejected: AtomicU64,
+}
+
+impl ReloadCounter {
+    pub fn applied(&self) {
+        self.applied.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn rejected(&self) {
+        self.rejected.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn counts(&self) -> ReloadCounts {
+        ReloadCounts {
+            applied: self.applied.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A new random token: 256 bits, URL-safe base64 without padding (43 characters).
+pub fn generate_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
 /// Splits one CSV record the way Go's `encoding/csv` does with `TrimLeadingSpace` (no multi-line
 /// quoted fields: a token file never needs them).
 fn split_csv_line(line: &str) -> Result<Vec<String>, &'static str> {
@@ -153,6 +227,55 @@ fn split_csv_line(line: &str) -> Result<Vec<String>, &'static str> {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn generated_tokens_are_256_bit_url_safe_and_distinct() {
+        let a = generate_token();
+        assert_eq!(a.len(), 43);
+        assert_eq!(URL_SAFE_NO_PAD.decode(&a).unwrap().len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+        assert_ne!(a, generate_token());
+    }
+
+    #[test]
+    fn a_reloaded_file_must_not_be_empty() {
+        assert_eq!(parse_reloaded(""), Err(ReloadRefused::Empty));
+        assert_eq!(
+            parse_reloaded("t,u"),
+            Err(ReloadRefused::Parse(TokenFileError::TooFewColumns {
+                line: 1,
+                found: 2
+            }))
+        );
+        assert_eq!(parse_reloaded("# nobody\n"), Ok(vec![]));
+        assert_eq!(parse_reloaded("t,u,1").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn stamps_change_with_the_file_and_counters_count() {
+        let dir = std::env::temp_dir().join(format!("faros-stamp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tokens.csv");
+        assert_eq!(file_stamp(&path), None);
+        std::fs::write(&path, "a,b,c\n").unwrap();
+        let first = file_stamp(&path);
+        assert!(first.is_some());
+        std::fs::write(&path, "a,b,c\nd,e,f\n").unwrap();
+        assert_ne!(file_stamp(&path), first, "the length changed");
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let counter = ReloadCounter::default();
+        counter.applied();
+        counter.applied();
+        counter.rejected();
+        assert_eq!(
+            counter.counts(),
+            ReloadCounts {
+                applied: 2,
+                rejected: 1
+            }
+        );
+    }
 
     fn tok(token: &str, user: &str, uid: &str, groups: &[&str]) -> StaticToken {
         StaticToken {

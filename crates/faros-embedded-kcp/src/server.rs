@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, Weak};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
@@ -22,6 +22,7 @@ use crate::registry::Registry;
 use crate::state::ServerState;
 use crate::store::{ObjectKey, Store, StoreOptions};
 use crate::tls::TlsMaterial;
+use faros_core::token_file::{FileStamp, file_stamp};
 
 /// Server settings. Defaults suit `faros dev` and tests.
 #[derive(Clone, Debug)]
@@ -419,14 +420,6 @@ impl Server {
 
 /// How often the token file is checked for changes.
 const TOKEN_FILE_POLL: Duration = Duration::from_secs(1);
-
-/// What identifies a version of the token file: modification time and length. `None`: unreadable.
-type FileStamp = Option<(SystemTime, u64)>;
-
-fn file_stamp(path: &Path) -> FileStamp {
-    let meta = std::fs::metadata(path).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
-}
 
 /// Re-reads the token file whenever its stamp changes, so users can be added to a running `faros
 /// dev`. A background poll rather than a check on the request path: authentication is synchronous

@@ -357,20 +357,15 @@ pub async fn bootstrap(factory: &ClientFactory, settings: BootstrapSettings) -> 
         let name = binding.name_any();
         let bindings = bindings.clone();
         async move {
-            wait_for(
-                bindings,
-                &name,
-                |b| b.is_some_and(APIBinding::is_ready),
-                settings.wait,
-            )
-            .await
-            .map_err(|source| BootstrapError::Wait {
-                step: format!(
-                    "waiting for APIBinding {name} in {} to be bound",
-                    names::SYSTEM_PROVIDERS_PATH
-                ),
-                source: Box::new(source),
-            })
+            wait_for(bindings, &name, |b| b.is_some_and(APIBinding::is_ready), settings.wait)
+                .await
+                .map_err(|source| BootstrapError::Wait {
+                    step: format!(
+                        "waiting for APIBinding {name} in {} to be bound",
+                        names::SYSTEM_PROVIDERS_PATH
+                    ),
+                    source: Box::new(source),
+                })
         }
     }))
     .await?;
@@ -597,10 +592,7 @@ mod tests {
         let cases: Vec<(Vec<TreeWorkspace>, Vec<Vec<&str>>)> = vec![
             (vec![], vec![]),
             (vec![ws("root", "a")], vec![vec!["root:a"]]),
-            (
-                vec![ws("root", "a"), ws("root", "b")],
-                vec![vec!["root:a", "root:b"]],
-            ),
+            (vec![ws("root", "a"), ws("root", "b")], vec![vec!["root:a", "root:b"]]),
             (
                 vec![ws("root", "a"), ws("root:a", "b"), ws("root:a:b", "c"), ws("root", "d")],
                 vec![vec!["root:a", "root:d"], vec!["root:a:b"], vec!["root:a:b:c"]],

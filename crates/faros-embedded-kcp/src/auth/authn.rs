@@ -6,27 +6,18 @@
 //! changes; the server watches the file.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use rand::RngCore;
+use faros_core::token_file::{ReloadCounter, ReloadRefused, parse_reloaded};
+pub use faros_core::token_file::{ReloadCounts, generate_token};
 use sha2::{Digest, Sha256};
 
 use super::service_account::{SaClaims, ServiceAccountTokens};
-use super::token_file::{StaticToken, TokenFileError, parse_token_file, user_info};
+use super::token_file::{StaticToken, TokenFileError, user_info};
 use super::{GROUP_AUTHENTICATED, GROUP_MASTERS, UserInfo};
 
 /// The user the admin token authenticates as.
 pub const ADMIN_USER: &str = "admin";
-
-/// A new random token: 256 bits, URL-safe base64 without padding (43 characters).
-pub fn generate_token() -> String {
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    URL_SAFE_NO_PAD.encode(bytes)
-}
 
 /// Which kind of credential authenticated the request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,21 +62,13 @@ pub enum ReloadError {
     Empty,
 }
 
-/// How many token-file reloads were applied and refused since start.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReloadCounts {
-    pub applied: u64,
-    pub rejected: u64,
-}
-
 /// Combines the configured authenticators; build once, share behind an `Arc`.
 pub struct Authenticator {
     admin_digest: Option<[u8; 32]>,
     /// Admin and static tokens by digest; replaced whole when the token file changes.
     by_digest: RwLock<Arc<HashMap<[u8; 32], Entry>>>,
     service_accounts: Option<ServiceAccountTokens>,
-    applied: AtomicU64,
-    rejected: AtomicU64,
+    reloads: ReloadCounter,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -156,8 +139,7 @@ impl Authenticator {
             admin_digest,
             by_digest: RwLock::new(Arc::new(build_table(admin_digest, static_tokens)?)),
             service_accounts,
-            applied: AtomicU64::new(0),
-            rejected: AtomicU64::new(0),
+            reloads: ReloadCounter::default(),
         })
     }
 
@@ -169,30 +151,27 @@ impl Authenticator {
     /// previous tokens stay in force, so a bad edit never locks every user out.
     pub fn reload_static_tokens(&self, text: &str) -> Result<usize, ReloadError> {
         let table = (|| {
-            if text.is_empty() {
-                return Err(ReloadError::Empty);
-            }
-            let tokens = parse_token_file(text)?;
+            let tokens = parse_reloaded(text).map_err(|e| match e {
+                ReloadRefused::Empty => ReloadError::Empty,
+                ReloadRefused::Parse(e) => ReloadError::Parse(e),
+            })?;
             Ok((tokens.len(), build_table(self.admin_digest, &tokens)?))
         })();
         match table {
             Ok((count, table)) => {
                 *self.by_digest.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(table);
-                self.applied.fetch_add(1, Ordering::Relaxed);
+                self.reloads.applied();
                 Ok(count)
             }
             Err(e) => {
-                self.rejected.fetch_add(1, Ordering::Relaxed);
+                self.reloads.rejected();
                 Err(e)
             }
         }
     }
 
     pub fn reload_counts(&self) -> ReloadCounts {
-        ReloadCounts {
-            applied: self.applied.load(Ordering::Relaxed),
-            rejected: self.rejected.load(Ordering::Relaxed),
-        }
+        self.reloads.counts()
     }
 
     /// `None` means "not authenticated" (401); the reason is deliberately not exposed.
@@ -218,6 +197,7 @@ impl Authenticator {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::auth::token_file::parse_token_file;
     use pretty_assertions::assert_eq;
 
     fn authenticator() -> (Authenticator, ServiceAccountTokens) {
@@ -227,15 +207,6 @@ mod tests {
             Authenticator::new(Some("admin-token"), &tokens, Some(sa.clone())).unwrap(),
             sa,
         )
-    }
-
-    #[test]
-    fn generated_tokens_are_256_bit_url_safe_and_distinct() {
-        let a = generate_token();
-        assert_eq!(a.len(), 43);
-        assert_eq!(URL_SAFE_NO_PAD.decode(&a).unwrap().len(), 32);
-        assert!(a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
-        assert_ne!(a, generate_token());
     }
 
     #[test]

@@ -13,12 +13,14 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use faros_core::status::Status;
-use faros_core::token_file::{StaticToken, TokenFileError, parse_token_file};
+pub use faros_core::token_file::ReloadCounts;
+use faros_core::token_file::{
+    FileStamp, ReloadCounter, ReloadRefused, StaticToken, file_stamp, parse_reloaded, parse_token_file,
+};
 use futures::future::BoxFuture;
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
@@ -28,21 +30,11 @@ use super::{AuthError, Authenticator, Caller, CredentialSource, Verdict, bearer_
 /// Default interval between checks of the token file.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-/// Identifies one version of the file: modification time and length. `None`: unreadable.
-type FileStamp = Option<(SystemTime, u64)>;
-
 type Table = HashMap<[u8; 32], Caller>;
 
 struct Check {
     at: Instant,
     stamp: FileStamp,
-}
-
-/// How many reloads were applied and refused since [`StaticTokens::load`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReloadCounts {
-    pub applied: u64,
-    pub rejected: u64,
 }
 
 /// Why a changed file was not applied.
@@ -51,10 +43,7 @@ enum ReloadError {
     #[error("cannot read it: {0}")]
     Read(#[from] std::io::Error),
     #[error(transparent)]
-    Parse(#[from] TokenFileError),
-    /// Editors truncate before writing; an empty file is a write in progress, not "no users".
-    #[error("it is empty (a write in progress?)")]
-    Empty,
+    Refused(#[from] ReloadRefused),
 }
 
 /// Authenticates bearer tokens listed in a token file, reloading it when it changes.
@@ -63,8 +52,7 @@ pub struct StaticTokens {
     check_every: Duration,
     table: RwLock<Arc<Table>>,
     check: tokio::sync::Mutex<Check>,
-    applied: AtomicU64,
-    rejected: AtomicU64,
+    reloads: ReloadCounter,
 }
 
 impl std::fmt::Debug for StaticTokens {
@@ -94,10 +82,6 @@ fn table(tokens: Vec<StaticToken>) -> Table {
         .collect()
 }
 
-fn stamp_of(meta: &std::fs::Metadata) -> FileStamp {
-    Some((meta.modified().ok()?, meta.len()))
-}
-
 impl StaticTokens {
     /// Reads and parses `path`; a missing or invalid file is an error (fail at start, loudly).
     pub fn load(path: impl Into<PathBuf>) -> Result<Self, AuthError> {
@@ -107,7 +91,8 @@ impl StaticTokens {
             source,
         };
         // Stamp before reading: an edit landing in between is then seen by the first check.
-        let stamp = stamp_of(&std::fs::metadata(&path).map_err(read_err)?);
+        std::fs::metadata(&path).map_err(read_err)?;
+        let stamp = file_stamp(&path);
         let text = std::fs::read_to_string(&path).map_err(read_err)?;
         let tokens = parse_token_file(&text).map_err(|source| AuthError::TokenFile {
             path: path.clone(),
@@ -121,8 +106,7 @@ impl StaticTokens {
             }),
             path,
             check_every: CHECK_EVERY,
-            applied: AtomicU64::new(0),
-            rejected: AtomicU64::new(0),
+            reloads: ReloadCounter::default(),
         })
     }
 
@@ -137,10 +121,7 @@ impl StaticTokens {
     }
 
     pub fn reload_counts(&self) -> ReloadCounts {
-        ReloadCounts {
-            applied: self.applied.load(Ordering::Relaxed),
-            rejected: self.rejected.load(Ordering::Relaxed),
-        }
+        self.reloads.counts()
     }
 
     fn current(&self) -> Arc<Table> {
@@ -157,7 +138,10 @@ impl StaticTokens {
             return;
         }
         check.at = Instant::now();
-        let stamp = tokio::fs::metadata(&self.path).await.ok().and_then(|m| stamp_of(&m));
+        let path = self.path.clone();
+        let stamp = tokio::task::spawn_blocking(move || file_stamp(&path))
+            .await
+            .unwrap_or(None);
         if stamp == check.stamp {
             return;
         }
@@ -166,11 +150,11 @@ impl StaticTokens {
             Ok(tokens) => {
                 let users = tokens.len();
                 *self.table.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(table(tokens));
-                self.applied.fetch_add(1, Ordering::Relaxed);
+                self.reloads.applied();
                 tracing::info!(path = %self.path.display(), users, "token file reloaded");
             }
             Err(e) => {
-                self.rejected.fetch_add(1, Ordering::Relaxed);
+                self.reloads.rejected();
                 tracing::error!(path = %self.path.display(), error = %e, "token file not reloaded; keeping the previous tokens");
             }
         }
@@ -178,10 +162,7 @@ impl StaticTokens {
 
     async fn read(&self) -> Result<Vec<StaticToken>, ReloadError> {
         let text = tokio::fs::read_to_string(&self.path).await?;
-        if text.is_empty() {
-            return Err(ReloadError::Empty);
-        }
-        Ok(parse_token_file(&text)?)
+        Ok(parse_reloaded(&text)?)
     }
 
     /// The caller `token` authenticates as, if it is in the file.
