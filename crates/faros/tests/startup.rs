@@ -4,18 +4,13 @@
 //! written, the README's tenant flow works without a single retry.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Stdio};
+mod devproc;
+
 use std::time::{Duration, Instant};
 
+use faros_test_support::https::builder_trusting;
+use faros_test_support::ports::free_port;
 use serde_json::{Value, json};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// One answer during start-up: acceptable, or why not.
 fn check_early(route: &str, resp: &reqwest::Response, ok: &[u16]) -> Result<(), String> {
@@ -36,17 +31,10 @@ fn check_early(route: &str, resp: &reqwest::Response, ok: &[u16]) -> Result<(), 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_works() {
     faros_core::telemetry::install_crypto_provider();
-    let state = tempfile::tempdir().unwrap();
-    let hub_port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_faros"))
-        .args(["dev", "--kcp-port", "0", "--quickstart-port", "0", "--hub-port"])
-        .arg(hub_port.to_string())
-        .arg("--state-dir")
-        .arg(state.path())
-        .env("FAROS_LOG_LEVEL", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let hub_port = free_port().unwrap();
+    let mut starting = devproc::launch(&state).hub_port(hub_port).spawn().unwrap();
     let hub = format!("https://127.0.0.1:{hub_port}");
     // The certificate is not the point here (it is checked below, once hub.url exists).
     let early = reqwest::Client::builder()
@@ -54,13 +42,13 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
         .timeout(Duration::from_secs(5))
         .build()
         .unwrap();
-    let token_path = state.path().join("dev-user.token");
+    let token_path = state.join("dev-user.token");
     let deadline = Instant::now() + Duration::from_secs(120);
     let (mut answered, mut unavailable) = (0, 0);
     let mut problems = Vec::new();
-    while !state.path().join("hub.url").exists() {
+    while !state.join("hub.url").exists() {
         assert!(Instant::now() < deadline, "faros dev never wrote hub.url");
-        if let Ok(Some(status)) = child.try_wait() {
+        if let Ok(Some(status)) = starting.exited() {
             panic!("faros dev exited early: {status}");
         }
         // Paced, not a synchronization: each round asks both routes once.
@@ -102,13 +90,10 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
     );
 
     // hub.url exists: the README's flow, each step once.
-    let url = std::fs::read_to_string(state.path().join("hub.url")).unwrap();
+    let url = std::fs::read_to_string(state.join("hub.url")).unwrap();
     assert_eq!(url, hub);
-    let ca = std::fs::read(state.path().join("ca.crt")).unwrap();
-    let http = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
-        .build()
-        .unwrap();
+    let dev = starting.ready().await.unwrap();
+    let http = dev.https().unwrap();
     let token = std::fs::read_to_string(&token_path).unwrap();
     let token = token.trim();
     let providers: Value = http
@@ -152,8 +137,7 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
         .unwrap();
     assert!(resp.status().is_success(), "create org: {}", resp.status());
 
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(dev);
 }
 
 /// Early answers (before the hub read the request body) reach HTTP/2 clients, every time, as
@@ -161,34 +145,17 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn early_answers_reach_http1_and_http2_clients_as_status_json() {
     faros_core::telemetry::install_crypto_provider();
-    let state = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_faros"))
-        .args([
-            "dev",
-            "--kcp-port",
-            "0",
-            "--hub-port",
-            "0",
-            "--no-quickstart",
-            "--state-dir",
-        ])
-        .arg(state.path())
-        .env("FAROS_LOG_LEVEL", "warn")
-        .stdout(Stdio::null())
-        .spawn()
+    let tmp = tempfile::tempdir().unwrap();
+    // Ready (hub.url written, banner printed) or the test fails with faros dev's log.
+    let dev = devproc::launch(&tmp.path().join("state"))
+        .args(["--no-quickstart"])
+        .start()
+        .await
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !state.path().join("hub.url").exists() {
-        assert!(Instant::now() < deadline, "faros dev never wrote hub.url");
-        assert!(child.try_wait().unwrap().is_none(), "faros dev exited early");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let hub = std::fs::read_to_string(state.path().join("hub.url")).unwrap();
-    let ca = std::fs::read(state.path().join("ca.crt")).unwrap();
+    let hub = &dev.hub;
+    let ca = dev.ca_pem().unwrap();
     let client = |http1: bool| {
-        let b = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
-            .timeout(Duration::from_secs(60));
+        let b = builder_trusting(&ca).unwrap().timeout(Duration::from_secs(60));
         if http1 { b.http1_only() } else { b }.build().unwrap()
     };
     for (http, version) in [
@@ -225,6 +192,5 @@ async fn early_answers_reach_http1_and_http2_clients_as_status_json() {
             }
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(dev);
 }
