@@ -843,3 +843,36 @@ async fn deleting_a_workspace_waits_for_finalizers_inside_it() {
     wait_for(root_ws, "fin", |w| w.is_none(), WAIT).await.unwrap();
     assert_eq!(t.server.stored_keys(&cluster).unwrap(), vec![]);
 }
+
+#[tokio::test]
+async fn inactive_logical_clusters_refuse_requests_but_can_be_reactivated() {
+    let t = start().await;
+    create_ready(&t, "root", "sleepy", json!({})).await;
+    let client = t.client_as("root:sleepy", "admin", t.server.admin_token()).await;
+    let lcs: Api<LogicalCluster> = Api::all(client.clone());
+    let mark = |value: serde_json::Value| {
+        let lcs = lcs.clone();
+        async move {
+            lcs.patch(
+                "cluster",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"annotations": {"core.kcp.io/inactive": value}}})),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let lc = mark(json!("true")).await;
+    let name = lc.metadata.annotations.unwrap()["kcp.io/cluster"].clone();
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    // Everyone is refused, the admin too.
+    let err = api_err(cms.list(&Default::default()).await.unwrap_err());
+    assert_eq!(err.code, 403);
+    assert_eq!(
+        err.message,
+        format!("logicalclusters.core.kcp.io \"{name}\" is forbidden: logical cluster is marked inactive")
+    );
+    // The LogicalCluster itself stays reachable, so it can be reactivated.
+    mark(serde_json::Value::Null).await;
+    cms.list(&Default::default()).await.unwrap();
+}

@@ -87,13 +87,14 @@ async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Statu
         path.cluster = own.to_string();
     }
     let cluster = resolve_cluster(state, &path.cluster, &user)?;
+    let local = parts
+        .uri
+        .path()
+        .strip_prefix("/clusters/")
+        .map_or(parts.uri.path(), |r| r.find('/').map_or("/", |i| &r[i..]));
+    crate::kcp::clusters::check_active(state, &cluster, local)?;
     if !matches!(path.target, Target::Resource(_) | Target::NonResource(_)) {
         // kcp: discovery and OpenAPI of a workspace need `access` to it like its content does.
-        let local = parts
-            .uri
-            .path()
-            .strip_prefix("/clusters/")
-            .map_or(parts.uri.path(), |r| r.find('/').map_or("/", |i| &r[i..]));
         crate::auth::authorize_content(state, &cluster, &Attributes::non_resource(&user, "get", local))?;
     }
     let params = Params::parse(parts.uri.query());

@@ -27,6 +27,40 @@ pub struct ClusterInfo {
     pub initializers: Vec<String>,
     /// `authorization.kcp.io/required-groups`: who may enter at all (see `auth::required_groups`).
     pub required_groups: Option<String>,
+    /// Annotation `core.kcp.io/inactive: "true"`: kcp refuses requests into the cluster.
+    pub inactive: bool,
+}
+
+/// LogicalCluster annotation marking a cluster inactive.
+pub const INACTIVE_ANNOTATION: &str = "core.kcp.io/inactive";
+
+/// Whether a request to `local_path` (the path inside the cluster) of an inactive logical cluster is
+/// still served: kcp lets OpenAPI and the LogicalCluster itself through, so it can be reactivated.
+pub fn served_while_inactive(local_path: &str) -> bool {
+    ["/openapi", "/apis/core.kcp.io/v1alpha1/logicalclusters"]
+        .iter()
+        .any(|p| local_path.starts_with(p))
+}
+
+/// kcp's inactive-cluster filter, before authorization and for everyone: 403
+/// `logicalclusters.core.kcp.io "<name>" is forbidden: logical cluster is marked inactive`.
+pub fn check_active(
+    state: &crate::state::ServerState,
+    cluster: &str,
+    local_path: &str,
+) -> Result<(), faros_core::status::Status> {
+    let inactive = state
+        .clusters
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(cluster)
+        .is_some_and(|c| c.inactive);
+    if inactive && !served_while_inactive(local_path) {
+        return Err(faros_core::status::Status::forbidden(format!(
+            "logicalclusters.core.kcp.io \"{cluster}\" is forbidden: logical cluster is marked inactive"
+        )));
+    }
+    Ok(())
 }
 
 /// Logical clusters by name and by canonical path.
@@ -60,6 +94,11 @@ impl ClusterIndex {
             .and_then(|a| a.get(crate::auth::REQUIRED_GROUPS_ANNOTATION))
             .and_then(Value::as_str)
             .map(String::from);
+        let inactive = obj
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(INACTIVE_ANNOTATION))
+            .and_then(Value::as_str)
+            == Some("true");
         if let Some(old) = self.by_name.get(cluster)
             && old.path != path
         {
@@ -74,6 +113,7 @@ impl ClusterIndex {
                 phase,
                 initializers,
                 required_groups,
+                inactive,
             },
         );
     }
