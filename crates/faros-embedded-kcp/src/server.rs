@@ -50,6 +50,11 @@ pub struct Config {
     pub group_commit: bool,
     /// redb page cache.
     pub cache_bytes: usize,
+    /// How long each workspace phase (Scheduling, Initializing) stays visible before the lifecycle
+    /// controller moves on. kcp itself moves as fast as its controllers run (`Duration::ZERO` here);
+    /// the default keeps a short pause so tests catch clients that assume a new workspace is Ready
+    /// at once.
+    pub phase_delay: Duration,
 }
 
 impl Config {
@@ -65,6 +70,7 @@ impl Config {
             request_timeout: Duration::from_secs(60),
             group_commit: true,
             cache_bytes: 32 * 1024 * 1024,
+            phase_delay: crate::kcp::tenancy::DEFAULT_PHASE_DELAY,
         }
     }
 }
@@ -243,6 +249,7 @@ impl Server {
             sa_tokens: ServiceAccountTokens::new(sa_key),
             ca_pem: tls.ca_pem().to_string(),
             max_body_bytes: config.max_body_bytes,
+            phase_delay: config.phase_delay,
             events: events_tx,
             metrics: crate::metrics::Metrics::default(),
             server_url: tokio::sync::watch::Sender::new(None),

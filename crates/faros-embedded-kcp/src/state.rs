@@ -27,6 +27,8 @@ pub struct ServerState {
     pub sa_tokens: ServiceAccountTokens,
     pub ca_pem: String,
     pub max_body_bytes: usize,
+    /// Pause before a workspace moves to its next phase (see [`crate::Config::phase_delay`]).
+    pub phase_delay: std::time::Duration,
     /// Events of committed writes, for the in-process controllers (namespace deletion, GC, tokens).
     pub events: tokio::sync::mpsc::UnboundedSender<Arc<Event>>,
     pub metrics: crate::metrics::Metrics,

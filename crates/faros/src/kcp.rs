@@ -84,6 +84,8 @@ impl KcpArgs {
         config.token_file = self.token_file.clone();
         config.max_body_bytes = self.max_body_bytes;
         config.history_capacity = self.watch_history;
+        // As fast as kcp: no pause between workspace phases.
+        config.phase_delay = std::time::Duration::ZERO;
         config.group_commit = !self.no_group_commit;
         config.hostnames = self.hostnames.iter().filter(|h| !h.is_empty()).cloned().collect();
         if let Some(url) = &self.external_url {

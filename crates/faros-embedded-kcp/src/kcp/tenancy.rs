@@ -21,19 +21,10 @@ use crate::state::ServerState;
 
 pub use admission::admit_workspace;
 
-/// Environment variable with the delay, in milliseconds, each phase stays visible before the
-/// controller moves a workspace on.
-pub const PHASE_DELAY_ENV: &str = "FAROS_KCP_PHASE_DELAY_MS";
-/// Default phase delay: small, but long enough that clients must wait rather than assume.
+/// Default pause before the controller moves a workspace to its next phase ([`crate::Config`]'s
+/// `phase_delay`): short, but long enough that tests catch a client that assumes a new workspace is
+/// Ready at once.
 pub const DEFAULT_PHASE_DELAY: Duration = Duration::from_millis(50);
-
-/// The delay between visible phases (`FAROS_KCP_PHASE_DELAY_MS`, default 50 ms).
-pub fn phase_delay() -> Duration {
-    std::env::var(PHASE_DELAY_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(DEFAULT_PHASE_DELAY, Duration::from_millis)
-}
 
 /// Records the server's external URL (`https://host:port`), from which workspace URLs
 /// (`spec.URL`, LogicalCluster `status.URL`) are built. The server calls this once it listens;

@@ -132,7 +132,13 @@ impl Controller {
             match step(&self.state, &key).await {
                 // Yield so one busy workspace cannot starve the rest of a single-threaded runtime.
                 Next::Now => tokio::task::yield_now().await,
-                Next::Later => tokio::time::sleep(super::phase_delay()).await,
+                Next::Later => {
+                    if !self.state.phase_delay.is_zero() {
+                        tokio::time::sleep(self.state.phase_delay).await;
+                    } else {
+                        tokio::task::yield_now().await;
+                    }
+                }
                 Next::Idle => {
                     let mut running = lock(&self.running);
                     if running.get(&key).copied().unwrap_or(false) {
