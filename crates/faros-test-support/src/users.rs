@@ -51,16 +51,9 @@ impl std::ops::Deref for User {
     }
 }
 
-/// `<prefix>-<32 random hex digits>`.
+/// `<prefix>-<a token as faros generates them>` ([`faros_core::token_file::generate_token`]).
 pub fn random_token(prefix: &str) -> String {
-    format!("{prefix}-{}", random_hex(16))
-}
-
-/// `n` random bytes, hex-encoded.
-pub fn random_hex(n: usize) -> String {
-    let mut bytes = vec![0u8; n];
-    rand::rng().fill_bytes(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    format!("{prefix}-{}", faros_core::token_file::generate_token())
 }
 
 /// A short lowercase id (DNS-label safe) for the names one test run creates, so reruns against the
@@ -147,10 +140,8 @@ mod tests {
         append_token(&path, &bob.static_token()).unwrap();
         let read = parse_token_file(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(read, [alice, bob.static_token()]);
-        assert!(
-            bob.token.starts_with("test-") && bob.token.len() == "test-".len() + 32,
-            "{bob:?}"
-        );
+        assert!(bob.token.starts_with("test-"), "{bob:?}");
+        assert_ne!(bob.token, User::random("bob", "test").token, "tokens are random");
         assert!(!format!("{bob:?}").contains(&bob.token), "Debug never prints the token");
         assert!(append_token(&dir.path().join("missing.csv"), &bob.static_token()).is_err());
     }
