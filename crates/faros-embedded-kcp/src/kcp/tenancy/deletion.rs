@@ -12,6 +12,9 @@ use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_
 use crate::state::ServerState;
 use crate::store::{ObjectKey, WriteOp};
 
+/// How often a deleted workspace looks again at content that is still finalizing.
+const CONTENT_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Passes over a cluster's content before giving up on objects that keep reappearing.
 const MAX_ROUNDS: usize = 16;
 
@@ -156,6 +159,8 @@ pub async fn finalize(state: &ServerState, key: &ObjectKey, ws: &Value) -> bool 
                 let client = crate::client::Client::system(state);
                 landed(client.update_status(&key.group, &key.resource, ws, updated).await);
             }
+            // Nothing inside marks this workspace dirty when a finalizer goes: poll, at a bounded rate.
+            tokio::time::sleep(CONTENT_POLL).await;
             return false;
         }
         delete_cluster(state, &cluster).await;
