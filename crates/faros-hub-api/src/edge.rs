@@ -114,6 +114,9 @@ impl Service<Request<Body>> for HubService {
         let path = req.uri().path();
         let label = route_label(path);
         let target = target(path);
+        // The portal's page and assets are static: served during start-up too, so the browser
+        // shows the hub's 503 Status of the API calls instead of a bare JSON page.
+        let portal_page = path == "/" || path == crate::portal::PREFIX || path.starts_with("/portal/");
         let span = tracing::info_span!(
             "request",
             method = %req.method(),
@@ -134,6 +137,7 @@ impl Service<Request<Body>> for HubService {
                     (Target::Kcp, _) => None,
                     // Probes, scrapes and providers' key fetches work during start-up.
                     (_, "health" | "metrics" | "jwks") => None,
+                    _ if portal_page => None,
                     _ => crate::readiness::startup_pending(&st.tree, st.registry.is_synced()),
                 };
                 let mut resp = match (refused, pending, target) {

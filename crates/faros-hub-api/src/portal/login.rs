@@ -372,14 +372,7 @@ struct CallbackParams {
 }
 
 fn state_cookie(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == STATE_COOKIE)
-        .map(|(_, v)| v.trim())
+    super::session::cookie(headers, STATE_COOKIE)
 }
 
 /// Back to the sign-in page with a message (the page shows it).

@@ -166,13 +166,19 @@ impl Sessions {
 
 /// The session cookie's value among the request's cookies.
 pub fn cookie_value(headers: &HeaderMap) -> Option<&str> {
+    cookie(headers, COOKIE)
+}
+
+/// The non-empty value of cookie `name` among the request's `Cookie` headers (the one reader of
+/// cookies: the session here, the OIDC state in `login`).
+pub fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(n, _)| *n == name)
         .map(|(_, value)| value.trim())
         .filter(|v| !v.is_empty())
 }
