@@ -29,7 +29,7 @@ const BANNER_END: &str = "Press Ctrl-C";
 /// How many lines of the log [`DevProcess::log_tail`] and errors quote.
 const LOG_TAIL_LINES: usize = 40;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 pub enum DevProcessError {
     #[error("starting {bin} dev: {source}")]
     Spawn { bin: String, source: std::io::Error },
@@ -51,6 +51,13 @@ pub enum DevProcessError {
     Kubeconfig(#[from] KubeconfigError),
     #[error("a client for faros dev's hub: {0}")]
     Https(#[from] HttpsError),
+}
+
+/// Tests `unwrap` these: print the message (with the log's line breaks), not a struct dump.
+impl std::fmt::Debug for DevProcessError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 /// How to start `faros dev`.

@@ -12,13 +12,20 @@ const FIRST_INTERVAL: Duration = Duration::from_millis(20);
 const MAX_INTERVAL: Duration = Duration::from_millis(500);
 
 /// A condition did not hold before its deadline.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[error("timed out after {timeout:?} waiting for {what}{}", last_error.as_ref().map(|e| format!("; last error: {e}")).unwrap_or_default())]
 pub struct TimedOut {
     pub what: String,
     pub timeout: Duration,
     /// The last error a check returned, with its causes.
     pub last_error: Option<String>,
+}
+
+/// Tests `unwrap` this: print the message, not a struct dump.
+impl std::fmt::Debug for TimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 /// Runs `check` until it yields `Some`, failing after `timeout` with what was awaited and the last
