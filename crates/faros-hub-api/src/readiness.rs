@@ -30,6 +30,8 @@ const GATE_WORKSPACE: &str = "tenants";
 const WATCH_ROUND: Duration = Duration::from_secs(300);
 /// Pause after a failed watch before the next.
 const RETRY: Duration = Duration::from_secs(1);
+/// First retry delay while the tree's workspaces cannot be watched yet.
+const FIRST_RETRY: Duration = Duration::from_millis(50);
 
 const UNWATCHED: u8 = 0;
 const WAITING: u8 = 1;
@@ -98,6 +100,8 @@ pub fn waiting_message() -> String {
 pub async fn watch_tree(factory: ClientFactory, gate: std::sync::Arc<TreeGate>, cancel: CancellationToken) {
     gate.watching();
     let work = async {
+        // `root:faros` appears within a second of start: retry quickly, then back off to RETRY.
+        let mut delay = FIRST_RETRY;
         loop {
             let client = match factory.cluster(names::FAROS_PATH) {
                 Ok(c) => c,
@@ -116,7 +120,8 @@ pub async fn watch_tree(factory: ClientFactory, gate: std::sync::Arc<TreeGate>, 
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "faros workspace tree not ready yet");
-                    tokio::time::sleep(RETRY).await;
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(RETRY);
                 }
             }
         }

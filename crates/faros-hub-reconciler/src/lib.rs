@@ -325,22 +325,51 @@ impl Reconciler {
         while elector.join_next().await.is_some() {}
     }
 
-    /// One leadership term: find the virtual workspace URL(s), run the controller until `term` ends.
+    /// One leadership term: find the virtual workspace URL(s), run the controller until `term`
+    /// ends, and restart it when the endpoint slice publishes other URLs (a restarted kcp, or one
+    /// moved behind another address, rewrites them; the slice may still show the old ones when
+    /// this term begins).
     async fn lead(&self, mirror: Option<mirror::Mirror>, term: CancellationToken) {
-        let endpoints = loop {
-            match self.admin_endpoints().await {
-                Ok(urls) => break urls,
-                Err(error) => {
-                    tracing::warn!(%error, "waiting for the admin.faros.sh virtual workspace URL");
-                    tokio::select! {
-                        _ = term.cancelled() => return,
-                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    }
-                }
-            }
+        let Some(mut endpoints) = self.changed_endpoints(&[], &term).await else {
+            return;
         };
-        tracing::info!(?endpoints, "starting the Provider controller");
-        let settings = controller::Settings {
+        loop {
+            tracing::info!(?endpoints, "starting the Provider controller");
+            let ctx = Arc::new(
+                controller::Context::new(
+                    self.factory.clone(),
+                    self.controller_settings(),
+                    self.state.metrics.clone(),
+                )
+                .with_mirror(mirror.clone()),
+            );
+            let run_term = term.child_token();
+            let controller = controller::run(ctx, endpoints.clone(), run_term.clone());
+            let next = tokio::select! {
+                result = controller => {
+                    if term.is_cancelled() {
+                        return;
+                    }
+                    if let Err(error) = result {
+                        tracing::error!(%error, "the Provider controller could not start; waiting for other endpoints");
+                    }
+                    self.changed_endpoints(&endpoints, &term).await
+                }
+                next = self.changed_endpoints(&endpoints, &term) => next,
+            };
+            run_term.cancel();
+            match next {
+                Some(urls) => {
+                    tracing::info!(from = ?endpoints, to = ?urls, "the admin.faros.sh endpoints changed; restarting the Provider controller");
+                    endpoints = urls;
+                }
+                None => return,
+            }
+        }
+    }
+
+    fn controller_settings(&self) -> controller::Settings {
+        controller::Settings {
             hub_url: self
                 .config
                 .hub_url
@@ -352,16 +381,35 @@ impl Reconciler {
             token_timeout: self.config.controller.token_timeout,
             resync: self.config.controller.resync,
             concurrency: self.config.controller.concurrency,
-        };
-        let ctx = Arc::new(
-            controller::Context::new(self.factory.clone(), settings, self.state.metrics.clone()).with_mirror(mirror),
-        );
-        if let Err(error) = controller::run(ctx, endpoints, term).await {
-            tracing::error!(%error, "the Provider controller could not start");
         }
     }
 
-    async fn admin_endpoints(&self) -> Result<Vec<String>, String> {
+    /// The admin endpoint slice's URLs once they are non-empty and differ from `current`; `None`
+    /// when `term` ends first.
+    async fn changed_endpoints(&self, current: &[String], term: &CancellationToken) -> Option<Vec<String>> {
+        let mut delay = Duration::from_millis(100);
+        loop {
+            let found = tokio::select! {
+                _ = term.cancelled() => return None,
+                r = self.admin_endpoints(current) => r,
+            };
+            match found {
+                Ok(urls) => return Some(urls),
+                Err(error) if current.is_empty() => {
+                    tracing::info!(%error, "waiting for the admin.faros.sh virtual workspace URL")
+                }
+                // Watching for a change that did not come within the timeout: watch again.
+                Err(error) => tracing::debug!(%error, "admin.faros.sh endpoints unchanged"),
+            }
+            tokio::select! {
+                _ = term.cancelled() => return None,
+                _ = tokio::time::sleep(delay) => {}
+            }
+            delay = (delay * 2).min(Duration::from_secs(2));
+        }
+    }
+
+    async fn admin_endpoints(&self, current: &[String]) -> Result<Vec<String>, String> {
         let client = self
             .factory
             .cluster(names::SYSTEM_CONTROLLERS_PATH)
@@ -370,7 +418,10 @@ impl Reconciler {
         let slice = wait_for(
             slices,
             names::ADMIN_EXPORT,
-            |s| !endpoint_urls(s).is_empty(),
+            |s| {
+                let urls = endpoint_urls(s);
+                !urls.is_empty() && urls != current
+            },
             self.config.controller.endpoint_timeout,
         )
         .await
