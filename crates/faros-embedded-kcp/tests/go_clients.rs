@@ -147,6 +147,16 @@ async fn kubectl_uses_protobuf_for_built_in_kinds_without_falling_back() {
     }
     let (out, _) = k.run(&["auth", "can-i", "get", "configmaps", "-n", "go"], None).await;
     assert_eq!(out.trim(), "yes");
+    // SelfSubjectReview and SelfSubjectRulesReview, posted as protobuf by kubectl.
+    let (out, _) = k
+        .run(&["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"], None)
+        .await;
+    assert_eq!(out.trim(), "admin");
+    let (out, _) = k.run(&["auth", "can-i", "--list", "-n", "go"], None).await;
+    assert!(
+        out.contains("Resources") && out.contains("*.*"),
+        "kubectl auth can-i --list: {out}"
+    );
 
     // Unstructured clients (apply, get, delete): JSON, and nothing falls back either.
     k.run(&["apply", "-f", "-"], Some(MANIFEST)).await;

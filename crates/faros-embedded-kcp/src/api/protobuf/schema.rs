@@ -310,6 +310,29 @@ const SELF_SUBJECT_ACCESS_REVIEW: Fields = &[
     (3, "status", Msg(ACCESS_REVIEW_STATUS)),
 ];
 
+const SELF_SUBJECT_REVIEW: Fields = &[META, (2, "status", Msg(&[(1, "userInfo", Msg(USER_INFO))]))];
+const RESOURCE_RULE: Fields = &[
+    (1, "verbs", RepeatedStr),
+    (2, "apiGroups", RepeatedStr),
+    (3, "resources", RepeatedStr),
+    (4, "resourceNames", RepeatedStr),
+];
+const NON_RESOURCE_RULE: Fields = &[(1, "verbs", RepeatedStr), (2, "nonResourceURLs", RepeatedStr)];
+const SELF_SUBJECT_RULES_REVIEW: Fields = &[
+    META,
+    (2, "spec", Msg(&[(1, "namespace", Str)])),
+    (
+        3,
+        "status",
+        Msg(&[
+            (1, "resourceRules", RepeatedMsg(RESOURCE_RULE)),
+            (2, "nonResourceRules", RepeatedMsg(NON_RESOURCE_RULE)),
+            (3, "incomplete", Bool),
+            (4, "evaluationError", Str),
+        ]),
+    ),
+];
+
 /// Every `(apiVersion, kind)` served as a built-in resource, with its message.
 pub const KINDS: &[(&str, &str, Fields)] = &[
     ("v1", "Namespace", NAMESPACE),
@@ -334,6 +357,13 @@ pub const KINDS: &[(&str, &str, Fields)] = &[
         "authorization.k8s.io/v1",
         "SelfSubjectAccessReview",
         SELF_SUBJECT_ACCESS_REVIEW,
+    ),
+    // `kubectl auth whoami` and `kubectl auth can-i --list` send these as protobuf.
+    ("authentication.k8s.io/v1", "SelfSubjectReview", SELF_SUBJECT_REVIEW),
+    (
+        "authorization.k8s.io/v1",
+        "SelfSubjectRulesReview",
+        SELF_SUBJECT_RULES_REVIEW,
     ),
 ];
 
