@@ -1,10 +1,7 @@
 //! Test harness: a real embedded kcp on 127.0.0.1:0 with real kube clients.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::Duration;
-
 use faros_embedded_kcp::{Config, Server};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
 pub struct TestServer {
     pub server: Server,
@@ -37,11 +34,7 @@ impl TestServer {
 
     pub async fn client_as(&self, cluster: &str, user: &str, token: &str) -> kube::Client {
         let yaml = self.server.kubeconfig(cluster, user, token);
-        let kubeconfig = Kubeconfig::from_yaml(&yaml).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .unwrap();
-        kube::Client::try_from(config).unwrap()
+        faros_test_support::kubeconfig::client_from_yaml(&yaml).await.unwrap()
     }
 
     pub async fn admin(&self) -> kube::Client {
@@ -54,12 +47,7 @@ impl TestServer {
 
     /// A raw HTTPS client trusting the server's CA, for wire-level assertions.
     pub fn http(&self) -> reqwest::Client {
-        let ca = reqwest::Certificate::from_pem(self.server.ca_pem().as_bytes()).unwrap();
-        reqwest::Client::builder()
-            .add_root_certificate(ca)
-            .timeout(Duration::from_secs(30))
-            .build()
-            .unwrap()
+        faros_test_support::https::client_trusting(self.server.ca_pem().as_bytes()).unwrap()
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -71,21 +59,7 @@ impl TestServer {
     }
 }
 
-/// Polls `f` until it returns Some, failing after `timeout` with `what` in the message.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        if tokio::time::Instant::now() > deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+/// Polls until a check yields `Some` (the shared helper, panicking with `what` on timeout).
+#[allow(unused_imports)] // not every test binary polls
+pub use faros_test_support::eventually::eventually_some as eventually;
 pub mod kcp;

@@ -233,20 +233,6 @@ pub fn http() -> reqwest::Client {
         .unwrap()
 }
 
-/// Polls `f` until it returns Some, failing after `timeout` with `what` in the message.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        if tokio::time::Instant::now() > deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+/// Polls until a check yields `Some` (the shared helper, panicking with `what` on timeout).
+#[allow(unused_imports)] // not every test binary polls
+pub use faros_test_support::eventually::eventually_some as eventually;
