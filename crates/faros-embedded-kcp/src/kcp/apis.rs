@@ -256,21 +256,24 @@ pub fn admit_endpoint_slice(state: &ServerState, req: &Request<'_>, obj: &mut Va
         }
         cluster
     };
-    if !req.user.in_group(GROUP_MASTERS) {
-        let attrs = Attributes {
-            name: &name,
-            ..Attributes::resource(req.user, "bind", "apis.kcp.io", "apiexports")
-        };
-        let decision = state
-            .rbac
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .authorize(&export_cluster, &attrs);
-        if decision != Decision::Allow {
-            return Err(forbidden());
-        }
+    if !req.user.in_group(GROUP_MASTERS) && !may_bind(state, req, &export_cluster, &name) {
+        return Err(forbidden());
     }
     Ok(())
+}
+
+/// Whether the requester has `bind` on APIExport `name` in logical cluster `export_cluster`.
+fn may_bind(state: &ServerState, req: &Request<'_>, export_cluster: &str, name: &str) -> bool {
+    let attrs = Attributes {
+        name,
+        ..Attributes::resource(req.user, "bind", "apis.kcp.io", "apiexports")
+    };
+    state
+        .rbac
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .authorize(export_cluster, &attrs)
+        == Decision::Allow
 }
 
 /// kcp's WorkspaceType admission: whoever adds a `defaultAPIBindings` entry (on create, or new on
@@ -315,16 +318,7 @@ pub fn admit_workspace_type(state: &ServerState, req: &Request<'_>, obj: &mut Va
                 .map(String::from)
                 .ok_or_else(forbidden)?,
         };
-        let attrs = Attributes {
-            name: &name,
-            ..Attributes::resource(req.user, "bind", "apis.kcp.io", "apiexports")
-        };
-        let decision = state
-            .rbac
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .authorize(&export_cluster, &attrs);
-        if decision != Decision::Allow {
+        if !may_bind(state, req, &export_cluster, &name) {
             return Err(forbidden());
         }
     }
