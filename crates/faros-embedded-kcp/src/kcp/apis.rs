@@ -228,11 +228,7 @@ pub fn admit_endpoint_slice(state: &ServerState, req: &Request<'_>, obj: &mut Va
     let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
     let (path, name) = (s("/spec/export/path"), s("/spec/export/name"));
     let slice_name = crate::objects::meta_str(obj, "name").unwrap_or_default().to_string();
-    let target = if path.is_empty() {
-        name.clone()
-    } else {
-        format!("{path}:{name}")
-    };
+    let target = export_ref(&path, &name);
     let forbidden = || {
         Status::forbidden(format!(
             "apiexportendpointslices.apis.kcp.io \"{slice_name}\" is forbidden: unable to create APIExportEndpointSlice: no permission to bind to export {target}"
@@ -241,13 +237,7 @@ pub fn admit_endpoint_slice(state: &ServerState, req: &Request<'_>, obj: &mut Va
     let export_cluster = if path.is_empty() {
         req.cluster.to_string()
     } else {
-        let cluster = state
-            .clusters
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .resolve(&path)
-            .map(String::from)
-            .ok_or_else(forbidden)?;
+        let cluster = export_cluster(state, req, &path).ok_or_else(forbidden)?;
         if !matches!(
             state.store.get(&controller::key("apiexports", &cluster, &name)),
             Ok(Some(_))
@@ -260,6 +250,29 @@ pub fn admit_endpoint_slice(state: &ServerState, req: &Request<'_>, obj: &mut Va
         return Err(forbidden());
     }
     Ok(())
+}
+
+/// An export reference as kcp's messages print it: `<path>:<name>`, or the bare name.
+fn export_ref(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}:{name}")
+    }
+}
+
+/// The logical cluster an export reference's `path` names: the request's own cluster when empty;
+/// `None` when no workspace has that path.
+fn export_cluster(state: &ServerState, req: &Request<'_>, path: &str) -> Option<String> {
+    if path.is_empty() {
+        return Some(req.cluster.to_string());
+    }
+    state
+        .clusters
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .resolve(path)
+        .map(String::from)
 }
 
 /// Whether the requester has `bind` on APIExport `name` in logical cluster `export_cluster`.
@@ -298,26 +311,13 @@ pub fn admit_workspace_type(state: &ServerState, req: &Request<'_>, obj: &mut Va
     let old = req.old.map(refs).unwrap_or_default();
     let type_name = crate::objects::meta_str(obj, "name").unwrap_or_default().to_string();
     for (path, name) in refs(obj).into_iter().filter(|r| !old.contains(r)) {
-        let target = if path.is_empty() {
-            name.clone()
-        } else {
-            format!("{path}:{name}")
-        };
+        let target = export_ref(&path, &name);
         let forbidden = || {
             Status::forbidden(format!(
                 "workspacetypes.tenancy.kcp.io \"{type_name}\" is forbidden: unable to create or update WorkspaceType: no permission to bind to export {target}"
             ))
         };
-        let export_cluster = match path.as_str() {
-            "" => req.cluster.to_string(),
-            p => state
-                .clusters
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .resolve(p)
-                .map(String::from)
-                .ok_or_else(forbidden)?,
-        };
+        let export_cluster = export_cluster(state, req, &path).ok_or_else(forbidden)?;
         if !may_bind(state, req, &export_cluster, &name) {
             return Err(forbidden());
         }
