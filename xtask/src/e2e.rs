@@ -12,6 +12,7 @@
 //! This module only reads flags and the machine (which tools exist), never decides the plan.
 
 mod exec;
+mod kcp;
 mod kind;
 mod plan;
 mod prereqs;
@@ -36,6 +37,9 @@ pub enum Target {
     External,
     /// kind + kcp + the Helm charts (needs a container engine, kind, helm and kubectl).
     Kind,
+    /// Real kcp (built from its Go modules, or --kcp-binary) and the hub and quickstart as
+    /// separate processes on 127.0.0.1 (needs Go or a kcp binary, openssl and kubectl).
+    Kcp,
 }
 
 #[derive(Args)]
@@ -61,6 +65,12 @@ pub struct E2e {
     /// External: also run the scenario that deletes the quickstart Provider (last; it stays deleted).
     #[arg(long, env = "FAROS_E2E_DESTRUCTIVE", value_parser = clap::builder::BoolishValueParser::new())]
     destructive: bool,
+    /// Kcp: run this kcp binary instead of building one (`kcp-front-proxy` is taken from beside it).
+    #[arg(long, env = "FAROS_E2E_KCP_BINARY")]
+    kcp_binary: Option<PathBuf>,
+    /// Kcp: the kcp release `cargo xtask kcp build` builds for the run.
+    #[arg(long, default_value = crate::kcp::gomod::PINNED_VERSION)]
+    kcp_version: String,
     /// Kind: which kcp to install.
     #[arg(long, value_enum, default_value_t = kind::Kcp::Real)]
     kcp: kind::Kcp,
@@ -85,6 +95,8 @@ pub struct E2e {
 
 /// Where the kind target keeps its files, relative to the project root.
 const KIND_WORK_DIR: &str = "target/e2e/kind";
+/// Where the kcp target keeps its files (kcp's root directory, certificates, tokens, logs).
+const KCP_WORK_DIR: &str = "target/e2e/kcp";
 const LOGS_DIR: &str = "target/e2e-logs";
 /// Tag of the images the kind target builds and loads.
 const KIND_IMAGE_TAG: &str = "e2e";
@@ -113,6 +125,33 @@ impl E2e {
                     "scenarios through the external target",
                     scenarios::external(&target, filter),
                 ))
+            }
+            Target::Kcp => {
+                let work = root.join(KCP_WORK_DIR);
+                let logs = root.join(LOGS_DIR);
+                let (tokens, ports) = if self.dry_run {
+                    (tokens::Tokens::placeholder(), kcp_placeholder_ports())
+                } else {
+                    (
+                        tokens::Tokens::load_or_generate(&work.join("tokens.csv"))?,
+                        kcp_free_ports()?,
+                    )
+                };
+                let built = crate::kcp::build::bin_dir(root, &self.kcp_version).join("kcp");
+                let kcp = match &self.kcp_binary {
+                    Some(path) => std::path::absolute(path)?,
+                    None => built,
+                };
+                Ok(kcp::plan(&kcp::Input {
+                    work: &work,
+                    logs: &logs,
+                    kcp: &kcp,
+                    build_kcp: self.kcp_binary.is_none().then_some(self.kcp_version.as_str()),
+                    faros_bin: &root.join("target/debug"),
+                    ports,
+                    tokens: &tokens,
+                    filter,
+                }))
             }
             Target::Kind => {
                 // Checked first, so a machine without the tools fails at once (a dry run needs none).
@@ -195,8 +234,41 @@ impl E2e {
     }
 }
 
+/// Ports for the kcp target's processes, free a moment ago (the processes need them on their
+/// command lines before they start).
+fn kcp_free_ports() -> anyhow::Result<kcp::Ports> {
+    // All bound at once, so no two are the same.
+    let listeners = (0..6)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let p = listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(kcp::Ports {
+        kcp: p[0],
+        etcd_client: p[1],
+        etcd_peer: p[2],
+        hub: p[3],
+        reconciler: p[4],
+        quickstart: p[5],
+    })
+}
+
+/// What `--dry-run` shows instead of free ports.
+fn kcp_placeholder_ports() -> kcp::Ports {
+    kcp::Ports {
+        kcp: 6443,
+        etcd_client: 2379,
+        etcd_peer: 2380,
+        hub: 8443,
+        reconciler: 8080,
+        quickstart: 8081,
+    }
+}
+
 /// Whether `tool` is a path to a file or found on PATH.
-fn which(tool: &str) -> bool {
+pub(crate) fn which(tool: &str) -> bool {
     if tool.contains('/') {
         return Path::new(tool).is_file();
     }

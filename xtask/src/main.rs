@@ -15,6 +15,7 @@ mod codegen;
 mod e2e;
 mod fuzz;
 mod images;
+mod kcp;
 mod lint;
 
 #[derive(Parser)]
@@ -36,6 +37,8 @@ enum Command {
     Fuzz(fuzz::Fuzz),
     /// Build (and with --push push) the container images from the Dockerfile.
     Images(images::Images),
+    /// Real kcp from its Go modules (`kcp build`), for `e2e --target kcp`.
+    Kcp(kcp::Kcp),
     /// Check documentation references and the dependency rule between workspace crates.
     Lint(lint::Lint),
 }
@@ -47,6 +50,7 @@ fn main() -> anyhow::Result<()> {
         Command::E2e(cmd) => cmd.run(&project_root()),
         Command::Fuzz(cmd) => cmd.run(&project_root()),
         Command::Images(cmd) => cmd.run(&project_root()),
+        Command::Kcp(cmd) => cmd.run(&project_root()),
         Command::Lint(cmd) => cmd.run(&project_root()),
     }
 }

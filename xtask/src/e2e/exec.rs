@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -14,13 +14,48 @@ use serde_json::Value;
 
 use super::plan::{Action, Cmd, Gate, Plan, SecretRef, Step};
 
+/// The processes a plan started in the background ([`Action::Spawn`]).
+#[derive(Default)]
+struct Processes(Vec<(String, Child)>);
+
+impl Processes {
+    /// The first that has exited, as `name (status)`.
+    fn exited(&mut self) -> Option<String> {
+        self.0.iter_mut().find_map(|(name, child)| match child.try_wait() {
+            Ok(Some(status)) => Some(format!("{name} ({status})")),
+            _ => None,
+        })
+    }
+}
+
+impl Drop for Processes {
+    /// Stopped in reverse start order, each with SIGTERM and a few seconds to exit, then SIGKILL:
+    /// kcp closes its embedded etcd cleanly.
+    fn drop(&mut self) {
+        for (name, child) in self.0.iter_mut().rev() {
+            if let Ok(None) = child.try_wait() {
+                eprintln!("    stopping {name}");
+                // std has no SIGTERM; kill(1) is on every machine that runs this.
+                let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
 /// Runs every step from `root`; on failure collects logs, then tears down, and returns the failure.
 pub(crate) fn run(plan: &Plan, root: &Path) -> anyhow::Result<()> {
     let started = Instant::now();
     let total = plan.steps.len();
     let mut result = Ok(());
+    let procs = &mut Processes::default();
     for (i, step) in plan.steps.iter().enumerate() {
-        if let Err(e) = run_step(step, root, &format!("{}/{total}", i + 1)) {
+        if let Err(e) = run_step(step, root, &format!("{}/{total}", i + 1), procs) {
             result = Err(e.context(format!("step {}/{total} `{}` failed", i + 1, step.name)));
             break;
         }
@@ -28,24 +63,25 @@ pub(crate) fn run(plan: &Plan, root: &Path) -> anyhow::Result<()> {
     if result.is_err() {
         for step in &plan.on_failure {
             // Collection is best effort: a half-created cluster still yields what it can.
-            if let Err(e) = run_step(step, root, "on failure") {
+            if let Err(e) = run_step(step, root, "on failure", procs) {
                 eprintln!("    (log collection incomplete: {e:#})");
             }
         }
     }
     for step in &plan.teardown {
-        if let Err(e) = run_step(step, root, "teardown") {
+        if let Err(e) = run_step(step, root, "teardown", procs) {
             eprintln!("    teardown failed: {e:#}");
         }
     }
+    drop(std::mem::take(procs));
     eprintln!("==> total {:.1?}", started.elapsed());
     result
 }
 
-fn run_step(step: &Step, root: &Path, position: &str) -> anyhow::Result<()> {
+fn run_step(step: &Step, root: &Path, position: &str, procs: &mut Processes) -> anyhow::Result<()> {
     eprintln!("==> [{position}] {}", step.name);
     let started = Instant::now();
-    let result = step.actions.iter().try_for_each(|a| run_action(a, root));
+    let result = step.actions.iter().try_for_each(|a| run_action(a, root, procs));
     let outcome = if result.is_ok() { "done" } else { "FAILED" };
     eprintln!("<== [{position}] {} {outcome} in {:.1?}", step.name, started.elapsed());
     result
@@ -115,7 +151,7 @@ fn token_of(tokens: &Path, user: &str) -> anyhow::Result<String> {
         .with_context(|| format!("{} has no token for {user}", tokens.display()))
 }
 
-fn run_action(action: &Action, root: &Path) -> anyhow::Result<()> {
+fn run_action(action: &Action, root: &Path, procs: &mut Processes) -> anyhow::Result<()> {
     let at = |p: &Path| root.join(p);
     match action {
         Action::Run(cmd) => run_cmd(cmd, root),
@@ -191,7 +227,23 @@ fn run_action(action: &Action, root: &Path) -> anyhow::Result<()> {
             reroute(&mut kc, server, tls_server_name);
             write_file(&at(to), &serde_json::to_vec_pretty(&kc)?, true)
         }
-        Action::Wait { gate, timeout_secs } => wait(gate, Duration::from_secs(*timeout_secs), root),
+        Action::Wait { gate, timeout_secs } => wait(gate, Duration::from_secs(*timeout_secs), root, procs),
+        Action::Spawn { name, cmd, log } => {
+            eprintln!("    $ {cmd} > {} 2>&1 &", log.display());
+            let log_path = at(log);
+            write_file(&log_path, b"", false)?;
+            let out = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&log_path)
+                .with_context(|| format!("opening {}", log_path.display()))?;
+            let child = command(cmd, root)
+                .stdout(out.try_clone()?)
+                .stderr(out)
+                .spawn()
+                .with_context(|| format!("starting {name} (`{}`)", cmd.program))?;
+            procs.0.push((name.clone(), child));
+            Ok(())
+        }
         Action::Capture { cmd, to } => {
             eprintln!("    $ {cmd} > {}", to.display());
             match read_cmd(cmd, root) {
@@ -249,7 +301,7 @@ fn reroute(kc: &mut Value, server: &str, tls_server_name: &str) {
     }
 }
 
-fn wait(gate: &Gate, timeout: Duration, root: &Path) -> anyhow::Result<()> {
+fn wait(gate: &Gate, timeout: Duration, root: &Path, procs: &mut Processes) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let started = Instant::now();
     let mut last = String::new();
@@ -260,7 +312,7 @@ fn wait(gate: &Gate, timeout: Duration, root: &Path) -> anyhow::Result<()> {
                 .stderr(Stdio::null())
                 .status()
                 .is_ok_and(|s| s.success())),
-            Gate::HubReady { url, ca } => runtime.block_on(async {
+            Gate::Readyz { url, ca } => runtime.block_on(async {
                 let r = http(&at_root(root, ca))?.get(format!("{url}/readyz")).send().await?;
                 Ok(r.status().as_u16() == 200)
             }),
@@ -287,6 +339,9 @@ fn wait(gate: &Gate, timeout: Duration, root: &Path) -> anyhow::Result<()> {
             Ok(true) => return Ok(()),
             Ok(false) => {}
             Err(e) => last = format!("; last error: {e:#}"),
+        }
+        if let Some(exited) = procs.exited() {
+            bail!("{exited} exited while waiting for {gate:?}{last}");
         }
         if started.elapsed() > timeout {
             bail!("timed out after {timeout:?} waiting for {gate:?}{last}");

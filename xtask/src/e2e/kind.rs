@@ -444,7 +444,7 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
         "readiness gates",
         vec![
             Action::Wait {
-                gate: Gate::HubReady {
+                gate: Gate::Readyz {
                     url: input.hub_url(),
                     ca: file("hub-ca.crt"),
                 },

@@ -68,7 +68,7 @@ pub(crate) enum Gate {
     /// Until the command exits 0.
     Command(Cmd),
     /// Until `GET <url>/readyz` answers 200 over TLS trusting `ca`.
-    HubReady { url: String, ca: PathBuf },
+    Readyz { url: String, ca: PathBuf },
     /// Until `GET <hub>/api/providers` lists `provider` with `ready: true`.
     ProviderReady {
         hub: String,
@@ -127,6 +127,13 @@ pub(crate) enum Action {
     Wait {
         gate: Gate,
         timeout_secs: u64,
+    },
+    /// Starts `cmd` in the background, its stdout and stderr into `log`; it runs until the plan
+    /// ends (stopped after the teardown), and a gate waiting while it has exited fails at once.
+    Spawn {
+        name: String,
+        cmd: Cmd,
+        log: PathBuf,
     },
     /// Runs `cmd` and writes its standard output to `to` (log collection; failures are reported, not fatal).
     Capture {
@@ -252,7 +259,7 @@ fn render_action(out: &mut String, action: &Action) {
         Action::Wait { gate, timeout_secs } => {
             let what = match gate {
                 Gate::Command(cmd) => format!("`{cmd}` succeeds"),
-                Gate::HubReady { url, ca } => format!("GET {url}/readyz is 200 (CA {})", ca.display()),
+                Gate::Readyz { url, ca } => format!("GET {url}/readyz is 200 (CA {})", ca.display()),
                 Gate::ProviderReady {
                     hub, provider, user, ..
                 } => {
@@ -262,5 +269,9 @@ fn render_action(out: &mut String, action: &Action) {
             out.push_str(&format!("wait up to {timeout_secs}s until {what}\n"));
         }
         Action::Capture { cmd, to } => out.push_str(&format!("{cmd} > {}\n", to.display())),
+        Action::Spawn { name, cmd, log } => out.push_str(&format!(
+            "start {name} in the background (stopped at the end): {cmd} > {} 2>&1\n",
+            log.display()
+        )),
     }
 }

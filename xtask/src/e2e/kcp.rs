@@ -1,0 +1,449 @@
+//! The `--target kcp` plan: real kcp (built by `cargo xtask kcp build`, or `--kcp-binary`) as a
+//! process on 127.0.0.1, the hub reconciler, the hub API and the quickstart provider as separate
+//! processes with the flags and environment their charts give them, then the scenarios through the
+//! external target.
+//!
+//! Built without IO from [`Input`] (ports and tokens are picked by the caller), so `--dry-run`
+//! prints exactly what runs. What a deployment has, this has too, and nothing more:
+//!
+//! - one CA (openssl) signs kcp's and the hub's serving certificates, as cert-manager would;
+//! - one static token file, read by kcp (once, at start: real kcp does not reload it) and the hub:
+//!   kcp's admin (group `system:kcp:admin`), the readiness gates' user and the scenarios' pool
+//!   ([`super::tokens`], `--users-file` mode of the external target);
+//! - the hub and the reconciler get an admin kubeconfig of `root`; the quickstart provider gets the
+//!   kubeconfig from its Provider's Secret in `root:faros:system:providers`, the one the reconciler
+//!   minted, exactly what the chart mounts.
+//!
+//! Every process logs to `<work>/logs/<name>.log`; when a step fails those go to `target/e2e-logs/`.
+
+use std::path::{Path, PathBuf};
+
+use super::plan::{Action, Cmd, Gate, Plan, Step};
+use super::scenarios;
+use super::tokens::{ADMIN_USER, GATE_USER, Tokens};
+
+/// The ports the processes listen on, all on 127.0.0.1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ports {
+    pub kcp: u16,
+    pub etcd_client: u16,
+    pub etcd_peer: u16,
+    pub hub: u16,
+    pub reconciler: u16,
+    pub quickstart: u16,
+}
+
+/// Everything a kcp plan depends on.
+pub(crate) struct Input<'a> {
+    /// Where the plan's files go (`target/e2e/kcp`).
+    pub work: &'a Path,
+    /// Where logs go when a step fails (`target/e2e-logs`).
+    pub logs: &'a Path,
+    /// The `kcp` binary (`kcp-front-proxy` beside it).
+    pub kcp: &'a Path,
+    /// Build kcp at this release first (`cargo xtask kcp build`); `None` with `--kcp-binary`.
+    pub build_kcp: Option<&'a str>,
+    /// The faros binaries' directory (`target/debug`).
+    pub faros_bin: &'a Path,
+    pub ports: Ports,
+    pub tokens: &'a Tokens,
+    /// Scenario filter passed to the test harness.
+    pub filter: Option<&'a str>,
+}
+
+/// The processes, in start order (their log files are `<name>.log`).
+const PROCESSES: [&str; 4] = ["kcp", "hub-reconciler", "hub-api", "quickstart"];
+const PROVIDER: &str = "quickstart";
+/// Seconds a gate waits for a process that is starting.
+const START_TIMEOUT: u64 = 180;
+
+impl Input<'_> {
+    fn file(&self, name: &str) -> PathBuf {
+        self.work.join(name)
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.file(name).display().to_string()
+    }
+
+    fn log(&self, name: &str) -> PathBuf {
+        self.work.join("logs").join(format!("{name}.log"))
+    }
+
+    fn kcp_url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.ports.kcp)
+    }
+
+    /// `localhost`, as in the kind target: the hub's certificate and `publicURL` name it.
+    fn hub_url(&self) -> String {
+        format!("https://localhost:{}", self.ports.hub)
+    }
+
+    fn openssl(&self, args: &[&str]) -> Cmd {
+        Cmd::new("openssl", args)
+    }
+
+    /// A serving certificate `<name>.crt`/`<name>.key` for localhost and 127.0.0.1, signed by the CA.
+    fn serving_cert(&self, name: &str) -> Vec<Action> {
+        let (key, csr, crt) = (
+            self.path(&format!("{name}.key")),
+            self.path(&format!("{name}.csr")),
+            self.path(&format!("{name}.crt")),
+        );
+        vec![
+            Action::Run(
+                self.openssl(&[
+                    "req", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out", &csr, "-subj",
+                ])
+                .arg(format!("/CN={name}")),
+            ),
+            Action::Run(
+                self.openssl(&["x509", "-req", "-in", &csr, "-CA"])
+                    .args([self.path("ca.crt"), "-CAkey".into(), self.path("ca.key")])
+                    .args(["-CAcreateserial", "-days", "7", "-out", &crt, "-extfile"])
+                    .arg(self.path("serving.ext")),
+            ),
+        ]
+    }
+}
+
+/// The whole run.
+pub(crate) fn plan(input: &Input<'_>) -> Plan {
+    let path = |name: &str| input.path(name);
+    let mut steps = Vec::new();
+
+    let mut build = Vec::new();
+    if let Some(version) = input.build_kcp {
+        build.push(Action::Run(Cmd::new(
+            "cargo",
+            &["xtask", "kcp", "build", "--version", version],
+        )));
+    }
+    build.push(Action::Run(Cmd::new(
+        "cargo",
+        &[
+            "build",
+            "--locked",
+            "-p",
+            "faros-hub-api",
+            "-p",
+            "faros-hub-reconciler",
+            "-p",
+            "faros-provider-quickstart",
+            "--bins",
+        ],
+    )));
+    steps.push(Step::new("binaries (kcp, hub API, hub reconciler, quickstart)", build));
+
+    // A fresh kcp every run: its root directory (etcd's data, generated keys) goes first.
+    let mut files = vec![
+        Action::Run(Cmd::new("rm", &["-rf"]).args([path("kcp-root"), path("logs")])),
+        Action::Write {
+            path: input.file("tokens.csv"),
+            contents: input.tokens.token_file(),
+            private: true,
+        },
+        Action::Write {
+            path: input.file("users.csv"),
+            contents: input.tokens.users_file(),
+            private: true,
+        },
+        Action::Write {
+            path: input.file("serving.ext"),
+            contents: "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n".into(),
+            private: false,
+        },
+        Action::Run(
+            input
+                .openssl(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "7", "-keyout"])
+                .args([path("ca.key"), "-out".into(), path("ca.crt")])
+                .args([
+                    "-subj",
+                    "/CN=faros-e2e-ca",
+                    "-addext",
+                    "basicConstraints=critical,CA:TRUE",
+                    "-addext",
+                    "keyUsage=critical,keyCertSign,cRLSign",
+                ]),
+        ),
+    ];
+    files.extend(input.serving_cert("kcp"));
+    files.extend(input.serving_cert("hub"));
+    steps.push(Step::new("token files, CA and serving certificates", files));
+
+    steps.push(Step::new(
+        "kcp (one shard, embedded etcd)",
+        vec![
+            Action::Spawn {
+                name: "kcp".into(),
+                cmd: kcp_start(input),
+                log: input.log("kcp"),
+            },
+            Action::Wait {
+                gate: Gate::Readyz {
+                    url: input.kcp_url(),
+                    ca: input.file("ca.crt"),
+                },
+                timeout_secs: START_TIMEOUT,
+            },
+            Action::Kubeconfig {
+                ca: input.file("ca.crt"),
+                server: format!("{}/clusters/root", input.kcp_url()),
+                tls_server_name: None,
+                user: ADMIN_USER.into(),
+                tokens: input.file("tokens.csv"),
+                secret: None,
+                to: input.file("admin.kubeconfig"),
+            },
+            // The Providers' workspace, for applying the Provider and reading its Secret.
+            Action::Kubeconfig {
+                ca: input.file("ca.crt"),
+                server: format!(
+                    "{}/clusters/{}",
+                    input.kcp_url(),
+                    faros_core::names::SYSTEM_PROVIDERS_PATH
+                ),
+                tls_server_name: None,
+                user: ADMIN_USER.into(),
+                tokens: input.file("tokens.csv"),
+                secret: None,
+                to: input.file("providers.kubeconfig"),
+            },
+        ],
+    ));
+
+    steps.push(Step::new(
+        "hub reconciler and hub API (the charts' flags)",
+        vec![
+            Action::Spawn {
+                name: "hub-reconciler".into(),
+                cmd: reconciler(input),
+                log: input.log("hub-reconciler"),
+            },
+            Action::Spawn {
+                name: "hub-api".into(),
+                cmd: hub_api(input),
+                log: input.log("hub-api"),
+            },
+            Action::Wait {
+                gate: Gate::Readyz {
+                    url: input.hub_url(),
+                    ca: input.file("ca.crt"),
+                },
+                timeout_secs: START_TIMEOUT,
+            },
+        ],
+    ));
+
+    let providers = |args: &[&str]| {
+        Cmd::new("kubectl", &["--kubeconfig"])
+            .arg(path("providers.kubeconfig"))
+            .args(args.iter().copied())
+    };
+    let secret = format!("{PROVIDER}-kubeconfig");
+    steps.push(Step::new(
+        "quickstart Provider into root:faros:system:providers, its kubeconfig from its Secret",
+        vec![
+            Action::Wait {
+                gate: Gate::Command(providers(&["get", "providers"])),
+                timeout_secs: START_TIMEOUT,
+            },
+            Action::Run(providers(&["apply", "-f", "providers/quickstart/provider.yaml"])),
+            Action::Wait {
+                gate: Gate::Command(providers(&["-n", "default", "get", "secret", &secret])),
+                timeout_secs: START_TIMEOUT,
+            },
+            Action::ExtractSecret {
+                kubeconfig: input.file("providers.kubeconfig"),
+                namespace: "default".into(),
+                name: secret.clone(),
+                key: "kubeconfig".into(),
+                to: input.file("quickstart.kubeconfig"),
+            },
+        ],
+    ));
+
+    steps.push(Step::new(
+        "quickstart provider (init, then serve)",
+        vec![
+            Action::Run(quickstart(input, "init")),
+            Action::Spawn {
+                name: "quickstart".into(),
+                cmd: quickstart(input, "serve"),
+                log: input.log("quickstart"),
+            },
+            Action::Wait {
+                gate: Gate::ProviderReady {
+                    hub: input.hub_url(),
+                    ca: input.file("ca.crt"),
+                    user: GATE_USER.into(),
+                    tokens: input.file("tokens.csv"),
+                    provider: PROVIDER.into(),
+                },
+                timeout_secs: START_TIMEOUT,
+            },
+        ],
+    ));
+
+    let target = scenarios::ExternalTarget {
+        kubeconfig: input.file("admin.kubeconfig"),
+        hub_url: input.hub_url(),
+        ca: input.file("ca.crt"),
+        users: scenarios::Users::Pool(input.file("users.csv")),
+        destructive: true,
+    };
+    steps.push(Step::new(
+        "scenarios through the external target",
+        scenarios::external(&target, input.filter)
+            .into_iter()
+            .map(Action::Run)
+            .collect(),
+    ));
+
+    let on_failure = vec![Step::new(
+        "every process's log into target/e2e-logs/",
+        PROCESSES
+            .iter()
+            .map(|name| Action::Capture {
+                cmd: Cmd::new("cat", &[]).arg(input.log(name).display().to_string()),
+                to: input.logs.join(format!("{name}.log")),
+            })
+            .collect(),
+    )];
+    Plan {
+        steps,
+        on_failure,
+        teardown: Vec::new(),
+    }
+}
+
+/// `kcp start` as kcp's own e2e servers run a shard: its files under the work directory, every
+/// listener on 127.0.0.1, static tokens, our CA's serving certificate.
+fn kcp_start(input: &Input<'_>) -> Cmd {
+    let p = input.ports;
+    Cmd::new(&input.kcp.display().to_string(), &["start"])
+        .arg(format!("--root-directory={}", input.path("kcp-root")))
+        .arg("--bind-address=127.0.0.1")
+        .arg(format!("--secure-port={}", p.kcp))
+        .arg(format!("--external-hostname=127.0.0.1:{}", p.kcp))
+        .arg(format!("--embedded-etcd-client-port={}", p.etcd_client))
+        .arg(format!("--embedded-etcd-peer-port={}", p.etcd_peer))
+        .arg(format!("--tls-cert-file={}", input.path("kcp.crt")))
+        .arg(format!("--tls-private-key-file={}", input.path("kcp.key")))
+        .arg(format!("--token-auth-file={}", input.path("tokens.csv")))
+}
+
+fn faros_bin(input: &Input<'_>, name: &str) -> String {
+    input.faros_bin.join(name).display().to_string()
+}
+
+/// charts/faros-hub-reconciler's args (its default values), without the kubeconfig mirror: there
+/// is no hosting cluster; the provider's kubeconfig is read from kcp instead.
+fn reconciler(input: &Input<'_>) -> Cmd {
+    Cmd::new(&faros_bin(input, "faros-hub-reconciler"), &[])
+        .arg(format!("--kubeconfig={}", input.path("admin.kubeconfig")))
+        .arg(format!("--hub-url={}", input.hub_url()))
+        .arg(format!("--ca-file={}", input.path("ca.crt")))
+        .arg(format!("--listen=127.0.0.1:{}", input.ports.reconciler))
+        .args([
+            "--lease-duration-seconds=15",
+            "--lease-renew-deadline-seconds=10",
+            "--lease-retry-period-seconds=2",
+            "--concurrency=64",
+            "--resync-seconds=300",
+            "--log-format=text",
+            "--log-level=info,kube=warn,hyper=warn,rustls=error",
+        ])
+        .env("FAROS_LEASE_IDENTITY", "e2e-hub-reconciler")
+}
+
+/// charts/faros-hub-api's args (its default values, static tokens from the shared file).
+fn hub_api(input: &Input<'_>) -> Cmd {
+    Cmd::new(&faros_bin(input, "faros-hub-api"), &[])
+        .arg(format!("--kubeconfig={}", input.path("admin.kubeconfig")))
+        .arg(format!("--listen=127.0.0.1:{}", input.ports.hub))
+        .arg(format!("--tls-cert-file={}", input.path("hub.crt")))
+        .arg(format!("--tls-key-file={}", input.path("hub.key")))
+        .arg(format!("--public-ca-file={}", input.path("ca.crt")))
+        .arg(format!("--signing-key-file={}", input.path("signing-key.json")))
+        .arg(format!("--public-url={}", input.hub_url()))
+        .arg(format!("--token-auth-file={}", input.path("tokens.csv")))
+        .args([
+            "--upstream-timeout=30",
+            "--kcp-timeout=30",
+            "--enable-wait=10",
+            "--body-limit=10485760",
+            "--log-format=text",
+            "--log-level=info,kube=warn,hyper=warn,rustls=error",
+        ])
+}
+
+/// charts/faros-provider-quickstart's containers: `init` (schemas and CatalogEntry, which the
+/// image and the chart's ConfigMap carry, here from the repository) and `serve`.
+fn quickstart(input: &Input<'_>, command: &str) -> Cmd {
+    let cmd = Cmd::new(&faros_bin(input, "faros-provider-quickstart"), &[command])
+        .env("FAROS_PROVIDER_KUBECONFIG", input.path("quickstart.kubeconfig"))
+        .env("FAROS_PROVIDER_NAME", PROVIDER)
+        .env("FAROS_LOG_FORMAT", "text")
+        .env("FAROS_LOG_LEVEL", "info,kube=warn,hyper=warn,rustls=error");
+    match command {
+        "init" => cmd
+            .env("FAROS_SCHEMAS_DIR", "providers/quickstart/schemas")
+            .env("FAROS_CATALOGENTRY_FILE", "providers/quickstart/manifest.yaml")
+            .env("QUICKSTART_URL", format!("http://127.0.0.1:{}", input.ports.quickstart))
+            .env("QUICKSTART_VERSION", "0.1.0"),
+        _ => cmd
+            .env("FAROS_LISTEN", format!("127.0.0.1:{}", input.ports.quickstart))
+            .env("FAROS_HUB_URL", input.hub_url())
+            .env("FAROS_HUB_CA_FILE", input.path("ca.crt")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input<'a>(tokens: &'a Tokens, build: Option<&'a str>) -> Input<'a> {
+        Input {
+            work: Path::new("/w"),
+            logs: Path::new("/logs"),
+            kcp: Path::new("/kcp/kcp"),
+            build_kcp: build,
+            faros_bin: Path::new("/bin"),
+            ports: Ports {
+                kcp: 1,
+                etcd_client: 2,
+                etcd_peer: 3,
+                hub: 4,
+                reconciler: 5,
+                quickstart: 6,
+            },
+            tokens,
+            filter: None,
+        }
+    }
+
+    #[test]
+    fn the_plan_runs_the_charts_processes_against_kcp() {
+        let tokens = Tokens::placeholder();
+        let text = plan(&input(&tokens, Some("v0.32.3"))).render();
+        for want in [
+            "cargo xtask kcp build --version v0.32.3",
+            "/kcp/kcp start --root-directory=/w/kcp-root --bind-address=127.0.0.1 --secure-port=1",
+            "--token-auth-file=/w/tokens.csv",
+            "GET https://127.0.0.1:1/readyz is 200",
+            "/bin/faros-hub-reconciler --kubeconfig=/w/admin.kubeconfig --hub-url=https://localhost:4",
+            "/bin/faros-hub-api --kubeconfig=/w/admin.kubeconfig --listen=127.0.0.1:4",
+            "kubectl --kubeconfig /w/providers.kubeconfig apply -f providers/quickstart/provider.yaml",
+            "get secret quickstart-kubeconfig -o 'jsonpath={.data.kubeconfig}' | base64 -d > /w/quickstart.kubeconfig",
+            "FAROS_PROVIDER_KUBECONFIG=/w/quickstart.kubeconfig",
+            "FAROS_E2E_USERS_FILE=/w/users.csv",
+            "--test provider_deletion",
+            "cat /w/logs/kcp.log > /logs/kcp.log",
+        ] {
+            assert!(text.contains(want), "{want:?} missing in\n{text}");
+        }
+        let given = plan(&input(&tokens, None)).render();
+        assert!(!given.contains("cargo xtask kcp build"), "--kcp-binary builds no kcp");
+    }
+}

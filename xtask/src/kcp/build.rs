@@ -1,0 +1,306 @@
+//! `cargo xtask kcp build`: kcp's commands built from its Go modules with `go build` in a wrapper
+//! module, into `target/kcp/<version>/`, only when one is missing.
+//!
+//! The pinned release builds in the committed wrapper (`xtask/kcp/`: go.mod, go.sum, tools.go), which
+//! must be exactly what [`gomod::wrapper_go_mod`] makes of kcp's go.mod (checked on every build, so
+//! it cannot drift). Another `--version`, or `--kcp-checkout`, gets a generated wrapper under
+//! `target/kcp/<version>/` and a `go mod tidy` seeded with kcp's own go.sum (whose hashes the
+//! checksum database vouches for through kcp's module). Nothing fetched is ever written outside
+//! `target/`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use super::gomod::{self, COMMANDS, KCP_MODULE, Staging};
+
+/// The committed wrapper module of the pinned release, relative to the project root.
+const WRAPPER_DIR: &str = "xtask/kcp";
+
+#[derive(clap::Args)]
+pub struct Build {
+    /// The kcp release to build.
+    #[arg(long, default_value = gomod::PINNED_VERSION)]
+    version: String,
+    /// Take kcp's staging modules (sdk, client-go, apimachinery, virtual-workspace-framework, ...)
+    /// from this kcp git checkout at the release's tag instead of the Go module proxy: for modules
+    /// the proxy does not serve. The checkout is read with `git archive`; nothing of it is copied
+    /// outside `target/`.
+    #[arg(long, env = "FAROS_KCP_CHECKOUT")]
+    kcp_checkout: Option<PathBuf>,
+    /// Rebuild even if the binaries exist.
+    #[arg(long)]
+    force: bool,
+    /// Rewrite the committed wrapper's go.mod (`xtask/kcp/go.mod`) from kcp's go.mod at --version,
+    /// when moving the pin; then `go mod tidy` there records go.sum.
+    #[arg(long)]
+    write_wrapper: bool,
+}
+
+/// Exit status when the Go module proxy refused a module (a "no", not a failure of ours), so
+/// scripts can tell it apart.
+pub(crate) const EXIT_REFUSED: i32 = 3;
+
+/// How much of `go`'s stderr is echoed.
+const SHOWN_GO_LINES: usize = 12;
+
+/// The binaries' directory for `version`.
+pub(crate) fn bin_dir(root: &Path, version: &str) -> PathBuf {
+    root.join("target/kcp").join(version)
+}
+
+impl Build {
+    pub fn run(self, root: &Path) -> anyhow::Result<()> {
+        let out = bin_dir(root, &self.version);
+        if !self.force && COMMANDS.iter().all(|c| out.join(c).is_file()) {
+            eprintln!("kcp {} is built in {} (--force rebuilds)", self.version, out.display());
+            return check_version(&out, &self.version);
+        }
+        let go = go_program();
+        let started = Instant::now();
+        let release = download(&go, &self.version)?;
+        let kcp_go_mod = read(&release.go_mod)?;
+        let module = self.module_dir(root, &go, &release, &kcp_go_mod)?;
+        let ldflags = gomod::ldflags(&kcp_go_mod, &self.version, &release.commit, &release.time)?;
+        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+        let mut build = Command::new(&go);
+        build
+            .args(["build", "-trimpath", "-ldflags", &ldflags, "-o"])
+            .arg(format!("{}/", out.display()))
+            .args(COMMANDS.iter().map(|c| format!("{KCP_MODULE}/cmd/{c}")));
+        eprintln!(
+            "building kcp {} ({}) in {} (cold: about 25 minutes on 2 cores; Go's build cache makes it fast after)",
+            self.version,
+            COMMANDS.join(", "),
+            module.display()
+        );
+        run_go(build, &module)?;
+        eprintln!(
+            "built kcp {} into {} in {:.0?}",
+            self.version,
+            out.display(),
+            started.elapsed()
+        );
+        check_version(&out, &self.version)
+    }
+
+    /// The wrapper module to build in, prepared.
+    fn module_dir(&self, root: &Path, go: &str, release: &Release, kcp_go_mod: &str) -> anyhow::Result<PathBuf> {
+        let committed = root.join(WRAPPER_DIR);
+        if self.write_wrapper || (self.kcp_checkout.is_none() && self.version == gomod::PINNED_VERSION) {
+            let want = gomod::wrapper_go_mod(kcp_go_mod, &self.version, Staging::Published)?;
+            if self.write_wrapper {
+                write(&committed.join("go.mod"), &want)?;
+                let mut tidy = Command::new(go);
+                tidy.args(["mod", "tidy"]);
+                run_go(tidy, &committed)?;
+            } else if !gomod::same_pins(&read(&committed.join("go.mod"))?, &want) {
+                bail!(
+                    "{WRAPPER_DIR}/go.mod does not pin what kcp {}'s go.mod does; regenerate it with \
+                     `cargo xtask kcp build --version {} --write-wrapper`",
+                    self.version,
+                    self.version
+                );
+            }
+            return Ok(committed);
+        }
+        let dir = bin_dir(root, &self.version).join("module");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let staging_dir = bin_dir(root, &self.version).join("staging");
+        let staging = match &self.kcp_checkout {
+            Some(checkout) => {
+                extract_staging(checkout, &self.version, &staging_dir)?;
+                Staging::Checkout(&staging_dir)
+            }
+            None => Staging::Published,
+        };
+        let staging_modules = staging_dir.join("staging/src/github.com/kcp-dev");
+        let staging = match staging {
+            Staging::Checkout(_) => Staging::Checkout(&staging_modules),
+            Staging::Published => Staging::Published,
+        };
+        write(
+            &dir.join("go.mod"),
+            &gomod::wrapper_go_mod(kcp_go_mod, &self.version, staging)?,
+        )?;
+        write(&dir.join("tools.go"), &read(&committed.join("tools.go"))?)?;
+        // kcp's go.sum holds the hashes of every module kcp builds with; the checksum database
+        // vouches for it through kcp's own module hash.
+        write(&dir.join("go.sum"), &read(&release.dir.join("go.sum"))?)?;
+        let mut tidy = Command::new(go);
+        tidy.args(["mod", "tidy"]);
+        run_go(tidy, &dir)?;
+        Ok(dir)
+    }
+}
+
+/// `FAROS_GO`, else `go` on PATH, else the Go the machine image installs.
+fn go_program() -> String {
+    if let Ok(go) = std::env::var("FAROS_GO") {
+        return go;
+    }
+    if crate::e2e::which("go") {
+        return "go".into();
+    }
+    "/usr/local/go/bin/go".into()
+}
+
+/// kcp's module at a release, as `go mod download -json` reports it.
+struct Release {
+    go_mod: PathBuf,
+    dir: PathBuf,
+    commit: String,
+    time: String,
+}
+
+fn download(go: &str, version: &str) -> anyhow::Result<Release> {
+    let module = format!("{KCP_MODULE}@{version}");
+    let out = Command::new(go)
+        .args(["mod", "download", "-json", &module])
+        .env("GOFLAGS", "-mod=mod")
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running `{go} mod download` (is Go installed? FAROS_GO names it)"))?;
+    let json: Value = serde_json::from_slice(&out.stdout).with_context(|| {
+        format!(
+            "`go mod download -json {module}` printed no JSON: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    if let Some(error) = json["Error"].as_str() {
+        refused_or(error, || anyhow::anyhow!("downloading {module}: {error}"))?;
+    }
+    let path = |key: &str| {
+        json[key]
+            .as_str()
+            .map(PathBuf::from)
+            .with_context(|| format!("`go mod download -json {module}` reported no {key}"))
+    };
+    let info: Value = serde_json::from_str(&read(&path("Info")?)?).context("kcp's module .info")?;
+    Ok(Release {
+        go_mod: path("GoMod")?,
+        dir: path("Dir")?,
+        commit: json["Origin"]["Hash"]
+            .as_str()
+            .or(info["Origin"]["Hash"].as_str())
+            .unwrap_or("unknown")
+            .to_string(),
+        time: info["Time"].as_str().unwrap_or("1970-01-01T00:00:00Z").to_string(),
+    })
+}
+
+/// Runs a `go` command in `dir` with CGO off, its stderr shown as it comes and kept: a module the
+/// proxy refused ends the build with that module named and [`EXIT_REFUSED`].
+fn run_go(mut cmd: Command, dir: &Path) -> anyhow::Result<()> {
+    cmd.current_dir(dir)
+        .env("CGO_ENABLED", "0")
+        // Resolve what go.sum lacks, so a refusal shows as the proxy's answer, not "missing go.sum entry".
+        .env("GOFLAGS", "-mod=mod")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().context("starting go")?;
+    let mut stderr = String::new();
+    if let Some(pipe) = child.stderr.take() {
+        // go repeats a refusal for every package of the module: show the first lines only.
+        let mut shown = 0;
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            if !line.starts_with("go: downloading") && shown < SHOWN_GO_LINES {
+                eprintln!("    {line}");
+                shown += 1;
+            }
+            stderr.push_str(&line);
+            stderr.push('\n');
+        }
+    }
+    let status = child.wait().context("waiting for go")?;
+    if status.success() {
+        return Ok(());
+    }
+    refused_or(&stderr, || {
+        anyhow::anyhow!("`{cmd:?}` in {} failed ({status})", dir.display())
+    })
+}
+
+/// Exits with [`EXIT_REFUSED`] naming the module when `go_stderr` is a proxy refusal, else `other`.
+fn refused_or(go_stderr: &str, other: impl FnOnce() -> anyhow::Error) -> anyhow::Result<()> {
+    match gomod::refused(go_stderr) {
+        Some(r) => {
+            eprintln!(
+                "error: the Go module proxy does not serve {}: {}\n\
+                 kcp cannot be built from its modules alone. With a kcp git checkout, \
+                 `cargo xtask kcp build --kcp-checkout DIR` takes kcp's staging modules from the release's tag; \
+                 or run the e2e target on a kcp you have: `cargo xtask e2e --target kcp --kcp-binary PATH`.",
+                r.module, r.error
+            );
+            std::process::exit(EXIT_REFUSED);
+        }
+        None => Err(other()),
+    }
+}
+
+/// `staging/src/github.com/kcp-dev` of `checkout` at tag `version`, into `to` (replaced).
+fn extract_staging(checkout: &Path, version: &str, to: &Path) -> anyhow::Result<()> {
+    if to.exists() {
+        std::fs::remove_dir_all(to).with_context(|| format!("removing {}", to.display()))?;
+    }
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    // A bare mirror or a work tree alike: git finds the repository from --git-dir or -C.
+    let git_dir = if checkout.join(".git").exists() {
+        checkout.join(".git")
+    } else {
+        checkout.to_path_buf()
+    };
+    let mut archive = Command::new("git")
+        .arg("--git-dir")
+        .arg(&git_dir)
+        .args(["archive", "--format=tar", version, "staging/src/github.com/kcp-dev"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting git archive")?;
+    let tar = Command::new("tar")
+        .arg("-x")
+        .arg("-C")
+        .arg(to)
+        .stdin(archive.stdout.take().context("git archive's stdout")?)
+        .status()
+        .context("running tar")?;
+    let git = archive.wait().context("waiting for git archive")?;
+    if !git.success() || !tar.success() {
+        bail!(
+            "extracting staging/src/github.com/kcp-dev at {version} from {} failed (git {git}, tar {tar}); \
+             is it a kcp checkout with tag {version}?",
+            checkout.display()
+        );
+    }
+    Ok(())
+}
+
+/// `kcp --version` names the release (kcp prints `kcp version <gitVersion>`).
+pub(crate) fn check_version(dir: &Path, version: &str) -> anyhow::Result<()> {
+    let kcp = dir.join("kcp");
+    let out = Command::new(&kcp)
+        .arg("--version")
+        .output()
+        .with_context(|| format!("running {} --version", kcp.display()))?;
+    let printed = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !printed.contains(&format!("+kcp-{version}")) {
+        bail!(
+            "{} --version printed {printed:?}, which does not name {version}",
+            kcp.display()
+        );
+    }
+    eprintln!("{printed}");
+    Ok(())
+}
+
+fn read(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+fn write(path: &Path, contents: &str) -> anyhow::Result<()> {
+    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
+}
