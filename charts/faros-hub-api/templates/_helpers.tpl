@@ -3,10 +3,19 @@
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{/* Full name: <release>-<chart> unless the release name already contains the chart name. */}}
+{{/* The hub's Service as the umbrella chart tells every chart (`global.faros.hub`); empty outside it. */}}
+{{- define "faros-hub-api.global" -}}
+{{- dig "faros" "hub" dict (.Values.global | default dict) | toJson }}
+{{- end }}
+
+{{/* Full name: fullnameOverride, else the umbrella's `global.faros.hub.fullname`, else <release>-<chart>
+unless the release name already contains the chart name. */}}
 {{- define "faros-hub-api.fullname" -}}
+{{- $g := include "faros-hub-api.global" . | fromJson }}
 {{- if .Values.fullnameOverride }}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else if $g.fullname }}
+{{- $g.fullname | trunc 63 | trimSuffix "-" }}
 {{- else }}
 {{- $name := default .Chart.Name .Values.nameOverride }}
 {{- if contains $name .Release.Name }}
@@ -55,4 +64,35 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if .Values.ingress.host }}{{ $names = append $names .Values.ingress.host }}{{ end -}}
 {{- range .Values.tlsRoute.hostnames }}{{ $names = append $names . }}{{ end -}}
 {{- concat $names .Values.tls.extraDNSNames | uniq | toJson }}
+{{- end }}
+
+{{/* The Service port the hub listens on: `service.port`, else the umbrella's `global.faros.hub.port`, else 8443. */}}
+{{- define "faros-hub-api.port" -}}
+{{- $g := include "faros-hub-api.global" . | fromJson }}
+{{- .Values.service.port | default $g.port | default 8443 | int }}
+{{- end }}
+
+{{/*
+Under the umbrella chart the reconciler and the providers address the hub through `global.faros.hub`
+(they cannot see this chart's values). Refuse any setting of this chart that would put the hub
+somewhere else than they are told, instead of letting them dial a Service that does not exist.
+*/}}
+{{- define "faros-hub-api.checkGlobal" -}}
+{{- $g := include "faros-hub-api.global" . | fromJson }}
+{{- if $g }}
+{{- $port := include "faros-hub-api.port" . | int }}
+{{- if and $g.port (ne $port (int $g.port)) }}
+{{- fail (printf "faros-hub-api.service.port is %d but global.faros.hub.port, which the reconciler and the providers dial, is %v: under the umbrella chart set global.faros.hub.port only" $port $g.port) }}
+{{- end }}
+{{- $name := include "faros-hub-api.fullname" . }}
+{{- $told := $g.fullname | default (ternary .Release.Name (printf "%s-faros-hub-api" .Release.Name) (contains "faros-hub-api" .Release.Name)) | trunc 63 | trimSuffix "-" }}
+{{- if ne $name $told }}
+{{- fail (printf "faros-hub-api's Service would be %s but the reconciler and the providers are told %s: under the umbrella chart set global.faros.hub.fullname, not faros-hub-api.fullnameOverride or nameOverride" $name $told) }}
+{{- end }}
+{{- $ca := include "faros-hub-api.tlsSecret" . }}
+{{- $toldCA := $g.caSecret | default (printf "%s-tls" $told) }}
+{{- if ne $ca $toldCA }}
+{{- fail (printf "faros-hub-api's certificate Secret is %s but the reconciler and the providers are told to trust the CA in %s: under the umbrella chart set global.faros.hub.caSecret to the Secret holding the hub's CA" $ca $toldCA) }}
+{{- end }}
+{{- end }}
 {{- end }}

@@ -39,12 +39,40 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/*
+The hub API, which this chart's pods dial. Explicit (`hub.url`, `hub.caSecret`) for a chart installed on
+its own: its release name says nothing about the hub's. Under the umbrella chart, from `global.faros.hub`,
+which the faros-hub-api subchart also names its Service and port from (and refuses to contradict).
+*/}}
+{{- define "faros-provider-quickstart.hubGlobal" -}}
+{{- dig "faros" "hub" dict (.Values.global | default dict) | toJson }}
+{{- end }}
+
+{{- define "faros-provider-quickstart.hubFullname" -}}
+{{- $g := include "faros-provider-quickstart.hubGlobal" . | fromJson }}
+{{- $g.fullname | default (ternary .Release.Name (printf "%s-faros-hub-api" .Release.Name) (contains "faros-hub-api" .Release.Name)) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{- define "faros-provider-quickstart.hubURL" -}}
-{{- default (printf "https://%s-faros-hub-api.%s.svc:8443" .Release.Name .Release.Namespace) .Values.hub.url | trimSuffix "/" }}
+{{- $g := include "faros-provider-quickstart.hubGlobal" . | fromJson }}
+{{- if .Values.hub.url }}
+{{- tpl .Values.hub.url . | trimSuffix "/" }}
+{{- else if $g }}
+{{- printf "https://%s.%s.svc:%v" (include "faros-provider-quickstart.hubFullname" .) .Release.Namespace (int ($g.port | default 8443)) }}
+{{- else }}
+{{- fail "hub.url is required: the hub API's URL, for a release HUB of charts/faros-hub-api in namespace NS its Service https://HUB-faros-hub-api.NS.svc:8443 (its NOTES print it)" }}
+{{- end }}
 {{- end }}
 
 {{- define "faros-provider-quickstart.hubCASecret" -}}
-{{- default (printf "%s-faros-hub-api-tls" .Release.Name) (tpl .Values.hub.caSecret .) }}
+{{- $g := include "faros-provider-quickstart.hubGlobal" . | fromJson }}
+{{- if .Values.hub.caSecret }}
+{{- tpl .Values.hub.caSecret . }}
+{{- else if $g }}
+{{- $g.caSecret | default (printf "%s-tls" (include "faros-provider-quickstart.hubFullname" .)) }}
+{{- else }}
+{{- fail "hub.caSecret is required: the Secret in this namespace with the CA that signs the hub's certificate, for a release HUB of charts/faros-hub-api Secret HUB-faros-hub-api-tls (key ca.crt)" }}
+{{- end }}
 {{- end }}
 
 {{- define "faros-provider-quickstart.url" -}}

@@ -34,6 +34,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+#[path = "charts/wiring.rs"]
+mod wiring;
+
 const NAMESPACE: &str = "faros";
 const RELEASE: &str = "r";
 /// The Kubernetes version rendered manifests are validated against.
@@ -387,6 +390,51 @@ fn bad_values_are_refused_naming_the_key() {
             vec!["providerName=Quick Start"],
             "providerName",
         ),
+        // On its own, a component chart is told where the hub is; its release name says nothing.
+        (
+            "faros-hub-reconciler",
+            vec!["kcp.kubeconfigSecret=k"],
+            "hub.url is required: the hub API's URL, for a release HUB of charts/faros-hub-api in namespace NS its Service https://HUB-faros-hub-api.NS.svc:8443",
+        ),
+        (
+            "faros-hub-reconciler",
+            vec![
+                "kcp.kubeconfigSecret=k",
+                "hub.url=https://hub-faros-hub-api.faros.svc:8443",
+            ],
+            "hub.caSecret is required",
+        ),
+        ("faros-provider-quickstart", vec![], "hub.url is required"),
+        (
+            "faros-provider-quickstart",
+            vec!["hub.url=https://hub-faros-hub-api.faros.svc:8443"],
+            "HUB-faros-hub-api-tls",
+        ),
+        // Under the umbrella the hub's name, port and CA are set once, in global.faros.hub.
+        (
+            "faros",
+            vec!["faros-hub-api.service.port=9443"],
+            "global.faros.hub.port",
+        ),
+        (
+            "faros",
+            vec!["faros-hub-api.fullnameOverride=hub"],
+            "global.faros.hub.fullname",
+        ),
+        (
+            "faros",
+            vec!["faros-hub-api.nameOverride=hub"],
+            "global.faros.hub.fullname",
+        ),
+        (
+            "faros",
+            vec![
+                "faros-hub-api.tls.mode=existingSecret",
+                "faros-hub-api.tls.existingSecret=t",
+            ],
+            "global.faros.hub.caSecret",
+        ),
+        ("faros", vec!["global.faros.hub.port=0"], "port"),
         ("faros", vec!["faros-kcp.replicaCount=3"], "replicaCount"),
     ] {
         let err = template(&chart(c), &[], &sets)
@@ -725,7 +773,8 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
         &values,
         format!(
             "faros-kcp: {{service: {{port: {kcp}}}, externalURL: 'https://localhost:{kcp}'}}\n\
-             faros-hub-api: {{service: {{port: {hub}}}, tls: {{extraDNSNames: [localhost]}}}}\n\
+             global: {{faros: {{hub: {{port: {hub}}}}}}}\n\
+             faros-hub-api: {{tls: {{extraDNSNames: [localhost]}}}}\n\
              faros-hub-reconciler: {{hub: {{url: 'https://localhost:{hub}'}}, metricsPort: {rec}}}\n\
              faros-provider-quickstart: {{hub: {{url: 'https://localhost:{hub}'}}, service: {{port: {qs}}}}}\n"
         ),

@@ -37,11 +37,21 @@ fn the_scaffolded_chart_lints_and_renders_for_the_new_provider() {
     scaffold(&dir, "my-notes");
     let chart = dir.join("chart");
     let helm = helm();
-    let lint = Command::new(&helm).arg("lint").arg(&chart).output().unwrap();
+    // A provider chart names the hub it dials explicitly (its own release name says nothing about it).
+    let values = chart.join("ci/default-values.yaml");
+    let lint = Command::new(&helm)
+        .arg("lint")
+        .arg(&chart)
+        .arg("-f")
+        .arg(&values)
+        .output()
+        .unwrap();
     assert!(lint.status.success(), "{}", String::from_utf8_lossy(&lint.stdout));
     let rendered = Command::new(&helm)
         .args(["template", "notes", "--namespace", "faros"])
         .arg(&chart)
+        .arg("-f")
+        .arg(&values)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&rendered.stdout);
