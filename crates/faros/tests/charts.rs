@@ -42,7 +42,7 @@ const RELEASE: &str = "r";
 /// The Kubernetes version rendered manifests are validated against.
 const KUBERNETES_VERSION: &str = "1.32.0";
 /// Kinds from CRDs that `kubernetes-validate` has no schema for.
-const CRD_KINDS: [&str; 3] = ["Certificate", "ServiceMonitor", "TLSRoute"];
+const CRD_KINDS: [&str; 4] = ["Certificate", "Issuer", "ServiceMonitor", "TLSRoute"];
 const WAIT: Duration = Duration::from_secs(90);
 
 fn root() -> PathBuf {
@@ -262,6 +262,12 @@ fn every_chart_lints_renders_and_validates_for_every_ci_values_file() {
                 .arg(&values));
             assert!(ok, "helm lint --strict {file}:\n{text}");
             let (yaml, docs) = template(&dir, &[&values], &[]).unwrap_or_else(|e| panic!("{file}: {e}"));
+            // GitOps tools render without the cluster and compare: nothing may differ between renders.
+            let (again, _) = template(&dir, &[&values], &[]).unwrap();
+            assert!(
+                yaml == again,
+                "{file}: two renders differ (lookup or random generation in a template)"
+            );
             let rendered = copy.path().join("rendered.yaml");
             std::fs::write(&rendered, yaml).unwrap();
             let (ok, text) = run(Command::new("kubernetes-validate")
@@ -292,7 +298,19 @@ fn every_chart_lints_renders_and_validates_for_every_ci_values_file() {
 #[test]
 fn umbrella_defaults_wire_the_components_together() {
     let copy = charts();
-    let (_, docs) = template(&copy.path().join("charts/faros"), &[], &[]).unwrap();
+    let (defaults, _) = template(&copy.path().join("charts/faros"), &[], &[]).unwrap();
+    // Off by default: its pod waits for a Provider registered after the install, which would hold
+    // `helm install --wait` forever.
+    assert!(
+        !defaults.contains("faros-provider-quickstart"),
+        "quickstart is on by default"
+    );
+    let (_, docs) = template(
+        &copy.path().join("charts/faros"),
+        &[],
+        &["faros-provider-quickstart.enabled=true"],
+    )
+    .unwrap();
     let pods: BTreeMap<String, &Value> = pod_specs(&docs).into_iter().collect();
     let arg = |pod: &str, flag: &str| -> String {
         let pod = pods[pod];
@@ -319,9 +337,10 @@ fn umbrella_defaults_wire_the_components_together() {
     // The reconciler mirrors into the release namespace, where quickstart mounts `<provider>-kubeconfig`.
     assert_eq!(arg("r-faros-hub-reconciler", "--mirror-namespace"), NAMESPACE);
     assert!(secret_volumes("r-faros-provider-quickstart").contains(&"quickstart-kubeconfig".to_string()));
-    // Everyone trusts the hub through the hub chart's certificate Secret, which the render contains.
+    // Everyone trusts the hub through the hub chart's certificate Secret, which cert-manager fills from
+    // the rendered Certificate.
     let tls = "r-faros-hub-api-tls".to_string();
-    assert!(kind(&docs, "Secret").any(|s| s["metadata"]["name"] == tls.as_str()));
+    assert!(kind(&docs, "Certificate").any(|c| c["spec"]["secretName"] == tls.as_str()));
     for pod in [
         "r-faros-hub-api",
         "r-faros-hub-reconciler",
@@ -362,8 +381,8 @@ fn bad_values_are_refused_naming_the_key() {
         ),
         (
             "faros-hub-api",
-            vec!["kcp.kubeconfigSecret=k", "tls.mode=certManager"],
-            "issuerRef.name",
+            vec!["kcp.kubeconfigSecret=k", "tls.mode=generated"],
+            "tls.mode",
         ),
         (
             "faros-hub-api",
@@ -717,6 +736,35 @@ async fn wait_ready(proc: &mut Running, c: &Value) {
     }
 }
 
+/// The Secret cert-manager would write for a serving `Certificate` from a CA issuer: `tls.crt`,
+/// `tls.key` and `ca.crt`, covering the Certificate's DNS names.
+fn issue_like_cert_manager(certificate: &Value) -> Value {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
+    let names: Vec<String> = certificate["spec"]["dnsNames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(names)
+        .unwrap()
+        .signed_by(&key, &Issuer::new(ca, ca_key))
+        .unwrap();
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": certificate["spec"]["secretName"], "namespace": NAMESPACE},
+        "type": "kubernetes.io/tls",
+        "data": {"tls.crt": b64(&cert.pem()), "tls.key": b64(&key.serialize_pem()), "ca.crt": b64(&ca_pem)},
+    })
+}
+
 /// The last lines of every container log under `dir`, for failure messages.
 fn node_logs(dir: &Path) -> String {
     let mut out = String::new();
@@ -776,13 +824,18 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
              global: {{faros: {{hub: {{port: {hub}}}}}}}\n\
              faros-hub-api: {{tls: {{extraDNSNames: [localhost]}}}}\n\
              faros-hub-reconciler: {{hub: {{url: 'https://localhost:{hub}'}}, metricsPort: {rec}}}\n\
-             faros-provider-quickstart: {{hub: {{url: 'https://localhost:{hub}'}}, service: {{port: {qs}}}}}\n"
+             faros-provider-quickstart: {{enabled: true, hub: {{url: 'https://localhost:{hub}'}}, service: {{port: {qs}}}}}\n"
         ),
     )
     .unwrap();
     let (_, docs) = template(&copy.path().join("charts/faros"), &[&values], &[]).unwrap();
-    // What `helm install` would create in the hosting cluster and the pods then read.
-    for doc in kind(&docs, "Secret") {
+    // What `helm install` would create in the hosting cluster and the pods then read; cert-manager's
+    // part (a Secret per serving Certificate) is played by `issue_like_cert_manager`.
+    let issued: Vec<Value> = kind(&docs, "Certificate")
+        .filter(|c| c["spec"]["isCA"] != true)
+        .map(issue_like_cert_manager)
+        .collect();
+    for doc in kind(&docs, "Secret").chain(issued.iter()) {
         let secret: Secret = serde_json::from_value(doc.clone()).unwrap();
         Api::<Secret>::namespaced(hosting.clone(), NAMESPACE)
             .create(&PostParams::default(), &secret)
@@ -890,7 +943,8 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
             .unwrap();
         String::from_utf8(base64::engine::general_purpose::STANDARD.decode(data).unwrap()).unwrap()
     };
-    let hub_tls = kind(&docs, "Secret")
+    let hub_tls = issued
+        .iter()
         .find(|s| s["metadata"]["name"] == "r-faros-hub-api-tls")
         .unwrap();
     let hub_ca = base64::engine::general_purpose::STANDARD

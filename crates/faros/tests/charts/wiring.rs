@@ -511,11 +511,13 @@ fn the_umbrella_follows_a_renamed_hub_on_another_port() {
             ],
         ),
     ] {
+        let mut sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        sets.push("faros-provider-quickstart.enabled=true".into());
         let install = Install {
             release: release.into(),
             chart: "charts/faros".into(),
             namespace: NAMESPACE.into(),
-            sets: sets.iter().map(|s| s.to_string()).collect(),
+            sets: sets.clone(),
             values: Vec::new(),
         };
         let objects = render(&charts_dir, &install);
