@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use base64::Engine;
 use faros::cli::DevArgs;
 use faros::dev::Stack;
 use faros_test_support::https::client_trusting;
@@ -271,6 +272,80 @@ impl Platform {
         ));
         std::fs::write(&path, r.text)?;
         Ok(path)
+    }
+
+    /// Creates ServiceAccount `default/<name>` in the workspace `kubeconfig` reaches, with a
+    /// long-lived token Secret, and returns the token once kcp's token controller filled it in.
+    pub async fn service_account_token(&self, kubeconfig: &Path, name: &str) -> anyhow::Result<String> {
+        let manifest = format!(
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {name}, namespace: default}}\n---\n\
+             apiVersion: v1\nkind: Secret\ntype: kubernetes.io/service-account-token\n\
+             metadata:\n  name: {name}-token\n  namespace: default\n  \
+             annotations: {{kubernetes.io/service-account.name: {name}}}\n"
+        );
+        let applied = kubectl(kubeconfig, &["apply", "-f", "-"], Some(&manifest)).await?;
+        if !applied.status.success() {
+            bail!(
+                "creating ServiceAccount {name}: {}",
+                String::from_utf8_lossy(&applied.stderr)
+            );
+        }
+        let secret = format!("{name}-token");
+        let encoded = eventually(&format!("the token of ServiceAccount {name}"), WAIT, || async {
+            let out = kubectl(
+                kubeconfig,
+                &[
+                    "get",
+                    "secret",
+                    "-n",
+                    "default",
+                    &secret,
+                    "-o",
+                    "jsonpath={.data.token}",
+                ],
+                None,
+            )
+            .await?;
+            let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            Ok((out.status.success() && !token.is_empty()).then_some(token))
+        })
+        .await?;
+        let token = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .context("decoding the ServiceAccount token")?;
+        Ok(String::from_utf8(token)?)
+    }
+
+    /// The bearer token of the kubeconfig the reconciler minted for provider `name` (its
+    /// ServiceAccount `default/provider`), read as the platform admin.
+    pub async fn provider_token(&self, name: &str) -> anyhow::Result<String> {
+        let kubeconfig = self.admin_kubeconfig_for(faros_core::names::SYSTEM_PROVIDERS_PATH)?;
+        let out = kubectl(
+            &kubeconfig,
+            &[
+                "get",
+                "secret",
+                "-n",
+                "default",
+                &faros_core::names::kubeconfig_secret_name(name, None),
+                "-o",
+                "jsonpath={.data.kubeconfig}",
+            ],
+            None,
+        )
+        .await?;
+        if !out.status.success() {
+            bail!(
+                "reading provider {name}'s kubeconfig: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let yaml = base64::engine::general_purpose::STANDARD.decode(String::from_utf8_lossy(&out.stdout).trim())?;
+        let doc: Value = serde_saphyr::from_str(std::str::from_utf8(&yaml)?)?;
+        doc["users"][0]["user"]["token"]
+            .as_str()
+            .map(str::to_string)
+            .with_context(|| format!("provider {name}'s kubeconfig has no token"))
     }
 
     /// The admin kubeconfig with every cluster's server set to kcp workspace `path` (for kubectl,

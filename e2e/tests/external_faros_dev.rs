@@ -29,6 +29,7 @@ async fn every_scenario_passes_against_a_separate_faros_dev() {
         ("tenant lifecycle", scenarios::lifecycle::run(&p).boxed()),
         ("membership matrix", scenarios::tenancy::run(&p).boxed()),
         ("MCP federation", scenarios::mcp::run(&p).boxed()),
+        ("security", scenarios::security::run(&p).boxed()),
         ("GitOps", scenarios::gitops::run(&p).boxed()),
         ("provider deletion", scenarios::provider_deletion::run(&p).boxed()),
     ];

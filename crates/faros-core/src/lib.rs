@@ -28,4 +28,5 @@ pub mod schema_gen;
 pub mod status;
 pub mod telemetry;
 pub mod token_file;
+pub mod user;
 pub mod wait;

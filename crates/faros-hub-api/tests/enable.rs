@@ -357,8 +357,9 @@ async fn enable_disable_and_the_enabled_list() {
         body["message"],
         "user \"bob\" is a member of workspace \"dev\" of organization \"acme\" but this needs the admin role"
     );
+    // Not a member: the workspace is not there for her (as if it did not exist).
     let (code, _) = call(&stack, Some(CAROL), &enable("greeter"), None).await;
-    assert_eq!(code, 403);
+    assert_eq!(code, 404);
     let (code, _) = call(&stack, Some(ALICE), &names::enable_path(org, "nope", "greeter"), None).await;
     assert_eq!(code, 404);
 
@@ -499,7 +500,7 @@ async fn enable_disable_and_the_enabled_list() {
 
     // The enabled list: members read it, outsiders do not.
     let (code, body) = call(&stack, Some(CAROL), &enabled, None).await;
-    assert_eq!(code, 403, "{body}");
+    assert_eq!(code, 404, "{body}");
     let (code, body) = call(&stack, Some(BOB), &enabled, None).await;
     assert_eq!(code, 200, "{body}");
     assert_eq!(
@@ -581,6 +582,21 @@ async fn enable_disable_and_the_enabled_list() {
     // Disabling what is not enabled is a no-op.
     let (code, _) = call(&stack, Some(ALICE), &disable("fan"), None).await;
     assert_eq!(code, 204);
+
+    // The tenant kubeconfig over HTTP/2 and without a configured public URL: HTTP/2 clients name
+    // the hub in `:authority`, not `Host` (it was 400 "no valid Host header" for curl and browsers).
+    let h2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+    let resp = h2
+        .get(format!("{}/api/orgs/{org}/workspaces/{ws}/kubeconfig", stack.hub))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.version(), reqwest::Version::HTTP_2);
+    let code = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    assert_eq!(code, 200, "{text}");
+    assert!(text.contains(&format!("server: {}/clusters/", stack.hub)), "{text}");
 
     stack.stop().await;
 }

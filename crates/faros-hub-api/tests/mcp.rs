@@ -145,10 +145,8 @@ impl Directory for FakeDirectory {
                 _ => return Err(Status::not_found_message(format!("workspace {ws:?} not found"))),
             };
             if !members.contains(&caller.user.as_str()) {
-                return Err(Status::forbidden(format!(
-                    "{} is not a member of {org}/{ws}",
-                    caller.user
-                )));
+                // As the hub's Access answers: what a caller may not see does not exist for them.
+                return Err(Status::not_found_message(format!("workspace {ws:?} not found")));
             }
             Ok(WorkspaceRef {
                 org: org.into(),
@@ -563,7 +561,7 @@ async fn membership_is_checked_before_mcp() {
     for (what, ws, token, code, reason) in [
         ("no credentials", "dev", None, 401, "Unauthorized"),
         ("bad token", "dev", Some("garbage"), 401, "Unauthorized"),
-        ("not a member", "dev", Some(BOB), 403, "Forbidden"),
+        ("not a member", "dev", Some(BOB), 404, "NotFound"),
         ("no such workspace", "nope", Some(ALICE), 404, "NotFound"),
     ] {
         let (got, _, body) = post(h.url("acme", ws), token).await;

@@ -219,6 +219,7 @@ async fn valid_tokens_map_to_prefixed_users_and_groups() {
             user: format!("{}#alice", issuer.url),
             groups: vec!["oidc:dev".into(), "oidc:ops".into(), "system:authenticated".into()],
             source: CredentialSource::Oidc,
+            ..Default::default()
         }
     );
     assert_eq!(
@@ -407,8 +408,10 @@ async fn static_tokens_authenticate_and_reload() {
         caller,
         Caller {
             user: "alice".into(),
+            uid: "1".into(),
             groups: vec!["dev".into(), "system:authenticated".into()],
             source: CredentialSource::StaticToken,
+            ..Default::default()
         }
     );
     assert_eq!(

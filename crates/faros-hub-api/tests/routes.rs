@@ -290,7 +290,8 @@ async fn backend_proxy_asserts_identity_and_never_forwards_credentials() {
     let claims = identity::verify(token, &jwks, "q", identity::now_unix()).unwrap();
     assert_eq!(
         (claims.identity.user.as_str(), claims.identity.groups.clone()),
-        ("alice", vec!["devs".to_string()])
+        // kube-apiserver's rule: every authenticated user is in system:authenticated.
+        ("alice", vec!["devs".to_string(), "system:authenticated".to_string()])
     );
     assert_eq!(claims.exp - claims.iat, 60);
     assert!(identity::verify(token, &jwks, "other", identity::now_unix()).is_err());

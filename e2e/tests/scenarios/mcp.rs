@@ -120,7 +120,8 @@ pub async fn run(p: &Platform) {
     let none = kubectl(&ops_kc, &["get", "greetings", "-A"], None).await.unwrap();
     assert!(!none.status.success(), "ops has no greetings API");
 
-    // Bob is not a member: 403 before any MCP happens, with or without a session.
+    // Bob is not a member: 404 (as for a workspace that does not exist) before any MCP happens,
+    // with or without a session.
     let denied = p
         .call_with(
             Method::POST,
@@ -131,7 +132,7 @@ pub async fn run(p: &Platform) {
         )
         .await
         .unwrap();
-    assert_eq!(denied.status, 403, "{}", denied.text);
+    assert_eq!(denied.status, 404, "{}", denied.text);
     let anonymous = p
         .call(
             Method::POST,

@@ -7,4 +7,5 @@ pub mod gitops;
 pub mod lifecycle;
 pub mod mcp;
 pub mod provider_deletion;
+pub mod security;
 pub mod tenancy;

@@ -6,6 +6,7 @@
 //! ServiceAccounts and everything else kcp accepts work). Tokens are never logged and never echoed
 //! in a Status.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use faros_core::identity::Identity;
 use faros_core::status::Status;
+use faros_core::user::{EXTRA_CLUSTER_NAME, UserInfo, split_service_account_username};
 use futures::future::BoxFuture;
 use http::HeaderMap;
 
@@ -28,8 +30,7 @@ pub use chain::Chain;
 pub use oidc::{OidcAuthenticator, OidcSettings};
 pub use static_tokens::StaticTokens;
 
-/// Every authenticated caller is in this group (kube-apiserver adds it after any authenticator).
-pub const GROUP_AUTHENTICATED: &str = "system:authenticated";
+pub use faros_core::user::GROUP_AUTHENTICATED;
 
 /// Which kind of credential authenticated a [`Caller`]. Handlers that need the credential itself
 /// (the kubeconfig download echoing a static token) re-read the bearer from their request.
@@ -45,20 +46,90 @@ pub enum CredentialSource {
 }
 
 /// An authenticated caller. Put into request extensions by [`require_caller`].
+///
+/// `uid` and `extra` are part of who the caller is, not decoration: a ServiceAccount's user name
+/// repeats in every workspace and only kcp's cluster-name extra says which one it is
+/// ([`faros_core::user`]). Every question the hub asks kcp about a caller carries all four.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Caller {
     pub user: String,
+    pub uid: String,
     pub groups: Vec<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
     pub source: CredentialSource,
 }
 
 impl Caller {
+    /// A caller as an authenticator reported it (`system:authenticated` added).
+    pub fn new(user: UserInfo, source: CredentialSource) -> Self {
+        Self {
+            user: user.username,
+            uid: user.uid,
+            groups: with_authenticated(user.groups),
+            extra: user.extra,
+            source,
+        }
+    }
+
     /// The identity asserted to providers. Tenancy (org, workspace, cluster) comes with part 2.
     pub fn identity(&self) -> Identity {
         Identity {
             user: self.user.clone(),
             groups: self.groups.clone(),
             ..Default::default()
+        }
+    }
+
+    /// The caller as `authentication.k8s.io/v1` `UserInfo`: what a SubjectAccessReview must carry.
+    pub fn user_info(&self) -> UserInfo {
+        UserInfo {
+            username: self.user.clone(),
+            uid: self.uid.clone(),
+            groups: self.groups.clone(),
+            extra: self.extra.clone(),
+        }
+    }
+
+    /// What kind of principal this is, which decides the hub routes it may use ([`Principal`]).
+    pub fn principal(&self) -> Principal {
+        let Some((namespace, name)) = split_service_account_username(&self.user) else {
+            return Principal::User;
+        };
+        let cluster = self.extra.get(EXTRA_CLUSTER_NAME).and_then(|v| v.first()).cloned();
+        Principal::ServiceAccount {
+            cluster,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+/// The two kinds of principal the hub tells apart (see docs/hub-api.md, "Who may call what").
+///
+/// Users (static tokens, OIDC, kcp users) may use every authenticated route; kcp decides their
+/// standing in each workspace. A ServiceAccount is a workload of one workspace: it may read the
+/// catalog and act in workspaces where kcp itself lets it in (always asked with its cluster), but it
+/// never owns organizations or manages memberships, and a ServiceAccount without a cluster (a user
+/// name that only looks like one) is no one's member anywhere.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Principal {
+    User,
+    ServiceAccount {
+        cluster: Option<String>,
+        namespace: String,
+        name: String,
+    },
+}
+
+impl Principal {
+    /// `Ok` for users; a 403 naming `what` for ServiceAccounts, which may never do it.
+    pub fn require_user(&self, what: &str) -> Result<(), Status> {
+        match self {
+            Principal::User => Ok(()),
+            Principal::ServiceAccount { namespace, name, .. } => Err(Status::forbidden(format!(
+                "ServiceAccount {namespace}/{name} cannot {what}: only users can (see docs/hub-api.md, \
+                 \"Who may call what\")"
+            ))),
         }
     }
 }
@@ -160,11 +231,7 @@ impl Authenticator for BearerTokenReview {
         Box::pin(async move {
             let token = bearer_token(headers).ok_or_else(missing_credentials)?;
             match self.reviewer.review(&self.cluster, token).await {
-                Ok(Some(user)) => Ok(Caller {
-                    user: user.username,
-                    groups: user.groups,
-                    source: CredentialSource::TokenReview,
-                }),
+                Ok(Some(user)) => Ok(Caller::new(user, CredentialSource::TokenReview)),
                 Ok(None) => Err(invalid_token()),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot authenticate: TokenReview failed");
@@ -230,6 +297,47 @@ mod tests {
     }
 
     #[test]
+    fn principals() {
+        let caller = |user: &str, cluster: Option<&str>| Caller {
+            user: user.into(),
+            extra: cluster
+                .map(|c| BTreeMap::from([(EXTRA_CLUSTER_NAME.to_string(), vec![c.to_string()])]))
+                .unwrap_or_default(),
+            ..Default::default()
+        };
+        let sa = |cluster: Option<&str>, ns: &str, name: &str| Principal::ServiceAccount {
+            cluster: cluster.map(str::to_string),
+            namespace: ns.into(),
+            name: name.into(),
+        };
+        for (c, want) in [
+            (caller("alice", None), Principal::User),
+            // kcp's global form is a user name, not a ServiceAccount token's identity.
+            (caller("system:kcp:serviceaccount:c1:default:x", None), Principal::User),
+            (
+                caller("system:serviceaccount:default:provider", Some("c1")),
+                sa(Some("c1"), "default", "provider"),
+            ),
+            (
+                caller("system:serviceaccount:default:provider", None),
+                sa(None, "default", "provider"),
+            ),
+        ] {
+            assert_eq!(c.principal(), want, "{c:?}");
+        }
+        assert!(Principal::User.require_user("create organizations").is_ok());
+        let denied = sa(Some("c1"), "default", "provider")
+            .require_user("create organizations")
+            .unwrap_err();
+        assert_eq!(denied.code, 403);
+        assert!(
+            denied
+                .message
+                .contains("ServiceAccount default/provider cannot create organizations")
+        );
+    }
+
+    #[test]
     fn authenticated_group_is_added_once() {
         for (groups, want) in [
             (vec![], vec![GROUP_AUTHENTICATED]),
@@ -247,19 +355,31 @@ mod tests {
             "root",
             "good",
             ReviewedUser {
-                username: "alice".into(),
-                groups: vec!["devs".into()],
-                ..Default::default()
+                username: "system:serviceaccount:default:deployer".into(),
+                uid: "u-1".into(),
+                groups: vec!["system:serviceaccounts".into(), GROUP_AUTHENTICATED.into()],
+                extra: BTreeMap::from([(EXTRA_CLUSTER_NAME.into(), vec!["c1".into()])]),
             },
         );
         let authn = BearerTokenReview::new(Arc::new(reviewer), "root");
         let ok = authn.authenticate(&headers(Some("Bearer good"))).await.unwrap();
+        // uid and extra survive: without the cluster-name extra the SA is a different principal.
         assert_eq!(
             ok,
             Caller {
-                user: "alice".into(),
-                groups: vec!["devs".into()],
+                user: "system:serviceaccount:default:deployer".into(),
+                uid: "u-1".into(),
+                groups: vec!["system:serviceaccounts".into(), GROUP_AUTHENTICATED.into()],
+                extra: BTreeMap::from([(EXTRA_CLUSTER_NAME.into(), vec!["c1".into()])]),
                 source: CredentialSource::TokenReview,
+            }
+        );
+        assert_eq!(
+            ok.principal(),
+            Principal::ServiceAccount {
+                cluster: Some("c1".into()),
+                namespace: "default".into(),
+                name: "deployer".into()
             }
         );
         assert_eq!(authn.authenticate(&headers(None)).await.unwrap_err().code, 401);

@@ -28,9 +28,10 @@ use http_body_util::{BodyExt, Limited};
 use kube::client::ConfigExt;
 use serde_json::{Map, Value};
 
-use super::{AuthError, Authenticator, Caller, CredentialSource, Verdict, bearer_token, settle, with_authenticated};
+use super::{AuthError, Authenticator, Caller, CredentialSource, Verdict, bearer_token, settle};
 use crate::catalog::clock::{Clock, SystemClock};
 use crate::proxy::{UpstreamPool, pool};
+use faros_core::user::UserInfo;
 
 /// The claim naming the user unless configured otherwise.
 pub const DEFAULT_USERNAME_CLAIM: &str = "sub";
@@ -302,11 +303,12 @@ pub fn caller_from_claims(settings: &OidcSettings, claims: &Map<String, Value>, 
         },
     };
     let group_prefix = settings.groups_prefix.as_deref().unwrap_or_default();
-    Ok(Caller {
-        user: format!("{}{username}", settings.effective_username_prefix()),
-        groups: with_authenticated(groups.into_iter().map(|g| format!("{group_prefix}{g}")).collect()),
-        source: CredentialSource::Oidc,
-    })
+    let user = UserInfo {
+        username: format!("{}{username}", settings.effective_username_prefix()),
+        groups: groups.into_iter().map(|g| format!("{group_prefix}{g}")).collect(),
+        ..Default::default()
+    };
+    Ok(Caller::new(user, CredentialSource::Oidc))
 }
 
 struct KeySet {

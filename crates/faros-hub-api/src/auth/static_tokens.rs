@@ -25,7 +25,8 @@ use futures::future::BoxFuture;
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
 
-use super::{AuthError, Authenticator, Caller, CredentialSource, Verdict, bearer_token, settle, with_authenticated};
+use super::{AuthError, Authenticator, Caller, CredentialSource, Verdict, bearer_token, settle};
+use faros_core::user::UserInfo;
 
 /// Default interval between checks of the token file.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
@@ -72,11 +73,13 @@ fn table(tokens: Vec<StaticToken>) -> Table {
     tokens
         .into_iter()
         .map(|t| {
-            let caller = Caller {
-                user: t.user,
-                groups: with_authenticated(t.groups),
-                source: CredentialSource::StaticToken,
+            let user = UserInfo {
+                username: t.user,
+                uid: t.uid,
+                groups: t.groups,
+                extra: Default::default(),
             };
+            let caller = Caller::new(user, CredentialSource::StaticToken);
             (digest(&t.token), caller)
         })
         .collect()
@@ -203,11 +206,13 @@ mod tests {
     use crate::auth::test_support::{bearer, headers};
     use pretty_assertions::assert_eq;
 
-    fn caller(user: &str, groups: &[&str]) -> Caller {
+    fn caller(user: &str, uid: &str, groups: &[&str]) -> Caller {
         Caller {
             user: user.into(),
+            uid: uid.into(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
             source: CredentialSource::StaticToken,
+            ..Default::default()
         }
     }
 
@@ -220,9 +225,9 @@ mod tests {
         let cases = [
             (
                 "alice-token",
-                Some(caller("alice", &["dev", "ops", "system:authenticated"])),
+                Some(caller("alice", "1", &["dev", "ops", "system:authenticated"])),
             ),
-            ("bob-token", Some(caller("bob", &["system:authenticated"]))),
+            ("bob-token", Some(caller("bob", "2", &["system:authenticated"]))),
             ("alice-token2", None),
             ("alice-toke", None),
             ("ALICE-TOKEN", None),

@@ -5,7 +5,7 @@
 //! heartbeat or proxy path from costing a kcp round trip per request; it keys on a SHA-256 of the
 //! token so tokens never sit in memory longer than the request that brought them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,24 +17,10 @@ use kube::api::PostParams;
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
-/// kcp's user-info extra naming the logical cluster of a ServiceAccount.
-pub const EXTRA_CLUSTER_NAME: &str = "authentication.kubernetes.io/cluster-name";
+pub use faros_core::user::EXTRA_CLUSTER_NAME;
 
-/// An authenticated user, as kcp reported it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ReviewedUser {
-    pub username: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl ReviewedUser {
-    /// The logical cluster a ServiceAccount belongs to.
-    pub fn cluster_name(&self) -> Option<&str> {
-        self.extra.get(EXTRA_CLUSTER_NAME)?.first().map(String::as_str)
-    }
-}
+/// An authenticated user, as kcp reported it (uid and extra included: see [`faros_core::user`]).
+pub type ReviewedUser = faros_core::user::UserInfo;
 
 /// Why a review could not be done (not: why a token was rejected).
 #[derive(Debug, Clone, thiserror::Error)]

@@ -36,8 +36,8 @@ pub use routes::{MCP_ROUTE, routes};
 
 /// Which workspace a caller may use, and which providers it enabled.
 pub trait Directory: Send + Sync + 'static {
-    /// The team workspace `ws` of organization `org`, if `caller` is a member: 403 when not, 404
-    /// when it does not exist, 503 while it is not ready.
+    /// The team workspace `ws` of organization `org`, if `caller` is a member: 404 when not or when
+    /// it does not exist (the same answer), 503 while it is not ready.
     fn resolve<'a>(
         &'a self,
         caller: &'a Caller,

@@ -4,9 +4,12 @@
 //! membership list. A caller is a **member** of a workspace when kcp would let them in at all
 //! (`access` on `/`), and an **admin** when kcp would let them create APIBindings there, which is
 //! exactly what Enable does on their behalf. Both questions are SubjectAccessReviews against the
-//! workspace, so `kubectl` and the hub can never disagree. Answers are cached briefly per
-//! (user, groups, cluster) so a busy portal or MCP client does not cost two kcp round trips per
-//! request; the TTL bounds how long a revoked member keeps access through the hub.
+//! workspace, so `kubectl` and the hub can never disagree. The reviews carry the caller's whole
+//! `UserInfo` (uid and extra too): a ServiceAccount's user name repeats in every workspace, and only
+//! kcp's cluster-name extra keeps a `default/deployer` of one workspace from being taken for the
+//! `default/deployer` another workspace granted admin. Answers are cached briefly per identity and
+//! cluster so a busy portal or MCP client does not cost two kcp round trips per request; the TTL
+//! bounds how long a revoked member keeps access through the hub.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -16,6 +19,7 @@ use faros_core::client::ClientFactory;
 use faros_core::kcp::{LogicalClusterPhase, Workspace};
 use faros_core::names;
 use faros_core::status::Status;
+use faros_core::user::{GROUP_AUTHENTICATED, UserInfo};
 use k8s_openapi::api::authorization::v1::{
     NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
@@ -24,9 +28,6 @@ use kube::api::PostParams;
 use tokio::time::Instant;
 
 use crate::auth::Caller;
-
-/// The group every authenticated user is in; SARs must carry it for kcp's default grants to apply.
-pub const GROUP_AUTHENTICATED: &str = "system:authenticated";
 
 /// A caller's standing in a workspace. `Admin` implies `Member`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
@@ -76,8 +77,7 @@ impl Default for AccessSettings {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct DecisionKey {
-    user: String,
-    groups: Vec<String>,
+    user: UserInfo,
     cluster: String,
 }
 
@@ -140,22 +140,20 @@ impl Access {
         };
         let client = self.client(&parent)?;
         let what = match ws {
-            Some(ws) => format!("workspace {ws:?} in organization {org:?}"),
+            Some(ws) => format!("workspace {ws:?} of organization {org:?}"),
             None => format!("organization {org:?}"),
         };
         let workspace = match Api::<Workspace>::all(client).get_opt(name).await {
             Ok(Some(w)) => w,
-            Ok(None) => return Err(Status::not_found_message(format!("{what} not found"))),
+            Ok(None) => return Err(not_found(org, ws)),
             // The org itself is gone: the team workspace is too.
-            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
-                return Err(Status::not_found_message(format!("{what} not found")));
-            }
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => return Err(not_found(org, ws)),
             Err(e) => return Err(Status::from(e)),
         };
         let phase = workspace.status.as_ref().and_then(|s| s.phase.clone());
         let cluster = workspace.spec.cluster.clone().unwrap_or_default();
         if workspace.metadata.deletion_timestamp.is_some() {
-            return Err(Status::not_found_message(format!("{what} is being deleted")));
+            return Err(not_found(org, ws));
         }
         if phase != Some(LogicalClusterPhase::Ready) || cluster.is_empty() {
             return Err(Status::unavailable(format!(
@@ -184,8 +182,7 @@ impl Access {
     /// The caller's role in the logical cluster `cluster`, `None` when not a member.
     pub async fn role(&self, caller: &Caller, cluster: &str) -> Result<Option<Role>, Status> {
         let key = DecisionKey {
-            user: caller.user.clone(),
-            groups: caller.groups.clone(),
+            user: review_user(caller),
             cluster: cluster.to_string(),
         };
         if let Ok(d) = self.decisions.lock()
@@ -210,8 +207,8 @@ impl Access {
         Ok(role)
     }
 
-    /// Resolves the workspace and requires at least `min` there: 404 when it does not exist, 403
-    /// when the caller is not a member (or only a member where admin is needed).
+    /// Resolves the workspace and requires at least `min` there: 404 when it does not exist or the
+    /// caller is not a member (indistinguishable on purpose), 403 when a member needs admin.
     pub async fn require(
         &self,
         caller: &Caller,
@@ -228,31 +225,27 @@ impl Access {
                 caller.user,
                 describe(&target)
             ))),
-            None => Err(Status::forbidden(format!(
-                "user {:?} is not a member of {}",
-                caller.user,
-                describe(&target)
-            ))),
+            // Exactly what a missing workspace answers: names of others' organizations and
+            // workspaces must not be discoverable by probing.
+            None => Err(not_found(org, ws)),
         }
     }
 
     async fn review(&self, caller: &Caller, cluster: &str, attrs: Attrs) -> Result<bool, Status> {
         let client = self.client(cluster)?;
-        let mut groups = caller.groups.clone();
-        if !groups.iter().any(|g| g == GROUP_AUTHENTICATED) {
-            groups.push(GROUP_AUTHENTICATED.to_string());
-        }
+        let user = review_user(caller);
         let (resource_attributes, non_resource_attributes) = match attrs {
             Attrs::Resource(r) => (Some(*r), None),
             Attrs::NonResource(n) => (None, Some(n)),
         };
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
-                user: Some(caller.user.clone()),
-                groups: Some(groups),
+                user: Some(user.username),
+                uid: Some(user.uid).filter(|u| !u.is_empty()),
+                groups: Some(user.groups),
+                extra: Some(user.extra).filter(|e| !e.is_empty()),
                 resource_attributes,
                 non_resource_attributes,
-                ..Default::default()
             },
             ..Default::default()
         };
@@ -262,6 +255,14 @@ impl Access {
             .map_err(Status::from)?;
         Ok(answer.status.is_some_and(|s| s.allowed && !s.denied.unwrap_or(false)))
     }
+}
+
+/// Who a review asks about: the caller's whole `UserInfo` with `system:authenticated`, which kcp's
+/// default grants key on.
+fn review_user(caller: &Caller) -> UserInfo {
+    let mut user = caller.user_info();
+    user.ensure_group(GROUP_AUTHENTICATED);
+    user
 }
 
 enum Attrs {
@@ -295,6 +296,16 @@ fn role_from(member: bool, admin: bool) -> Option<Role> {
         (true, false) => Some(Role::Member),
         (false, _) => None,
     }
+}
+
+/// 404 for an organization or workspace that does not exist or that the caller may not see: the
+/// same answer for both.
+pub fn not_found(org: &str, ws: Option<&str>) -> Status {
+    let what = match ws {
+        Some(ws) => format!("workspace {ws:?} of organization {org:?}"),
+        None => format!("organization {org:?}"),
+    };
+    Status::not_found_message(format!("{what} not found"))
 }
 
 /// "organization \"acme\"" or "workspace \"dev\" of organization \"acme\"".

@@ -48,7 +48,7 @@ pub fn identity_in(caller: &Caller, target: Option<&WorkspaceRef>) -> Identity {
 }
 
 impl Tenancy {
-    /// Resolves the tenant named by `headers` (membership required: 403 otherwise) and returns
+    /// Resolves the tenant named by `headers` (membership required: 404 otherwise, as for a workspace that does not exist) and returns
     /// the identity to assert.
     pub async fn identity_for(&self, caller: &Caller, headers: &HeaderMap) -> Result<Identity, Status> {
         match requested_tenant(headers)? {

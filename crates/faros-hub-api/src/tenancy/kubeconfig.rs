@@ -7,7 +7,7 @@
 
 use axum::Extension;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use faros_core::status::Status;
@@ -49,16 +49,26 @@ pub fn document(
     })
 }
 
-/// The hub's public base URL: configured, or as this request reached it.
-pub fn public_url(configured: Option<&str>, headers: &HeaderMap, proto: &str) -> Result<String, Status> {
+/// The hub's public base URL: configured, or as this request reached it. HTTP/1.1 names the host
+/// in `Host`; HTTP/2 in the `:authority` pseudo-header, which arrives as the URI's authority and
+/// usually without any `Host` (curl over TLS, every browser). RFC 9113 §8.3.1 lets a client send
+/// both; they must then agree, so `Host` is read first and the authority is the fallback.
+pub fn public_url(configured: Option<&str>, headers: &HeaderMap, uri: &Uri, proto: &str) -> Result<String, Status> {
     if let Some(u) = configured {
         return Ok(u.trim_end_matches('/').to_string());
     }
+    let valid = |h: &str| !h.is_empty() && h.chars().all(|c| c.is_ascii_alphanumeric() || "-.:[]".contains(c));
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_alphanumeric() || "-.:[]".contains(c)))
-        .ok_or_else(|| Status::bad_request("cannot tell the hub's address: no valid Host header"))?;
+        .or_else(|| uri.authority().map(|a| a.as_str()))
+        .filter(|h| valid(h))
+        .ok_or_else(|| {
+            Status::bad_request(
+                "cannot tell the hub's address: the request has no valid Host header or :authority; \
+                 set the hub's --public-url",
+            )
+        })?;
     Ok(format!("{proto}://{host}"))
 }
 
@@ -67,6 +77,7 @@ pub async fn kubeconfig(
     Extension(caller): Extension<Caller>,
     Path((org, ws)): Path<(String, String)>,
     Query(params): Query<Params>,
+    uri: Uri,
     headers: HeaderMap,
 ) -> Result<Response, Status> {
     let (target, _) = st
@@ -87,6 +98,7 @@ pub async fn kubeconfig(
     let base = public_url(
         st.tenancy.settings.public_url.as_deref(),
         &headers,
+        &uri,
         st.settings.public_proto,
     )?;
     let server = format!("{base}/clusters/{}", target.cluster);
@@ -131,15 +143,38 @@ mod tests {
 
     #[test]
     fn public_urls() {
-        let mut h = HeaderMap::new();
-        assert_eq!(
-            public_url(Some("https://hub.example.com/"), &h, "https").unwrap(),
-            "https://hub.example.com"
-        );
-        assert_eq!(public_url(None, &h, "https").unwrap_err().code, 400);
-        h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8443"));
-        assert_eq!(public_url(None, &h, "https").unwrap(), "https://127.0.0.1:8443");
-        h.insert(header::HOST, HeaderValue::from_static("evil/path"));
-        assert_eq!(public_url(None, &h, "http").unwrap_err().code, 400);
+        let path: Uri = "/api/orgs/a/workspaces/b/kubeconfig".parse().unwrap();
+        // What hyper makes of an HTTP/2 request: the :authority in the URI, no Host header.
+        let h2: Uri = "https://hub.example.com:8443/api/orgs/a/workspaces/b/kubeconfig"
+            .parse()
+            .unwrap();
+        let host = |v: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::HOST, HeaderValue::from_static(v));
+            h
+        };
+        let none = HeaderMap::new();
+        for (configured, headers, uri, want) in [
+            (
+                Some("https://hub.example.com/"),
+                &none,
+                &path,
+                Ok("https://hub.example.com"),
+            ),
+            (None, &none, &path, Err(400)),
+            (None, &host("127.0.0.1:8443"), &path, Ok("https://127.0.0.1:8443")),
+            (None, &host("evil/path"), &path, Err(400)),
+            (None, &none, &h2, Ok("https://hub.example.com:8443")),
+            // HTTP/2 with both: they agree by protocol rule; Host is read first.
+            (
+                None,
+                &host("hub.example.com:8443"),
+                &h2,
+                Ok("https://hub.example.com:8443"),
+            ),
+        ] {
+            let got = public_url(configured, headers, uri, "https").map_err(|s| s.code);
+            assert_eq!(got, want.map(str::to_string), "{configured:?} {headers:?} {uri}");
+        }
     }
 }

@@ -1,22 +1,41 @@
 //! The tenant REST surface, mounted behind authentication by [`crate::router::router`].
+//!
+//! Which principals may call what is decided here, per route, and nowhere by accident (see
+//! docs/hub-api.md, "Who may call what"). Users may call every route; kcp decides their standing in
+//! each workspace. ServiceAccounts are workloads of one workspace: they may read who they are, list
+//! and use workspaces where kcp lets them in (the membership reviews carry their cluster, so a
+//! ServiceAccount counts only where it lives or where kcp RBAC names it globally), but organizations
+//! and memberships belong to people: those routes are [`users_only`].
 
-use axum::Router;
-use axum::routing::{get, put};
+use axum::extract::Request;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, put};
+use axum::{Extension, Router};
 
 use super::{kubeconfig, me, members, orgs};
+use crate::auth::Caller;
 use crate::state::AppState;
 
 /// Routes under `/api/me` and `/api/orgs/**`.
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/me", get(me::me))
-        .route("/api/orgs", get(orgs::list_orgs).post(orgs::create_org))
-        .route("/api/orgs/{org}", get(orgs::get_org).delete(orgs::delete_org))
-        .route("/api/orgs/{org}/members", get(members::list_org))
+    let users_only = Router::new()
+        .route("/api/orgs", post(orgs::create_org))
+        .route("/api/orgs/{org}", delete(orgs::delete_org))
         .route(
             "/api/orgs/{org}/members/{user}",
             put(members::put_org).delete(members::delete_org),
         )
+        .route(
+            "/api/orgs/{org}/workspaces/{ws}/members/{user}",
+            put(members::put_ws).delete(members::delete_ws),
+        )
+        .route_layer(middleware::from_fn(users_only));
+    let any_principal = Router::new()
+        .route("/api/me", get(me::me))
+        .route("/api/orgs", get(orgs::list_orgs))
+        .route("/api/orgs/{org}", get(orgs::get_org))
+        .route("/api/orgs/{org}/members", get(members::list_org))
         .route(
             "/api/orgs/{org}/workspaces",
             get(orgs::list_workspaces).post(orgs::create_workspace),
@@ -30,9 +49,20 @@ pub fn router() -> Router<AppState> {
             "/api/orgs/{org}/workspaces/{ws}/kubeconfig",
             get(kubeconfig::kubeconfig),
         )
-        .route(
-            "/api/orgs/{org}/workspaces/{ws}/members/{user}",
-            put(members::put_ws).delete(members::delete_ws),
-        )
-        .merge(super::enable::routes())
+        .merge(super::enable::routes());
+    users_only.merge(any_principal)
+}
+
+/// 403 for ServiceAccounts: what the route does (own an organization, grant or revoke membership)
+/// is a person's act, whatever RBAC a workload holds.
+async fn users_only(Extension(caller): Extension<Caller>, req: Request, next: Next) -> Response {
+    let what = match (req.method().as_str(), req.uri().path()) {
+        ("POST", "/api/orgs") => "create organizations",
+        ("DELETE", p) if p.matches('/').count() == 3 => "delete organizations",
+        _ => "manage memberships",
+    };
+    match caller.principal().require_user(what) {
+        Ok(()) => next.run(req).await,
+        Err(status) => status.into_response(),
+    }
 }

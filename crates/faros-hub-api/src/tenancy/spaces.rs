@@ -200,8 +200,51 @@ pub async fn create_org(t: &Tenancy, req: &CreateRequest, creator: &str) -> Resu
     let (ws, created) = create(t, names::TENANTS_PATH, Kind::Organization, req, creator).await?;
     let cluster = ws.spec.cluster.clone().unwrap_or_default();
     apply_roles(t, &cluster).await?;
-    set_member(t, &cluster, creator, Role::Admin).await?;
+    let current = if created {
+        Vec::new()
+    } else {
+        members(t, &cluster).await?
+    };
+    match creator_grant(created, &current, creator) {
+        CreatorGrant::Grant => set_member(t, &cluster, creator, Role::Admin).await?,
+        CreatorGrant::AlreadyAdmin => {}
+        CreatorGrant::Refuse => {
+            return Err(Status::conflict_message(format!(
+                "{} {:?} already exists",
+                Kind::Organization.noun(),
+                req.name
+            )));
+        }
+    }
     Ok((ws, created))
+}
+
+/// What creating (or re-sending the creation of) an organization does for its creator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreatorGrant {
+    Grant,
+    /// A repeated request by the creator, still its admin: nothing to do.
+    AlreadyAdmin,
+    /// The org is set up and the caller is not its admin: it exists, like anyone else's.
+    Refuse,
+}
+
+/// The creator of a new organization becomes its admin; of an existing one only while its setup
+/// never finished (no members: a retry after a timeout between creating the workspace and the first
+/// grant). Granting afterwards would let a creator whom the org's admins removed re-admit
+/// themselves by repeating `POST /api/orgs`.
+pub fn creator_grant(created: bool, members: &[Membership], creator: &str) -> CreatorGrant {
+    if created || members.is_empty() {
+        return CreatorGrant::Grant;
+    }
+    let is_admin = members
+        .iter()
+        .any(|m| m.user == creator && m.role == Role::Admin && !m.inherited);
+    if is_admin {
+        CreatorGrant::AlreadyAdmin
+    } else {
+        CreatorGrant::Refuse
+    }
 }
 
 /// Creates (or finishes creating) team workspace `req.name` in `org`, with the org's admins as
@@ -363,6 +406,34 @@ mod tests {
                 display_name: display.map(Into::into),
             };
             assert_eq!(req.validate().is_ok(), ok, "{name:?} {:?}", req.display_name);
+        }
+    }
+
+    #[test]
+    fn creators_are_granted_only_until_the_org_is_set_up() {
+        let m = |user: &str, role| Membership {
+            user: user.into(),
+            role,
+            inherited: false,
+        };
+        for (created, members, want) in [
+            (true, vec![], CreatorGrant::Grant),
+            (false, vec![], CreatorGrant::Grant),
+            (false, vec![m("alice", Role::Admin)], CreatorGrant::AlreadyAdmin),
+            // Removed by the org's admins: re-sending the creation must not re-admit.
+            (false, vec![m("bob", Role::Admin)], CreatorGrant::Refuse),
+            // Demoted to member: likewise.
+            (
+                false,
+                vec![m("bob", Role::Admin), m("alice", Role::Member)],
+                CreatorGrant::Refuse,
+            ),
+        ] {
+            assert_eq!(
+                creator_grant(created, &members, "alice"),
+                want,
+                "created={created} {members:?}"
+            );
         }
     }
 

@@ -1,0 +1,159 @@
+//! Who a request is, as Kubernetes and kcp describe it: `authentication.k8s.io/v1` `UserInfo`, the
+//! ServiceAccount user-name shape, and kcp's cluster-name extra.
+//!
+//! A ServiceAccount's name (`system:serviceaccount:<ns>:<name>`) is unique only inside its logical
+//! cluster: every workspace can have a `default/deployer`. kcp tells them apart by the
+//! [`EXTRA_CLUSTER_NAME`] extra its authenticators attach, and it treats a ServiceAccount of another
+//! cluster as nobody in particular. Anything that asks kcp about a user (a SubjectAccessReview) or
+//! decides about a user itself must therefore carry the whole `UserInfo`, extra included: the user
+//! name alone names a different principal in every workspace.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Every authenticated caller is in this group (kube-apiserver adds it after any authenticator).
+pub const GROUP_AUTHENTICATED: &str = "system:authenticated";
+/// All ServiceAccounts are in this group; `<this>:<namespace>` narrows it to one namespace.
+pub const GROUP_SERVICE_ACCOUNTS: &str = "system:serviceaccounts";
+/// The user-info extra key kcp uses for the logical cluster a ServiceAccount lives in.
+pub const EXTRA_CLUSTER_NAME: &str = "authentication.kubernetes.io/cluster-name";
+/// The user name prefix of ServiceAccounts: `system:serviceaccount:<ns>:<name>`.
+pub const SERVICE_ACCOUNT_USER_PREFIX: &str = "system:serviceaccount:";
+
+/// An authenticated identity, serialized as `authentication.k8s.io/v1` `UserInfo`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct UserInfo {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub username: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+/// A ServiceAccount, named the only way that is unique across kcp: with its logical cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ServiceAccountRef<'a> {
+    /// `None` when the authenticator gave no cluster-name extra (plain Kubernetes, or a forged
+    /// user name): such a ServiceAccount cannot be placed in any workspace.
+    pub cluster: Option<&'a str>,
+    pub namespace: &'a str,
+    pub name: &'a str,
+}
+
+impl UserInfo {
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
+
+    /// Adds `group` unless already present; kube-apiserver never lists a group twice.
+    pub fn ensure_group(&mut self, group: &str) {
+        if !self.in_group(group) {
+            self.groups.push(group.to_string());
+        }
+    }
+
+    /// `(namespace, name)` when the user name has the ServiceAccount shape.
+    pub fn service_account(&self) -> Option<(&str, &str)> {
+        split_service_account_username(&self.username)
+    }
+
+    /// The logical cluster a ServiceAccount user belongs to (kcp's cluster-name extra).
+    pub fn cluster_name(&self) -> Option<&str> {
+        self.extra
+            .get(EXTRA_CLUSTER_NAME)
+            .and_then(|v| v.first())
+            .map(String::as_str)
+    }
+
+    /// The ServiceAccount this user is, with its cluster, if it is one.
+    pub fn service_account_ref(&self) -> Option<ServiceAccountRef<'_>> {
+        let (namespace, name) = self.service_account()?;
+        Some(ServiceAccountRef {
+            cluster: self.cluster_name(),
+            namespace,
+            name,
+        })
+    }
+}
+
+/// `system:serviceaccount:<ns>:<name>` → `(ns, name)`; both parts must be non-empty and the name
+/// may not contain `:` (Kubernetes' `serviceaccount.SplitUsername`).
+pub fn split_service_account_username(username: &str) -> Option<(&str, &str)> {
+    let rest = username.strip_prefix(SERVICE_ACCOUNT_USER_PREFIX)?;
+    let (ns, name) = rest.split_once(':')?;
+    if ns.is_empty() || name.is_empty() || name.contains(':') {
+        return None;
+    }
+    Some((ns, name))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_info_json_matches_authentication_k8s_io_v1() {
+        let user = UserInfo {
+            username: "system:serviceaccount:default:provider".into(),
+            uid: "u-1".into(),
+            groups: vec!["system:serviceaccounts".into(), "system:authenticated".into()],
+            extra: BTreeMap::from([(EXTRA_CLUSTER_NAME.to_string(), vec!["abc123".to_string()])]),
+        };
+        let json = serde_json::to_value(&user).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "username": "system:serviceaccount:default:provider",
+                "uid": "u-1",
+                "groups": ["system:serviceaccounts", "system:authenticated"],
+                "extra": {"authentication.kubernetes.io/cluster-name": ["abc123"]}
+            })
+        );
+        assert_eq!(serde_json::from_value::<UserInfo>(json).unwrap(), user);
+        assert_eq!(
+            serde_json::to_value(UserInfo::default()).unwrap(),
+            serde_json::json!({})
+        );
+    }
+
+    #[test]
+    fn service_account_usernames() {
+        let cases = [
+            ("system:serviceaccount:default:provider", Some(("default", "provider"))),
+            ("system:serviceaccount:ns:", None),
+            ("system:serviceaccount::name", None),
+            ("system:serviceaccount:ns:a:b", None),
+            ("system:serviceaccount:ns", None),
+            ("system:kcp:serviceaccount:c:ns:a", None),
+            ("alice", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(split_service_account_username(input), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn service_account_refs_carry_their_cluster() {
+        let mut user = UserInfo {
+            username: "system:serviceaccount:default:deployer".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            user.service_account_ref(),
+            Some(ServiceAccountRef {
+                cluster: None,
+                namespace: "default",
+                name: "deployer"
+            })
+        );
+        user.extra.insert(EXTRA_CLUSTER_NAME.into(), vec!["c1".into()]);
+        assert_eq!(user.service_account_ref().and_then(|sa| sa.cluster), Some("c1"));
+        user.username = "alice".into();
+        assert_eq!(user.service_account_ref(), None);
+    }
+}
