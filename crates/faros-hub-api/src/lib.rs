@@ -81,6 +81,9 @@ pub struct Config {
     pub kube: kube::Config,
     pub listen: SocketAddr,
     /// `None`: plain HTTP (behind a TLS-terminating ingress, or tests).
+    /// Where `/metrics` is served (plain HTTP, nothing else there); `None`: on the public listener.
+    /// A separate port keeps metrics off whatever exposes the public one (Ingress, TLSRoute, NodePort).
+    pub metrics_listen: Option<SocketAddr>,
     pub tls: Option<Tls>,
     /// Persisted signing key of identity assertions; `None`: a fresh key per process.
     pub signing_key_file: Option<PathBuf>,
@@ -133,6 +136,7 @@ impl Config {
             kube,
             listen: SocketAddr::from(([0, 0, 0, 0], 8443)),
             tls: None,
+            metrics_listen: None,
             signing_key_file: None,
             http: HttpSettings::default(),
             connect_timeout: Duration::from_secs(5),
@@ -272,7 +276,7 @@ impl Hub {
 
     /// The whole hub as one service (proxies, API routes, the layers every request passes).
     pub fn service(&self) -> edge::HubService {
-        router::service(self.state.clone())
+        router::service_with(self.state.clone(), self.config.metrics_listen.is_none())
     }
 
     /// Starts the kcp-facing loops (workspace tree watch, catalog watch, status writer, sweeper,
@@ -321,6 +325,22 @@ impl Hub {
         let mut background = self.spawn_background(cancel.clone());
         let addr = listener.local_addr().ok();
         tracing::info!(?addr, tls = tls.is_some(), kcp = %self.factory.server(), "hub API serving");
+        if let Some(addr) = self.config.metrics_listen {
+            let metrics = TcpListener::bind(addr)
+                .await
+                .map_err(|source| Error::Listen { addr, source })?;
+            let stop = cancel.clone();
+            let app = router::metrics_router(self.state.clone());
+            background.spawn(async move {
+                let served = axum::serve(metrics, app)
+                    .with_graceful_shutdown(stop.cancelled_owned())
+                    .await;
+                if let Err(e) = served {
+                    tracing::error!(error = %e, "metrics listener failed");
+                }
+            });
+            tracing::info!(%addr, "metrics serving (plain HTTP)");
+        }
         let serving = tokio::spawn(server::serve(
             listener,
             tls,

@@ -21,6 +21,10 @@ struct Args {
     /// Listen address.
     #[arg(long, env = "FAROS_LISTEN", default_value = "0.0.0.0:8443")]
     listen: SocketAddr,
+    /// Serve `/metrics` (plain HTTP) on this address instead of on the public listener, so that
+    /// whatever exposes the public port (Ingress, TLSRoute, NodePort) never exposes metrics.
+    #[arg(long, env = "FAROS_METRICS_LISTEN")]
+    metrics_listen: Option<std::net::SocketAddr>,
     /// PEM certificate chain; with --tls-key-file serves HTTPS.
     #[arg(long, env = "FAROS_TLS_CERT_FILE", requires = "tls_key_file")]
     tls_cert_file: Option<PathBuf>,
@@ -124,6 +128,7 @@ async fn main() -> anyhow::Result<()> {
     let kube = args.kcp.load().await?;
     let mut config = Config::new(kube);
     config.listen = args.listen;
+    config.metrics_listen = args.metrics_listen;
     config.tls = match (args.tls_cert_file, args.tls_key_file) {
         (Some(cert), Some(key)) => Some(Tls::Files { cert, key }),
         _ => None,

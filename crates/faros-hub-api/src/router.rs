@@ -57,6 +57,12 @@ async fn not_found(req: Request) -> Response {
 /// before this router. Public: health, metrics, JWKS, heartbeats (authenticated by their own
 /// ServiceAccount rule). Everything else goes through the [`Authenticator`].
 pub fn router(st: AppState) -> Router {
+    router_with(st, true)
+}
+
+/// [`router`], with `/metrics` only when `public_metrics` (otherwise [`metrics_router`] serves it on
+/// its own listener and the public port answers 404 for it).
+pub fn router_with(st: AppState, public_metrics: bool) -> Router {
     let authn = st.authn.clone();
     let authenticated = Router::new()
         .route("/api/providers", get(list::list))
@@ -65,10 +71,15 @@ pub fn router(st: AppState) -> Router {
         .merge(crate::mcp::routes(st.mcp.clone()))
         // route_layer: unmatched paths 404 without asking for credentials.
         .route_layer(middleware::from_fn_with_state(authn, require_caller));
-    Router::new()
+    let public = Router::new()
         .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
+        .route("/readyz", get(readyz));
+    let public = if public_metrics {
+        public.route("/metrics", get(metrics))
+    } else {
+        public
+    };
+    public
         .route(JWKS_PATH, get(jwks))
         .route("/api/providers/{name}/heartbeat", post(heartbeat::heartbeat))
         .merge(authenticated)
@@ -79,5 +90,15 @@ pub fn router(st: AppState) -> Router {
 
 /// The whole hub: the proxies and [`router`] behind the layers every request passes.
 pub fn service(st: AppState) -> HubService {
-    HubService::new(st.clone(), router(st))
+    service_with(st, true)
+}
+
+/// [`service`], with `/metrics` on the public listener only when `public_metrics`.
+pub fn service_with(st: AppState, public_metrics: bool) -> HubService {
+    HubService::new(st.clone(), router_with(st, public_metrics))
+}
+
+/// `/metrics` alone, for the separate metrics listener.
+pub fn metrics_router(st: AppState) -> Router {
+    Router::new().route("/metrics", get(metrics)).with_state(st)
 }

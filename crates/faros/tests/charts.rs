@@ -815,14 +815,14 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
 
     // Render the umbrella: ports picked here, and the URLs clients dial pointed at localhost.
     let port = || free_port().unwrap();
-    let (kcp, hub, rec, qs) = (port(), port(), port(), port());
+    let (kcp, hub, rec, qs, hub_metrics) = (port(), port(), port(), port(), port());
     let values = copy.path().join("contract-values.yaml");
     std::fs::write(
         &values,
         format!(
             "faros-kcp: {{service: {{port: {kcp}}}, externalURL: 'https://localhost:{kcp}'}}\n\
              global: {{faros: {{hub: {{port: {hub}}}}}}}\n\
-             faros-hub-api: {{tls: {{extraDNSNames: [localhost]}}}}\n\
+             faros-hub-api: {{tls: {{extraDNSNames: [localhost]}}, metrics: {{port: {hub_metrics}}}}}\n\
              faros-hub-reconciler: {{hub: {{url: 'https://localhost:{hub}'}}, metricsPort: {rec}}}\n\
              faros-provider-quickstart: {{enabled: true, hub: {{url: 'https://localhost:{hub}'}}, service: {{port: {qs}}}}}\n"
         ),
@@ -960,6 +960,24 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
         bundle.contains(&body(&ca_of(&admin_kubeconfig))),
         "kcp CA missing from the provider kubeconfig"
     );
+
+    // /metrics is not on the hub's public port (whatever exposes it), only on its own listener.
+    let http = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    let public = http
+        .get(format!("https://127.0.0.1:{hub}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(public.status(), 404, "anonymous /metrics on the public port");
+    let metrics = http
+        .get(format!("http://127.0.0.1:{hub_metrics}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(metrics.status(), 200);
 
     for mut r in running {
         let _ = r.child.kill().await;
