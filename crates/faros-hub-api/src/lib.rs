@@ -34,6 +34,7 @@ pub mod router;
 pub mod server;
 pub mod state;
 pub mod tenancy;
+pub mod tls_reload;
 
 use std::future::Future;
 use std::net::SocketAddr;

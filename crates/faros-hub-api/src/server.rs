@@ -16,55 +16,21 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-/// Errors setting up TLS.
-#[derive(Debug, thiserror::Error)]
-pub enum TlsError {
-    #[error("reading {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path}: {message}")]
-    Invalid { path: String, message: String },
-    #[error("TLS configuration: {0}")]
-    Config(#[from] rustls::Error),
+pub use crate::tls_reload::TlsError;
+
+/// A rustls server config serving the PEM files `cert` and `key` (certificate chain, private
+/// key), offering h2 and http/1.1. The pair is loaded now (an error if it does not load) and
+/// again when the files change (cert-manager renewals): see [`crate::tls_reload`].
+pub fn tls_from_files(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    tls_reloading(cert, key, crate::tls_reload::CHECK_INTERVAL)
 }
 
-/// A rustls server config from PEM files (certificate chain, private key), offering h2 and http/1.1.
-pub fn tls_from_files(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, TlsError> {
-    let read = |p: &Path| {
-        std::fs::read(p).map_err(|source| TlsError::Read {
-            path: p.display().to_string(),
-            source,
-        })
-    };
-    let cert_pem = read(cert)?;
-    let key_pem = read(key)?;
-    let certs: Vec<_> = rustls_pemfile::certs(&mut cert_pem.as_slice())
-        .collect::<Result<_, _>>()
-        .map_err(|e| TlsError::Invalid {
-            path: cert.display().to_string(),
-            message: e.to_string(),
-        })?;
-    if certs.is_empty() {
-        return Err(TlsError::Invalid {
-            path: cert.display().to_string(),
-            message: "no certificate found".into(),
-        });
-    }
-    let key_der = rustls_pemfile::private_key(&mut key_pem.as_slice())
-        .map_err(|e| TlsError::Invalid {
-            path: key.display().to_string(),
-            message: e.to_string(),
-        })?
-        .ok_or_else(|| TlsError::Invalid {
-            path: key.display().to_string(),
-            message: "no private key found".into(),
-        })?;
+/// [`tls_from_files`], looking at the files at most every `interval`.
+pub fn tls_reloading(cert: &Path, key: &Path, interval: Duration) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let resolver = crate::tls_reload::ReloadingCert::new(cert, key, interval)?;
     let mut config = rustls::ServerConfig::builder()
         .with_no_client_auth()
-        .with_single_cert(certs, key_der)?;
+        .with_cert_resolver(Arc::new(resolver));
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
