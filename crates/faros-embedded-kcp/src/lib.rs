@@ -45,6 +45,7 @@ pub(crate) mod schema;
 pub(crate) mod selector;
 pub mod server;
 pub(crate) mod state;
+pub mod state_dir;
 pub(crate) mod store;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -78,7 +78,7 @@ impl Config {
 /// Errors starting the server; each names the file or setting at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("cannot create state directory {path}: {source}")]
+    #[error("cannot create or secure the state directory at {path}: {source}")]
     StateDir { path: PathBuf, source: std::io::Error },
     #[error("cannot read or write {path}: {source}")]
     File { path: PathBuf, source: std::io::Error },
@@ -174,9 +174,9 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), ServerError> {
 
 impl Server {
     pub async fn start(config: Config) -> Result<Self, ServerError> {
-        std::fs::create_dir_all(&config.state_dir).map_err(|source| ServerError::StateDir {
-            path: config.state_dir.clone(),
-            source,
+        crate::state_dir::secure(&config.state_dir).map_err(|e| ServerError::StateDir {
+            path: e.path,
+            source: e.source,
         })?;
         let dir = &config.state_dir;
         let tls = TlsMaterial::load_or_create(dir, &config.hostnames).map_err(|e| ServerError::Tls(e.to_string()))?;
@@ -233,6 +233,11 @@ impl Server {
                 path: db_path.clone(),
                 message: e.to_string(),
             })?;
+        // Again, now that everything is created: redb and the TLS files were made with the umask.
+        crate::state_dir::secure(dir).map_err(|e| ServerError::StateDir {
+            path: e.path,
+            source: e.source,
+        })?;
         let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
         let state = Arc::new(ServerState {
             store,

@@ -140,8 +140,8 @@ impl TlsMaterial {
                     }
                 }
                 write_file(&dir.join(SERVING_KEY_FILE), key.as_bytes(), 0o600)?;
-                write_file(&path, cert.as_bytes(), 0o644)?;
-                write_file(&dir.join(SERVING_HOSTS_FILE), hosts_file(&hosts).as_bytes(), 0o644)?;
+                write_file(&path, cert.as_bytes(), 0o600)?;
+                write_file(&dir.join(SERVING_HOSTS_FILE), hosts_file(&hosts).as_bytes(), 0o600)?;
                 (cert, key)
             }
         };
@@ -251,7 +251,7 @@ fn load_or_create_ca(dir: &Path) -> Result<(String, KeyPair), TlsError> {
             set_validity(&mut params, CA_VALIDITY);
             let cert = params.self_signed(&key)?.pem();
             write_file(&key_path, key.serialize_pem().as_bytes(), 0o600)?;
-            write_file(&cert_path, cert.as_bytes(), 0o644)?;
+            write_file(&cert_path, cert.as_bytes(), 0o600)?;
             Ok((cert, key))
         }
         _ => Err(TlsError::CaUnusable {
@@ -429,12 +429,13 @@ mod tests {
     }
 
     #[test]
-    fn files_are_persisted_with_private_keys_0600() {
+    fn files_are_persisted_owner_only() {
         let dir = tempfile::tempdir().unwrap();
         TlsMaterial::load_or_create(dir.path(), &[]).unwrap();
         assert_eq!(mode(&dir.path().join(CA_KEY_FILE)), 0o600);
         assert_eq!(mode(&dir.path().join(SERVING_KEY_FILE)), 0o600);
-        assert_eq!(mode(&dir.path().join(CA_CERT_FILE)), 0o644);
+        // The state directory is the owner's alone (crate::state_dir), public certificates too.
+        assert_eq!(mode(&dir.path().join(CA_CERT_FILE)), 0o600);
         assert_eq!(
             fs::read_to_string(dir.path().join(SERVING_HOSTS_FILE)).unwrap(),
             "localhost\n127.0.0.1\n::1\n"

@@ -62,8 +62,17 @@ impl Stack {
     /// Starts every component; returns once kcp and the hub listen (the reconciler, the quickstart
     /// provider and the demo tenant come up in the background: wait on their conditions).
     pub async fn start(args: DevArgs) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&args.state_dir)
-            .with_context(|| format!("creating the state directory {}", args.state_dir.display()))?;
+        // Owner-only: it holds every credential of the platform (faros_embedded_kcp::state_dir).
+        faros_embedded_kcp::state_dir::secure(&args.state_dir)?;
+        // What announced the last run is stale until this one is ready (`run` writes them anew).
+        for stale in [HUB_URL_FILE, KCP_URL_FILE] {
+            match std::fs::remove_file(args.state_dir.join(stale)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("removing the last run's {stale}"));
+                }
+                _ => {}
+            }
+        }
         let token_file = args.token_file();
         let dev_user = tokens::ensure_dev_user(&args.state_dir, &token_file)?;
 
@@ -98,7 +107,8 @@ impl Stack {
         let tenancy = hub.state().tenancy.clone();
         let hub_state = hub.state().clone();
         let hub = tokio::spawn(hub.serve(hub_listener, stopped(stop_rx.clone())));
-        std::fs::write(args.state_dir.join("ca.crt"), &ca_pem).context("writing ca.crt")?;
+        faros_embedded_kcp::server::write_private(&args.state_dir.join("ca.crt"), ca_pem.as_bytes())
+            .context("writing ca.crt")?;
 
         // The reconciler writes provider kubeconfigs that reach kcp through the hub's pass-through.
         let mut reconciler_config = faros_hub_reconciler::Config::new(admin.clone());
@@ -246,6 +256,13 @@ impl Stack {
     }
 }
 
+/// Written once the stack is ready: the hub's URL (scripts and tests wait for it).
+pub const HUB_URL_FILE: &str = "hub.url";
+/// Written once the stack is ready: the embedded kcp's URL.
+pub const KCP_URL_FILE: &str = "kcp.url";
+/// The MCP client configuration for the dev user (with its token, so owner-only like the token).
+pub const MCP_CLIENT_CONFIG_FILE: &str = "mcp-client.json";
+
 pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let no_quickstart = args.no_quickstart;
     let stack = Stack::start(args).await?;
@@ -254,8 +271,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         stack.stop().await;
         return Err(e);
     }
-    std::fs::write(stack.state_dir.join("kcp.url"), stack.kcp.url()).context("writing kcp.url")?;
-    std::fs::write(stack.state_dir.join("hub.url"), &stack.hub_url).context("writing hub.url")?;
+    let write = |name: &str, text: &str| {
+        faros_embedded_kcp::server::write_private(&stack.state_dir.join(name), text.as_bytes())
+            .with_context(|| format!("writing {name}"))
+    };
+    write(KCP_URL_FILE, &stack.kcp.url())?;
+    write(HUB_URL_FILE, &stack.hub_url)?;
     let kubeconfig = display(&stack.state_dir.join("admin.kubeconfig"));
     let mcp_url = format!(
         "{}{}",
@@ -281,11 +302,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             ext.bin.display()
         );
     }
+    // Credentials stay in their owner-only files: a banner ends up in terminals, logs and CI output.
     println!(
-        "  dev user:          {} (token in {}: {})",
+        "  dev user:          {} (token in {})",
         stack.dev_user.name,
-        display(&stack.dev_user.token_path),
-        stack.dev_user.token
+        display(&stack.dev_user.token_path)
     );
     println!(
         "  tenant:            organization `{}`, workspace `{}` (dev user is admin); more users: edit {}",
@@ -293,10 +314,16 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         tenant::DEMO_WORKSPACE,
         display(&stack.token_file)
     );
+    let mcp_config = stack.state_dir.join(MCP_CLIENT_CONFIG_FILE);
+    faros_embedded_kcp::server::write_private(
+        &mcp_config,
+        tenant::mcp_client_config(&mcp_url, &stack.dev_user.token).as_bytes(),
+    )
+    .with_context(|| format!("writing {}", mcp_config.display()))?;
     println!("  MCP endpoint:      {mcp_url}");
     println!(
-        "  MCP client config: {}",
-        tenant::mcp_client_config(&mcp_url, &stack.dev_user.token)
+        "  MCP client config: {} (it holds the dev user's token)",
+        display(&mcp_config)
     );
     println!("  state directory:   {}", display(&stack.state_dir));
     println!("Press Ctrl-C to stop.");

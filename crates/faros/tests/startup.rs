@@ -137,8 +137,39 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
         .unwrap();
     assert!(resp.status().is_success(), "create org: {}", resp.status());
 
+    // The banner names where credentials are, never a credential (it lands in terminals and CI logs).
+    assert!(
+        !dev.banner.contains(token),
+        "the banner prints the dev token:\n{}",
+        dev.banner
+    );
+    assert!(dev.banner.contains("mcp-client.json"), "{}", dev.banner);
+    // The state directory holds every credential: owner-only, each file too.
+    owner_only(&state);
+
     drop(dev);
 }
+
+/// `dir` is `0700` and everything under it `0600` (directories `0700`).
+#[cfg(unix)]
+fn owner_only(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{}: {mode:o}", dir.display());
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if meta.is_dir() {
+            owner_only(&path);
+        } else {
+            let mode = meta.permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}: {mode:o}", path.display());
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn owner_only(_: &std::path::Path) {}
 
 /// Early answers (before the hub read the request body) reach HTTP/2 clients, every time, as
 /// Kubernetes Status JSON: unauthenticated POSTs and unknown routes with bodies from 2 B to 20 MB.
