@@ -4,9 +4,6 @@
 //! kubeconfig keeps working if the workspace tree is ever re-parented and does not need kcp's path
 //! index to resolve. TLS is verified against the hub/kcp CA unless the operator explicitly asked for
 //! `insecure-skip-tls-verify` (the original always skipped verification; we do not).
-
-use std::collections::BTreeMap;
-
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use faros_core::names;
@@ -138,11 +135,45 @@ pub fn render(params: &KubeconfigParams<'_>) -> Result<String, KubeconfigError> 
     })
 }
 
-/// The Secret carrying a provider kubeconfig under key `kubeconfig`, labelled for `provider`: the
-/// one in kcp (`system:providers`) and its mirror in the hosting cluster have this same shape.
-/// `data`, not `stringData`: SSA tracks ownership of `stringData` keys on a path that never prunes
-/// `data`.
-pub fn secret(provider: &str, namespace: &str, secret_name: &str, kubeconfig: Vec<u8>) -> Secret {
+/// Data key of the CA bundle in the kubeconfig Secret: the same PEM as the kubeconfig's
+/// `certificate-authority-data`, as a file a provider pod mounts to trust the hub for its
+/// heartbeats. It travels with the kubeconfig so that a provider in its own namespace (the mirror's)
+/// needs no Secret of the hub's namespace.
+pub const CA_SECRET_KEY: &str = "ca.crt";
+
+/// What a kubeconfig Secret holds: the kubeconfig, and the CA bundle unless kubeconfigs trust the
+/// system roots (no CA configured) or skip verification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SecretData<'a> {
+    pub kubeconfig: &'a [u8],
+    pub ca: Option<&'a [u8]>,
+}
+
+impl<'a> SecretData<'a> {
+    /// The data for a kubeconfig rendered from `params`: its CA unless it skips verification.
+    pub fn of(kubeconfig: &'a [u8], params: &KubeconfigParams<'a>) -> Self {
+        let ca = (!params.insecure_skip_tls_verify)
+            .then_some(params.ca_pem)
+            .flatten()
+            .filter(|p| !p.trim().is_empty())
+            .map(str::as_bytes);
+        Self { kubeconfig, ca }
+    }
+
+    /// Each key faros writes with what it should hold (`None`: absent).
+    pub fn entries(&self) -> [(&'static str, Option<&'a [u8]>); 2] {
+        [
+            (names::KUBECONFIG_SECRET_KEY, Some(self.kubeconfig)),
+            (CA_SECRET_KEY, self.ca),
+        ]
+    }
+}
+
+/// The Secret carrying a provider kubeconfig under key `kubeconfig` (and its CA under `ca.crt`),
+/// labelled for `provider`: the one in kcp (`system:providers`) and its mirror in the hosting
+/// cluster have this same shape. `data`, not `stringData`: SSA tracks ownership of `stringData`
+/// keys on a path that never prunes `data`.
+pub fn secret(provider: &str, namespace: &str, secret_name: &str, data: SecretData<'_>) -> Secret {
     Secret {
         metadata: ObjectMeta {
             name: Some(secret_name.into()),
@@ -151,10 +182,12 @@ pub fn secret(provider: &str, namespace: &str, secret_name: &str, kubeconfig: Ve
             ..Default::default()
         },
         type_: Some("Opaque".into()),
-        data: Some(BTreeMap::from([(
-            names::KUBECONFIG_SECRET_KEY.to_string(),
-            ByteString(kubeconfig),
-        )])),
+        data: Some(
+            data.entries()
+                .into_iter()
+                .filter_map(|(k, v)| Some((k.to_string(), ByteString(v?.to_vec()))))
+                .collect(),
+        ),
         ..Default::default()
     }
 }
@@ -362,13 +395,38 @@ mod tests {
 
     #[test]
     fn secret_body() {
-        assert_eq!(
-            serde_json::to_value(secret("q", "default", "q-kubeconfig", b"yaml".to_vec())).unwrap(),
+        let data = |ca| SecretData {
+            kubeconfig: b"yaml",
+            ca,
+        };
+        let body = |data| serde_json::to_value(secret("q", "default", "q-kubeconfig", data)).unwrap();
+        let expected = |data| {
             serde_json::json!({"apiVersion": "v1", "kind": "Secret",
                 "metadata": {"name": "q-kubeconfig", "namespace": "default",
                     "labels": {"app.kubernetes.io/managed-by": "faros", "providers.faros.sh/provider": "q"}},
-                "type": "Opaque", "data": {"kubeconfig": "eWFtbA=="}})
+                "type": "Opaque", "data": data})
+        };
+        assert_eq!(
+            body(data(None)),
+            expected(serde_json::json!({"kubeconfig": "eWFtbA=="}))
         );
+        assert_eq!(
+            body(data(Some(b"pem"))),
+            expected(serde_json::json!({"kubeconfig": "eWFtbA==", "ca.crt": "cGVt"}))
+        );
+    }
+
+    #[test]
+    fn secret_data_carries_the_kubeconfig_ca_unless_verification_is_skipped() {
+        let cases = [
+            ("a CA", params(false, Some("PEM")), Some(&b"PEM"[..])),
+            ("system roots", params(false, None), None),
+            ("a blank CA is none", params(false, Some(" \n")), None),
+            ("insecure", params(true, Some("PEM")), None),
+        ];
+        for (name, p, want) in cases {
+            assert_eq!(SecretData::of(b"kc", &p).ca, want, "{name}");
+        }
     }
 
     #[test]

@@ -47,12 +47,27 @@ fn kubeconfig_bytes(s: &Secret) -> Option<&[u8]> {
         .map(|b| b.0.as_slice())
 }
 
+fn ca_bytes(s: &Secret) -> Option<&[u8]> {
+    s.data
+        .as_ref()?
+        .get(faros_hub_reconciler::kubeconfig::CA_SECRET_KEY)
+        .map(|b| b.0.as_slice())
+}
+
 async fn kcp_kubeconfig(kcp: &Kcp, secret: &str) -> Vec<u8> {
     let secrets: Api<Secret> = Api::namespaced(
         kcp.client(names::SYSTEM_PROVIDERS_PATH).await,
         names::PROVIDER_NAMESPACE,
     );
-    kubeconfig_bytes(&secrets.get(secret).await.unwrap()).unwrap().to_vec()
+    let secret = secrets.get(secret).await.unwrap();
+    // The CA travels with the kubeconfig (a provider pod in the mirror namespace mounts it), and is
+    // the one the kubeconfig embeds.
+    let ca = String::from_utf8(ca_bytes(&secret).expect("ca.crt in the kubeconfig Secret").to_vec()).unwrap();
+    let kubeconfig = String::from_utf8(kubeconfig_bytes(&secret).unwrap().to_vec()).unwrap();
+    use base64::Engine as _;
+    let embedded = base64::engine::general_purpose::STANDARD.encode(&ca);
+    assert!(kubeconfig.contains(&embedded), "ca.crt is the kubeconfig's CA");
+    kubeconfig.into_bytes()
 }
 
 /// Waits for the mirrored Secret `name` to satisfy `f`.
@@ -90,6 +105,13 @@ fn assert_mirrors(mirrored: &Secret, provider: &str, kcp_bytes: &[u8]) {
         kubeconfig_bytes(mirrored),
         Some(kcp_bytes),
         "the kcp Secret's exact bytes"
+    );
+    let ca = String::from_utf8(ca_bytes(mirrored).expect("ca.crt mirrored").to_vec()).unwrap();
+    use base64::Engine as _;
+    let embedded = base64::engine::general_purpose::STANDARD.encode(&ca);
+    assert!(
+        String::from_utf8_lossy(kcp_bytes).contains(&embedded),
+        "the mirrored ca.crt is the kubeconfig's CA"
     );
     assert_eq!(
         mirrored.labels().get(names::LABEL_MANAGED_BY).map(String::as_str),

@@ -20,22 +20,19 @@ use tokio_util::sync::CancellationToken;
 use super::{Context, ProviderKey};
 use crate::mirror::{Mirror, MirrorError, Removed, Synced};
 
-/// Mirrors `kubeconfig` as Secret `secret_name` for Provider `key`, and removes the mirror of
+/// Mirrors the kubeconfig Secret's `data` as Secret `secret_name` for Provider `key`, and removes the mirror of
 /// `previous` (the name `spec.secretName` moved away from).
 pub(super) async fn sync(
     ctx: &Context,
     mirror: &Mirror,
     key: &ProviderKey,
     secret_name: &str,
-    kubeconfig: &[u8],
+    data: crate::kubeconfig::SecretData<'_>,
     previous: Option<&str>,
 ) -> Result<(), MirrorError> {
-    let synced = mirror
-        .ensure(&key.name, secret_name, kubeconfig)
-        .await
-        .inspect_err(|_| {
-            ctx.metrics.mirror_failed("sync");
-        })?;
+    let synced = mirror.ensure(&key.name, secret_name, data).await.inspect_err(|_| {
+        ctx.metrics.mirror_failed("sync");
+    })?;
     if let Synced::Written { resource_version } = synced {
         ctx.remember_mirror_write(secret_name, resource_version);
         ctx.metrics.mirror_written("apply");

@@ -269,16 +269,15 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
     let token = ensure_token(&in_ws, name, ctx.settings.token_timeout)
         .await
         .map_err(|e| kubeconfig_err(format!("minting kubeconfig: {e}")))?;
-    let yaml = kubeconfig::render(&KubeconfigParams {
+    let params = KubeconfigParams {
         server_base: kubeconfig::server_base(provider.spec.server_url_override.as_deref(), &ctx.settings.hub_url),
         cluster_id: &cluster,
         token: &token,
         ca_pem: ctx.settings.ca_pem.as_deref(),
         insecure_skip_tls_verify: ctx.settings.insecure_provider_kubeconfigs,
-    })
-    .map_err(|e| kubeconfig_err(format!("minting kubeconfig: {e}")))?;
-
-    let kubeconfig = yaml.into_bytes();
+    };
+    let yaml = kubeconfig::render(&params).map_err(|e| kubeconfig_err(format!("minting kubeconfig: {e}")))?;
+    let data = kubeconfig::SecretData::of(yaml.as_bytes(), &params);
     let secret_name = provider.kubeconfig_secret_name();
     let secret_err = step(names::REASON_SECRET_ERROR, Some(&cluster));
     let secrets: Api<Secret> = Api::namespaced(
@@ -291,12 +290,7 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
         .patch(
             &secret_name,
             &field_manager(FIELD_SCOPE),
-            &Patch::Apply(&kubeconfig::secret(
-                name,
-                names::PROVIDER_NAMESPACE,
-                &secret_name,
-                kubeconfig.clone(),
-            )),
+            &Patch::Apply(&kubeconfig::secret(name, names::PROVIDER_NAMESPACE, &secret_name, data)),
         )
         .await
         .map_err(|e| {
@@ -319,7 +313,7 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
         tracing::info!(%key, old = %old, new = %secret_name, "removed the previous kubeconfig Secret");
     }
     if let Some(mirror) = &ctx.mirror {
-        mirror_step::sync(ctx, mirror, key, &secret_name, &kubeconfig, previous.as_deref())
+        mirror_step::sync(ctx, mirror, key, &secret_name, data, previous.as_deref())
             .await
             .map_err(|e| step(REASON_MIRROR_ERROR, Some(&cluster))(e.to_string()))?;
     }

@@ -171,16 +171,21 @@ impl Mirror {
         }
     }
 
-    /// Makes Secret `name` hold exactly `kubeconfig` for `provider`, unless someone else's Secret
-    /// holds the name.
-    pub async fn ensure(&self, provider: &str, name: &str, kubeconfig: &[u8]) -> Result<Synced, MirrorError> {
+    /// Makes Secret `name` hold exactly `data` for `provider`, unless someone else's Secret holds
+    /// the name.
+    pub async fn ensure(
+        &self,
+        provider: &str,
+        name: &str,
+        data: kubeconfig::SecretData<'_>,
+    ) -> Result<Synced, MirrorError> {
         let manager = field_manager();
         let observed = self
             .secrets
             .get_opt(name)
             .await
             .map_err(self.api_error("reading", name))?;
-        match plan::plan(Want::Present { provider, kubeconfig }, observed.as_ref(), &manager) {
+        match plan::plan(Want::Present { provider, data }, observed.as_ref(), &manager) {
             Plan::Nothing | Plan::Delete => Ok(Synced::InSync),
             Plan::Foreign(owner) => Err(MirrorError::Foreign {
                 namespace: self.namespace.clone(),
@@ -188,7 +193,7 @@ impl Mirror {
                 owner,
             }),
             Plan::Apply => {
-                let body = kubeconfig::secret(provider, &self.namespace, name, kubeconfig.to_vec());
+                let body = kubeconfig::secret(provider, &self.namespace, name, data);
                 let written = self
                     .secrets
                     .patch(name, &PatchParams::apply(&manager).force(), &Patch::Apply(&body))

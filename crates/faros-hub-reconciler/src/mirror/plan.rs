@@ -8,11 +8,13 @@
 use faros_core::names;
 use k8s_openapi::api::core::v1::Secret;
 
+use crate::kubeconfig::SecretData;
+
 /// What the Provider wants under one Secret name in the mirror namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Want<'a> {
-    /// The mirrored kubeconfig with exactly these bytes under key `kubeconfig`.
-    Present { provider: &'a str, kubeconfig: &'a [u8] },
+    /// The mirrored kubeconfig Secret with exactly this data under the keys faros writes.
+    Present { provider: &'a str, data: SecretData<'a> },
     /// Nothing of this Provider's (teardown, or the name `spec.secretName` moved away from).
     Absent { provider: &'a str },
 }
@@ -65,7 +67,7 @@ pub fn plan(want: Want<'_>, observed: Option<&Secret>, field_manager: &str) -> P
     }
     match want {
         Want::Absent { .. } => Plan::Delete,
-        Want::Present { provider, kubeconfig } if in_sync(observed, provider, kubeconfig) => Plan::Nothing,
+        Want::Present { provider, data } if in_sync(observed, provider, data) => Plan::Nothing,
         Want::Present { .. } => Plan::Apply,
     }
 }
@@ -92,14 +94,15 @@ pub fn ownership(secret: &Secret, provider: &str, field_manager: &str) -> Owners
     }
 }
 
-/// Our key has exactly our bytes and both managed labels are set. Other keys, labels and
-/// annotations someone added are not ours to judge (server-side apply leaves them, too).
-fn in_sync(secret: &Secret, provider: &str, kubeconfig: &[u8]) -> bool {
-    let data_ok = secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get(names::KUBECONFIG_SECRET_KEY))
-        .is_some_and(|b| b.0 == kubeconfig);
+/// Our keys have exactly our bytes (a key we do not want, such as a CA no longer configured, is
+/// absent) and both managed labels are set. Other keys, labels and annotations someone added are
+/// not ours to judge (server-side apply leaves them, too).
+fn in_sync(secret: &Secret, provider: &str, want: SecretData<'_>) -> bool {
+    let data = secret.data.as_ref();
+    let data_ok = want
+        .entries()
+        .iter()
+        .all(|(key, value)| data.and_then(|d| d.get(*key)).map(|b| b.0.as_slice()) == *value);
     let labels = secret.metadata.labels.as_ref();
     let labels_ok = names::managed_labels(provider)
         .iter()
@@ -150,12 +153,52 @@ mod tests {
     fn plan_table() {
         let present = Want::Present {
             provider: "q",
-            kubeconfig: b"kc",
+            data: SecretData {
+                kubeconfig: b"kc",
+                ca: None,
+            },
+        };
+        let with_ca = Want::Present {
+            provider: "q",
+            data: SecretData {
+                kubeconfig: b"kc",
+                ca: Some(b"ca"),
+            },
+        };
+        let with_key = |mut s: Secret, key: &str, value: &[u8]| {
+            s.data
+                .get_or_insert_with(Default::default)
+                .insert(key.into(), ByteString(value.to_vec()));
+            s
         };
         let absent = Want::Absent { provider: "q" };
         let cases: Vec<(&str, Want<'_>, Option<Secret>, Plan)> = vec![
             ("absent, wanted: create", present, None, Plan::Apply),
             ("absent, not wanted: nothing", absent, None, Plan::Nothing),
+            (
+                "ours with the CA: nothing",
+                with_ca,
+                Some(with_key(secret(OURS, Some(b"kc"), &[FM]), "ca.crt", b"ca")),
+                Plan::Nothing,
+            ),
+            (
+                "ours, CA missing (written before the mirror carried it): apply",
+                with_ca,
+                Some(secret(OURS, Some(b"kc"), &[FM])),
+                Plan::Apply,
+            ),
+            (
+                "ours, CA rotated: apply",
+                with_ca,
+                Some(with_key(secret(OURS, Some(b"kc"), &[FM]), "ca.crt", b"old")),
+                Plan::Apply,
+            ),
+            (
+                "ours, a CA no longer wanted (system roots now): apply, which prunes it",
+                present,
+                Some(with_key(secret(OURS, Some(b"kc"), &[FM]), "ca.crt", b"ca")),
+                Plan::Apply,
+            ),
             (
                 "ours and equal: nothing",
                 present,
