@@ -77,7 +77,7 @@ pub struct E2e {
     /// Kind: reuse the cluster if it exists instead of recreating it.
     #[arg(long)]
     reuse: bool,
-    /// Kind: leave the cluster running at the end.
+    /// Kind: leave the cluster running at the end. Kcp: leave kcp, the hub and quickstart running.
     #[arg(long)]
     keep: bool,
     /// Kind: cluster name.
@@ -142,7 +142,7 @@ impl E2e {
                     Some(path) => std::path::absolute(path)?,
                     None => built,
                 };
-                Ok(kcp::plan(&kcp::Input {
+                let mut plan = kcp::plan(&kcp::Input {
                     work: &work,
                     logs: &logs,
                     kcp: &kcp,
@@ -151,7 +151,9 @@ impl E2e {
                     ports,
                     tokens: &tokens,
                     filter,
-                }))
+                });
+                plan.keep_processes = self.keep;
+                Ok(plan)
             }
             Target::Kind => {
                 // Checked first, so a machine without the tools fails at once (a dry run needs none).

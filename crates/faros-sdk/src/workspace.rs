@@ -85,6 +85,8 @@ pub struct Placement {
     pub server: String,
     /// The workspace path, or a description when it is unknown.
     pub workspace: String,
+    /// The workspace path, when kcp told it (the LogicalCluster's path annotation).
+    pub path: Option<String>,
     /// The logical cluster name, or `unknown`.
     pub cluster: String,
     /// The authenticated user name, or a description when it is unknown.
@@ -171,7 +173,8 @@ pub fn decide(observed: &Observed, allow_foreign: bool) -> Result<Placement, Wor
     };
     let placement = Placement {
         server: observed.server.clone(),
-        workspace: path.unwrap_or_else(|| "of unknown path".to_string()),
+        workspace: path.clone().unwrap_or_else(|| "of unknown path".to_string()),
+        path,
         cluster: cluster_name.unwrap_or_else(|| "unknown".to_string()),
         identity,
         provider,
@@ -351,6 +354,7 @@ mod tests {
                 Placement {
                     server: SERVER.into(),
                     workspace: "root:faros:providers:quickstart".into(),
+                    path: Some("root:faros:providers:quickstart".into()),
                     cluster: "abc123".into(),
                     identity: names::PROVIDER_SERVICE_ACCOUNT_USER.into(),
                     provider: Some("quickstart".into()),

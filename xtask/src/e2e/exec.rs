@@ -19,6 +19,19 @@ use super::plan::{Action, Cmd, Gate, Plan, SecretRef, Step};
 struct Processes(Vec<(String, Child)>);
 
 impl Processes {
+    /// Leaves every process running (`--keep`), saying how to stop each.
+    fn leave_running(&mut self) {
+        for (name, child) in self.0.drain(..) {
+            eprintln!(
+                "    left running: {name} (pid {}; `kill {}` stops it)",
+                child.id(),
+                child.id()
+            );
+        }
+    }
+}
+
+impl Processes {
     /// The first that has exited, as `name (status)`.
     fn exited(&mut self) -> Option<String> {
         self.0.iter_mut().find_map(|(name, child)| match child.try_wait() {
@@ -72,6 +85,9 @@ pub(crate) fn run(plan: &Plan, root: &Path) -> anyhow::Result<()> {
         if let Err(e) = run_step(step, root, "teardown", procs) {
             eprintln!("    teardown failed: {e:#}");
         }
+    }
+    if plan.keep_processes {
+        procs.leave_running();
     }
     drop(std::mem::take(procs));
     eprintln!("==> total {:.1?}", started.elapsed());

@@ -314,6 +314,7 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
         steps,
         on_failure,
         teardown: Vec::new(),
+        keep_processes: false,
     }
 }
 

@@ -524,6 +524,7 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
         steps,
         on_failure: vec![Step::new("collect logs into target/e2e-logs", on_failure)],
         teardown,
+        keep_processes: false,
     }
 }
 

@@ -164,6 +164,8 @@ pub(crate) struct Plan {
     pub steps: Vec<Step>,
     pub on_failure: Vec<Step>,
     pub teardown: Vec<Step>,
+    /// Leave the processes [`Action::Spawn`] started running at the end (`--keep`).
+    pub keep_processes: bool,
 }
 
 impl Plan {

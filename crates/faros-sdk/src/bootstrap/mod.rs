@@ -55,7 +55,8 @@ pub struct InitOptions {
     /// CatalogEntry manifest to self-register (a missing file is an error); `None` skips the step,
     /// for tests in workspaces that cannot hold CatalogEntries.
     pub catalog_entry_file: Option<PathBuf>,
-    /// `spec.export.path` of the endpoint slice; `None` (recommended) means "this workspace".
+    /// `spec.export.path` of the endpoint slice; `None` (recommended) means the path of the
+    /// workspace `init` acts in, as kcp reports it.
     pub workspace_path: Option<String>,
     /// Variables templates see as `env`.
     pub env: BTreeMap<String, String>,
@@ -277,7 +278,14 @@ pub async fn init(config: kube::Config, opts: &InitOptions) -> Result<InitReport
     record(&mut report, "APIExport", &opts.export, outcome);
 
     // 3. Endpoint slice.
-    let outcome = ensure_slice(&client, &opts.export, opts.workspace_path.as_deref()).await?;
+    // With the workspace's path: real kcp finds the slices to publish a URL in by the path
+    // tenants' APIBindings name the export with, and never by the slice's logical cluster, so a
+    // slice without a path gets no URL when a tenant binds (observed on kcp 0.32, docs/e2e.md).
+    let slice_path = opts
+        .workspace_path
+        .clone()
+        .or_else(|| report.placement.as_ref().and_then(|p| p.path.clone()));
+    let outcome = ensure_slice(&client, &opts.export, slice_path.as_deref()).await?;
     record(&mut report, "APIExportEndpointSlice", &opts.export, outcome);
 
     // 4. Bind grant.

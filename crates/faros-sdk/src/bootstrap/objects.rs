@@ -89,7 +89,8 @@ pub fn update_export(
 }
 
 /// The endpoint slice of `export`, named like it. Without `path` kcp resolves the export in the
-/// slice's own workspace, which keeps one manifest valid wherever the provider workspace lives.
+/// slice's own workspace; `init` passes the workspace's path, which real kcp needs to publish
+/// URLs when tenants bind the export by path.
 pub fn endpoint_slice(export: &str, path: Option<&str>) -> APIExportEndpointSlice {
     APIExportEndpointSlice::new(
         export,
