@@ -91,7 +91,7 @@ somewhere else than they are told, instead of letting them dial a Service that d
 {{- end }}
 {{- $ca := include "faros-hub-api.tlsSecret" . }}
 {{- $toldCA := $g.caSecret | default (printf "%s-tls" $told) }}
-{{- if ne $ca $toldCA }}
+{{- if and .Values.tls.includesCA (ne $ca $toldCA) }}
 {{- fail (printf "faros-hub-api's certificate Secret is %s but the reconciler and the providers are told to trust the CA in %s: under the umbrella chart set global.faros.hub.caSecret to the Secret holding the hub's CA" $ca $toldCA) }}
 {{- end }}
 {{- end }}

@@ -75,6 +75,17 @@ which the faros-hub-api subchart also names its Service and port from (and refus
 {{- end }}
 {{- end }}
 
+{{/*
+The mirror's namespace: `mirror.namespace`, else `global.faros.providersNamespace` (templated; the umbrella's),
+else `<release namespace>-providers`. Never the release namespace: the mirror's Role reads every Secret of its
+namespace, and the release namespace holds the kcp admin kubeconfig (and, in one-namespace installs, the
+hub's TLS key and signing key).
+*/}}
 {{- define "faros-hub-reconciler.mirrorNamespace" -}}
-{{- default .Release.Namespace .Values.mirror.namespace }}
+{{- $g := dig "faros" "providersNamespace" "" (.Values.global | default dict) }}
+{{- $ns := .Values.mirror.namespace | default (tpl $g .) | default (printf "%s-providers" .Release.Namespace) }}
+{{- if eq $ns .Release.Namespace }}
+{{- fail (printf "mirror.namespace is the release namespace %s: the mirror may read every Secret of its namespace, so give it one of its own (where the providers run), not the one holding the kcp admin kubeconfig and the hub's Secrets" $ns) }}
+{{- end }}
+{{- $ns }}
 {{- end }}

@@ -40,7 +40,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
-The hub API, which this chart's pods dial. Explicit (`hub.url`, `hub.caSecret`) for a chart installed on
+The hub API, which this chart's pods dial. Explicit (`hub.url`) for a chart installed on
 its own: its release name says nothing about the hub's. Under the umbrella chart, from `global.faros.hub`,
 which the faros-hub-api subchart also names its Service and port from (and refuses to contradict).
 */}}
@@ -64,19 +64,34 @@ which the faros-hub-api subchart also names its Service and port from (and refus
 {{- end }}
 {{- end }}
 
+{{/*
+Where the hub's CA comes from: `hub.caSecret` when set, else key `ca.crt` of the kubeconfig Secret, where the
+reconciler writes the CA bundle beside the kubeconfig (and its mirror copies both), so that a provider in a
+namespace of its own needs nothing of the hub's namespace.
+*/}}
 {{- define "faros-provider-quickstart.hubCASecret" -}}
-{{- $g := include "faros-provider-quickstart.hubGlobal" . | fromJson }}
 {{- if .Values.hub.caSecret }}
 {{- tpl .Values.hub.caSecret . }}
-{{- else if $g }}
-{{- $g.caSecret | default (printf "%s-tls" (include "faros-provider-quickstart.hubFullname" .)) }}
 {{- else }}
-{{- fail "hub.caSecret is required: the Secret in this namespace with the CA that signs the hub's certificate, for a release HUB of charts/faros-hub-api Secret HUB-faros-hub-api-tls (key ca.crt)" }}
+{{- include "faros-provider-quickstart.kubeconfigSecret" . }}
 {{- end }}
 {{- end }}
 
+{{- define "faros-provider-quickstart.hubCAKey" -}}
+{{- ternary .Values.hub.caKey "ca.crt" (not (empty .Values.hub.caSecret)) }}
+{{- end }}
+
+{{/*
+The namespace of this chart's objects: `namespaceOverride`, else `global.faros.providersNamespace` (the
+umbrella chart's providers namespace, where the reconciler mirrors kubeconfigs), else the release's. Templated.
+*/}}
+{{- define "faros-provider-quickstart.namespace" -}}
+{{- $g := dig "faros" "providersNamespace" "" (.Values.global | default dict) }}
+{{- tpl (.Values.namespaceOverride | default $g | default .Release.Namespace) . }}
+{{- end }}
+
 {{- define "faros-provider-quickstart.url" -}}
-{{- default (printf "http://%s.%s.svc:%v" (include "faros-provider-quickstart.fullname" .) .Release.Namespace .Values.service.port) .Values.url | trimSuffix "/" }}
+{{- default (printf "http://%s.%s.svc:%v" (include "faros-provider-quickstart.fullname" .) (include "faros-provider-quickstart.namespace" .) .Values.service.port) .Values.url | trimSuffix "/" }}
 {{- end }}
 
 {{- define "faros-provider-quickstart.kubeconfigSecret" -}}

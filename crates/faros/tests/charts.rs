@@ -146,6 +146,15 @@ fn pod_specs(docs: &[Value]) -> Vec<(String, &Value)> {
         .collect()
 }
 
+/// The namespace of workload `name` (the release namespace unless the template names another).
+fn namespace_of(docs: &[Value], name: &str) -> String {
+    docs.iter()
+        .find(|d| d["metadata"]["name"] == name && d["spec"]["template"].is_object())
+        .and_then(|d| d["metadata"]["namespace"].as_str())
+        .unwrap_or(NAMESPACE)
+        .to_string()
+}
+
 fn containers(pod: &Value) -> impl Iterator<Item = (bool, &Value)> {
     let init = pod["initContainers"]
         .as_array()
@@ -334,18 +343,35 @@ fn umbrella_defaults_wire_the_components_together() {
     assert!(secret_volumes("r-faros-hub-api").contains(&published));
     assert!(secret_volumes("r-faros-hub-reconciler").contains(&published));
     assert_eq!(arg("r-faros-kcp", "--admin-kubeconfig-secret-namespace"), NAMESPACE);
-    // The reconciler mirrors into the release namespace, where quickstart mounts `<provider>-kubeconfig`.
-    assert_eq!(arg("r-faros-hub-reconciler", "--mirror-namespace"), NAMESPACE);
-    assert!(secret_volumes("r-faros-provider-quickstart").contains(&"quickstart-kubeconfig".to_string()));
-    // Everyone trusts the hub through the hub chart's certificate Secret, which cert-manager fills from
-    // the rendered Certificate.
+    // The reconciler mirrors into a providers namespace of its own (never the release namespace, whose
+    // Secrets its Role would then read), which the chart creates and where quickstart runs and mounts
+    // `<provider>-kubeconfig`, the hub's CA (`ca.crt`) included.
+    let providers_ns = format!("{NAMESPACE}-providers");
+    assert_eq!(arg("r-faros-hub-reconciler", "--mirror-namespace"), providers_ns);
+    assert!(kind(&docs, "Namespace").any(|n| n["metadata"]["name"] == providers_ns.as_str()));
+    let mirror_rbac = kind(&docs, "Role")
+        .chain(kind(&docs, "RoleBinding"))
+        .filter(|r| r["metadata"]["name"] == "r-faros-hub-reconciler-mirror")
+        .collect::<Vec<_>>();
+    assert_eq!(mirror_rbac.len(), 2);
+    for role in mirror_rbac {
+        assert_eq!(role["metadata"]["namespace"], providers_ns.as_str(), "{role}");
+    }
+    let quickstart = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "r-faros-provider-quickstart")
+        .unwrap();
+    assert_eq!(quickstart["metadata"]["namespace"], providers_ns.as_str());
+    assert_eq!(
+        secret_volumes("r-faros-provider-quickstart"),
+        ["quickstart-kubeconfig", "quickstart-kubeconfig"],
+        "the kubeconfig and its ca.crt, nothing of the hub's namespace"
+    );
+    // The hub and the reconciler trust the hub through the hub chart's certificate Secret, which
+    // cert-manager fills from the rendered Certificate.
     let tls = "r-faros-hub-api-tls".to_string();
     assert!(kind(&docs, "Certificate").any(|c| c["spec"]["secretName"] == tls.as_str()));
-    for pod in [
-        "r-faros-hub-api",
-        "r-faros-hub-reconciler",
-        "r-faros-provider-quickstart",
-    ] {
+    for pod in ["r-faros-hub-api", "r-faros-hub-reconciler"] {
         assert!(secret_volumes(pod).contains(&tls), "{pod} does not mount {tls}");
     }
     // The quickstart CatalogEntry the chart ships is the provider's own manifest.
@@ -425,9 +451,20 @@ fn bad_values_are_refused_naming_the_key() {
         ),
         ("faros-provider-quickstart", vec![], "hub.url is required"),
         (
-            "faros-provider-quickstart",
-            vec!["hub.url=https://hub-faros-hub-api.faros.svc:8443"],
-            "HUB-faros-hub-api-tls",
+            "faros-hub-reconciler",
+            vec![
+                "kcp.kubeconfigSecret=k",
+                "hub.url=https://hub-faros-hub-api.faros.svc:8443",
+                "hub.caSecret=c",
+                "mirror.enabled=true",
+                "mirror.namespace=faros",
+            ],
+            "mirror.namespace is the release namespace",
+        ),
+        (
+            "faros",
+            vec!["global.faros.providersNamespace=faros"],
+            "mirror.namespace is the release namespace",
         ),
         // Under the umbrella the hub's name, port and CA are set once, in global.faros.hub.
         (
@@ -529,10 +566,10 @@ struct Node {
 impl Node {
     /// The bytes of `key` (or every key) of a Secret or ConfigMap in the hosting cluster, waiting for it
     /// as the kubelet waits for a non-optional volume.
-    async fn volume_files(&self, volume: &Value) -> Option<BTreeMap<String, Vec<u8>>> {
+    async fn volume_files(&self, namespace: &str, volume: &Value) -> Option<BTreeMap<String, Vec<u8>>> {
         let (source, data): (&Value, BTreeMap<String, Vec<u8>>) = if volume["secret"].is_object() {
             let name = volume["secret"]["secretName"].as_str().unwrap();
-            let api: Api<Secret> = Api::namespaced(self.hosting.clone(), NAMESPACE);
+            let api: Api<Secret> = Api::namespaced(self.hosting.clone(), namespace);
             let secret = eventually_some(&format!("Secret {name}"), WAIT, || {
                 let api = api.clone();
                 async move { api.get_opt(name).await.ok().flatten() }
@@ -547,7 +584,7 @@ impl Node {
             (&volume["secret"], data)
         } else if volume["configMap"].is_object() {
             let name = volume["configMap"]["name"].as_str().unwrap();
-            let api: Api<ConfigMap> = Api::namespaced(self.hosting.clone(), NAMESPACE);
+            let api: Api<ConfigMap> = Api::namespaced(self.hosting.clone(), namespace);
             let cm = eventually_some(&format!("ConfigMap {name}"), WAIT, || {
                 let api = api.clone();
                 async move { api.get_opt(name).await.ok().flatten() }
@@ -580,7 +617,7 @@ impl Node {
 
     /// Runs one pod: its volumes materialised under the node directory, init containers to
     /// completion, then its containers until their readiness probes pass.
-    async fn run_pod(&self, name: &str, pod: &Value) -> Vec<Running> {
+    async fn run_pod(&self, name: &str, namespace: &str, pod: &Value) -> Vec<Running> {
         let pod_dir = self.dir.join(name);
         let volumes: BTreeMap<&str, &Value> = pod["volumes"]
             .as_array()
@@ -599,7 +636,7 @@ impl Node {
                 std::fs::create_dir_all(&dir).unwrap();
                 // A volume the pod does not declare is a volume claim template (the StatefulSet's state).
                 if let Some(volume) = volumes.get(m["name"].as_str().unwrap())
-                    && let Some(files) = self.volume_files(volume).await
+                    && let Some(files) = self.volume_files(namespace, volume).await
                 {
                     for (file, bytes) in files {
                         std::fs::write(dir.join(file), bytes).unwrap();
@@ -835,16 +872,25 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
         .filter(|c| c["spec"]["isCA"] != true)
         .map(issue_like_cert_manager)
         .collect();
+    // The namespaces the release creates (the providers namespace), then its Secrets and ConfigMaps.
+    for doc in kind(&docs, "Namespace") {
+        let ns: Namespace = serde_json::from_value(doc.clone()).unwrap();
+        Api::<Namespace>::all(hosting.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap();
+    }
+    let namespace = |doc: &Value| doc["metadata"]["namespace"].as_str().unwrap_or(NAMESPACE).to_string();
     for doc in kind(&docs, "Secret").chain(issued.iter()) {
         let secret: Secret = serde_json::from_value(doc.clone()).unwrap();
-        Api::<Secret>::namespaced(hosting.clone(), NAMESPACE)
+        Api::<Secret>::namespaced(hosting.clone(), &namespace(doc))
             .create(&PostParams::default(), &secret)
             .await
             .unwrap();
     }
     for doc in kind(&docs, "ConfigMap") {
         let cm: ConfigMap = serde_json::from_value(doc.clone()).unwrap();
-        Api::<ConfigMap>::namespaced(hosting.clone(), NAMESPACE)
+        Api::<ConfigMap>::namespaced(hosting.clone(), &namespace(doc))
             .create(&PostParams::default(), &cm)
             .await
             .unwrap();
@@ -859,8 +905,9 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
     // All pods start at once, as on a cluster; each waits for what it mounts.
     let mut pods = tokio::task::JoinSet::new();
     for (name, pod) in pod_specs(&docs) {
+        let namespace = namespace_of(&docs, &name);
         let (node, pod) = (node.clone(), pod.clone());
-        pods.spawn(async move { node.run_pod(&name, &pod).await });
+        pods.spawn(async move { node.run_pod(&name, &namespace, &pod).await });
     }
 
     // The platform admin registers the quickstart provider, as a GitOps repo would.
@@ -918,14 +965,16 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
     );
     let entries: Api<CatalogEntry> = Api::all(client_from_yaml(&entry_url).await.unwrap());
     let entry = entries.get("quickstart").await.unwrap();
-    let want = format!("http://r-faros-provider-quickstart.{NAMESPACE}.svc:{qs}");
+    let want = format!("http://r-faros-provider-quickstart.{NAMESPACE}-providers.svc:{qs}");
     assert_eq!(entry.spec.ui.as_ref().and_then(|u| u.url.clone()), Some(want.clone()));
     assert_eq!(entry.spec.backend.as_ref().map(|b| b.url.clone()), Some(want));
 
-    // The mirrored kubeconfig is the one kcp holds for the Provider.
-    let mirrored: Api<Secret> = Api::namespaced(hosting.clone(), NAMESPACE);
-    let mirrored = mirrored.get("quickstart-kubeconfig").await.unwrap();
-    let kubeconfig = String::from_utf8(mirrored.data.unwrap()["kubeconfig"].0.clone()).unwrap();
+    // The mirrored kubeconfig is the one kcp holds for the Provider, in the providers namespace, with
+    // the CA bundle it embeds beside it as `ca.crt`.
+    let mirrored: Api<Secret> = Api::namespaced(hosting.clone(), &format!("{NAMESPACE}-providers"));
+    let mirrored = mirrored.get("quickstart-kubeconfig").await.unwrap().data.unwrap();
+    let kubeconfig = String::from_utf8(mirrored["kubeconfig"].0.clone()).unwrap();
+    let mirrored_ca = String::from_utf8(mirrored["ca.crt"].0.clone()).unwrap();
     assert!(
         kubeconfig.contains(&format!("server: https://localhost:{hub}/clusters/")),
         "{kubeconfig}"
@@ -952,6 +1001,7 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
         .unwrap();
     let body = |pem: &str| -> String { pem.lines().filter(|l| !l.starts_with("-----")).collect() };
     let bundle = body(&ca_of(&kubeconfig));
+    assert_eq!(body(&mirrored_ca), bundle, "ca.crt is the kubeconfig's CA bundle");
     assert!(
         bundle.contains(&body(std::str::from_utf8(&hub_ca).unwrap())),
         "hub CA missing from the provider kubeconfig"
