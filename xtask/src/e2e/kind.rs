@@ -32,7 +32,7 @@ use crate::images::{Component, DEFAULT_REGISTRY, Engine, image_ref};
 pub(crate) enum Kcp {
     /// kcp from kcp's Helm chart (server, etcd, front-proxy), with cert-manager.
     Real,
-    /// The `faros-kcp` chart (the embedded kcp): faster, no cert-manager.
+    /// The `faros-kcp` chart (the embedded kcp): faster, no kcp chart (cert-manager still, for the hub).
     Embedded,
 }
 
@@ -208,28 +208,30 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
     };
     steps.push(Step::new(cluster_name, cluster));
 
-    if input.kcp == Kcp::Real {
-        steps.push(Step::new(
+    // Both targets: the hub chart's certificate comes from cert-manager (its default TLS mode), and
+    // real kcp's chart needs it too.
+    steps.push(Step::new(
+        "cert-manager",
+        vec![Action::Run(input.helm(&[
+            "upgrade",
+            "--install",
             "cert-manager",
-            vec![Action::Run(input.helm(&[
-                "upgrade",
-                "--install",
-                "cert-manager",
-                "cert-manager",
-                "--repo",
-                CERT_MANAGER_REPO,
-                "--version",
-                CERT_MANAGER_VERSION,
-                "--namespace",
-                "cert-manager",
-                "--create-namespace",
-                "--set",
-                "crds.enabled=true",
-                "--wait",
-                "--timeout",
-                "5m",
-            ]))],
-        ));
+            "cert-manager",
+            "--repo",
+            CERT_MANAGER_REPO,
+            "--version",
+            CERT_MANAGER_VERSION,
+            "--namespace",
+            "cert-manager",
+            "--create-namespace",
+            "--set",
+            "crds.enabled=true",
+            "--wait",
+            "--timeout",
+            "5m",
+        ]))],
+    ));
+    if input.kcp == Kcp::Real {
         steps.push(Step::new(
             "kcp from kcp's Helm chart",
             vec![
@@ -433,8 +435,10 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
                     "--install",
                     QUICKSTART_RELEASE,
                     "charts/faros-provider-quickstart",
+                    // The reconciler's mirror namespace (its chart's default), where the kubeconfig
+                    // Secret, with the hub's CA beside it, is mirrored.
                     "--namespace",
-                    FAROS_NAMESPACE,
+                    &format!("{FAROS_NAMESPACE}-providers"),
                     "--values",
                 ])
                 .arg(path("quickstart-values.yaml")),
@@ -603,9 +607,17 @@ mod tests {
             "--reuse --keep deletes nothing: {reused}"
         );
 
-        // Embedded: no cert-manager, no kcp chart, the faros-kcp image and chart.
+        // Embedded: cert-manager (the hub's certificate), no kcp chart, the faros-kcp image and chart;
+        // the quickstart in the mirror namespace.
         let embedded = lines(&input(Kcp::Embedded, Engine::Docker, false, false, &tokens));
-        assert!(!embedded.contains("cert-manager"), "{embedded}");
+        assert!(
+            embedded.contains(&format!("--repo {CERT_MANAGER_REPO} --version {CERT_MANAGER_VERSION}")),
+            "{embedded}"
+        );
+        assert!(
+            embedded.contains("charts/faros-provider-quickstart --namespace faros-providers"),
+            "{embedded}"
+        );
         assert!(!embedded.contains(KCP_CHART_REPO), "{embedded}");
         assert!(
             embedded.contains("kind load docker-image ghcr.io/faroshq/faros-kcp:e2e"),

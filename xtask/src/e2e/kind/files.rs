@@ -135,7 +135,6 @@ pub(crate) fn quickstart_values(tag: &str, build: &str) -> String {
         "{image}
 hub:
   url: https://{FAROS_RELEASE}-faros-hub-api.{FAROS_NAMESPACE}.svc:8443
-  caSecret: {FAROS_RELEASE}-faros-hub-api-tls
 "
     )
 }
@@ -220,7 +219,7 @@ mod tests {
                 "quickstart",
                 "charts/faros-provider-quickstart",
                 "--namespace",
-                "faros",
+                "faros-providers",
                 "--values",
             ])
             .arg(&values)
@@ -232,6 +231,8 @@ mod tests {
             manifests.contains("https://faros-faros-hub-api.faros.svc:8443"),
             "{manifests}"
         );
-        assert!(manifests.contains("faros-faros-hub-api-tls"), "{manifests}");
+        // Nothing of the hub's namespace: the hub's CA comes with the mirrored kubeconfig Secret.
+        assert!(!manifests.contains("faros-faros-hub-api-tls"), "{manifests}");
+        assert!(manifests.contains("key: ca.crt"), "{manifests}");
     }
 }
