@@ -34,6 +34,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+#[path = "charts/argocd_health.rs"]
+mod argocd_health;
 #[path = "charts/wiring.rs"]
 mod wiring;
 
