@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 pub const GROUP_AUTHENTICATED: &str = "system:authenticated";
 /// All ServiceAccounts are in this group; `<this>:<namespace>` narrows it to one namespace.
 pub const GROUP_SERVICE_ACCOUNTS: &str = "system:serviceaccounts";
-/// The user-info extra key kcp uses for the logical cluster a ServiceAccount lives in.
-pub const EXTRA_CLUSTER_NAME: &str = "authentication.kubernetes.io/cluster-name";
+/// The user-info extra key kcp uses for the logical cluster a ServiceAccount lives in (kcp's
+/// `ClusterNameKey`; real kcp v0.32 answers TokenReviews of ServiceAccount tokens with it).
+pub const EXTRA_CLUSTER_NAME: &str = "authentication.kcp.io/cluster-name";
 /// The user name prefix of ServiceAccounts: `system:serviceaccount:<ns>:<name>`.
 pub const SERVICE_ACCOUNT_USER_PREFIX: &str = "system:serviceaccount:";
 
@@ -111,7 +112,7 @@ mod tests {
                 "username": "system:serviceaccount:default:provider",
                 "uid": "u-1",
                 "groups": ["system:serviceaccounts", "system:authenticated"],
-                "extra": {"authentication.kubernetes.io/cluster-name": ["abc123"]}
+                "extra": {"authentication.kcp.io/cluster-name": ["abc123"]}
             })
         );
         assert_eq!(serde_json::from_value::<UserInfo>(json).unwrap(), user);

@@ -14,6 +14,7 @@ use faros_core::kcp::{
     ANNOTATION_CLUSTER, ANNOTATION_LOGICALCLUSTER_TYPE, ANNOTATION_PATH, LOGICALCLUSTER_NAME, LogicalCluster,
 };
 use faros_core::names;
+use faros_core::user::EXTRA_CLUSTER_NAME;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
@@ -23,9 +24,6 @@ use kube::{Client, ResourceExt};
 pub const ENV_ALLOW_FOREIGN_WORKSPACE: &str = "FAROS_ALLOW_FOREIGN_WORKSPACE";
 /// The command-line flag the provider binaries offer for [`ENV_ALLOW_FOREIGN_WORKSPACE`].
 pub const FLAG_ALLOW_FOREIGN_WORKSPACE: &str = "--allow-foreign-workspace";
-
-/// kcp's user-info extra naming the logical cluster a ServiceAccount lives in.
-const EXTRA_CLUSTER_NAME: &str = "authentication.kubernetes.io/cluster-name";
 
 /// Errors locating the target.
 #[derive(Debug, thiserror::Error)]

@@ -27,6 +27,19 @@ pub async fn run(p: &Platform) {
         "{stderr}"
     );
     let alice = p.add_user("alice").await.unwrap();
+    // Heartbeats are accepted: a provider that never beat also counts as Ready, so Ready alone
+    // would not show that the hub recognises the provider's ServiceAccount (on real kcp it once
+    // did not: the cluster-name extra has kcp's own key).
+    eventually("quickstart's first accepted heartbeat", WAIT, || async {
+        let r = p.call(Method::GET, "/api/providers", Some(&alice), None).await?;
+        let beat = r.body["items"]
+            .as_array()
+            .and_then(|items| items.iter().find(|i| i["name"] == "quickstart"))
+            .is_some_and(|q| q["lastHeartbeat"].is_string());
+        Ok(beat.then_some(()))
+    })
+    .await
+    .unwrap();
     let acme = p.unique("acme");
 
     // Organization and workspace through the REST API.
