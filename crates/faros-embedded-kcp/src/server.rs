@@ -217,6 +217,11 @@ impl Server {
         )
         .map_err(|e| ServerError::Auth(e.to_string()))?;
         let db_path = dir.join("kcp.redb");
+        // redb creates its file with the umask; an empty file of ours it takes as a new database.
+        crate::state_dir::create_private(&db_path).map_err(|e| ServerError::StateDir {
+            path: e.path,
+            source: e.source,
+        })?;
         let store_opts = StoreOptions {
             path: db_path.clone(),
             history_capacity: config.history_capacity,

@@ -61,6 +61,23 @@ pub fn secure(dir: &Path) -> Result<Vec<Repaired>, StateDirError> {
     Ok(repaired)
 }
 
+/// Creates `path` as an empty owner-only file unless it exists (for files another library creates
+/// with the umask).
+pub fn create_private(path: &Path) -> Result<(), StateDirError> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, FILE_MODE);
+    match opts.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(StateDirError {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 #[cfg(unix)]
 fn create(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;

@@ -111,6 +111,8 @@ pub struct Config {
     pub mcp: mcp::McpSettings,
     /// Portal session lifetime.
     pub session: portal::SessionSettings,
+    /// Where provider URLs may lead the hub (the public URL's host is added as the hub's own).
+    pub upstreams: proxy::UpstreamPolicy,
 }
 
 impl std::fmt::Debug for Config {
@@ -154,8 +156,26 @@ impl Config {
             tenancy: tenancy::TenancySettings::default(),
             mcp: mcp::McpSettings::default(),
             session: portal::SessionSettings::default(),
+            upstreams: proxy::UpstreamPolicy::default(),
         }
     }
+}
+
+/// The configured upstream policy with the hub's own public host added: a provider URL naming the
+/// hub would make it proxy to itself.
+fn upstream_policy(config: &Config) -> proxy::UpstreamPolicy {
+    let mut policy = config.upstreams.clone();
+    if let Some(host) = config
+        .tenancy
+        .public_url
+        .as_deref()
+        .and_then(|u| u.parse::<http::Uri>().ok())
+        .and_then(|u| u.host().map(|h| h.trim_end_matches('.').to_ascii_lowercase()))
+        .filter(|h| h.parse::<std::net::IpAddr>().is_err() && !policy.hub_hosts.contains(h))
+    {
+        policy.hub_hosts.push(host);
+    }
+    policy
 }
 
 /// Errors that stop the hub API.
@@ -216,7 +236,9 @@ impl Hub {
             })?;
         let mut http_settings = config.http.clone();
         http_settings.public_proto = if config.tls.is_some() { "https" } else { "http" };
-        let registry = Arc::new(Registry::new(config.clock.clone(), config.registry));
+        let upstreams = Arc::new(upstream_policy(&config));
+        let registry =
+            Arc::new(Registry::new(config.clock.clone(), config.registry).with_upstream_policy(upstreams.clone()));
         let keys = Arc::new(keys);
         let metrics = Arc::new(Metrics::new());
         let tenancy = tenancy::Tenancy::new(factory.clone(), config.tenancy.clone());
@@ -244,7 +266,7 @@ impl Hub {
             reviewer,
             keys,
             metrics,
-            providers_http: proxy::provider_client(config.connect_timeout)?,
+            providers_http: proxy::provider_client(config.connect_timeout, (*upstreams).clone())?,
             kcp_http: proxy::kcp_client(&config.kube, config.connect_timeout)?,
             kcp_base,
             settings: http_settings,

@@ -67,6 +67,15 @@ struct Args {
     /// Lifetime of a portal session from sign-in, in seconds.
     #[arg(long, env = "FAROS_SESSION_TTL", default_value_t = 8 * 3600)]
     session_ttl: u64,
+    /// An address range (CIDR, e.g. `127.0.0.0/8`) provider URLs may lead to even where the hub
+    /// refuses them by default (loopback, link-local, its own host) or with
+    /// `--deny-private-upstreams`. Repeatable; comma-separated in the environment.
+    #[arg(long = "allow-upstream", env = "FAROS_ALLOW_UPSTREAMS", value_delimiter = ',')]
+    allow_upstreams: Vec<ipnet::IpNet>,
+    /// Also refuse provider URLs on private, unique-local and shared (CGNAT) addresses (when
+    /// providers are reached over public addresses, not cluster Services).
+    #[arg(long, env = "FAROS_DENY_PRIVATE_UPSTREAMS", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
+    deny_private_upstreams: bool,
     #[command(flatten)]
     auth: AuthArgs,
     #[command(flatten)]
@@ -150,6 +159,8 @@ async fn main() -> anyhow::Result<()> {
     config.mcp.discovery_timeout = Duration::from_secs(args.mcp_discovery_timeout);
     config.mcp.call_timeout = Duration::from_secs(args.mcp_call_timeout);
     config.session.ttl = Duration::from_secs(args.session_ttl);
+    config.upstreams.allow = args.allow_upstreams;
+    config.upstreams.deny_private = args.deny_private_upstreams;
     faros_hub_api::run(config, faros_core::telemetry::shutdown_signal()).await?;
     Ok(())
 }

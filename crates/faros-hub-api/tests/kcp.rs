@@ -110,6 +110,8 @@ impl RunningHub {
         config.catalog.sweep_interval = Duration::from_millis(200);
         config.catalog.retry_delay = Duration::from_millis(200);
         config.tls = Some(hub_tls(kcp._dir.path()));
+        // Providers of this test listen on loopback, which the hub refuses by default.
+        config.upstreams.allow = faros_hub_api::proxy::UpstreamPolicy::loopback();
         let hub = Hub::new(config).unwrap();
         let url = format!("https://{}", listener.local_addr().unwrap());
         let (tx, rx) = oneshot::channel::<()>();

@@ -194,6 +194,8 @@ impl McpHub {
         let mut config = Config::new(kube::Config::new("https://127.0.0.1:1".parse().unwrap()));
         config.clock = clock.clone();
         config.token_reviewer = Some(Arc::new(reviewer));
+        // Providers of this test listen on loopback, which the hub refuses by default.
+        config.upstreams.allow = faros_hub_api::proxy::UpstreamPolicy::loopback();
         let hub = Hub::new(config).unwrap();
         let directory = Arc::new(FakeDirectory::default());
         let settings = McpSettings {

@@ -191,19 +191,51 @@ async fn ui_proxy_serves_assets_without_credentials() {
         "providers cannot set cookies on the hub origin"
     );
     assert!(resp.headers().get("x-request-id").is_some());
-    assert!(resp.text().await.unwrap().contains("customElements.define("));
-    // Both bare forms reach the UI index.
-    for path in ["/ui/providers/q", "/ui/providers/q/"] {
-        let resp = http.get(hub.url(path)).send().await.unwrap();
-        assert_eq!(resp.status(), 200, "{path}");
-        assert_eq!(resp.text().await.unwrap(), "<html>index</html>", "{path}");
+    // Inert if opened as a document, never sniffed, loadable by the portal's sandboxed frame.
+    for (name, want) in [
+        ("x-content-type-options", "nosniff"),
+        ("content-security-policy", "sandbox; default-src 'none'"),
+        ("cross-origin-resource-policy", "cross-origin"),
+        ("access-control-allow-origin", "*"),
+    ] {
+        assert_eq!(resp.headers()[name], want, "{name}");
     }
-    // What the upstream sees: no credentials, no spoofed identity, the base path.
+    assert!(resp.text().await.unwrap().contains("customElements.define("));
+    // Documents are never served on the hub's origin (the upstream's index is text/html); the 502
+    // says so without quoting the upstream.
+    for path in ["/ui/providers/q", "/ui/providers/q/"] {
+        let (code, body) = status_of(http.get(hub.url(path)).send().await.unwrap()).await;
+        assert_eq!(code, 502, "{path}: {body}");
+        assert!(!body["message"].as_str().unwrap().contains("index"), "{body}");
+    }
+    // Nor service-worker scripts: a worker would control every page of the hub's origin.
+    let resp = http
+        .get(hub.url("/ui/providers/q/main.js"))
+        .header("service-worker", "script")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    // A request that already passed a hub's provider proxy is a loop.
+    let (code, body) = status_of(
+        http.get(hub.url("/ui/providers/q/main.js"))
+            .header("via", "1.1 faros-hub")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((code, body["reason"].as_str()), (508, Some("LoopDetected")), "{body}");
+    // What the upstream sees: an allow-list of asset request headers, the hub's own, nothing else
+    // (no credentials, no spoofed identity, no cloud-metadata headers). The echo is JSON, an asset.
     let seen: Value = http
         .get(hub.url("/ui/providers/q/echo?x=1"))
         .bearer_auth(ALICE)
         .header("x-faros-user", "admin")
         .header("cookie", "session=secret")
+        .header("metadata-flavor", "Google")
+        .header("x-aws-ec2-metadata-token", "t")
+        .header("accept", "application/json")
         .send()
         .await
         .unwrap()
@@ -213,7 +245,16 @@ async fn ui_proxy_serves_assets_without_credentials() {
     assert_eq!(seen["uri"], "/ui/echo?x=1");
     let h = &seen["headers"];
     assert_eq!(h["x-faros-base-path"], "/ui/providers/q");
-    for absent in ["authorization", "cookie", "x-faros-user", "x-faros-assertion"] {
+    assert_eq!(h["via"], "1.1 faros-hub");
+    assert_eq!(h["accept"], "application/json");
+    for absent in [
+        "authorization",
+        "cookie",
+        "x-faros-user",
+        "x-faros-assertion",
+        "metadata-flavor",
+        "x-aws-ec2-metadata-token",
+    ] {
         assert!(h.get(absent).is_none(), "{absent} leaked: {h}");
     }
     assert_eq!(h["host"], up.addr.to_string());
@@ -317,9 +358,18 @@ async fn backend_failures_map_to_status_codes() {
     healthy(&hub, "down");
     let http = http();
     let get = |path: &str| http.get(hub.url(path)).bearer_auth(ALICE).send();
-    // Down since the last probe: 502; the hub itself is fine.
+    // Down since the last probe: 502 with a fixed text (the connect error would make the hub a
+    // port scanner); the hub itself is fine.
     let (code, body) = status_of(get("/services/providers/down/x").await.unwrap()).await;
-    assert_eq!((code, body["reason"].as_str().unwrap()), (502, "BadGateway"), "{body}");
+    assert_eq!(
+        (
+            code,
+            body["reason"].as_str().unwrap(),
+            body["message"].as_str().unwrap()
+        ),
+        (502, "BadGateway", "the backend of provider \"down\" is unreachable"),
+        "{body}"
+    );
     assert_eq!(http.get(hub.url("/healthz")).send().await.unwrap().status(), 200);
     // The probe notices: not Ready, 503.
     let probe = faros_hub_api::catalog::probe::probe(
@@ -508,4 +558,73 @@ async fn readiness_endpoint_waits_for_the_registry() {
     assert_eq!(http.get(hub.url("/readyz")).send().await.unwrap().status(), 200);
     let (code, body) = status_of(http.get(hub.url("/nowhere")).send().await.unwrap()).await;
     assert_eq!((code, body["reason"].as_str().unwrap()), (404, "NotFound"));
+}
+
+/// The review's M1: provider URLs are no relay into loopback, cloud metadata or the hub itself.
+#[tokio::test]
+async fn provider_urls_cannot_reach_loopback_or_metadata() {
+    // The default policy (no allow-list): loopback is refused, whatever the upstream is.
+    let up = upstream().await;
+    let hub = TestHub::start("https://127.0.0.1:1", |c| {
+        c.upstreams.allow.clear();
+        c.tenancy.public_url = Some("https://hub.example.com".into());
+    })
+    .await;
+    for (name, ui, backend, problem) in [
+        (
+            "q",
+            Some(up.url("/ui")),
+            Some(up.url("")),
+            "127.0.0.1 is a loopback address",
+        ),
+        (
+            "meta",
+            None,
+            Some("http://169.254.169.254/latest".to_string()),
+            "link-local (cloud metadata)",
+        ),
+        (
+            "local",
+            Some("http://localhost:8080/ui".to_string()),
+            None,
+            "names this machine",
+        ),
+        (
+            "self",
+            Some("https://hub.example.com/ui/providers/q".to_string()),
+            None,
+            "is the hub itself",
+        ),
+    ] {
+        let path = format!("root:faros:providers:{name}");
+        register(&hub, &format!("c-{name}"), &path, entry(name, ui, backend));
+        let list: Value = http()
+            .get(hub.url("/api/providers"))
+            .bearer_auth(ALICE)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let item = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == name)
+            .unwrap()
+            .clone();
+        assert_eq!(item["ready"], false, "{item}");
+        assert_eq!(item["notReadyReason"], "InvalidEndpoint", "{item}");
+        let message = hub.registry().get(name).unwrap().endpoints.errors.join("; ");
+        assert!(message.contains(problem), "{name}: {message}");
+        // Not Ready: nothing is proxied.
+        let resp = http()
+            .get(hub.url(&format!("/services/providers/{name}/x")))
+            .bearer_auth(ALICE)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 503, "{name}");
+    }
 }

@@ -103,6 +103,8 @@ impl Stack {
         hub_config.token_file = Some(token_file.clone());
         hub_config.tenancy.public_url = Some(hub_url.clone());
         hub_config.tenancy.ca_pem = Some(ca_pem.clone());
+        // Every provider of `faros dev` (quickstart, `--provider`) listens on this machine.
+        hub_config.upstreams.allow = faros_hub_api::proxy::UpstreamPolicy::loopback();
         let hub = faros_hub_api::Hub::new(hub_config).context("configuring the hub API")?;
         let tenancy = hub.state().tenancy.clone();
         let hub_state = hub.state().clone();

@@ -131,7 +131,10 @@ pub fn http_client(settings: &OidcSettings, connect_timeout: Duration) -> Result
         tls.root_cert = Some(certs);
     }
     let connector = tls
-        .rustls_https_connector_with_connector(crate::proxy::http_connector(connect_timeout))
+        .rustls_https_connector_with_connector(crate::proxy::http_connector(
+            connect_timeout,
+            std::sync::Arc::new(crate::proxy::UpstreamPolicy::unrestricted()),
+        ))
         .map_err(|e| AuthError::Oidc(format!("building the TLS client for the issuer: {e}")))?;
     Ok(UpstreamPool::new(connector, pool::IDLE_TIMEOUT))
 }

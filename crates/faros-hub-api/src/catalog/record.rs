@@ -10,6 +10,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::authority::Rejection;
+use crate::proxy::UpstreamPolicy;
 
 /// `BackendHealthy` condition type on CatalogEntry.
 pub const CONDITION_BACKEND_HEALTHY: &str = "BackendHealthy";
@@ -53,12 +54,13 @@ impl ParsedEndpoints {
 }
 
 /// Parses `ui.url` and `backend.url`: each must be an absolute http(s) URL with a host and no
-/// query or fragment (a query would be silently merged with the caller's).
-pub fn parse_endpoints(spec: &CatalogEntrySpec) -> ParsedEndpoints {
+/// query or fragment (a query would be silently merged with the caller's), on a host `policy`
+/// admits (checked again on every connect: [`crate::proxy::upstream_policy`]).
+pub fn parse_endpoints(spec: &CatalogEntrySpec, policy: &UpstreamPolicy) -> ParsedEndpoints {
     let mut errors = Vec::new();
     let mut parse = |field: &str, raw: Option<&str>| -> Option<http::Uri> {
         let raw = raw?;
-        match parse_upstream(raw) {
+        match parse_upstream(raw, policy) {
             Ok(uri) => Some(uri),
             Err(problem) => {
                 errors.push(format!("{field}: {problem}"));
@@ -87,7 +89,7 @@ pub fn parse_endpoints(spec: &CatalogEntrySpec) -> ParsedEndpoints {
     }
 }
 
-fn parse_upstream(raw: &str) -> Result<http::Uri, String> {
+fn parse_upstream(raw: &str, policy: &UpstreamPolicy) -> Result<http::Uri, String> {
     let uri: http::Uri = raw.parse().map_err(|e| format!("{raw:?} is not a URL: {e}"))?;
     match uri.scheme_str() {
         Some("http" | "https") => {}
@@ -100,6 +102,9 @@ fn parse_upstream(raw: &str) -> Result<http::Uri, String> {
     if uri.query().is_some() {
         return Err(format!("{raw:?} must not have a query"));
     }
+    policy
+        .check_host(uri.host().unwrap_or_default())
+        .map_err(|refused| format!("{raw:?}: {refused}"))?;
     Ok(uri)
 }
 
@@ -333,16 +338,31 @@ mod tests {
                 Err(names::REASON_INVALID_ENDPOINT),
             ),
         ] {
-            let parsed = parse_endpoints(&s);
+            let parsed = parse_endpoints(&s, &UpstreamPolicy::default());
             assert_eq!(parsed.verdict().map_err(|(r, _)| r), want, "{what}");
         }
-        let bad = parse_endpoints(&spec(Some("/ui"), Some("ftp://q"), false));
+        let bad = parse_endpoints(&spec(Some("/ui"), Some("ftp://q"), false), &UpstreamPolicy::default());
         assert_eq!(
             bad.verdict().unwrap_err().1,
             "Endpoint parse errors: [ui.url: \"/ui\" must be absolute (http:// or https://), \
              backend.url: \"ftp://q\": scheme \"ftp\" is not http or https]"
         );
-        let ok = parse_endpoints(&spec(Some("http://q:8080/ui"), Some("https://q:8443"), false));
+        let ok = parse_endpoints(
+            &spec(Some("http://q:8080/ui"), Some("https://q:8443"), false),
+            &UpstreamPolicy::default(),
+        );
+        // The upstream policy: loopback and link-local hosts are not providers' places.
+        let ssrf = parse_endpoints(
+            &spec(Some("http://127.0.0.1:8080/ui"), Some("http://169.254.169.254"), false),
+            &UpstreamPolicy::default(),
+        );
+        assert_eq!(ssrf.verdict().unwrap_err().0, names::REASON_INVALID_ENDPOINT);
+        assert_eq!(ssrf.errors.len(), 2, "{:?}", ssrf.errors);
+        assert!(
+            ssrf.errors[1].contains("169.254.169.254 is a link-local (cloud metadata) address"),
+            "{:?}",
+            ssrf.errors
+        );
         assert_eq!(ok.health_path, "/healthz");
         assert_eq!(ok.backend.unwrap().to_string(), "https://q:8443/");
     }
@@ -351,8 +371,11 @@ mod tests {
     fn readiness_table() {
         let now = ts("2026-01-01T00:10:00Z");
         let ttl = Duration::from_secs(90);
-        let good = parse_endpoints(&spec(Some("http://q/ui"), Some("http://q"), false));
-        let none = parse_endpoints(&spec(None, None, false));
+        let good = parse_endpoints(
+            &spec(Some("http://q/ui"), Some("http://q"), false),
+            &UpstreamPolicy::default(),
+        );
+        let none = parse_endpoints(&spec(None, None, false), &UpstreamPolicy::default());
         let fresh = Some(ts("2026-01-01T00:08:30Z")); // exactly 90 s: still fresh
         let stale = Some(ts("2026-01-01T00:08:29Z"));
         let down = BackendHealth::Unhealthy("connection refused".into());
@@ -408,7 +431,10 @@ mod tests {
     #[test]
     fn desired_status_for_winner_and_loser() {
         let now = ts("2026-01-01T00:00:10Z");
-        let eps = parse_endpoints(&spec(Some("http://q/ui"), Some("http://q"), false));
+        let eps = parse_endpoints(
+            &spec(Some("http://q/ui"), Some("http://q"), false),
+            &UpstreamPolicy::default(),
+        );
         let health = BackendHealth::Healthy;
         let ready = readiness(&eps, None, &health, now, Duration::from_secs(90));
         let winner = Winner {

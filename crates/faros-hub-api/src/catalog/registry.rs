@@ -5,6 +5,7 @@
 //! health prober and the sweeper. Everything here is IO-free: the watch and the status writer in
 //! [`super::watch`] feed and drain it.
 
+use crate::proxy::UpstreamPolicy;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
@@ -118,6 +119,8 @@ pub struct Registry {
     inner: RwLock<Inner>,
     clock: Arc<dyn Clock>,
     settings: RegistrySettings,
+    /// Provider URLs on hosts this refuses are not Ready ([`crate::proxy::upstream_policy`]).
+    upstreams: Arc<UpstreamPolicy>,
     dirty: Notify,
     changes: watch::Sender<u64>,
 }
@@ -134,9 +137,16 @@ impl Registry {
             inner: RwLock::default(),
             clock,
             settings,
+            upstreams: Arc::new(UpstreamPolicy::default()),
             dirty: Notify::new(),
             changes: watch::channel(0).0,
         }
+    }
+
+    /// Judges provider URLs by `policy` (the hub's `--allow-upstream`, `--deny-private-upstreams`).
+    pub fn with_upstream_policy(mut self, policy: Arc<UpstreamPolicy>) -> Self {
+        self.upstreams = policy;
+        self
     }
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
@@ -370,7 +380,7 @@ impl Registry {
             entry_cluster: c.cluster.clone(),
             entry_path: c.path.clone().unwrap_or_default(),
             source: c.source.clone(),
-            endpoints: parse_endpoints(&c.entry.spec),
+            endpoints: parse_endpoints(&c.entry.spec, &self.upstreams),
             spec: c.entry.spec.clone(),
             generation: c.entry.metadata.generation,
             provider_cluster,

@@ -132,7 +132,21 @@ fn respond(st: &AppState, route: &'static str, started: Instant, result: Result<
     }
 }
 
-/// `/ui/providers/{name}[/*]`: GET/HEAD to `ui.url`, anonymous and credential-free.
+/// 508 for a request that already went through a hub's provider proxy (see
+/// [`headers::passed_through_hub`]).
+fn refuse_loops(req: &Request) -> Result<(), Status> {
+    if headers::passed_through_hub(req.headers()) {
+        return Err(Status::failure(
+            508,
+            "LoopDetected",
+            "this request already passed through a faros hub's provider proxy: a provider URL leads back to a hub",
+        ));
+    }
+    Ok(())
+}
+
+/// `/ui/providers/{name}[/*]`: GET/HEAD of static assets from `ui.url`, anonymous and
+/// credential-free ([`super::ui_assets`]).
 pub async fn ui(st: &AppState, req: Request) -> Response {
     let started = Instant::now();
     let result = async {
@@ -141,6 +155,12 @@ pub async fn ui(st: &AppState, req: Request) -> Response {
                 "{} is not allowed on provider UIs (GET, HEAD)",
                 req.method()
             )));
+        }
+        refuse_loops(&req)?;
+        if super::ui_assets::is_service_worker_fetch(req.headers()) {
+            return Err(Status::forbidden(
+                "provider UIs cannot register service workers on the hub's origin",
+            ));
         }
         // A clone of the URI shares its bytes with the request's; the name borrows from it.
         let uri = req.uri().clone();
@@ -174,6 +194,7 @@ pub async fn backend(st: &AppState, req: Request) -> Response {
     let result = async {
         // Before anything else: an anonymous caller learns nothing, not even which providers exist.
         let caller = st.authn.authenticate(req.headers()).await?;
+        refuse_loops(&req)?;
         let uri = req.uri().clone();
         let (name, target) = resolve(st, &uri, Surface::Backend)?;
         // Before anything is stripped: the tenant the client names, checked against membership.

@@ -80,8 +80,14 @@ pub fn request_headers(inbound: &HeaderMap, mode: &Mode, forwarded: &Forwarded) 
     let upgrade = wants_upgrade(inbound);
     let provider = !matches!(mode, Mode::Kcp);
     let mut out = HeaderMap::with_capacity(inbound.len() + 6);
+    let ui = matches!(mode, Mode::Ui { .. });
     for (name, value) in inbound {
         if is_hop_by_hop(name, &listed) || name == header::HOST || is_forwarding(name) {
+            continue;
+        }
+        // The UI proxy forwards what a static asset fetch needs and nothing else (no cookies, no
+        // cloud-metadata headers a caller could aim at whatever `ui.url` names).
+        if ui && !super::ui_assets::request_header_allowed(name) {
             continue;
         }
         if provider
@@ -93,11 +99,13 @@ pub fn request_headers(inbound: &HeaderMap, mode: &Mode, forwarded: &Forwarded) 
         }
         out.append(name.clone(), value.clone());
     }
-    // `te: trailers` is end-to-end in practice (gRPC needs it).
-    if inbound.get_all(header::TE).iter().any(|v| {
-        v.to_str()
-            .is_ok_and(|s| s.split(',').any(|t| t.trim().eq_ignore_ascii_case("trailers")))
-    }) {
+    // `te: trailers` is end-to-end in practice (gRPC needs it; static assets do not).
+    if !ui
+        && inbound.get_all(header::TE).iter().any(|v| {
+            v.to_str()
+                .is_ok_and(|s| s.split(',').any(|t| t.trim().eq_ignore_ascii_case("trailers")))
+        })
+    {
         out.insert(header::TE, HeaderValue::from_static("trailers"));
     }
     if upgrade && let Some(u) = inbound.get(header::UPGRADE) {
@@ -116,6 +124,7 @@ pub fn request_headers(inbound: &HeaderMap, mode: &Mode, forwarded: &Forwarded) 
     if let Some(host) = &forwarded.host {
         set("x-forwarded-host", host);
     }
+
     match mode {
         Mode::Ui { base_path } => set(HEADER_BASE_PATH, base_path),
         Mode::Backend {
@@ -134,7 +143,30 @@ pub fn request_headers(inbound: &HeaderMap, mode: &Mode, forwarded: &Forwarded) 
         }
         Mode::Kcp => {}
     }
+    if provider {
+        // RFC 9110 §7.6.3: names this hop, so a provider URL that leads back to a hub is refused
+        // there ([`passed_through_hub`]) instead of looping.
+        out.append(header::VIA, HeaderValue::from_static(VIA));
+    }
     out
+}
+
+/// This hub's `Via` entry: protocol and pseudonym (RFC 9110 §7.6.3), the same on every replica.
+pub const VIA: &str = "1.1 faros-hub";
+
+/// Whether the request already passed through a faros hub's provider proxy: it came back to a hub
+/// through a provider URL, a loop (`508 Loop Detected` rather than one more hop).
+pub fn passed_through_hub(inbound: &HeaderMap) -> bool {
+    inbound
+        .get_all(header::VIA)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|entry| {
+            let mut parts = entry.split_whitespace();
+            let _protocol = parts.next();
+            parts.next() == Some("faros-hub")
+        })
 }
 
 /// Rewrites upstream response headers in place: hop-by-hop headers go (kept on a `101` so the
@@ -151,6 +183,9 @@ pub fn response_headers(headers: &mut HeaderMap, mode: &Mode, switching_protocol
         .collect();
     for n in drop {
         headers.remove(n);
+    }
+    if matches!(mode, Mode::Ui { .. }) {
+        super::ui_assets::rewrite_response(headers);
     }
 }
 
@@ -241,9 +276,14 @@ mod tests {
         type Case<'a> = (&'a str, Mode, Vec<(&'a str, &'a str)>);
         let cases: Vec<Case<'_>> = vec![
             (
+                // An allow-list: `te` is not a header a static asset needs.
                 "ui",
                 ui,
-                [&common[..], &[("x-faros-base-path", "/ui/providers/q")]].concat(),
+                [&common[..], &[("x-faros-base-path", "/ui/providers/q"), ("via", VIA)]]
+                    .concat()
+                    .into_iter()
+                    .filter(|(k, _)| *k != "te")
+                    .collect(),
             ),
             (
                 "backend",
@@ -254,6 +294,7 @@ mod tests {
                         ("x-faros-base-path", "/services/providers/q"),
                         ("x-faros-user", "alice"),
                         ("x-faros-assertion", "signed"),
+                        ("via", VIA),
                     ],
                 ]
                 .concat(),
@@ -264,6 +305,7 @@ mod tests {
                 [
                     &common[..],
                     &[
+                        ("via", VIA),
                         ("x-faros-base-path", "/services/providers/q"),
                         ("x-faros-user", "alice"),
                         ("x-faros-org", "acme"),
@@ -292,6 +334,21 @@ mod tests {
         ];
         for (what, mode, want) in cases {
             assert_eq!(sorted(&request_headers(&inbound, &mode, &fwd)), pairs(&want), "{what}");
+        }
+    }
+
+    #[test]
+    fn loops_are_recognised_by_the_hub_pseudonym() {
+        for (via, looped) in [
+            (None, false),
+            (Some("1.1 nginx"), false),
+            (Some("1.1 faros-hub"), true),
+            (Some("1.0 fred, 1.1 faros-hub"), true),
+            (Some("HTTP/1.1 faros-hub (faros)"), true),
+            (Some("1.1 faros-hubby"), false),
+        ] {
+            let inbound = via.map(|v| map(&[("via", v)])).unwrap_or_default();
+            assert_eq!(passed_through_hub(&inbound), looped, "{via:?}");
         }
     }
 
@@ -328,12 +385,19 @@ mod tests {
     fn response_rewrite_table() {
         for (what, mode, switching, want) in [
             (
-                "ui drops cookies and hop-by-hop",
+                "ui keeps asset headers and adds its own (crate::proxy::ui_assets)",
                 Mode::Ui {
                     base_path: String::new(),
                 },
                 false,
-                vec![("content-type", "text/javascript")],
+                vec![
+                    ("access-control-allow-origin", "*"),
+                    ("content-security-policy", super::super::ui_assets::ASSET_CSP),
+                    ("content-type", "text/javascript"),
+                    ("cross-origin-resource-policy", "cross-origin"),
+                    ("referrer-policy", "no-referrer"),
+                    ("x-content-type-options", "nosniff"),
+                ],
             ),
             (
                 "kcp keeps cookies",

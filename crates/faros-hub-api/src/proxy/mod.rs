@@ -5,8 +5,12 @@
 pub mod handlers;
 pub mod headers;
 pub mod pool;
+pub mod resolver;
 pub mod routes;
+pub mod ui_assets;
+pub mod upstream_policy;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -19,6 +23,8 @@ use kube::client::ConfigExt;
 
 use headers::Mode;
 pub use pool::{PoolError, UpstreamPool};
+use resolver::PolicyResolver;
+pub use upstream_policy::UpstreamPolicy;
 
 /// Errors building upstream clients.
 #[derive(Debug, thiserror::Error)]
@@ -31,27 +37,30 @@ pub enum ProxyError {
     },
 }
 
-/// TCP for every upstream client: HTTP or HTTPS URLs (TLS is layered on top), Nagle off, bounded connect.
-pub(crate) fn http_connector(connect_timeout: Duration) -> HttpConnector {
-    let mut http = HttpConnector::new();
+/// TCP for every upstream client: HTTP or HTTPS URLs (TLS is layered on top), Nagle off, bounded
+/// connect, names resolved under `policy` ([`resolver::PolicyResolver`]).
+pub(crate) fn http_connector(connect_timeout: Duration, policy: Arc<UpstreamPolicy>) -> HttpConnector<PolicyResolver> {
+    let mut http = HttpConnector::new_with_resolver(PolicyResolver::new(policy));
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(connect_timeout));
     http
 }
 
-/// A client for provider upstreams: plain HTTP, or HTTPS verified against the platform roots.
-pub fn provider_client(connect_timeout: Duration) -> Result<UpstreamPool, ProxyError> {
+/// A client for provider upstreams: plain HTTP, or HTTPS verified against the platform roots, to
+/// the addresses `policy` admits.
+pub fn provider_client(connect_timeout: Duration, policy: UpstreamPolicy) -> Result<UpstreamPool, ProxyError> {
+    let policy = Arc::new(policy);
     // A credential-free kube config is just a convenient builder of a rustls connector with the
     // platform verifier (the same trust kube itself uses).
     let config = kube::Config::new(Uri::from_static("https://localhost"));
     let connector = config
-        .rustls_https_connector_with_connector(http_connector(connect_timeout))
+        .rustls_https_connector_with_connector(http_connector(connect_timeout, policy.clone()))
         .map_err(|source| ProxyError::Tls {
             what: "provider upstreams",
             source,
         })?;
-    Ok(UpstreamPool::new(connector, pool::IDLE_TIMEOUT))
+    Ok(UpstreamPool::new(connector, pool::IDLE_TIMEOUT).with_policy(policy))
 }
 
 /// A client for kcp that trusts kcp's CA but presents **no** credentials of the hub's own: the
@@ -61,7 +70,10 @@ pub fn kcp_client(kube: &kube::Config, connect_timeout: Duration) -> Result<Upst
     let mut anonymous = kube.clone();
     anonymous.auth_info = Default::default();
     let connector = anonymous
-        .rustls_https_connector_with_connector(http_connector(connect_timeout))
+        .rustls_https_connector_with_connector(http_connector(
+            connect_timeout,
+            Arc::new(UpstreamPolicy::unrestricted()),
+        ))
         .map_err(|source| ProxyError::Tls { what: "kcp", source })?;
     Ok(UpstreamPool::new(connector, pool::IDLE_TIMEOUT))
 }
@@ -94,22 +106,31 @@ pub async fn forward(
                 timeout.as_secs_f64()
             )));
         }
+        // Fixed texts: the cause (refused, reset, a DNS name that does not resolve, an address the
+        // upstream policy refuses) is for the logs. In a Status it would make the hub a port
+        // scanner for whoever may register a provider URL.
         Ok(Err(e)) if e.is_connect() => {
-            return Err(Status::failure(
-                502,
-                "BadGateway",
-                format!("{what} is unreachable: {}", error_chain(&e)),
-            ));
+            tracing::warn!(upstream = %what, error = %error_chain(&e), "proxy: cannot connect");
+            return Err(Status::failure(502, "BadGateway", format!("{what} is unreachable")));
         }
         Ok(Err(e)) => {
-            return Err(Status::failure(
-                502,
-                "BadGateway",
-                format!("{what} failed: {}", error_chain(&e)),
-            ));
+            tracing::warn!(upstream = %what, error = %error_chain(&e), "proxy: upstream failed");
+            return Err(Status::failure(502, "BadGateway", format!("{what} failed")));
         }
         Ok(Ok(r)) => r,
     };
+    if matches!(mode, Mode::Ui { .. })
+        && let Err(refusal) = ui_assets::check_response(response.status(), response.headers())
+    {
+        tracing::warn!(upstream = %what, %refusal, "UI proxy: refused a non-asset answer");
+        return Err(Status::failure(
+            502,
+            "BadGateway",
+            format!(
+                "{what} answered with something other than a static asset; the UI proxy serves only scripts, styles, images, fonts and data"
+            ),
+        ));
+    }
     let switching = response.status() == StatusCode::SWITCHING_PROTOCOLS;
     if switching && let Some(client_side) = upgrade {
         let upstream_side = hyper::upgrade::on(&mut response);

@@ -26,6 +26,9 @@ use hyper::client::conn::http1::{self, SendRequest};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use thread_local::ThreadLocal;
+
+use super::resolver::PolicyResolver;
+use super::upstream_policy::{Refused, UpstreamPolicy};
 use tower::ServiceExt;
 
 /// How long an idle upstream connection is kept by default.
@@ -42,6 +45,8 @@ pub enum PoolError {
     NotAbsolute(Uri),
     #[error("connecting: {0}")]
     Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("connecting: {0}")]
+    Refused(#[from] Refused),
     #[error(transparent)]
     Http(#[from] hyper::Error),
 }
@@ -49,14 +54,16 @@ pub enum PoolError {
 impl PoolError {
     /// The upstream could not be reached at all (nothing was sent).
     pub fn is_connect(&self) -> bool {
-        matches!(self, PoolError::Connect(_))
+        matches!(self, PoolError::Connect(_) | PoolError::Refused(_))
     }
 }
 
 /// An upstream HTTP(S) client; clones share the pools.
 #[derive(Clone)]
 pub struct UpstreamPool {
-    connector: HttpsConnector<HttpConnector>,
+    connector: HttpsConnector<HttpConnector<PolicyResolver>>,
+    /// Applied to address literals here; names are checked by the connector's resolver.
+    policy: Arc<UpstreamPolicy>,
     idle_timeout: Duration,
     pools: Arc<ThreadLocal<Arc<Mutex<Pool>>>>,
 }
@@ -107,12 +114,21 @@ impl Pool {
 }
 
 impl UpstreamPool {
-    pub fn new(connector: HttpsConnector<HttpConnector>, idle_timeout: Duration) -> Self {
+    /// A pool that connects anywhere (give the connector's resolver the same policy as
+    /// [`Self::with_policy`]).
+    pub fn new(connector: HttpsConnector<HttpConnector<PolicyResolver>>, idle_timeout: Duration) -> Self {
         Self {
             connector,
+            policy: Arc::new(UpstreamPolicy::unrestricted()),
             idle_timeout,
             pools: Arc::new(ThreadLocal::new()),
         }
+    }
+
+    /// Refuses upstreams whose address literal `policy` refuses.
+    pub fn with_policy(mut self, policy: Arc<UpstreamPolicy>) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// Sends `req` (absolute URI) over HTTP/1.1: on an idle connection of this thread's pool when
@@ -146,6 +162,16 @@ impl UpstreamPool {
     }
 
     async fn connect(&self, uri: Uri) -> Result<SendRequest<Body>, PoolError> {
+        // HttpConnector connects to address literals without asking the resolver.
+        if let Some(host) = uri.host()
+            && host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok()
+        {
+            self.policy.check_host(host)?;
+        }
         let io = self.connector.clone().oneshot(uri).await.map_err(PoolError::Connect)?;
         let (conn, driver) = http1::Builder::new()
             .handshake(io)
@@ -249,7 +275,7 @@ mod tests {
     use super::*;
 
     fn client() -> UpstreamPool {
-        let mut http = HttpConnector::new();
+        let mut http = HttpConnector::new_with_resolver(PolicyResolver::new(Arc::new(UpstreamPolicy::unrestricted())));
         http.enforce_http(false);
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
             .with_safe_default_protocol_versions()

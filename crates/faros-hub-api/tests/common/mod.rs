@@ -186,6 +186,8 @@ impl TestHub {
         let mut config = Config::new(kube::Config::new(kcp_url.parse().unwrap()));
         config.clock = clock.clone();
         config.token_reviewer = Some(Arc::new(reviewer));
+        // The test upstreams listen on loopback, which the hub refuses by default.
+        config.upstreams.allow = faros_hub_api::proxy::UpstreamPolicy::loopback();
         tweak(&mut config);
         let hub = Hub::new(config).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

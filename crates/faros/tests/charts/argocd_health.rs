@@ -74,7 +74,12 @@ fn ready(status: &str, reason: &str, message: &str, observed: u64) -> Value {
 #[test]
 fn provider_health_in_each_state() {
     let cases = [
-        ("just applied", provider(1, Value::Null, false), "Progressing", "Waiting for the reconciler"),
+        (
+            "just applied",
+            provider(1, Value::Null, false),
+            "Progressing",
+            "Waiting for the reconciler",
+        ),
         (
             "provisioned",
             provider(1, ready("True", "Provisioned", "workspace ready", 1), false),
@@ -107,7 +112,11 @@ fn provider_health_in_each_state() {
         ),
         (
             "a failing step",
-            provider(1, ready("False", "WorkspaceError", "workspace not Ready after 60s", 1), false),
+            provider(
+                1,
+                ready("False", "WorkspaceError", "workspace not Ready after 60s", 1),
+                false,
+            ),
             "Degraded",
             "WorkspaceError: workspace not Ready after 60s",
         ),
