@@ -174,11 +174,21 @@ impl<'a> SecretData<'a> {
 /// cluster have this same shape. `data`, not `stringData`: SSA tracks ownership of `stringData`
 /// keys on a path that never prunes `data`.
 pub fn secret(provider: &str, namespace: &str, secret_name: &str, data: SecretData<'_>) -> Secret {
+    labelled_secret(names::managed_labels(provider), namespace, secret_name, data)
+}
+
+/// A kubeconfig Secret of [`secret`]'s shape with `labels` (the GitOps registrar's is no Provider's).
+pub fn labelled_secret(
+    labels: std::collections::BTreeMap<String, String>,
+    namespace: &str,
+    secret_name: &str,
+    data: SecretData<'_>,
+) -> Secret {
     Secret {
         metadata: ObjectMeta {
             name: Some(secret_name.into()),
             namespace: Some(namespace.into()),
-            labels: Some(names::managed_labels(provider)),
+            labels: Some(labels),
             ..Default::default()
         },
         type_: Some("Opaque".into()),

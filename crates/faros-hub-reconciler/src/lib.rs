@@ -13,6 +13,7 @@ pub mod kubeconfig;
 pub mod leader;
 pub mod metrics;
 pub mod mirror;
+pub mod registrar;
 pub mod status;
 
 pub use mirror::MirrorConfig;
@@ -308,7 +309,14 @@ impl Reconciler {
             }
             metrics.set_leader(true);
             let term = cancel.child_token();
-            let controller = self.lead(mirror.clone(), term.clone());
+            // The GitOps registrar is the leader's too: it writes into the mirror namespace.
+            let registrar = registrar::run(
+                self.factory.clone(),
+                self.controller_settings(),
+                mirror.clone(),
+                term.clone(),
+            );
+            let controller = futures::future::join(self.lead(mirror.clone(), term.clone()), registrar);
             let lost = roles.wait_for(|r| *r != Role::Leader);
             tokio::select! {
                 _ = cancel.cancelled() => {}

@@ -40,6 +40,7 @@ use super::{Action, Context, ProviderKey, Target};
 use crate::bootstrap;
 use crate::kubeconfig::{self, KubeconfigParams};
 use crate::mirror::{MirrorError, REASON_MIRROR_ERROR};
+use crate::registrar;
 use crate::status::{self, Outcome};
 
 /// A provisioning step that failed; its reason and message go into the `Ready` condition.
@@ -239,6 +240,15 @@ fn step(reason: &'static str, cluster: Option<&str>) -> impl Fn(String) -> StepE
 async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Result<Outcome, StepError> {
     let name = key.name.as_str();
     let path = names::provider_workspace_path(name);
+    let secret_name = provider.kubeconfig_secret_name();
+    // Checked before anything is created: writing it would overwrite the registrar's credential.
+    if registrar::objects::is_reserved_secret(&secret_name) {
+        return Err(step(names::REASON_SECRET_ERROR, None)(format!(
+            "Secret {}/{secret_name} in {} is the GitOps registrar's; set spec.secretName to another name",
+            names::PROVIDER_NAMESPACE,
+            names::SYSTEM_PROVIDERS_PATH
+        )));
+    }
 
     let workspace_err = step(names::REASON_WORKSPACE_ERROR, None);
     let ws = bootstrap::ensure_workspace(
@@ -278,7 +288,6 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
     };
     let yaml = kubeconfig::render(&params).map_err(|e| kubeconfig_err(format!("minting kubeconfig: {e}")))?;
     let data = kubeconfig::SecretData::of(yaml.as_bytes(), &params);
-    let secret_name = provider.kubeconfig_secret_name();
     let secret_err = step(names::REASON_SECRET_ERROR, Some(&cluster));
     let secrets: Api<Secret> = Api::namespaced(
         ctx.factory
@@ -422,7 +431,8 @@ pub fn token_secret(provider: &str) -> Secret {
     }
 }
 
-fn token_of(secret: &Secret) -> Option<String> {
+/// The token kcp's token controller put into a ServiceAccount token Secret, once it has.
+pub(crate) fn token_of(secret: &Secret) -> Option<String> {
     let token = secret.data.as_ref()?.get("token")?;
     let token = String::from_utf8(token.0.clone()).ok()?;
     (!token.is_empty()).then_some(token)
@@ -484,8 +494,11 @@ async fn cleanup(provider: &Provider, key: &ProviderKey, api: &Api<Provider>, ct
     let name = key.name.as_str();
     let valid = names::validate_dns_label(name).is_ok();
     let path = names::provider_workspace_path(name);
-    let mut secrets_to_delete = vec![provider.kubeconfig_secret_name()];
-    secrets_to_delete.extend(previous_secret(provider, &secrets_to_delete[0]));
+    let current_secret = provider.kubeconfig_secret_name();
+    let mut secrets_to_delete = vec![current_secret.clone()];
+    secrets_to_delete.extend(previous_secret(provider, &current_secret));
+    // Never the registrar's: a Provider whose name maps onto it was refused, not provisioned.
+    secrets_to_delete.retain(|s| !registrar::objects::is_reserved_secret(s));
     let mut message = if valid {
         format!(
             "Deleting workspace {path} and kubeconfig Secret {}",

@@ -155,6 +155,12 @@ impl Mirror {
         &self.namespace
     }
 
+    /// The Secrets of the mirror namespace, for the GitOps registrar's copy ([`crate::registrar`]),
+    /// which follows ownership rules of its own.
+    pub(crate) fn secrets(&self) -> &Api<Secret> {
+        &self.secrets
+    }
+
     /// The Secrets of the mirror namespace, metadata only (for the controller's watch: it never
     /// needs, and so never receives, their data).
     pub fn secret_metadata(&self) -> Api<PartialObjectMeta<Secret>> {

@@ -98,15 +98,19 @@ pub fn ownership(secret: &Secret, provider: &str, field_manager: &str) -> Owners
 /// absent) and both managed labels are set. Other keys, labels and annotations someone added are
 /// not ours to judge (server-side apply leaves them, too).
 fn in_sync(secret: &Secret, provider: &str, want: SecretData<'_>) -> bool {
+    holds(secret, &names::managed_labels(provider), want)
+}
+
+/// `secret` has exactly `want`'s bytes under the keys faros writes (a key `want` lacks is absent) and
+/// carries every label of `labels`; anything else on it is left out of the comparison.
+pub fn holds(secret: &Secret, labels: &std::collections::BTreeMap<String, String>, want: SecretData<'_>) -> bool {
     let data = secret.data.as_ref();
     let data_ok = want
         .entries()
         .iter()
         .all(|(key, value)| data.and_then(|d| d.get(*key)).map(|b| b.0.as_slice()) == *value);
-    let labels = secret.metadata.labels.as_ref();
-    let labels_ok = names::managed_labels(provider)
-        .iter()
-        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
+    let have = secret.metadata.labels.as_ref();
+    let labels_ok = labels.iter().all(|(k, v)| have.and_then(|l| l.get(k)) == Some(v));
     data_ok && labels_ok
 }
 
