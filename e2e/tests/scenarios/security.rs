@@ -214,6 +214,21 @@ pub async fn run(p: &Platform) {
         403
     );
 
+    // L2: the backend proxy asserts a workspace only to providers enabled there. Alice is admin of
+    // acme/dev, which has not enabled quickstart.
+    let not_enabled = p
+        .call_with(
+            Method::GET,
+            "/services/providers/quickstart/api/greetings",
+            Some(&alice),
+            None,
+            &[("X-Faros-Org", acme.as_str()), ("X-Faros-Workspace", "dev")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(not_enabled.status, 403, "{}", not_enabled.text);
+    assert!(not_enabled.text.contains("not enabled"), "{}", not_enabled.text);
+
     // M3: a creator the org's admins removed does not come back by repeating the creation.
     let (code, text) = status(
         p,

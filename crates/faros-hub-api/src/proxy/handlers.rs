@@ -198,7 +198,10 @@ pub async fn backend(st: &AppState, req: Request) -> Response {
         let uri = req.uri().clone();
         let (name, target) = resolve(st, &uri, Surface::Backend)?;
         // Before anything is stripped: the tenant the client names, checked against membership.
-        let identity = st.tenancy.identity_for(&caller, req.headers()).await?;
+        let identity = st
+            .tenancy
+            .identity_for(&st.registry, &caller, req.headers(), name)
+            .await?;
         let assertion = st
             .keys
             .sign(&identity, name, faros_core::identity::now_unix())

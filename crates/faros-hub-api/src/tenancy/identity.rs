@@ -11,8 +11,9 @@ use faros_core::status::Status;
 use http::HeaderMap;
 
 use super::Tenancy;
-use super::access::{Role, WorkspaceRef};
+use super::access::{Role, WorkspaceRef, describe};
 use crate::auth::Caller;
+use crate::catalog::registry::Registry;
 
 /// The org and workspace a request names, if any.
 pub fn requested_tenant(headers: &HeaderMap) -> Result<Option<(String, String)>, Status> {
@@ -48,13 +49,31 @@ pub fn identity_in(caller: &Caller, target: Option<&WorkspaceRef>) -> Identity {
 }
 
 impl Tenancy {
-    /// Resolves the tenant named by `headers` (membership required: 404 otherwise, as for a workspace that does not exist) and returns
-    /// the identity to assert.
-    pub async fn identity_for(&self, caller: &Caller, headers: &HeaderMap) -> Result<Identity, Status> {
+    /// The identity to assert to `provider`: the caller's alone, or, when `headers` name a
+    /// workspace, the caller in that workspace. That needs membership (404 otherwise, as for a
+    /// workspace that does not exist) and the workspace having enabled `provider` (403 otherwise:
+    /// a workspace is asserted only to providers its tenants chose).
+    pub async fn identity_for(
+        &self,
+        registry: &Registry,
+        caller: &Caller,
+        headers: &HeaderMap,
+        provider: &str,
+    ) -> Result<Identity, Status> {
         match requested_tenant(headers)? {
             None => Ok(identity_in(caller, None)),
             Some((org, ws)) => {
                 let (target, _) = self.access.require(caller, &org, Some(&ws), Role::Member).await?;
+                let bound = self
+                    .bound
+                    .of(self, registry, &target, self.settings.access.decision_ttl)
+                    .await?;
+                if !bound.contains(provider) {
+                    return Err(Status::forbidden(format!(
+                        "provider {provider:?} is not enabled in {}: enable it there first",
+                        describe(&target)
+                    )));
+                }
                 Ok(identity_in(caller, Some(&target)))
             }
         }

@@ -11,6 +11,7 @@
 //! This module must not talk to providers; it only reads the registry and writes kcp.
 
 pub mod access;
+pub mod bound;
 pub mod enable;
 pub mod identity;
 pub mod kubeconfig;
@@ -48,6 +49,8 @@ pub struct Tenancy {
     pub settings: TenancySettings,
     /// Bumped whenever the hub enables or disables a provider somewhere (MCP federation listens).
     bindings_changed: watch::Sender<u64>,
+    /// What each workspace enabled, for the backend proxy ([`bound`]).
+    pub bound: bound::BoundProviders,
 }
 
 impl Tenancy {
@@ -56,11 +59,13 @@ impl Tenancy {
             access: Access::new(factory, settings.access),
             settings,
             bindings_changed: watch::channel(0).0,
+            bound: bound::BoundProviders::default(),
         })
     }
 
     /// Tells listeners that some workspace's set of enabled providers changed.
     pub fn notify_bindings_changed(&self) {
+        self.bound.invalidate();
         self.bindings_changed.send_modify(|n| *n = n.wrapping_add(1));
     }
 
