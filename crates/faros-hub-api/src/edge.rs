@@ -138,7 +138,10 @@ impl Service<Request<Body>> for HubService {
                     // Probes, scrapes and providers' key fetches work during start-up.
                     (_, "health" | "metrics" | "jwks") => None,
                     _ if portal_page => None,
-                    _ => crate::readiness::startup_pending(&st.tree, st.registry.is_synced()),
+                    // Providers become Ready through their heartbeats: an embedder's hold (which
+                    // may wait for exactly that) never applies to them.
+                    (_, "heartbeat") => crate::readiness::startup_pending(&st.tree, st.registry.is_synced()),
+                    _ => crate::readiness::tenant_pending(&st.tree, st.registry.is_synced()),
                 };
                 let mut resp = match (refused, pending, target) {
                     (Some(csrf), _, _) => csrf.into_response(),
@@ -148,10 +151,15 @@ impl Service<Request<Body>> for HubService {
                     (None, None, Target::Backend) => handlers::backend(&st, req).await,
                     (None, None, Target::Ui) => handlers::ui(&st, req).await,
                     (None, None, Target::Kcp) => handlers::kcp(&st, req).await,
-                    (None, None, Target::Api) => match api.oneshot(req).await {
-                        Ok(resp) => resp,
-                        Err(never) => match never {},
-                    },
+                    (None, None, Target::Api) => {
+                        let (method, path) = (req.method().clone(), req.uri().path().to_string());
+                        let resp = match api.oneshot(req).await {
+                            Ok(resp) => resp,
+                            Err(never) => match never {},
+                        };
+                        // What axum and the MCP transport answer by themselves is a Status too.
+                        crate::as_status::ensure(&method, &path, resp).await
+                    }
                 };
                 let matched = resp.extensions().get::<Unrouted>().is_none();
                 let code = resp.status();

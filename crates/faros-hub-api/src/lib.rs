@@ -16,6 +16,7 @@
 //! loops, and [`Hub::serve`] does both and serves HTTP(S) until shutdown. [`run`] is the binary's
 //! entry.
 
+mod as_status;
 pub mod auth;
 pub mod catalog;
 pub use faros_core::drain;

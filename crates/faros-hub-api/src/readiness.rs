@@ -8,6 +8,11 @@
 //! provider that is about to exist. After the tree, the catalog's first sync: before it, a provider's
 //! heartbeat would find no CatalogEntry.
 //!
+//! An embedder may hold tenant routes back longer ([`TreeGate::hold`]): `faros dev` does until its
+//! demo tenant exists and its quickstart is Ready, so what its README promises ("503 with
+//! `Retry-After` until the banner") holds for every tenant route. Heartbeats are never held that way:
+//! the providers the embedder waits for become Ready through them.
+//!
 //! The gate is opened by [`watch_tree`], which [`crate::Hub::spawn_background`] starts; a hub composed
 //! without its background loops (in-process tests of the routes) has no tree watch, and then only the
 //! registry decides `/readyz` and no route is held back.
@@ -47,13 +52,16 @@ pub enum TreeState {
     Ready,
 }
 
-/// The tree gate, shared by the watch and `/readyz`.
+/// The tree gate, shared by the watch and `/readyz`, with an embedder's hold on tenant routes.
 #[derive(Debug, Default)]
-pub struct TreeGate(AtomicU8);
+pub struct TreeGate {
+    state: AtomicU8,
+    hold: std::sync::RwLock<Option<String>>,
+}
 
 impl TreeGate {
     pub fn state(&self) -> TreeState {
-        match self.0.load(Ordering::Acquire) {
+        match self.state.load(Ordering::Acquire) {
             UNWATCHED => TreeState::Unwatched,
             WAITING => TreeState::Waiting,
             _ => TreeState::Ready,
@@ -64,12 +72,33 @@ impl TreeGate {
     /// start-up gate too).
     pub fn watching(&self) {
         let _ = self
-            .0
+            .state
             .compare_exchange(UNWATCHED, WAITING, Ordering::AcqRel, Ordering::Acquire);
     }
 
     fn open(&self) {
-        self.0.store(READY, Ordering::Release);
+        self.state.store(READY, Ordering::Release);
+    }
+
+    /// Holds tenant routes (everything [`startup_pending`] holds but heartbeats) back with `why`
+    /// until [`TreeGate::release`]; a later call replaces the reason (what is still awaited).
+    pub fn hold(&self, why: impl Into<String>) {
+        let mut hold = self.hold.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *hold = Some(why.into());
+    }
+
+    /// Ends the hold.
+    pub fn release(&self) {
+        let mut hold = self.hold.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *hold = None;
+    }
+
+    /// The hold's reason, while there is one.
+    pub fn held(&self) -> Option<String> {
+        self.hold
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -85,6 +114,12 @@ pub fn startup_pending(tree: &TreeGate, registry_synced: bool) -> Option<String>
         TreeState::Ready if !registry_synced => Some("starting: the catalog has not synced with kcp yet".to_string()),
         TreeState::Ready => None,
     }
+}
+
+/// Why a tenant route (any route [`startup_pending`] gates, but heartbeats) cannot be served yet:
+/// start-up, then an embedder's [`TreeGate::hold`].
+pub fn tenant_pending(tree: &TreeGate, registry_synced: bool) -> Option<String> {
+    startup_pending(tree, registry_synced).or_else(|| tree.held())
 }
 
 /// What `/readyz` says while the tree is missing.
@@ -147,6 +182,34 @@ mod tests {
         gate.open();
         assert!(startup_pending(&gate, false).unwrap().contains("catalog"));
         assert_eq!(startup_pending(&gate, true), None);
+    }
+
+    #[test]
+    fn a_hold_keeps_tenant_routes_back_but_not_heartbeats() {
+        let gate = TreeGate::default();
+        gate.hold("starting: faros dev is creating its demo tenant");
+        // Start-up first: what the hub itself waits for is named before the embedder's hold.
+        gate.watching();
+        assert!(tenant_pending(&gate, true).unwrap().contains("root:faros:tenants"));
+        gate.open();
+        assert!(tenant_pending(&gate, false).unwrap().contains("catalog"));
+        // Served: heartbeats go through ([`startup_pending`] is done), tenant routes are held.
+        assert_eq!(startup_pending(&gate, true), None);
+        assert_eq!(
+            tenant_pending(&gate, true).as_deref(),
+            Some("starting: faros dev is creating its demo tenant")
+        );
+        gate.hold("starting: faros dev waits for quickstart");
+        assert_eq!(
+            tenant_pending(&gate, true).as_deref(),
+            Some("starting: faros dev waits for quickstart")
+        );
+        gate.release();
+        assert_eq!(tenant_pending(&gate, true), None);
+        // Without a tree watch (a hub composed without its loops), a hold still holds.
+        let unwatched = TreeGate::default();
+        unwatched.hold("x");
+        assert_eq!(tenant_pending(&unwatched, false).as_deref(), Some("x"));
     }
 
     #[test]

@@ -27,6 +27,9 @@ async fn readyz(State(st): State<AppState>) -> Response {
     if st.tree.state() == crate::readiness::TreeState::Waiting {
         return Status::unavailable(crate::readiness::waiting_message()).into_response();
     }
+    if let Some(why) = st.tree.held() {
+        return Status::unavailable(why).into_response();
+    }
     if st.registry.is_synced() {
         "ok".into_response()
     } else {

@@ -81,6 +81,92 @@ pub enum PlanError {
     Terminating { provider: String, name: String },
     #[error("provider {0:?} requests edge proxy access but its workspace is not provisioned yet; retry shortly")]
     ProviderNotProvisioned(String),
+    #[error("APIBinding {name:?} of provider {provider:?} does not work: {problem}; {}", problem.remedy())]
+    BindingBroken {
+        provider: String,
+        name: String,
+        problem: BindingProblem,
+    },
+}
+
+/// kcp's APIBinding condition types (apis.kcp.io).
+const CONDITION_API_EXPORT_VALID: &str = "APIExportValid";
+const CONDITION_INITIAL_BINDING_COMPLETED: &str = "InitialBindingCompleted";
+const CONDITION_BINDING_UP_TO_DATE: &str = "BindingUpToDate";
+
+/// The binding condition types whose `False` means the workspace does not (or no longer) get the
+/// provider's APIs, in the order they are reported.
+const BINDING_HEALTH: [&str; 3] = [
+    CONDITION_API_EXPORT_VALID,
+    CONDITION_INITIAL_BINDING_COMPLETED,
+    CONDITION_BINDING_UP_TO_DATE,
+];
+
+/// kcp's reason while an export's identity is still being published: it passes by itself.
+const REASON_MISSING_IDENTITY: &str = "MissingIdentityHash";
+
+/// Why a binding does not work, from its first failing condition (kcp's reason and message).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BindingProblem {
+    pub condition: String,
+    pub reason: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for BindingProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} is False ({}", self.condition, self.reason)?;
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl BindingProblem {
+    /// The export is gone or was replaced: nothing but a new binding helps.
+    fn export_gone(&self) -> bool {
+        self.condition == CONDITION_API_EXPORT_VALID && self.reason != REASON_MISSING_IDENTITY
+    }
+
+    /// Whether Enable must not go ahead on this binding: patching it cannot repair it.
+    fn blocks_enable(&self) -> bool {
+        self.reason != REASON_MISSING_IDENTITY
+    }
+
+    /// What the tenant can do about it.
+    pub fn remedy(&self) -> &'static str {
+        if self.export_gone() {
+            "the provider's APIExport was deleted (a provider deleted and registered again publishes a new one, \
+             which an existing binding cannot follow); disable the provider in this workspace (this deletes the \
+             workspace's objects of its resources) and enable it again"
+        } else {
+            "Enable cannot change that; resolve what kcp reports, or disable the provider in this workspace (this \
+             deletes the workspace's objects of its resources) and enable it again"
+        }
+    }
+}
+
+/// The first failing health condition of a binding that is not being deleted.
+pub fn binding_problem(binding: &APIBinding) -> Option<BindingProblem> {
+    if is_terminating(binding) {
+        return None;
+    }
+    let conditions = binding.status.as_ref().and_then(|s| s.conditions.as_deref());
+    BINDING_HEALTH.iter().find_map(|t| {
+        let c = Condition::find(conditions, t)?;
+        (c.status == faros_core::kcp::ConditionStatus::False).then(|| BindingProblem {
+            condition: (*t).to_string(),
+            reason: c.reason.clone().unwrap_or_default(),
+            message: c.message.clone().unwrap_or_default(),
+        })
+    })
+}
+
+/// Bound, not being deleted, and no failing health condition: the workspace has the provider's APIs.
+pub fn works(binding: &APIBinding) -> bool {
+    is_bound(binding) && binding_problem(binding).is_none()
 }
 
 impl From<PlanError> for Status {
@@ -90,9 +176,10 @@ impl From<PlanError> for Status {
             PlanError::InvalidBody(_) | PlanError::NoApiExport(_) | PlanError::UndeclaredClaims { .. } => {
                 Status::bad_request(message)
             }
-            PlanError::MissingDependencies { .. } | PlanError::BindingTaken { .. } | PlanError::Terminating { .. } => {
-                Status::conflict_message(message)
-            }
+            PlanError::MissingDependencies { .. }
+            | PlanError::BindingTaken { .. }
+            | PlanError::Terminating { .. }
+            | PlanError::BindingBroken { .. } => Status::conflict_message(message),
             PlanError::ProviderNotProvisioned(_) => Status::unavailable(message),
         }
     }
@@ -175,7 +262,7 @@ pub fn plan_enable(input: &EnableInput<'_>) -> Result<EnablePlan, PlanError> {
         .spec
         .dependency_names()
         .filter(|d| !d.trim().is_empty() && *d != provider)
-        .filter(|d| !(input.exportless)(d) && !binding_of(input.bindings, d).is_some_and(is_bound))
+        .filter(|d| !(input.exportless)(d) && !binding_of(input.bindings, d).is_some_and(works))
         .map(str::to_string)
         .collect();
     if !missing.is_empty() {
@@ -198,6 +285,15 @@ pub fn plan_enable(input: &EnableInput<'_>) -> Result<EnablePlan, PlanError> {
         return Err(PlanError::Terminating {
             provider: provider.to_string(),
             name: binding_name(b).to_string(),
+        });
+    }
+    if let Some((b, problem)) = existing.and_then(|b| Some((b, binding_problem(b)?)))
+        && problem.blocks_enable()
+    {
+        return Err(PlanError::BindingBroken {
+            provider: provider.to_string(),
+            name: binding_name(b).to_string(),
+            problem,
         });
     }
     let name = match existing {
@@ -422,13 +518,15 @@ pub struct Enabled {
     pub binding_name: String,
     /// kcp's phase (`Binding`, `Bound`), `""` before kcp picked the binding up.
     pub phase: String,
-    /// Phase `Bound` and not being deleted.
+    /// Phase `Bound`, not being deleted, and no failing condition ([`works`]).
     pub bound: bool,
+    /// Why the binding does not work (its first failing condition), when it does not.
+    pub problem: Option<BindingProblem>,
     pub accepted_claims: Vec<ClaimRef>,
     pub terminating: bool,
     /// Why deletion does not finish (kcp's `BindingResourceDeleteSuccess` message), when it does not.
     pub deletion_blocked: Option<String>,
-    /// The provider is Ready in the catalog.
+    /// The provider is Ready in the catalog and its binding here has no failing condition.
     pub ready: bool,
 }
 
@@ -483,12 +581,14 @@ pub fn enabled_rows(bindings: &[APIBinding], ready: &dyn Fn(&str) -> bool) -> Ve
                     resource: c.resource.clone(),
                 })
                 .collect();
+            let problem = binding_problem(b);
             Some(Enabled {
-                ready: ready(&provider),
+                ready: ready(&provider) && problem.is_none(),
                 provider,
                 binding_name: binding_name(b).to_string(),
                 phase: phase_of(b),
-                bound: is_bound(b),
+                bound: is_bound(b) && problem.is_none(),
+                problem,
                 accepted_claims,
                 terminating: is_terminating(b),
                 deletion_blocked: deletion_blocked(b),
@@ -822,6 +922,7 @@ mod tests {
             binding_name: p.into(),
             phase: "Bound".into(),
             bound: !terminating,
+            problem: None,
             accepted_claims: vec![],
             terminating,
             deletion_blocked: None,
@@ -881,13 +982,109 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&rows).unwrap(),
             json!([
-              {"name":"a","bindingName":"a","phase":"Bound","bound":false,"acceptedClaims":[],"terminating":true,
+              {"name":"a","bindingName":"a","phase":"Bound","bound":false,"problem":null,"acceptedClaims":[],"terminating":true,
                "deletionBlocked":"Some content in the workspace has finalizers remaining: x in 1 resource instances","ready":false},
-              {"name":"b","bindingName":"b","phase":"","bound":false,"acceptedClaims":[],"terminating":false,
+              {"name":"b","bindingName":"b","phase":"","bound":false,"problem":null,"acceptedClaims":[],"terminating":false,
                "deletionBlocked":null,"ready":false},
-              {"name":"q","bindingName":"q","phase":"Bound","bound":true,"acceptedClaims":[{"group":"","resource":"secrets"}],
+              {"name":"q","bindingName":"q","phase":"Bound","bound":true,"problem":null,"acceptedClaims":[{"group":"","resource":"secrets"}],
                "terminating":false,"deletionBlocked":null,"ready":true},
             ])
         );
+    }
+
+    fn failing(mut b: APIBinding, condition: &str, reason: &str, message: &str) -> APIBinding {
+        let mut c = Condition::new(condition, ConditionStatus::False, Time(jiff::Timestamp::UNIX_EPOCH));
+        c.reason = Some(reason.into());
+        c.message = Some(message.into());
+        let mut ok = Condition::new(
+            CONDITION_BINDING_UP_TO_DATE,
+            ConditionStatus::True,
+            Time(jiff::Timestamp::UNIX_EPOCH),
+        );
+        ok.reason = None;
+        let status = b.status.get_or_insert_with(Default::default);
+        status.conditions = Some(if condition == CONDITION_BINDING_UP_TO_DATE {
+            vec![c]
+        } else {
+            vec![ok, c]
+        });
+        b
+    }
+
+    /// A provider deleted (and perhaps registered again) leaves tenants a binding whose export is
+    /// gone while its phase still says Bound: the enabled list says so, and Enable says what to do
+    /// instead of answering `Bound` and fixing nothing.
+    #[test]
+    fn broken_bindings_are_reported_and_enable_says_what_to_do() {
+        let bound = || binding("q", "q", Some(APIBindingPhase::Bound));
+        let gone = failing(
+            bound(),
+            CONDITION_API_EXPORT_VALID,
+            "APIExportNotFound",
+            "APIExport root:faros:providers:q|q.x not found",
+        );
+        let conflict = failing(
+            bound(),
+            CONDITION_BINDING_UP_TO_DATE,
+            "NamingConflicts",
+            "Unable to bind APIs",
+        );
+        let publishing = failing(
+            binding("q", "q", Some(APIBindingPhase::Binding)),
+            CONDITION_API_EXPORT_VALID,
+            "MissingIdentityHash",
+            "APIExport root:faros:providers:q|q.x is missing status.identityHash",
+        );
+        let s = spec(vec![], &[]);
+        let none = EnableRequest::default();
+        let ready = |_: &str| true;
+        for (b, want_problem, want_enable) in [
+            (bound(), None, Ok(())),
+            (
+                gone,
+                Some(("APIExportValid", "APIExportNotFound")),
+                Err(
+                    "APIBinding \"q\" of provider \"q\" does not work: APIExportValid is False (APIExportNotFound: \
+                     APIExport root:faros:providers:q|q.x not found); the provider's APIExport was deleted",
+                ),
+            ),
+            (
+                conflict,
+                Some(("BindingUpToDate", "NamingConflicts")),
+                Err(
+                    "APIBinding \"q\" of provider \"q\" does not work: BindingUpToDate is False (NamingConflicts: \
+                     Unable to bind APIs); Enable cannot change that",
+                ),
+            ),
+            // Transient while the export's identity is published: reported, but Enable goes ahead.
+            (publishing, Some(("APIExportValid", "MissingIdentityHash")), Ok(())),
+        ] {
+            let rows = enabled_rows(std::slice::from_ref(&b), &ready);
+            let row = &rows[0];
+            let got = row.problem.as_ref().map(|p| (p.condition.as_str(), p.reason.as_str()));
+            assert_eq!(got, want_problem);
+            assert_eq!((row.bound, row.ready), (want_problem.is_none(), want_problem.is_none()));
+            let enable = plan_enable(&input(&s, &none, std::slice::from_ref(&b)));
+            match (enable, want_enable) {
+                (Ok(plan), Ok(())) => assert!(plan.exists),
+                (Err(e), Err(prefix)) => {
+                    let status = Status::from(e);
+                    assert_eq!(status.code, 409);
+                    assert!(status.message.starts_with(prefix), "{}", status.message);
+                    assert!(status.message.contains("disable the provider"), "{}", status.message);
+                }
+                (got, want) => panic!("{got:?}, want {want:?}"),
+            }
+        }
+        // A broken dependency does not count as enabled.
+        let dep = failing(
+            binding("d", "d", Some(APIBindingPhase::Bound)),
+            CONDITION_API_EXPORT_VALID,
+            "APIExportNotFound",
+            "",
+        );
+        let needs_d = spec(vec![], &["d"]);
+        let err = plan_enable(&input(&needs_d, &none, std::slice::from_ref(&dep))).unwrap_err();
+        assert!(matches!(err, PlanError::MissingDependencies { .. }), "{err}");
     }
 }
