@@ -5,13 +5,16 @@
 //! must queue a key (a watch of some related object, say) does so through a [`Handle`].
 //!
 //! The caller brings the watch streams (with its own clients and their backoff) and the reconcile
-//! and error policy functions; the driver brings the bookkeeping.
+//! and error policy functions; the driver brings the bookkeeping. Watches may also come and go while
+//! it runs ([`Sources`]): one per virtual workspace URL of a sharded kcp, started and stopped as the
+//! endpoint slice changes, without disturbing the others' objects, queue or backoff.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use futures::stream::{BoxStream, SelectAll};
+use futures::stream::{AbortHandle, BoxStream, SelectAll};
 use futures::{Stream, StreamExt};
 use kube::Resource;
 use kube::runtime::watcher::{self, Event};
@@ -36,6 +39,56 @@ type Tagged<T> = SelectAll<BoxStream<'static, (usize, Result<Event<T>, watcher::
 type EchoFilter<T> = Box<dyn Fn(&ClusterKey, &T) -> bool + Send + Sync>;
 type KeyHook = Box<dyn Fn(&ClusterKey) + Send + Sync>;
 type DepthHook = Box<dyn Fn(usize) + Send + Sync>;
+
+/// A watch source of a running controller, to stop it with [`Sources::remove`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceId(usize);
+
+enum SourceCommand<T, S> {
+    Add(SourceId, S, Events<T>),
+    Remove(SourceId),
+}
+
+/// Adds and removes watches of a [`Controller`], also while it runs. Cheap to clone.
+pub struct Sources<T, S> {
+    commands: mpsc::UnboundedSender<SourceCommand<T, S>>,
+    next: Arc<AtomicUsize>,
+}
+
+impl<T, S> Clone for Sources<T, S> {
+    fn clone(&self) -> Self {
+        Self {
+            commands: self.commands.clone(),
+            next: self.next.clone(),
+        }
+    }
+}
+
+impl<T, S> fmt::Debug for Sources<T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sources").finish_non_exhaustive()
+    }
+}
+
+impl<T, S> Sources<T, S> {
+    /// Starts watching `events`, labelled `source` (as [`Controller::watch`] does).
+    pub fn add(
+        &self,
+        source: S,
+        events: impl Stream<Item = Result<Event<T>, watcher::Error>> + Send + 'static,
+    ) -> SourceId {
+        let id = SourceId(self.next.fetch_add(1, Ordering::Relaxed));
+        // Sending fails only once the controller is gone, when there is nothing to watch for.
+        let _ = self.commands.send(SourceCommand::Add(id, source, events.boxed()));
+        id
+    }
+
+    /// Stops watch `id`: its stream is dropped, and its objects are forgotten (gone, and never
+    /// reconciled again) as if they had been deleted.
+    pub fn remove(&self, id: SourceId) {
+        let _ = self.commands.send(SourceCommand::Remove(id));
+    }
+}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // The store holds plain data; after a panic elsewhere it is still usable.
@@ -83,6 +136,8 @@ pub struct Controller<T, S> {
     concurrency: usize,
     backoff: Backoff,
     sources: Vec<(S, Events<T>)>,
+    source_commands: Sources<T, S>,
+    added: mpsc::UnboundedReceiver<SourceCommand<T, S>>,
     is_echo: Option<EchoFilter<T>>,
     on_gone: Option<KeyHook>,
     on_queue_depth: Option<DepthHook>,
@@ -110,11 +165,17 @@ where
     /// A controller named `name` (in its logs), 8 reconciles at once, [`Backoff::default`].
     pub fn new(name: impl Into<String>) -> Self {
         let (triggers, triggered) = mpsc::unbounded_channel();
+        let (commands, added) = mpsc::unbounded_channel();
         Self {
             name: name.into(),
             concurrency: 8,
             backoff: Backoff::default(),
             sources: Vec::new(),
+            source_commands: Sources {
+                commands,
+                next: Arc::default(),
+            },
+            added,
             is_echo: None,
             on_gone: None,
             on_queue_depth: None,
@@ -145,6 +206,11 @@ where
     ) -> Self {
         self.sources.push((source, events.boxed()));
         self
+    }
+
+    /// A handle to add and remove watches, before and while [`run`](Self::run) runs.
+    pub fn sources(&self) -> Sources<T, S> {
+        self.source_commands.clone()
     }
 
     /// `is_echo(key, object)` true for an update means it is the echo of the controller's own write:
@@ -191,6 +257,8 @@ where
             concurrency,
             backoff,
             sources,
+            source_commands,
+            mut added,
             is_echo,
             on_gone,
             on_queue_depth,
@@ -198,14 +266,20 @@ where
             triggers,
             mut triggered,
         } = self;
-        // Held so that `triggered` never ends while the loop runs.
+        // Held so that `triggered` and `added` never end while the loop runs.
         let _triggers = triggers;
-        let labels: Vec<S> = sources.iter().map(|(s, _)| s.clone()).collect();
-        let mut events: Tagged<T> = sources
-            .into_iter()
-            .enumerate()
-            .map(|(i, (_, events))| events.map(move |e| (i, e)).boxed())
-            .collect();
+        for (label, events) in sources {
+            source_commands.add(label, events);
+        }
+        // Per running watch: its label, and the handle that stops its stream.
+        let mut labels: HashMap<usize, (S, AbortHandle)> = HashMap::new();
+        let mut events: Tagged<T> = SelectAll::new();
+        let gone = |key: ClusterKey, queue: &mut WorkQueue<ClusterKey>| {
+            queue.forget(&key);
+            if let Some(hook) = &on_gone {
+                hook(&key);
+            }
+        };
         let mut shutdown = std::pin::pin!(shutdown);
         let mut queue = WorkQueue::new(backoff);
         let mut tasks: JoinSet<Result<Action, E>> = JoinSet::new();
@@ -216,13 +290,14 @@ where
             while tasks.len() < concurrency {
                 let now = Instant::now();
                 let Some(key) = queue.pop_due(now) else { break };
-                let Some((object, source)) = lock(&store).get(&key) else {
+                let found = lock(&store).get(&key);
+                let Some((object, (source, _))) = found.and_then(|(o, s)| Some((o, labels.get(&s)?))) else {
                     queue.finish(&key, Outcome::Reconciled(Action::AwaitChange), false, now);
                     continue;
                 };
                 let request = Request {
                     key: key.clone(),
-                    source: labels[source].clone(),
+                    source: source.clone(),
                 };
                 let task = tasks.spawn(reconcile(object, request));
                 running.insert(task.id(), key);
@@ -263,23 +338,41 @@ where
                 }
                 _ = sleep_until(deadline), if deadline.is_some() => {}
                 Some(key) = triggered.recv() => queue.enqueue(key, Instant::now()),
-                Some((source, event)) = events.next() => match event {
-                    Ok(event) => {
-                        let changes = lock(&store).apply(source, event, |k, o| is_echo.as_ref().is_some_and(|f| f(k, o)));
-                        let now = Instant::now();
+                Some(command) = added.recv() => match command {
+                    SourceCommand::Add(SourceId(id), label, stream) => {
+                        tracing::debug!(controller = %name, source = ?label, "watch started");
+                        let (stream, stop) = futures::stream::abortable(stream);
+                        events.push(stream.map(move |e| (id, e)).boxed());
+                        labels.insert(id, (label, stop));
+                    }
+                    SourceCommand::Remove(SourceId(id)) => {
+                        let Some((label, stop)) = labels.remove(&id) else { continue };
+                        stop.abort();
+                        let changes = lock(&store).remove_source(id);
+                        tracing::debug!(controller = %name, source = ?label, forgotten = changes.len(), "watch stopped");
                         for change in changes {
-                            match change {
-                                Change::Queue(key) => queue.enqueue(key, now),
-                                Change::Gone(key) => {
-                                    queue.forget(&key);
-                                    if let Some(hook) = &on_gone {
-                                        hook(&key);
-                                    }
-                                }
+                            if let Change::Gone(key) = change {
+                                gone(key, &mut queue);
                             }
                         }
                     }
-                    Err(error) => tracing::warn!(controller = %name, source = ?labels[source], %error, "watch failed; retrying with backoff"),
+                },
+                Some((source, event)) = events.next() => {
+                    // An event a stopped watch had yielded before it was stopped is not folded in.
+                    let Some((label, _)) = labels.get(&source) else { continue };
+                    match event {
+                        Ok(event) => {
+                            let changes = lock(&store).apply(source, event, |k, o| is_echo.as_ref().is_some_and(|f| f(k, o)));
+                            let now = Instant::now();
+                            for change in changes {
+                                match change {
+                                    Change::Queue(key) => queue.enqueue(key, now),
+                                    Change::Gone(key) => gone(key, &mut queue),
+                                }
+                            }
+                        }
+                        Err(error) => tracing::warn!(controller = %name, source = ?label, %error, "watch failed; retrying with backoff"),
+                    }
                 },
             }
         }
@@ -578,5 +671,75 @@ mod tests {
         let _ = stop.send(());
         run.await.unwrap();
         assert_eq!(depth.load(Ordering::SeqCst), 0);
+    }
+
+    async fn next_line(log: &mut tmpsc::UnboundedReceiver<String>) -> String {
+        tokio::time::timeout(FOREVER, log.recv()).await.unwrap().unwrap()
+    }
+
+    /// Shards come and go: a watch added while running feeds reconciles labelled with its source;
+    /// a removed one stops, and its objects are gone (no longer reconciled) while the other
+    /// source's stay.
+    #[tokio::test(start_paused = true)]
+    async fn sources_added_and_removed_while_running() {
+        let (gone_tx, mut gone) = tmpsc::unbounded_channel();
+        let (feed_a, events_a) = unbounded();
+        let controller = Controller::new("test")
+            .watch("shard-a".to_string(), events_a)
+            .on_gone(move |k| {
+                let _ = gone_tx.send(k.to_string());
+            });
+        let (sources, handle) = (controller.sources(), controller.handle());
+        let (log_tx, mut log) = tmpsc::unbounded_channel();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let run = tokio::spawn(controller.run(
+            move |o: Arc<DynamicObject>, req: Request<String>| {
+                let log_tx = log_tx.clone();
+                async move {
+                    let _ = log_tx.send(format!(
+                        "{}@{} via {}",
+                        req.key,
+                        o.metadata.resource_version.clone().unwrap(),
+                        req.source
+                    ));
+                    Ok::<_, String>(Action::AwaitChange)
+                }
+            },
+            crate::default_error_policy,
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        feed_a.unbounded_send(Ok(Event::Apply(obj("c1", "x", "1")))).unwrap();
+        assert_eq!(next_line(&mut log).await, "c1|default/x@1 via shard-a");
+
+        let (feed_b, events_b) = unbounded();
+        let b = sources.add("shard-b".to_string(), events_b);
+        for e in [Event::Init, Event::InitApply(obj("c2", "x", "1")), Event::InitDone] {
+            feed_b.unbounded_send(Ok(e)).unwrap();
+        }
+        assert_eq!(next_line(&mut log).await, "c2|default/x@1 via shard-b");
+        assert_eq!(handle.with_store(|s| s.len()), 2);
+
+        sources.remove(b);
+        let forgotten = tokio::time::timeout(FOREVER, gone.recv()).await.unwrap();
+        assert_eq!(forgotten.as_deref(), Some("c2|default/x"));
+        // The stopped watch's stream was dropped: its feed is closed.
+        tokio::time::timeout(FOREVER, async {
+            while !feed_b.is_closed() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            handle.with_store(|s| s.keys().map(ToString::to_string).collect::<Vec<_>>()),
+            vec!["c1|default/x"]
+        );
+        // The remaining source goes on as before.
+        feed_a.unbounded_send(Ok(Event::Apply(obj("c1", "x", "2")))).unwrap();
+        assert_eq!(next_line(&mut log).await, "c1|default/x@2 via shard-a");
+        let _ = stop.send(());
+        run.await.unwrap();
     }
 }

@@ -33,7 +33,7 @@ pub mod store;
 
 pub use action::Action;
 pub use backoff::{Backoff, RETRY_MAX, RETRY_MIN, Retry, default_error_policy};
-pub use controller::{Controller, Handle, Request};
+pub use controller::{Controller, Handle, Request, SourceId, Sources};
 pub use key::ClusterKey;
 pub use queue::{Outcome, WorkQueue};
 pub use store::Store;

@@ -131,6 +131,22 @@ impl<T> Store<T> {
     pub fn keys(&self) -> impl Iterator<Item = &ClusterKey> {
         self.objects.keys()
     }
+
+    /// Forgets every object of watch `source`, which stopped (its shard left the endpoint slice):
+    /// nothing of it is reconciled again, and its keys are gone.
+    pub fn remove_source(&mut self, source: usize) -> Vec<Change> {
+        self.relists.remove(&source);
+        let gone: Vec<ClusterKey> = self
+            .objects
+            .iter()
+            .filter(|(_, e)| e.source == source)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in &gone {
+            self.objects.remove(key);
+        }
+        gone.into_iter().map(Change::Gone).collect()
+    }
 }
 
 #[cfg(test)]
@@ -170,6 +186,23 @@ mod tests {
                 Change::Gone(k) => q.forget(&k),
             }
         }
+    }
+
+    #[test]
+    fn removing_a_source_forgets_only_its_objects() {
+        let mut store = Store::default();
+        store.apply(0, Event::Apply(obj("c1", "a")), |_, _| false);
+        store.apply(1, Event::Init, |_, _| false);
+        store.apply(1, Event::InitApply(obj("c2", "a")), |_, _| false);
+        store.apply(1, Event::InitApply(obj("c2", "b")), |_, _| false);
+        assert_eq!(
+            store.remove_source(1),
+            vec![Change::Gone(key("c2", "a")), Change::Gone(key("c2", "b"))]
+        );
+        assert_eq!(store.keys().cloned().collect::<Vec<_>>(), vec![key("c1", "a")]);
+        // Its relist was abandoned: a late InitDone of the removed source prunes nothing.
+        assert_eq!(store.apply(1, Event::InitDone, |_, _| false), vec![]);
+        assert_eq!(store.remove_source(7), vec![]);
     }
 
     #[test]

@@ -12,51 +12,33 @@
 //! - a deleted object (including every object of a tenant that unbinds the export, which kcp
 //!   deletes) is dropped from the queue, so nothing keeps retrying against a tenant that left.
 //!
-//! This module adds what is provider-specific: the virtual workspace URL ([`endpoint_url`] waits for
-//! kcp to publish it in the export's APIExportEndpointSlice, which happens once some workspace has
-//! bound the export), the per-tenant client, and [`ControllerStats`].
+//! This module adds what is provider-specific: one watch per virtual workspace URL of the export's
+//! APIExportEndpointSlice ([`Endpoints`]: kcp publishes one per shard hosting a bound workspace),
+//! started and stopped as the slice's URLs change, as kcp's multicluster-provider does; the
+//! per-tenant client through the URL the tenant was seen on; and [`ControllerStats`].
 
+use std::collections::BTreeMap;
 use std::fmt::{self, Display};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use faros_core::client::{ClientError, ClientFactory};
-use faros_core::kcp::apis::v1alpha1::APIExportEndpointSlice;
-use faros_core::wait::{WaitError, wait_for};
+use faros_core::kcp::endpoints::UrlChanges;
+use faros_runtime::{SourceId, Sources};
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
+
+pub use crate::endpoints::{Endpoints, TenantHomes};
 
 pub use faros_runtime::{Action, ClusterKey as TenantKey, RETRY_MAX, RETRY_MIN, WorkQueue};
 
 /// Errors running a controller.
 #[derive(Debug, thiserror::Error)]
 pub enum ControllerError {
-    #[error("waiting for APIExportEndpointSlice {slice:?} to publish a URL: {source}")]
-    Endpoint {
-        slice: String,
-        #[source]
-        source: WaitError,
-    },
     #[error(transparent)]
     Client(#[from] ClientError),
-}
-
-/// Waits until the endpoint slice `slice` (in the workspace `client` targets) lists a virtual
-/// workspace URL, and returns the first one.
-pub async fn endpoint_url(client: Client, slice: &str, timeout: Duration) -> Result<String, ControllerError> {
-    let api: Api<APIExportEndpointSlice> = Api::all(client);
-    let found = wait_for(api, slice, |s| s.is_some_and(|s| !s.urls().is_empty()), timeout)
-        .await
-        .map_err(|source| ControllerError::Endpoint {
-            slice: slice.into(),
-            source,
-        })?;
-    Ok(found
-        .and_then(|s| s.urls().first().map(|u| u.to_string()))
-        .unwrap_or_default())
 }
 
 /// What a reconcile gets besides the object: its tenant, and a client scoped to that tenant
@@ -67,6 +49,8 @@ pub struct Tenant {
     pub client: Client,
     /// The resource the controller watches (what [`crate::reconcile`] patches).
     pub resource: ApiResource,
+    /// The virtual workspace URL (of the tenant's shard) the object came through.
+    pub url: Arc<str>,
 }
 
 /// Counters of a running controller, shared with whoever wants to observe it (metrics, tests).
@@ -88,18 +72,18 @@ impl ControllerStats {
 /// A controller for one exported (or claimed) resource across all tenants.
 pub struct Controller {
     factory: ClientFactory,
-    vw_url: String,
+    endpoints: Endpoints,
     resource: ApiResource,
     concurrency: usize,
     stats: Arc<ControllerStats>,
 }
 
 impl Controller {
-    /// Watches `resource` through the virtual workspace at `vw_url` (from [`endpoint_url`]).
-    pub fn new(factory: ClientFactory, vw_url: &str, resource: ApiResource) -> Self {
+    /// Watches `resource` through every virtual workspace URL of `endpoints`, as they change.
+    pub fn new(factory: ClientFactory, endpoints: Endpoints, resource: ApiResource) -> Self {
         Self {
             factory,
-            vw_url: vw_url.trim_end_matches('/').to_string(),
+            endpoints,
             resource,
             concurrency: 8,
             stats: Arc::default(),
@@ -125,42 +109,87 @@ impl Controller {
         Fut: Future<Output = Result<Action, E>> + Send + 'static,
         E: Display + Send + 'static,
     {
-        let all = self.factory.virtual_workspace(&self.vw_url, "*")?;
-        let api: Api<DynamicObject> = Api::all_with(all, &self.resource);
-        let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
-        let (factory, vw_url, stats) = (self.factory, Arc::<str>::from(self.vw_url), self.stats);
+        let controller = faros_runtime::Controller::new(self.resource.kind.clone()).concurrency(self.concurrency);
+        let follow = follow(
+            controller.sources(),
+            self.endpoints.clone(),
+            self.factory.clone(),
+            self.resource.clone(),
+        );
+        let (factory, stats, homes) = (self.factory, self.stats, self.endpoints.homes().clone());
         let resource = self.resource.clone();
         let reconcile = Arc::new(reconcile);
-        faros_runtime::Controller::new(self.resource.kind.clone())
-            .concurrency(self.concurrency)
-            .watch(vw_url.clone(), events)
-            .run(
-                move |obj, request| {
-                    let tenant = factory
-                        .virtual_workspace(&vw_url, &request.key.cluster)
-                        .map(|client| Tenant {
-                            key: request.key,
-                            client,
-                            resource: resource.clone(),
-                        });
-                    let (reconcile, stats) = (reconcile.clone(), stats.clone());
-                    async move {
-                        stats.reconciles.fetch_add(1, Ordering::Relaxed);
-                        let result = match tenant {
-                            Ok(tenant) => reconcile(obj, tenant).await.map_err(Failed::Reconcile),
-                            Err(e) => Err(Failed::Client(e)),
-                        };
-                        if result.is_err() {
-                            stats.failures.fetch_add(1, Ordering::Relaxed);
-                        }
-                        result
+        let run = controller.run(
+            move |obj, request: faros_runtime::Request<Arc<str>>| {
+                // Tools and backend routes reach this tenant through the same shard's URL.
+                homes.record(&request.key.cluster, &request.source);
+                let tenant = factory
+                    .virtual_workspace(&request.source, &request.key.cluster)
+                    .map(|client| Tenant {
+                        key: request.key,
+                        client,
+                        resource: resource.clone(),
+                        url: request.source.clone(),
+                    });
+                let (reconcile, stats) = (reconcile.clone(), stats.clone());
+                async move {
+                    stats.reconciles.fetch_add(1, Ordering::Relaxed);
+                    let result = match tenant {
+                        Ok(tenant) => reconcile(obj, tenant).await.map_err(Failed::Reconcile),
+                        Err(e) => Err(Failed::Client(e)),
+                    };
+                    if result.is_err() {
+                        stats.failures.fetch_add(1, Ordering::Relaxed);
                     }
-                },
-                faros_runtime::default_error_policy,
-                shutdown,
-            )
-            .await;
+                    result
+                }
+            },
+            faros_runtime::default_error_policy,
+            shutdown,
+        );
+        // `follow` never ends by itself; the controller ends on shutdown.
+        tokio::select! {
+            _ = run => {}
+            _ = follow => {}
+        }
         Ok(())
+    }
+}
+
+/// Keeps one watch of `resource` per URL of `endpoints`: a URL that appears gets a watch, one that
+/// goes has its watch stopped (and its tenants' objects forgotten); the others run on untouched.
+async fn follow(
+    sources: Sources<DynamicObject, Arc<str>>,
+    mut endpoints: Endpoints,
+    factory: ClientFactory,
+    resource: ApiResource,
+) {
+    let mut watching: BTreeMap<String, SourceId> = BTreeMap::new();
+    let mut urls = endpoints.seen();
+    loop {
+        let changes = UrlChanges::between(watching.keys().map(String::as_str), &urls);
+        for url in changes.start {
+            match factory.virtual_workspace(&url, "*") {
+                Ok(all) => {
+                    tracing::info!(%url, kind = %resource.kind, "watching through the virtual workspace");
+                    let api: Api<DynamicObject> = Api::all_with(all, &resource);
+                    let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
+                    watching.insert(url.clone(), sources.add(Arc::from(url.as_str()), events));
+                }
+                // Retried when the slice next changes; nothing else would make it build now.
+                Err(error) => tracing::error!(%url, %error, "cannot build the virtual workspace client"),
+            }
+        }
+        for url in changes.stop {
+            if let Some(id) = watching.remove(&url) {
+                tracing::info!(%url, kind = %resource.kind, "the endpoint slice no longer lists this URL; watch stopped");
+                sources.remove(id);
+            }
+        }
+        match endpoints.changed().await {
+            Some(next) => urls = next,
+            None => return std::future::pending().await,
+        }
     }
 }
 

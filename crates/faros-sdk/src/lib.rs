@@ -10,6 +10,7 @@
 //! | [`heartbeat`] | `POST /api/providers/<name>/heartbeat` every 30 s, backoff, token rotation |
 //! | [`identity`] | verifying the hub's signed identity assertion (axum middleware + extractor) |
 //! | [`controller`] | reconcile exported resources of every tenant through the virtual workspace (on `faros-runtime`) |
+//! | [`endpoints`] | the export's virtual workspace URLs, followed as kcp adds and removes shards' URLs |
 //! | [`mcp`] | an rmcp streamable-HTTP server at `/mcp` whose tools see the verified identity |
 //! | [`config`] | the provider kubeconfig (`FAROS_PROVIDER_KUBECONFIG`, `KUBECONFIG`, in-cluster) |
 //! | [`workspace`] | where `init`/`serve` act (server, workspace, identity), refused unless it is the provider's own |
@@ -26,6 +27,7 @@ pub mod app;
 pub mod bootstrap;
 pub mod config;
 pub mod controller;
+pub mod endpoints;
 pub mod heartbeat;
 pub mod identity;
 pub mod manifest;

@@ -13,6 +13,7 @@ use faros_core::names;
 use faros_core::status::Status;
 use faros_sdk::App;
 use faros_sdk::app::{Caller, Tenants};
+use faros_sdk::endpoints::Endpoints;
 use faros_sdk::identity::IdentityVerifier;
 use faros_sdk::tools::Tool;
 use pretty_assertions::assert_eq;
@@ -117,7 +118,11 @@ async fn routes_and_tools_see_the_caller_once_the_virtual_workspace_is_known() {
     // kcp published the virtual workspace: clients are built for the caller's cluster (no IO yet).
     let factory = ClientFactory::new(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
     tenants
-        .set(factory, "http://127.0.0.1:9/services/apiexport/x/notes".into())
+        .set(
+            factory,
+            Endpoints::fixed(vec!["http://127.0.0.1:9/services/apiexport/x/notes".into()]),
+            None,
+        )
         .await;
     let me = http
         .get(format!("{base}/api/me"))

@@ -93,6 +93,7 @@ macro_rules! open_string_enum {
 pub mod apis;
 mod condition;
 pub mod core;
+pub mod endpoints;
 pub mod tenancy;
 
 pub use condition::{Condition, ConditionStatus};

@@ -14,6 +14,7 @@ use std::time::Duration;
 use faros_core::catalog::{CatalogEntry, CatalogEntryStatus};
 use faros_core::client::ClientFactory;
 use faros_core::kcp::apis::v1alpha1::APIExportEndpointSlice;
+use faros_core::kcp::endpoints::UrlChanges;
 use faros_core::kcp::{ANNOTATION_CLUSTER, ANNOTATION_PATH, LOGICALCLUSTER_NAME, LogicalCluster, Workspace};
 use faros_core::names;
 use faros_core::wait::wait_for;
@@ -139,22 +140,32 @@ impl Catalog {
         let mut background = tokio::task::JoinSet::new();
         background.spawn(self.clone().write_statuses(cancel.clone()));
         background.spawn(self.clone().sweep(cancel.clone()));
-        // The virtual workspace URLs are followed, not read once: kcp rewrites them when a shard's
-        // address changes (a restarted embedded kcp on a new port, a moved shard).
+        // The virtual workspace URLs are followed, not read once: a sharded kcp lists one per shard
+        // hosting a provider workspace and adds or drops them as shards gain or lose one; kcp
+        // rewrites them when a shard's address changes (a restarted embedded kcp on a new port).
+        // One watch per URL, as kcp's multicluster-provider does: a URL that appears gets a watch,
+        // one that goes has its watch stopped and its entries retired, the others keep running.
         let mut current: Vec<String> = Vec::new();
         let mut watches = tokio::task::JoinSet::new();
+        let mut running: HashMap<String, tokio::task::AbortHandle> = HashMap::new();
         while let Some(urls) = self.endpoints(&cancel, &current).await {
+            let changes = UrlChanges::between(current.iter().map(String::as_str), &urls);
             tracing::info!(
                 ?urls,
+                start = ?changes.start,
+                stop = ?changes.stop,
                 "watching CatalogEntries through the providers.faros.sh virtual workspace"
             );
-            watches.abort_all();
-            for old in current.iter().filter(|u| !urls.contains(u)) {
+            for old in &changes.stop {
+                if let Some(watch) = running.remove(old) {
+                    watch.abort();
+                }
                 self.registry.retire_source(old);
             }
             self.registry.expect_sources(urls.len());
-            for url in &urls {
-                watches.spawn(self.clone().watch(url.clone(), cancel.clone()));
+            for url in changes.start {
+                let watch = watches.spawn(self.clone().watch(url.clone(), cancel.clone()));
+                running.insert(url, watch);
             }
             current = urls;
         }

@@ -27,7 +27,6 @@ mod tenants;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::routing::get;
 use axum::{Extension, Json, Router};
@@ -41,13 +40,10 @@ use serde_json::json;
 pub use tenants::{Caller, ProviderInfo, Tenants};
 
 use crate::bootstrap::{self, InitError, InitOptions, InitReport};
-use crate::controller::{self, Action, Controller, ControllerStats, Tenant};
+use crate::controller::{Action, Controller, ControllerStats, Endpoints, Tenant};
 use crate::heartbeat::{Heartbeat, HeartbeatConfig};
 use crate::identity::{IdentityVerifier, require_identity};
 use crate::tools::{Tool, ToolServer};
-
-/// How long one wait for the virtual workspace URL lasts before it is logged and started again.
-const ENDPOINT_WAIT: Duration = Duration::from_secs(300);
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Reconcile = dyn Fn(Arc<DynamicObject>, Tenant) -> BoxFuture<'static, Result<Action, BoxError>> + Send + Sync;
@@ -346,7 +342,8 @@ fn metrics(stats: &ControllerStats) -> axum::response::Response {
     faros_core::metrics::response(&registry)
 }
 
-/// Waits for the export's virtual workspace URL, then runs every controller until shutdown.
+/// Follows the export's virtual workspace URLs and runs every controller over all of them until
+/// shutdown. kcp publishes a URL only once a tenant has bound the export, which may take days.
 async fn run_controllers(
     export: String,
     controllers: Vec<ControllerDef>,
@@ -356,22 +353,12 @@ async fn run_controllers(
     stats: Arc<ControllerStats>,
     shutdown: Shutdown,
 ) {
-    let url = loop {
-        // kcp publishes the URL only once a tenant has bound the export, which may take days.
-        let wait = controller::endpoint_url(workspace.clone(), &export, ENDPOINT_WAIT);
-        tokio::select! {
-            _ = shutdown.clone() => return,
-            found = wait => match found {
-                Ok(url) => break url,
-                Err(e) => tracing::info!(error = %e, "no virtual workspace URL yet; still waiting"),
-            }
-        }
-    };
-    tracing::info!(%url, "reconciling through the virtual workspace");
-    tenants.set(factory.clone(), url.clone()).await;
+    let (endpoints, follower) = Endpoints::follow(workspace, &export, shutdown.clone());
+    let probe = controllers.first().map(|def| def.resource.clone());
+    tenants.set(factory.clone(), endpoints.clone(), probe).await;
     let runs = controllers.into_iter().map(|def| {
         let kind = def.resource.kind.clone();
-        let controller = Controller::new(factory.clone(), &url, def.resource).stats(stats.clone());
+        let controller = Controller::new(factory.clone(), endpoints.clone(), def.resource).stats(stats.clone());
         let reconcile = def.reconcile;
         let shutdown = shutdown.clone();
         async move {
@@ -384,4 +371,5 @@ async fn run_controllers(
         }
     });
     futures::future::join_all(runs).await;
+    follower.abort();
 }

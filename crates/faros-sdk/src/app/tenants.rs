@@ -1,5 +1,9 @@
 //! How backend handlers and MCP tools reach the caller's workspace: a client for the verified
 //! caller's logical cluster through the export's virtual workspace, once kcp has published it.
+//!
+//! On a sharded kcp the slice lists one URL per shard, and only the tenant's shard serves it: the
+//! URL is the one the controllers last saw the tenant's objects through, or, for a tenant they have
+//! not seen, the one whose list of the probe resource answers for that tenant.
 
 use std::sync::Arc;
 
@@ -8,16 +12,25 @@ use axum::response::{IntoResponse, Response};
 use faros_core::client::ClientFactory;
 use faros_core::status::Status;
 use http::request::Parts;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use tokio::sync::RwLock;
 
+use crate::endpoints::Endpoints;
 use crate::identity::VerifiedIdentity;
+
+struct Published {
+    factory: ClientFactory,
+    endpoints: Endpoints,
+    /// An exported resource, listed to find a tenant's shard.
+    probe: Option<ApiResource>,
+}
 
 /// The virtual workspace the provider reaches tenants through; empty until the controller has
 /// waited for kcp to publish its URL (which happens once some workspace enabled the provider).
 #[derive(Clone)]
 pub struct Tenants {
     provider: Arc<str>,
-    inner: Arc<RwLock<Option<(ClientFactory, String)>>>,
+    inner: Arc<RwLock<Option<Published>>>,
 }
 
 impl Tenants {
@@ -29,9 +42,14 @@ impl Tenants {
         }
     }
 
-    /// Records the virtual workspace URL.
-    pub async fn set(&self, factory: ClientFactory, vw_url: String) {
-        *self.inner.write().await = Some((factory, vw_url));
+    /// Records the virtual workspace URLs (followed) and the resource listed to find which of
+    /// them serves a tenant not seen yet.
+    pub async fn set(&self, factory: ClientFactory, endpoints: Endpoints, probe: Option<ApiResource>) {
+        *self.inner.write().await = Some(Published {
+            factory,
+            endpoints,
+            probe,
+        });
     }
 
     /// A client for `who`'s logical cluster through the virtual workspace: 400 when the request
@@ -44,15 +62,44 @@ impl Tenants {
             )));
         }
         let guard = self.inner.read().await;
-        let Some((factory, url)) = guard.as_ref() else {
-            return Err(Status::unavailable(format!(
+        let unavailable = || {
+            Status::unavailable(format!(
                 "no workspace has enabled {} yet, or the provider has no kubeconfig",
                 self.provider
-            )));
+            ))
         };
-        factory
-            .virtual_workspace(url, &who.cluster)
-            .map_err(|e| Status::internal(e.to_string()))
+        let Some(published) = guard.as_ref() else {
+            return Err(unavailable());
+        };
+        let urls = published.endpoints.current();
+        let client = |url: &str| {
+            published
+                .factory
+                .virtual_workspace(url, &who.cluster)
+                .map_err(|e| Status::internal(e.to_string()))
+        };
+        let homes = published.endpoints.homes();
+        if let Some(home) = homes.get(&who.cluster).filter(|h| urls.contains(h)) {
+            return client(&home);
+        }
+        match (urls.as_slice(), &published.probe) {
+            ([], _) => Err(unavailable()),
+            ([only], _) | ([only, ..], None) => client(only),
+            (_, Some(probe)) => {
+                for url in &urls {
+                    let c = client(url)?;
+                    let api: Api<DynamicObject> = Api::all_with(c.clone(), probe);
+                    if api.list_metadata(&ListParams::default().limit(1)).await.is_ok() {
+                        homes.record(&who.cluster, url);
+                        return Ok(c);
+                    }
+                }
+                Err(Status::unavailable(format!(
+                    "no shard serves workspace {} for {} yet (has it enabled the provider?)",
+                    who.cluster, self.provider
+                )))
+            }
+        }
     }
 }
 
