@@ -24,7 +24,7 @@ struct Args {
     #[arg(long, env = "FAROS_HUB_CA_FILE")]
     ca_file: Option<PathBuf>,
     /// Write `insecure-skip-tls-verify: true` into provider kubeconfigs instead of a CA (dev only).
-    #[arg(long, env = "FAROS_INSECURE_PROVIDER_KUBECONFIGS")]
+    #[arg(long, env = "FAROS_INSECURE_PROVIDER_KUBECONFIGS", value_parser = clap::builder::BoolishValueParser::new())]
     insecure_provider_kubeconfigs: bool,
     /// Address of /healthz, /readyz and /metrics.
     #[arg(long, env = "FAROS_LISTEN", default_value = "0.0.0.0:8080")]

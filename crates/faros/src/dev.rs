@@ -6,6 +6,7 @@
 
 pub mod external;
 mod quickstart;
+pub mod registrar;
 pub mod tenant;
 pub mod tokens;
 
@@ -22,8 +23,14 @@ use crate::cli::DevArgs;
 /// The reconciler's Lease identity in `faros dev`.
 const DEV_LEASE_IDENTITY: &str = "faros-dev";
 
-/// How long `faros dev` waits for the platform before giving up.
+/// How long `faros dev` waits for its own components (kcp, hub, reconciler, demo tenant,
+/// quickstart: all in this process) before giving up. `--provider` crates are not among them: they
+/// are waited for as long as it takes (see [`external`]).
 const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+/// How often the hub's start-up hold is brought up to date (in-process state only).
+const READY_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+/// How often `faros dev` says which `--provider` crates it still waits for.
+const EXTERNAL_REMINDER: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Resolves when `stop` flips to true.
 pub(crate) async fn stopped(mut stop: watch::Receiver<bool>) {
@@ -48,14 +55,81 @@ pub struct Stack {
     pub quickstart: Option<SocketAddr>,
     /// The `--provider` crates, running beside the hub.
     pub external: Vec<external::External>,
-    hub_state: faros_hub_api::AppState,
-    tenant_ready: watch::Receiver<bool>,
+    readiness: Readiness,
     stop: watch::Sender<bool>,
     hub: JoinHandle<Result<(), faros_hub_api::Error>>,
     reconciler: JoinHandle<Result<(), faros_hub_reconciler::Error>>,
     provider: Option<JoinHandle<anyhow::Result<()>>>,
     externals: Vec<JoinHandle<anyhow::Result<()>>>,
     tenant: JoinHandle<()>,
+    hold: JoinHandle<()>,
+}
+
+/// What `faros dev` waits for, read from in-process state.
+#[derive(Clone)]
+struct Readiness {
+    hub_state: faros_hub_api::AppState,
+    tenant_ready: watch::Receiver<bool>,
+    /// The quickstart's provider name, when it runs.
+    quickstart: Option<&'static str>,
+    /// The `--provider` crates' names.
+    external: Vec<String>,
+}
+
+impl Readiness {
+    /// What the README's tenant flow still waits for: the hub serves (tree bootstrapped, catalog
+    /// synced), the demo tenant exists, and quickstart (when it runs) is Ready.
+    fn core(&self) -> Vec<String> {
+        let mut pending = Vec::new();
+        let st = &self.hub_state;
+        if let Some(why) = faros_hub_api::readiness::startup_pending(&st.tree, st.registry.is_synced()) {
+            pending.push(format!("hub API ({why})"));
+        }
+        if !*self.tenant_ready.borrow() {
+            pending.push(format!("demo tenant {}/{}", tenant::DEMO_ORG, tenant::DEMO_WORKSPACE));
+        }
+        if let Some(name) = self.quickstart
+            && let Some(why) = self.unready(name)
+        {
+            pending.push(format!("{name} ({why})"));
+        }
+        pending
+    }
+
+    /// The `--provider` crates that are not Ready yet: name and why.
+    fn external(&self) -> Vec<(String, String)> {
+        self.external
+            .iter()
+            .filter_map(|name| Some((name.clone(), self.unready(name)?)))
+            .collect()
+    }
+
+    /// Why provider `name` is not Ready; None once it is.
+    fn unready(&self, name: &str) -> Option<String> {
+        match self.hub_state.registry.readiness(name) {
+            Some((_, r)) if r.ready => None,
+            Some((_, r)) => Some(r.message.into_owned()),
+            None => Some("not registered yet".to_string()),
+        }
+    }
+}
+
+/// Holds the hub's tenant routes back (`503` with `Retry-After`, naming what is awaited) until
+/// [`Readiness::core`] is empty, then releases them: what the README promises until the banner.
+async fn hold_until_ready(readiness: Readiness, stop: watch::Receiver<bool>) {
+    let tree = readiness.hub_state.tree.clone();
+    loop {
+        let pending = readiness.core();
+        if pending.is_empty() {
+            tree.release();
+            return;
+        }
+        tree.hold(format!("starting: faros dev waits for {}", pending.join(", ")));
+        if *stop.borrow() {
+            return;
+        }
+        tokio::time::sleep(READY_POLL).await;
+    }
 }
 
 impl Stack {
@@ -105,9 +179,15 @@ impl Stack {
         hub_config.tenancy.ca_pem = Some(ca_pem.clone());
         // Every provider of `faros dev` (quickstart, `--provider`) listens on this machine.
         hub_config.upstreams.allow = faros_hub_api::proxy::UpstreamPolicy::loopback();
+        hub_config.session.ttl = std::time::Duration::from_secs(args.session_ttl);
         let hub = faros_hub_api::Hub::new(hub_config).context("configuring the hub API")?;
         let tenancy = hub.state().tenancy.clone();
         let hub_state = hub.state().clone();
+        // Before the first request can arrive: tenant routes wait for the demo tenant and
+        // quickstart, not only for the hub's own start-up ([`hold_until_ready`] updates and ends it).
+        hub_state
+            .tree
+            .hold("starting: faros dev is setting up its demo tenant and quickstart");
         let hub = tokio::spawn(hub.serve(hub_listener, stopped(stop_rx.clone())));
         faros_embedded_kcp::server::write_private(&args.state_dir.join("ca.crt"), ca_pem.as_bytes())
             .context("writing ca.crt")?;
@@ -159,7 +239,19 @@ impl Stack {
             .collect();
 
         let (tenant_done, tenant_ready) = watch::channel(false);
-        let tenant = tokio::spawn(tenant::seed(tenancy, dev_user.name.clone(), tenant_done, stop_rx));
+        let tenant = tokio::spawn(tenant::seed(
+            tenancy,
+            dev_user.name.clone(),
+            tenant_done,
+            stop_rx.clone(),
+        ));
+        let readiness = Readiness {
+            hub_state,
+            tenant_ready,
+            quickstart: quickstart.map(|_| faros_provider_quickstart::PROVIDER),
+            external: external.iter().map(|e| e.name.clone()).collect(),
+        };
+        let hold = tokio::spawn(hold_until_ready(readiness.clone(), stop_rx));
 
         Ok(Self {
             kcp,
@@ -171,41 +263,27 @@ impl Stack {
             dev_user,
             quickstart,
             external,
-            hub_state,
-            tenant_ready,
+            readiness,
             stop,
             hub,
             reconciler,
             provider,
             externals,
             tenant,
+            hold,
         })
     }
 
     /// What the README's tenant flow still waits for; empty once it works: the hub serves (tree
-    /// bootstrapped, catalog synced), the demo tenant exists, and quickstart (when it runs) is Ready.
+    /// bootstrapped, catalog synced), the demo tenant exists, and quickstart (when it runs) is
+    /// Ready. Until then the hub answers tenant routes `503` with `Retry-After`.
     pub fn pending(&self) -> Vec<String> {
-        let mut pending = Vec::new();
-        if let Some(why) =
-            faros_hub_api::readiness::startup_pending(&self.hub_state.tree, self.hub_state.registry.is_synced())
-        {
-            pending.push(format!("hub API ({why})"));
-        }
-        if !*self.tenant_ready.borrow() {
-            pending.push(format!("demo tenant {}/{}", tenant::DEMO_ORG, tenant::DEMO_WORKSPACE));
-        }
-        let quickstart = self.quickstart.map(|_| faros_provider_quickstart::PROVIDER);
-        for name in quickstart
-            .into_iter()
-            .chain(self.external.iter().map(|e| e.name.as_str()))
-        {
-            match self.hub_state.registry.readiness(name) {
-                Some((_, r)) if r.ready => {}
-                Some((_, r)) => pending.push(format!("{name} ({})", r.message)),
-                None => pending.push(format!("{name} (not registered yet)")),
-            }
-        }
-        pending
+        self.readiness.core()
+    }
+
+    /// The `--provider` crates that are not Ready (yet): name and why.
+    pub fn external_pending(&self) -> Vec<(String, String)> {
+        self.readiness.external()
     }
 
     /// Waits until [`Stack::pending`] is empty, or fails after `timeout` naming what is missing.
@@ -223,7 +301,7 @@ impl Stack {
                 );
             }
             // In-process state only: a short poll costs nothing and needs no wiring into every component.
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            tokio::time::sleep(READY_POLL).await;
         }
     }
 
@@ -231,6 +309,7 @@ impl Stack {
     pub async fn stop(self) {
         let _ = self.stop.send(true);
         self.tenant.abort();
+        self.hold.abort();
         if let Some(p) = self.provider {
             log_end(
                 "quickstart provider",
@@ -273,6 +352,15 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         stack.stop().await;
         return Err(e);
     }
+    // The GitOps registrar's kubeconfig is in place before hub.url announces the run.
+    if let Err(e) = registrar::write_kubeconfig(&stack.admin, &stack.hub_url, &stack.state_dir, READY_TIMEOUT).await {
+        stack.stop().await;
+        return Err(e);
+    }
+    // The hold ends with readiness: the flow works once the banner is out, without a retry.
+    while stack.readiness.hub_state.tree.held().is_some() {
+        tokio::time::sleep(READY_POLL).await;
+    }
     let write = |name: &str, text: &str| {
         faros_embedded_kcp::server::write_private(&stack.state_dir.join(name), text.as_bytes())
             .with_context(|| format!("writing {name}"))
@@ -292,12 +380,23 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     println!("  hub API:           {}", stack.hub_url);
     println!("  admin kubeconfig:  {kubeconfig}");
     println!("  try:               KUBECONFIG={kubeconfig} kubectl get namespaces");
+    println!(
+        "  GitOps kubeconfig: {} (Providers only)",
+        display(&stack.state_dir.join(registrar::KUBECONFIG_FILE))
+    );
     if let Some(addr) = stack.quickstart.filter(|_| !no_quickstart) {
         println!("  quickstart:        provider `quickstart` (root:faros:providers:quickstart), backend on {addr}");
     }
+    let waiting = stack.external_pending();
     for ext in &stack.external {
+        // `--provider` crates are not waited for: the author may not have built one yet.
+        let state = if waiting.iter().any(|(name, _)| *name == ext.name) {
+            "not Ready yet (see the log)"
+        } else {
+            "Ready"
+        };
         println!(
-            "  provider:          `{}` ({}), backend on {}, binary {}",
+            "  provider:          `{}` ({}), backend on {}, binary {}, {state}",
             ext.name,
             faros_core::names::provider_workspace_path(&ext.name),
             ext.addr,
@@ -330,9 +429,34 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     println!("  state directory:   {}", display(&stack.state_dir));
     println!("Press Ctrl-C to stop.");
 
-    faros_core::telemetry::shutdown_signal().await;
+    tokio::select! {
+        () = faros_core::telemetry::shutdown_signal() => {}
+        () = report_external(&stack) => faros_core::telemetry::shutdown_signal().await,
+    }
     stack.stop().await;
     Ok(())
+}
+
+/// Logs each `--provider` crate once it is Ready, and every [`EXTERNAL_REMINDER`] which ones are
+/// still awaited; returns once all are Ready.
+async fn report_external(stack: &Stack) {
+    let mut waiting = stack.external_pending();
+    let mut reminded = tokio::time::Instant::now();
+    while !waiting.is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        let now = stack.external_pending();
+        for (name, _) in &waiting {
+            if !now.iter().any(|(n, _)| n == name) {
+                tracing::info!(provider = %name, "provider is Ready");
+            }
+        }
+        if !now.is_empty() && reminded.elapsed() >= EXTERNAL_REMINDER {
+            let list: Vec<String> = now.iter().map(|(n, why)| format!("{n} ({why})")).collect();
+            tracing::warn!(waiting = %list.join(", "), "still waiting for --provider crates");
+            reminded = tokio::time::Instant::now();
+        }
+        waiting = now;
+    }
 }
 
 fn display(path: &Path) -> String {

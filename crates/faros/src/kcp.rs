@@ -52,7 +52,7 @@ pub struct KcpArgs {
     #[arg(long, env = "FAROS_KCP_WATCH_HISTORY", default_value_t = 10_000)]
     pub watch_history: usize,
     /// Commit each write on its own instead of batching concurrent writes into one durable commit.
-    #[arg(long, env = "FAROS_KCP_NO_GROUP_COMMIT")]
+    #[arg(long, env = "FAROS_KCP_NO_GROUP_COMMIT", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_group_commit: bool,
     /// Write the admin kubeconfig (root workspace) to this file (mode 0600).
     #[arg(long, env = "FAROS_KCP_ADMIN_KUBECONFIG_FILE")]

@@ -1,7 +1,9 @@
 //! Start-up is honest: from the first moment `faros dev`'s hub port accepts a connection, tenant and
 //! provider routes answer `503` with `Retry-After` (a Status naming what the hub waits for) or
-//! succeed — never `404` for a workspace or provider that is about to exist. Once `hub.url` is
-//! written, the README's tenant flow works without a single retry.
+//! succeed — never an empty catalog, a `404` for the quickstart that is about to be Ready, or a
+//! `403` for the demo tenant that is about to exist (the README: "before that the hub answers 503
+//! with Retry-After"). Once `hub.url` is written, the README's tenant flow works without a single
+//! retry. Every error is a Kubernetes Status, also those axum and the MCP transport give.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod devproc;
@@ -67,10 +69,22 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
             .json(&json!({"version": "0"}))
             .send()
             .await;
+        let catalog = early
+            .get(format!("{hub}/api/providers"))
+            .bearer_auth(token.trim())
+            .send()
+            .await;
+        let demo = early
+            .get(format!("{hub}/api/orgs/demo/workspaces/default/providers/enabled"))
+            .bearer_auth(token.trim())
+            .send()
+            .await;
         for (route, resp, ok) in [
             ("POST /api/orgs", orgs, &[200u16, 201, 409][..]),
             // No provider token here: once serving, 401.
             ("POST heartbeat", beat, &[401u16][..]),
+            ("GET /api/providers", catalog, &[200u16][..]),
+            ("GET demo's enabled providers", demo, &[200u16][..]),
         ] {
             let Ok(resp) = resp else { continue };
             answered += 1;
@@ -80,6 +94,17 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
             if let Err(p) = check_early(route, &resp, ok) {
                 let body = resp.text().await.unwrap_or_default();
                 problems.push(format!("{p}: {body}"));
+                continue;
+            }
+            // A catalog served before the banner already lists quickstart, Ready.
+            if route == "GET /api/providers" && resp.status() == 200 {
+                let body: Value = resp.json().await.unwrap_or_default();
+                let ready = body["items"]
+                    .as_array()
+                    .is_some_and(|i| i.iter().any(|p| p["name"] == "quickstart" && p["ready"] == true));
+                if !ready {
+                    problems.push(format!("{route}: 200 without quickstart Ready: {body}"));
+                }
             }
         }
     }
@@ -223,5 +248,58 @@ async fn early_answers_reach_http1_and_http2_clients_as_status_json() {
             }
         }
     }
+    // Answers that axum and the MCP transport give by themselves are Status JSON too.
+    let http = client(false);
+    let token = dev.dev_token().unwrap();
+    let ws = format!("{hub}/api/orgs/demo/workspaces/default");
+    for (what, req, code) in [
+        (
+            "a method no route takes",
+            http.delete(format!("{hub}/api/providers")),
+            405,
+        ),
+        (
+            "a bad query string",
+            http.get(format!("{ws}/kubeconfig?includeToken=maybe")),
+            400,
+        ),
+        (
+            "MCP without the Accept it needs",
+            http.post(format!("{ws}/mcp"))
+                .header("content-type", "application/json")
+                .header("accept", "text/plain")
+                .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            406,
+        ),
+    ] {
+        let resp = req.bearer_auth(&token).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), code, "{what}");
+        let text = resp.text().await.unwrap();
+        let status: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {text}"));
+        assert_eq!(
+            (status["kind"].as_str(), status["code"].as_u64()),
+            (Some("Status"), Some(u64::from(code))),
+            "{what}: {text}"
+        );
+        assert!(
+            !status["message"].as_str().unwrap_or_default().is_empty(),
+            "{what}: {text}"
+        );
+    }
+    drop(dev);
+}
+
+/// The boolean `FAROS_*` variables take `1`, as the SDK's do (clap's plain bool took `true` only).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boolean_variables_take_one() {
+    faros_core::telemetry::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let dev = devproc::launch(&tmp.path().join("state"))
+        .env("FAROS_NO_QUICKSTART", "1")
+        .env("FAROS_KCP_NO_GROUP_COMMIT", "yes")
+        .start()
+        .await
+        .unwrap();
+    assert!(!dev.banner.contains("quickstart:"), "{}", dev.banner);
     drop(dev);
 }

@@ -6,6 +6,11 @@
 //!
 //! The binary is the crate's first `bin` target in cargo's target directory (`cargo metadata`,
 //! so `CARGO_TARGET_DIR` and `.cargo/config.toml` count), built by the author.
+//!
+//! Nothing here gives up while `faros dev` runs: a binary not built yet is waited for, and an
+//! `init` that fails or a `serve` that exits is run again after a backoff ([`backoff`]) or at once
+//! when a new build appears; each is logged. `faros dev` announces itself without waiting for
+//! these providers (an author may start it before the first build).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -21,6 +26,18 @@ use tokio::sync::watch;
 
 /// How often the binary's modification time is looked at.
 const POLL: Duration = Duration::from_millis(500);
+/// First pause after a failed `init`, an exited `serve` or a failed registration.
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// Longest pause between attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How often a missing binary is mentioned again in the log.
+const NOT_BUILT_REMINDER: Duration = Duration::from_secs(60);
+
+/// The pause before the next attempt: [`FIRST_BACKOFF`] after a success (or at first), doubling
+/// after each failure up to [`MAX_BACKOFF`].
+fn backoff(previous: Option<Duration>) -> Duration {
+    previous.map_or(FIRST_BACKOFF, |d| (d * 2).clamp(FIRST_BACKOFF, MAX_BACKOFF))
+}
 
 /// One `--provider` directory, resolved.
 #[derive(Clone, Debug)]
@@ -100,10 +117,21 @@ pub struct Dev {
 /// until `stop`.
 pub async fn run(ext: External, dev: Dev, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
     let factory = ClientFactory::new(dev.admin.clone())?;
-    let Some(kubeconfig) =
-        super::quickstart::provision(&factory, &ext.dir.join("provider.yaml"), &dev.hub_url, &stop).await?
-    else {
-        return Ok(());
+    let mut stop = stop;
+    let mut delay = None;
+    let kubeconfig = loop {
+        match super::quickstart::provision(&factory, &ext.dir.join("provider.yaml"), &dev.hub_url, &stop).await {
+            Ok(Some(k)) => break k,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                let d = backoff(delay);
+                delay = Some(d);
+                tracing::error!(provider = %ext.name, error = format!("{e:#}"), retry_in = ?d, "registering the provider failed; retrying");
+                if pause(d, &ext.bin, None, &mut stop).await.is_none() {
+                    return Ok(());
+                }
+            }
+        }
     };
     let dir = dev.state_dir.join("providers");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -117,16 +145,24 @@ pub async fn run(ext: External, dev: Dev, stop: watch::Receiver<bool>) -> anyhow
         .context("the CA file faros dev writes")?;
     let env = environment(&ext, &kubeconfig_path, &dev.hub_url, &ca);
 
-    let mut stop = stop;
-    let mut seen = None;
+    let mut delay = None;
     loop {
-        let built = wait_for_change(&ext.bin, seen, &mut stop).await;
-        let Some(built) = built else { return Ok(()) };
-        seen = Some(built);
+        let Some(built) = wait_for_build(&ext.bin, &mut stop).await else {
+            return Ok(());
+        };
         tracing::info!(provider = %ext.name, bin = %ext.bin.display(), "running init");
-        let init = spawn(&ext, &env, "init")?.wait_with_output().await?;
-        if !init.status.success() {
-            tracing::error!(provider = %ext.name, status = %init.status, "init failed; waiting for a new build");
+        let failed = match spawn(&ext, &env, "init")?.wait().await {
+            Ok(status) if status.success() => None,
+            Ok(status) => Some(format!("init exited with {status}")),
+            Err(e) => Some(format!("init: {e}")),
+        };
+        if let Some(why) = failed {
+            let d = backoff(delay);
+            delay = Some(d);
+            tracing::error!(provider = %ext.name, retry_in = ?d, "{why}; running it again then, or at the next build");
+            if pause(d, &ext.bin, Some(built), &mut stop).await.is_none() {
+                return Ok(());
+            }
             continue;
         }
         let mut serve = spawn(&ext, &env, "serve")?;
@@ -137,14 +173,35 @@ pub async fn run(ext: External, dev: Dev, stop: watch::Receiver<bool>) -> anyhow
                 return Ok(());
             }
             status = serve.wait() => {
-                tracing::error!(provider = %ext.name, status = ?status, "serve exited; waiting for a new build");
+                let d = backoff(delay);
+                delay = Some(d);
+                tracing::error!(provider = %ext.name, status = ?status, retry_in = ?d, "serve exited; running init and serve again then, or at the next build");
+                if pause(d, &ext.bin, Some(built), &mut stop).await.is_none() {
+                    return Ok(());
+                }
             }
             _ = changed(&ext.bin, built) => {
                 tracing::info!(provider = %ext.name, "binary changed; restarting");
                 let _ = serve.kill().await;
-                seen = None;
+                delay = None;
             }
         }
+    }
+}
+
+/// Waits `delay`, or less when `bin` is rebuilt (its modification time is no longer `built`);
+/// None on stop.
+async fn pause(delay: Duration, bin: &Path, built: Option<SystemTime>, stop: &mut watch::Receiver<bool>) -> Option<()> {
+    let rebuilt = async {
+        match built {
+            Some(t) => changed(bin, t).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => Some(()),
+        _ = rebuilt => Some(()),
+        _ = stop.wait_for(|s| *s) => None,
     }
 }
 
@@ -187,20 +244,21 @@ fn mtime(bin: &Path) -> Option<SystemTime> {
     std::fs::metadata(bin).and_then(|m| m.modified()).ok()
 }
 
-/// Waits until `bin` exists with a modification time other than `seen`; None on stop.
-async fn wait_for_change(bin: &Path, seen: Option<SystemTime>, stop: &mut watch::Receiver<bool>) -> Option<SystemTime> {
-    let mut logged = false;
+/// Waits until `bin` exists and returns its modification time; None on stop. A missing binary is
+/// logged at once and every [`NOT_BUILT_REMINDER`].
+async fn wait_for_build(bin: &Path, stop: &mut watch::Receiver<bool>) -> Option<SystemTime> {
+    let mut logged: Option<tokio::time::Instant> = None;
     loop {
         if *stop.borrow() {
             return None;
         }
         match mtime(bin) {
-            Some(t) if Some(t) != seen => return Some(t),
-            None if !logged => {
+            Some(t) => return Some(t),
+            None if logged.is_none_or(|at| at.elapsed() >= NOT_BUILT_REMINDER) => {
                 tracing::warn!(bin = %bin.display(), "provider binary not built yet; waiting for cargo build");
-                logged = true;
+                logged = Some(tokio::time::Instant::now());
             }
-            _ => {}
+            None => {}
         }
         tokio::select! {
             _ = tokio::time::sleep(POLL) => {}
@@ -243,6 +301,21 @@ mod tests {
         let lib_only = json!({"target_directory": "/t", "packages": [
             {"manifest_path": "/p/Cargo.toml", "targets": [{"kind": ["lib"], "name": "x"}]}]});
         assert_eq!(binary(&lib_only, Path::new("/p/Cargo.toml")), None);
+    }
+
+    #[test]
+    fn backoff_doubles_from_one_second_to_thirty() {
+        let s = Duration::from_secs;
+        for (previous, want) in [
+            (None, s(1)),
+            (Some(s(1)), s(2)),
+            (Some(s(8)), s(16)),
+            (Some(s(16)), s(30)),
+            (Some(s(30)), s(30)),
+            (Some(Duration::ZERO), s(1)),
+        ] {
+            assert_eq!(backoff(previous), want, "after {previous:?}");
+        }
     }
 
     #[test]
