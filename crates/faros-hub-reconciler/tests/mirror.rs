@@ -291,7 +291,11 @@ async fn mirror_follows_the_provider_repairs_drift_and_is_torn_down() {
         mirrored.get_opt("alpha-creds").await.unwrap().is_none(),
         "mirrored Secret removed before the finalizer was released"
     );
-    let left = mirrored.list(&ListParams::default()).await.unwrap();
+    // Every Provider's mirror is gone (the GitOps registrar's kubeconfig is no Provider's and stays).
+    let left = mirrored
+        .list(&ListParams::default().labels(names::LABEL_PROVIDER))
+        .await
+        .unwrap();
     assert!(
         left.items.is_empty(),
         "{:?}",
