@@ -219,6 +219,19 @@ pub fn identity(
     }
 }
 
+/// kcp's index key of an export reference (`APIExportEndpointSliceByAPIExport`,
+/// `APIBindingsByAPIExport`): the reference's path as written, or the referring object's own
+/// logical cluster when it names none, then `|name`.
+///
+/// kcp 0.32 re-reconciles an endpoint slice when a tenant binds only if the slice's key equals the
+/// binding's: the same export named by path in one and left implicit (or named by cluster) in the
+/// other are two keys, and the slice never gets that tenant's shard URL. So a slice publishes URLs
+/// only for bindings that name the export the way it does.
+pub fn export_key(path: Option<&str>, own_cluster: &str, name: &str) -> String {
+    let path = path.filter(|p| !p.is_empty()).unwrap_or(own_cluster);
+    format!("{path}|{name}")
+}
+
 /// An endpoint slice's status.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SliceDecision {
@@ -549,6 +562,34 @@ mod tests {
             assert_eq!(mark.message.as_deref(), message, "{what}");
             assert_eq!(got.as_deref(), recorded, "{what}");
         }
+    }
+
+    #[test]
+    fn slices_and_bindings_match_by_kcps_index_key() {
+        // (slice path, slice cluster, binding path, binding cluster, same key)
+        let cases = [
+            (Some("root:p"), "pc", Some("root:p"), "tc", true),
+            // the slice leaves its own workspace implicit; tenants name it by path
+            (None, "pc", Some("root:p"), "tc", false),
+            (Some(""), "pc", Some("root:p"), "tc", false),
+            // a binding in the export's own workspace with no path matches a path-less slice there
+            (None, "pc", None, "pc", true),
+            // by cluster name in both
+            (Some("pc"), "x", Some("pc"), "tc", true),
+            // the same workspace by cluster name and by path: two keys
+            (Some("pc"), "x", Some("root:p"), "tc", false),
+        ];
+        for (sp, sc, bp, bc, same) in cases {
+            assert_eq!(
+                export_key(sp, sc, "e") == export_key(bp, bc, "e"),
+                same,
+                "{sp:?}@{sc} vs {bp:?}@{bc}"
+            );
+        }
+        assert_ne!(
+            export_key(Some("root:p"), "x", "e"),
+            export_key(Some("root:p"), "x", "f")
+        );
     }
 
     #[test]

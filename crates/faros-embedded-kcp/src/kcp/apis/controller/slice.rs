@@ -1,10 +1,11 @@
 //! APIExportEndpointSlices: `APIExportValid` and the virtual workspace URL while the export has a
-//! Bound binding.
+//! Bound binding that names the export as the slice does (kcp 0.32's index key).
 
 use faros_core::kcp::apis::v1alpha1::{APIExportEndpoint, APIExportEndpointSlice};
+use faros_core::kcp::apis::v1alpha2::APIBinding;
 use serde_json::Value;
 
-use super::{Controller, EXPORTS, SLICES, get, key, typed};
+use super::{BINDINGS, Controller, EXPORTS, SLICES, get, key, typed};
 use crate::kcp::apis::conditions::{self};
 use crate::kcp::apis::view::ExportKey;
 use crate::objects;
@@ -54,10 +55,20 @@ impl Controller {
         } else {
             path.clone()
         };
+        // Only Bound tenants that name the export as this slice does count (see
+        // `decide::export_key`): kcp never enqueues the slice for the others.
+        let slice_key = super::decide::export_key(Some(&path), cluster, &export_name);
         let consumers = export_cluster
             .as_ref()
             .and_then(|ec| self.index.export(&(ec.clone(), export_name.clone())))
-            .is_some_and(|v| !v.bindings.is_empty());
+            .is_some_and(|v| {
+                v.bindings.iter().any(|(bc, consumer)| {
+                    get(&self.state, &key(BINDINGS, bc, &consumer.binding_name))
+                        .and_then(|b| typed::<APIBinding>(&b))
+                        .and_then(|b| b.spec.reference.export)
+                        .is_some_and(|r| super::decide::export_key(r.path.as_deref(), bc, &r.name) == slice_key)
+                })
+            });
         let url = export_cluster
             .as_deref()
             .and_then(|ec| crate::kcp::apis::virtual_workspace_url(&self.state, ec, &export_name));
