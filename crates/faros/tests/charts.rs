@@ -36,6 +36,8 @@ use serde_json::{Value, json};
 
 #[path = "charts/argocd_health.rs"]
 mod argocd_health;
+#[path = "charts/gitops_docs.rs"]
+mod gitops_docs;
 #[path = "charts/wiring.rs"]
 mod wiring;
 
