@@ -34,21 +34,38 @@ pub async fn write_kubeconfig(
 ) -> anyhow::Result<PathBuf> {
     let factory = ClientFactory::new(admin.clone())?;
     let secrets: Api<Secret> = Api::namespaced(factory.cluster(names::SYSTEM_PROVIDERS_PATH)?, registrar::NAMESPACE);
-    let secret = wait_for(
-        secrets,
-        registrar::KUBECONFIG_SECRET,
-        |s| current_kubeconfig(s, hub_url).is_some(),
-        timeout,
-    )
-    .await
-    .with_context(|| {
-        format!(
-            "waiting for the hub reconciler to publish the GitOps registrar kubeconfig ({}/{} in {})",
-            registrar::NAMESPACE,
+    // Until the reconciler's bootstrap has made the workspace, a watch there fails at once: retry
+    // those with backoff until the deadline, like the quickstart's registration.
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut delay = Duration::from_millis(100);
+    let secret = loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match wait_for(
+            secrets.clone(),
             registrar::KUBECONFIG_SECRET,
-            names::SYSTEM_PROVIDERS_PATH
+            |s| current_kubeconfig(s, hub_url).is_some(),
+            left,
         )
-    })?;
+        .await
+        {
+            Ok(secret) => break secret,
+            Err(e) if tokio::time::Instant::now() + delay < deadline => {
+                tracing::debug!(error = %e, "waiting for the GitOps registrar kubeconfig");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "waiting for the hub reconciler to publish the GitOps registrar kubeconfig ({}/{} in {})",
+                        registrar::NAMESPACE,
+                        registrar::KUBECONFIG_SECRET,
+                        names::SYSTEM_PROVIDERS_PATH
+                    )
+                });
+            }
+        }
+    };
     let kubeconfig =
         current_kubeconfig(secret.as_ref(), hub_url).context("the registrar kubeconfig Secret disappeared")?;
     let path = state_dir.join(KUBECONFIG_FILE);
