@@ -14,8 +14,8 @@
 //!   binaries of this build first on `PATH` and the docs' fixed ports replaced by free ones; what
 //!   they start in the background is stopped at the end.
 //!
-//! In every block, `curl` fails on an HTTP error (`--fail-with-body`) and pipelines fail when any
-//! part does (`pipefail`), so a command the docs show succeeding must succeed.
+//! In every block, `curl` fails on an HTTP error (`--fail-with-body`, unless the doc asks for
+//! `-f` itself) and pipelines fail when any part does (`pipefail`), so a command the docs show succeeding must succeed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod devproc;
@@ -64,9 +64,9 @@ struct Shell {
     env_file: PathBuf,
     path: String,
     subs: Vec<(String, String)>,
-    /// Process groups started (each command is one), stopped on drop: what a doc starts in the
-    /// background does not outlive the test.
-    groups: Vec<u32>,
+    /// Where each command appends the ids of the background jobs it started (`jobs -p`): they
+    /// are stopped, by id, on drop, so what a doc starts does not outlive the test.
+    jobs_file: PathBuf,
 }
 
 impl Shell {
@@ -74,23 +74,25 @@ impl Shell {
         let bin_dir = Path::new(env!("CARGO_BIN_EXE_faros")).parent().unwrap().to_path_buf();
         let env_file = dir.join(".doctest-env");
         std::fs::write(&env_file, "").unwrap();
+        let jobs_file = dir.join(".doctest-jobs");
+        std::fs::write(&jobs_file, "").unwrap();
         Self {
             dir: dir.to_path_buf(),
             env_file,
+            jobs_file,
             path: format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default()),
             subs,
-            groups: Vec::new(),
         }
     }
 
     /// Runs one command; stdout, stderr and success.
     fn run(&mut self, command: &str) -> (String, String, bool) {
-        use std::os::unix::process::CommandExt;
         let command = doctest::substitute(command, &self.subs);
         // `set -a`: plain assignments (`HUB=…`) reach the next command too.
         let script = format!(
-            "set -a -o pipefail\n. '{env}'\ncurl() {{ command curl --fail-with-body \"$@\"; }}\n{command}\n__rc=$?\nset +a\nexport -p > '{env}'\nexit $__rc\n",
+            "set -a -o pipefail\n. '{env}'\ncurl() {{ local a; for a in \"$@\"; do if [[ $a == --fail || $a == --fail-with-body || $a =~ ^-[a-zA-Z]*f[a-zA-Z]*$ ]]; then command curl \"$@\"; return; fi; done; command curl --fail-with-body \"$@\"; }}\n{command}\n__rc=$?\nset +a\njobs -p >> '{jobs}'\nexport -p > '{env}'\nexit $__rc\n",
             env = self.env_file.display(),
+            jobs = self.jobs_file.display(),
         );
         let child = Command::new("timeout")
             .arg(COMMAND_TIMEOUT.as_secs().to_string())
@@ -104,10 +106,8 @@ impl Shell {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .spawn()
             .unwrap();
-        self.groups.push(child.id());
         let out = child.wait_with_output().unwrap();
         (
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -119,8 +119,9 @@ impl Shell {
 
 impl Drop for Shell {
     fn drop(&mut self) {
-        for g in &self.groups {
-            let _ = Command::new("kill").arg("-TERM").arg(format!("-{g}")).status();
+        let jobs = std::fs::read_to_string(&self.jobs_file).unwrap_or_default();
+        for pid in jobs.split_whitespace().filter(|p| p.parse::<u32>().is_ok()) {
+            let _ = Command::new("kill").arg("-TERM").arg(pid).status();
         }
     }
 }
@@ -258,6 +259,8 @@ fn the_separate_binaries_work_as_docs_install_wires_them() {
         .map(|p| (format!("127.0.0.1:{p}"), format!("127.0.0.1:{}", free_port().unwrap())))
         .collect();
     let mut problems = Vec::new();
+    // The doc runs from the repository root: its provider files are there.
+    std::os::unix::fs::symlink(repo().join("providers"), tmp.path().join("providers")).unwrap();
     let mut shell = Shell::new(tmp.path(), subs);
     for block in &blocks {
         problems.extend(run_block(&mut shell, block));
