@@ -3,7 +3,7 @@
 
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { parse, providerState, navGroups, sameSection, returnTo } from '../../crates/faros-hub-api/portal/decide.js';
+import { parse, providerState, navGroups, sameSection, returnTo, bridgeRequest, bridgeOpen } from '../../crates/faros-hub-api/portal/decide.js';
 
 test('routes', () => {
   for (const [path, want] of [
@@ -82,5 +82,53 @@ test('where a workspace switch and a sign-in go', () => {
     ['/portal/\\evil', '/portal/'],
   ]) {
     assert.equal(returnTo(input), want, String(input));
+  }
+});
+
+test('the provider frame bridge reaches only the provider backend', () => {
+  const ws = { origin: 'https://hub.example', org: 'acme', workspace: 'dev', enabled: true };
+  const ok = bridgeRequest('q', { path: '/api/greetings?x=1', method: 'post', headers: { 'Content-Type': 'application/json' }, body: '{}' }, ws);
+  assert.deepEqual(ok, {
+    url: '/services/providers/q/api/greetings?x=1',
+    init: {
+      method: 'POST',
+      headers: { Accept: 'application/json', 'Content-Type': 'application/json', 'X-Faros-CSRF': '1', 'X-Faros-Org': 'acme', 'X-Faros-Workspace': 'dev' },
+      body: '{}',
+    },
+  });
+  // Not enabled in the workspace: the workspace is not named to the provider.
+  const open = bridgeRequest('q', { path: '/' }, { ...ws, enabled: false });
+  assert.deepEqual(open.init.headers, { Accept: 'application/json' });
+  assert.equal(open.url, '/services/providers/q/');
+  for (const [what, msg] of [
+    ['escapes with ..', { path: '/../../../api/orgs' }],
+    ['escapes with %2e%2e', { path: '/%2e%2e/%2e%2e/%2e%2e/api/orgs' }],
+    ['another provider', { path: '/../other/x' }],
+    ['a sibling prefix', { path: '2/x' }],
+    ['protocol-relative', { path: '//evil.example/x' }],
+    ['absolute URL', { path: 'https://evil.example/' }],
+    ['backslash', { path: '/..\\..\\api' }],
+    ['newline', { path: '/x\ny' }],
+    ['no path', {}],
+    ['CONNECT', { path: '/', method: 'CONNECT' }],
+    ['TRACE', { path: '/', method: 'TRACE' }],
+    ['Authorization', { path: '/', headers: { Authorization: 'Bearer x' } }],
+    ['Cookie', { path: '/', headers: { Cookie: 'a=b' } }],
+    ['tenant spoofing', { path: '/', headers: { 'X-Faros-Org': 'victim' } }],
+    ['header injection', { path: '/', headers: { Accept: 'a\r\nX-Faros-Org: victim' } }],
+    ['GET with a body', { path: '/', body: 'x' }],
+    ['a non-string body', { path: '/', method: 'POST', body: { a: 1 } }],
+    ['not an object', null],
+  ]) {
+    const got = bridgeRequest('q', msg, ws);
+    assert.ok(got.error, `${what}: ${JSON.stringify(got)}`);
+  }
+});
+
+test('the provider frame may open portal pages only', () => {
+  const o = 'https://hub.example';
+  assert.equal(bridgeOpen('/portal/orgs/a/workspaces/b/providers/q/x?y=1#z', o), '/portal/orgs/a/workspaces/b/providers/q/x?y=1#z');
+  for (const bad of ['/api/orgs', '/portal/signin?return=/x', 'https://evil.example/portal/', '//evil.example/portal/', 'javascript:alert(1)', 42]) {
+    assert.equal(bridgeOpen(bad, o), null, String(bad));
   }
 });

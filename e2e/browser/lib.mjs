@@ -72,16 +72,45 @@ const AXE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
  * reachable with the keyboard alone ([`keyboardReachable`]).
  */
 export async function accessible(pg, what) {
-  await pg.evaluate(AXE);
-  const result = await pg.evaluate(async () => {
-    // eslint-disable-next-line no-undef
-    const r = await axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }));
-  });
+  const result = [];
+  // The page, and each provider frame (an opaque origin axe cannot reach from the page) on its own.
+  for (const target of [pg.mainFrame(), ...providerFrames(pg)]) {
+    await target.evaluate(AXE);
+    result.push(...await target.evaluate(async () => {
+      // eslint-disable-next-line no-undef
+      const r = await axe.run(document, { resultTypes: ['violations'], iframes: false });
+      return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }));
+    }));
+  }
   const bad = result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
   if (bad.length) throw new Error(`axe: ${what}: ${JSON.stringify(bad, null, 1)}`);
   await keyboardReachable(pg, what);
   return result;
+}
+
+/** The provider frames of the page (the hub's sandboxed /portal/frame documents). */
+export function providerFrames(pg) {
+  return pg.frames().filter((f) => f !== pg.mainFrame() && f.url().includes('/portal/frame?'));
+}
+
+/** The provider frame of the page, once it has mounted the provider's element `tag`. */
+export async function providerFrame(pg, tag, timeout = 30000) {
+  await pg.frameLocator('iframe.provider-frame').locator(tag).waitFor({ state: 'attached', timeout });
+  const handle = await pg.$('iframe.provider-frame');
+  return handle.contentFrame();
+}
+
+/** Presses Tab until the focused element inside `frame` matches `selector`; fails after `max`. */
+export async function tabToIn(pg, frame, selector, max = 80) {
+  for (let i = 0; i < max; i++) {
+    const hit = await frame.evaluate((sel) => {
+      const a = document.activeElement;
+      return Boolean(a && a.matches(sel) && document.hasFocus());
+    }, selector).catch(() => false);
+    if (hit) return;
+    await pg.keyboard.press('Tab');
+  }
+  throw new Error(`keyboard: ${selector} (in the provider frame) not reached with ${max} Tab presses`);
 }
 
 /**

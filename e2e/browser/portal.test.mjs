@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { browser, page, accessible, tabTo, shot, until, assert, steps, cleanupProfiles } from './lib.mjs';
+import { browser, page, accessible, tabTo, tabToIn, providerFrame, shot, until, assert, steps, cleanupProfiles } from './lib.mjs';
 
 const HUB = need('FAROS_HUB_URL').replace(/\/$/, '');
 const TOKEN = need('FAROS_DEV_TOKEN');
@@ -139,42 +139,107 @@ const ok = await steps([
     assert(!(await pg.$('nav li[data-provider=noaccess]')), 'a failed Enable enables nothing');
   }],
 
-  ['the quickstart UI renders, creates a Greeting (keyboard) and the reply appears', async () => {
+  ['the quickstart UI renders in its sandboxed frame, creates a Greeting (keyboard) and the reply appears', async () => {
     await tabTo(pg, 'nav li[data-provider=quickstart] > a');
     await pg.keyboard.press('Enter');
     await drawn(pg, `${WS}/providers/quickstart`);
-    await pg.waitForSelector('faros-provider-quickstart form');
-    const context = await pg.evaluate(() => {
+    const fr = await providerFrame(pg, 'faros-provider-quickstart form');
+    const context = await fr.evaluate(() => {
       const c = document.querySelector('faros-provider-quickstart').farosContext;
-      return { keys: Object.keys(c).sort(), json: JSON.stringify(c), theme: c.theme, basePath: c.basePath, cluster: c.cluster };
+      return { keys: Object.keys(c).sort(), json: JSON.stringify(c), theme: c.theme, basePath: c.basePath, cluster: c.cluster, origin: self.origin };
     });
     assert(JSON.stringify(context.keys) === JSON.stringify(['basePath', 'cluster', 'fetch', 'org', 'portalPath', 'servicePath', 'subPath', 'theme', 'user', 'workspace']), context.keys.join());
     assert(!context.json.includes(TOKEN), 'the element never receives a token');
     assert(context.basePath === '/ui/providers/quickstart' && context.cluster, JSON.stringify(context));
-    await tabTo(pg, '#qs-name');
+    assert(context.origin === 'null', `the provider runs on an opaque origin: ${context.origin}`);
+    await tabToIn(pg, fr, '#qs-name');
     await pg.keyboard.type('Ada');
     await pg.keyboard.press('Tab');
     await pg.keyboard.type('welcome aboard');
     await pg.keyboard.press('Enter');
     await pg.waitForURL(/\/providers\/quickstart\/greetings\/greeting-[a-z0-9]+$/);
     greeting = decodeURIComponent(pg.url().split('/').pop());
-    await until(pg, 'the reply', () => document.querySelector('faros-provider-quickstart .qs-reply')?.textContent.includes('Hello, Ada!'));
+    await until(fr, 'the reply', () => document.querySelector('faros-provider-quickstart .qs-reply')?.textContent.includes('Hello, Ada!'));
     await accessible(pg, 'provider page');
-    await pg.click('faros-provider-quickstart a:text("All greetings")');
+    await fr.click('faros-provider-quickstart a:text("All greetings")');
     await pg.waitForURL(`${WS}/providers/quickstart`);
-    await until(pg, 'the list row', (g) => document.querySelector(`tr[data-greeting="${g}"] .qs-reply-cell`)?.textContent.includes('Hello, Ada!'), greeting);
+    await until(fr, 'the list row', (g) => document.querySelector(`tr[data-greeting="${g}"] .qs-reply-cell`)?.textContent.includes('Hello, Ada!'), greeting);
     await shot(pg, 'provider-quickstart');
+  }],
+
+  ['a provider UI cannot act as the tenant: no session, no hub API, no portal, only its own backend', async () => {
+    const fr = await providerFrame(pg, 'faros-provider-quickstart');
+    const before = ctx.problems.length;
+    const probe = await fr.evaluate(async (ws) => {
+      const out = {};
+      // The review's H1: the tenant's static token through the kubeconfig route.
+      try {
+        const r = await fetch(`/api/orgs/${ws}/kubeconfig?includeToken=true`, { credentials: 'include' });
+        out.direct = `${r.status}`;
+      } catch (e) { out.direct = `refused: ${e.name}`; }
+      try {
+        const r = await fetch('/clusters/root/api/v1/namespaces', { credentials: 'include' });
+        out.clusters = `${r.status}`;
+      } catch (e) { out.clusters = `refused: ${e.name}`; }
+      const c = document.querySelector('faros-provider-quickstart').farosContext;
+      for (const [k, path] of [['escape', `/../../../api/orgs/${ws}/kubeconfig?includeToken=true`], ['encoded', '/%2e%2e/%2e%2e/%2e%2e/api/me']]) {
+        try { out[k] = `${(await c.fetch(path)).status}`; } catch (e) { out[k] = `refused: ${e.message}`; }
+      }
+      try { out.auth = `${(await c.fetch('/api/greetings', { headers: { Authorization: 'Bearer x' } })).status}`; } catch (e) { out.auth = `refused: ${e.message}`; }
+      try { out.parent = typeof window.parent.document; } catch (e) { out.parent = `refused: ${e.name}`; }
+      try { out.cookie = document.cookie; } catch (e) { out.cookie = `refused: ${e.name}`; }
+      try { out.storage = typeof localStorage.getItem('faros.workspace'); } catch (e) { out.storage = `refused: ${e.name}`; }
+      try { await navigator.serviceWorker.register('/ui/providers/quickstart/main.js'); out.sw = 'registered'; } catch (e) { out.sw = `refused: ${e.name}`; }
+      out.own = (await c.fetch('/api/greetings')).status;
+      return out;
+    }, 'demo/workspaces/default');
+    for (const k of ['direct', 'clusters', 'parent', 'cookie', 'storage', 'sw']) {
+      assert(String(probe[k]).startsWith('refused'), `${k}: ${JSON.stringify(probe)}`);
+    }
+    assert(probe.escape.includes('leaves /services/providers/quickstart/') && probe.encoded.includes('leaves'), JSON.stringify(probe));
+    assert(probe.auth.toLowerCase().includes('header authorization is not allowed'), JSON.stringify(probe));
+    assert(probe.own === 200, `its own backend still works: ${JSON.stringify(probe)}`);
+    // The blocked fetches are violations of the frame's CSP, proof it is in force: this step's
+    // own, not the portal's.
+    const mine = ctx.problems.splice(before);
+    assert(mine.some((m) => m.includes('connect-src')), `the frame's CSP reported the probes: ${mine.join(' | ')}`);
+    assert(mine.every((m) => m.startsWith('CSP:')), mine.join(' | '));
+  }],
+
+  ['the UI proxy serves assets only: no documents, no service workers on the hub origin', async () => {
+    const p4 = await ctx.newPage();
+    try {
+      // neverdefines' UI server answers this path with an HTML page (crates/faros/tests/portal.rs).
+      const resp = await p4.goto(`${HUB}/ui/providers/neverdefines/csrf?target=x`);
+      assert(resp.status() === 502 && resp.headers()['content-type'].startsWith('application/json'), `a provider document: ${resp.status()} ${resp.headers()['content-type']}`);
+      assert(!(await p4.content()).includes('<form'), 'the provider page was not rendered');
+      const icon = await p4.goto(`${HUB}/ui/providers/quickstart/icon.svg`);
+      const h = icon.headers();
+      assert(h['content-security-policy'] === "sandbox; default-src 'none'" && h['x-content-type-options'] === 'nosniff', JSON.stringify(h));
+      assert(await p4.evaluate(() => self.origin) === 'null', 'an SVG opened directly is sandboxed');
+      await p4.goto(`${HUB}/portal/signin`);
+      const sw = await p4.evaluate(async () => {
+        try { await navigator.serviceWorker.register('/ui/providers/quickstart/main.js', { scope: '/ui/providers/quickstart/' }); return 'registered'; } catch (e) { return `refused: ${e.name}`; }
+      });
+      assert(sw.startsWith('refused'), `a provider script as a service worker on the hub origin: ${sw}`);
+    } finally {
+      await p4.close();
+    }
   }],
 
   ['a deep link with a hard reload works, and the ui.children sub-view', async () => {
     await pg.goto(`${WS}/providers/quickstart/greetings/${greeting}`);
-    await until(pg, 'the deep-linked reply', () => document.querySelector('faros-provider-quickstart .qs-reply')?.textContent.includes('Hello, Ada!'));
+    let fr = await providerFrame(pg, 'faros-provider-quickstart');
+    await until(fr, 'the deep-linked reply', () => document.querySelector('faros-provider-quickstart .qs-reply')?.textContent.includes('Hello, Ada!'));
     await pg.reload();
-    await until(pg, 'the reply after reload', () => document.querySelector('faros-provider-quickstart .qs-reply')?.textContent.includes('Hello, Ada!'));
+    fr = await providerFrame(pg, 'faros-provider-quickstart');
+    await until(fr, 'the reply after reload', () => document.querySelector('faros-provider-quickstart .qs-reply')?.textContent.includes('Hello, Ada!'));
+    await fr.evaluate(() => { document.querySelector('faros-provider-quickstart').kept = true; });
     await pg.click('nav li[data-provider=quickstart] ul a:text("New greeting")');
     await pg.waitForURL(`${WS}/providers/quickstart/new`);
-    await until(pg, 'the sub-view', () => document.querySelector('faros-provider-quickstart h2')?.textContent === 'New greeting'
+    await until(fr, 'the sub-view', () => document.querySelector('faros-provider-quickstart h2')?.textContent === 'New greeting'
       && document.querySelector('faros-provider-quickstart').farosContext.subPath === 'new');
+    assert(await fr.evaluate(() => document.querySelector('faros-provider-quickstart').kept === true), 'a sub-path change keeps the element (and its frame) alive');
     assert(await pg.getAttribute('nav li[data-provider=quickstart] ul a', 'aria-current') === 'page', 'the child is current');
   }],
 
@@ -262,12 +327,12 @@ const ok = await steps([
     await pg.goto(`${HUB}/portal/`);
     await drawn(pg, `${HUB}/portal/orgs/demo/workspaces/second/catalog`);
     await pg.goto(`${WS}/providers/quickstart`);
-    await pg.waitForSelector('faros-provider-quickstart table');
+    const fr = await providerFrame(pg, 'faros-provider-quickstart table');
     await pg.selectOption('#theme-select', 'dark');
-    await until(pg, 'the dark theme in the provider', () => document.documentElement.dataset.theme === 'dark'
-      && document.querySelector('faros-provider-quickstart').farosContext.theme === 'dark'
+    await until(pg, 'the dark theme in the portal', () => document.documentElement.dataset.theme === 'dark');
+    await until(fr, 'the dark theme in the provider', () => document.querySelector('faros-provider-quickstart').farosContext.theme === 'dark'
       && document.querySelector('faros-provider-quickstart').dataset.theme === 'dark');
-    await until(pg, 'the list', () => document.querySelector('faros-provider-quickstart tbody a'));
+    await until(fr, 'the list', () => document.querySelector('faros-provider-quickstart tbody a'));
     await accessible(pg, 'provider page, dark');
     await shot(pg, 'provider-quickstart-dark');
     await pg.goto(`${WS}/catalog`);
@@ -284,18 +349,21 @@ const ok = await steps([
     });
     assert(enabled.status === 200 || enabled.status === 202, `enable in second: ${enabled.status} ${enabled.body}`);
     await pg.goto(`${WS}/providers/quickstart`);
-    await until(pg, 'the greeting in default', (g) => document.querySelector(`faros-provider-quickstart tr[data-greeting="${g}"]`), greeting);
-    await pg.evaluate(() => { document.querySelector('faros-provider-quickstart').mountedIn = 'default'; });
+    let fr = await providerFrame(pg, 'faros-provider-quickstart');
+    await until(fr, 'the greeting in default', (g) => document.querySelector(`faros-provider-quickstart tr[data-greeting="${g}"]`), greeting);
+    await fr.evaluate(() => { document.querySelector('faros-provider-quickstart').mountedIn = 'default'; });
     await pg.selectOption('#ws-select', 'second');
     await drawn(pg, `${HUB}/portal/orgs/demo/workspaces/second/providers/quickstart`);
-    await until(pg, 'a new element for workspace second', () => {
+    fr = await providerFrame(pg, 'faros-provider-quickstart');
+    await until(fr, 'a new element for workspace second', () => {
       const el = document.querySelector('faros-provider-quickstart');
       return el && el.mountedIn === undefined && el.farosContext.workspace === 'second'
         && el.textContent.includes('No greetings yet.');
     });
     await pg.selectOption('#ws-select', 'default');
     await drawn(pg, `${WS}/providers/quickstart`);
-    await until(pg, 'default’s greeting again', (g) => {
+    fr = await providerFrame(pg, 'faros-provider-quickstart');
+    await until(fr, 'default’s greeting again', (g) => {
       const el = document.querySelector('faros-provider-quickstart');
       return el && el.mountedIn === undefined && el.farosContext.workspace === 'default' && el.querySelector(`tr[data-greeting="${g}"]`);
     }, greeting);
@@ -333,7 +401,7 @@ const ok = await steps([
         await p2.goto(`${HUB}/portal/orgs/demo/workspaces/${ws}/catalog`);
         await p2.waitForSelector('main [role=alert]');
         const msg = await p2.locator('main [role=alert]').first().innerText();
-        assert(/forbidden|not a member|access/i.test(msg), `outsider in ${ws}: ${msg}`);
+        assert(/not found|forbidden|not a member|access/i.test(msg), `outsider in ${ws}: ${msg}`);
         assert(!(await p2.$('nav li[data-provider=quickstart]')), `no quickstart for the outsider in ${ws}`);
       }
       assert(other.problems.length === 0, other.problems.join('\n'));

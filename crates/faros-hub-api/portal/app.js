@@ -7,7 +7,7 @@ import { h, mount, banner } from './dom.js';
 import { signinPage } from './signin.js';
 import { renderShell, applyTheme } from './shell.js';
 import { catalogPage } from './catalog.js';
-import { providerPage, unmountProvider } from './provider.js';
+import { providerPage, unmountProvider, carryFrame } from './provider.js';
 import { membersPage, kubeconfigPage, mcpPage } from './workspace.js';
 
 const SIGNED_IN = 'faros.signedIn';
@@ -153,7 +153,13 @@ function drawShell(r, page) {
   const id = active?.id || '';
   const href = active?.getAttribute?.('href') || '';
   const inNav = Boolean(active?.closest?.('nav'));
-  mount(app, renderShell(r, page));
+  // The new shell goes in before the old one leaves, so a live provider frame can move into it
+  // without its document being torn down (provider.js, carryFrame).
+  const next = renderShell(r, page);
+  const old = [...app.childNodes];
+  app.append(...[next].flat(Infinity).filter(Boolean));
+  carryFrame(app);
+  for (const n of old) n.remove();
   // What is drawn (tests wait for it after a navigation).
   app.dataset.drawn = location.pathname;
   if (!active) return;

@@ -86,3 +86,76 @@ export function returnTo(path) {
   const r = path || '';
   return r.startsWith('/portal/') && !r.startsWith('/portal/signin') && !r.includes('//') && !r.includes('\\') ? r : '/portal/';
 }
+
+/** Methods a provider's frame may ask the bridge to use towards its backend. */
+export const BRIDGE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+/** Request headers a provider's frame may set; the portal adds the rest (tenant, CSRF). */
+export const BRIDGE_HEADERS = ['accept', 'content-type', 'if-match', 'if-none-match'];
+/** Largest request body the bridge carries (bytes of the string). */
+export const BRIDGE_MAX_BODY = 1024 * 1024;
+
+/**
+ * The one call a provider's sandboxed frame may have the portal make for it (docs/portal.md):
+ * `{path, method, headers, body}` from the frame's message becomes a same-origin request to
+ * `/services/providers/<name>/<path>` and nothing else — never the hub's API, another provider, or
+ * kcp — or `{error}`. `enabled` says whether the workspace enabled the provider: only then is the
+ * workspace named to it (the hub would refuse the workspace otherwise).
+ * Returns `{url, init}` with `url` a path and `init` for fetch() minus credentials.
+ */
+export function bridgeRequest(name, msg, { origin, org, workspace, enabled }) {
+  const fail = (error) => ({ error });
+  if (!msg || typeof msg !== 'object') return fail('not a request');
+  const { path, method = 'GET', headers = {}, body = null } = msg;
+  if (typeof path !== 'string' || !path.startsWith('/') || path.startsWith('//') || path.length > 2048) {
+    return fail('the path must start with a single "/"');
+  }
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f\\]/.test(path)) return fail('the path has control characters or backslashes');
+  const base = `/services/providers/${name}`;
+  let url;
+  try {
+    url = new URL(base + path, origin);
+  } catch {
+    return fail('the path is not a URL path');
+  }
+  // The URL parser resolves `..` and `%2e%2e`: what is left must still be this provider's backend.
+  if (url.origin !== origin || !(url.pathname === base || url.pathname.startsWith(`${base}/`))) {
+    return fail(`the path leaves ${base}/`);
+  }
+  const m = String(method).toUpperCase();
+  if (!BRIDGE_METHODS.includes(m)) return fail(`method ${m} is not allowed`);
+  if (!headers || typeof headers !== 'object' || Array.isArray(headers)) return fail('headers must be an object');
+  const out = { Accept: 'application/json' };
+  for (const [k, v] of Object.entries(headers)) {
+    if (!BRIDGE_HEADERS.includes(k.toLowerCase())) return fail(`header ${k} is not allowed`);
+    if (typeof v !== 'string' || /[\r\n]/.test(v)) return fail(`header ${k} must be a one-line string`);
+    out[k] = v;
+  }
+  if (body !== null && body !== undefined) {
+    if (typeof body !== 'string') return fail('the body must be a string');
+    if (m === 'GET' || m === 'HEAD') return fail(`${m} has no body`);
+    if (body.length > BRIDGE_MAX_BODY) return fail('the body is too large');
+  }
+  if (m !== 'GET' && m !== 'HEAD') out['X-Faros-CSRF'] = '1';
+  if (enabled) {
+    out['X-Faros-Org'] = org;
+    out['X-Faros-Workspace'] = workspace;
+  }
+  return { url: url.pathname + url.search, init: { method: m, headers: out, body: body ?? undefined } };
+}
+
+/**
+ * A portal path a provider's frame asks to open (a link it rendered with `portalPath`): portal
+ * pages only, never the API or another origin; `null` otherwise.
+ */
+export function bridgeOpen(path, origin) {
+  if (typeof path !== 'string') return null;
+  let url;
+  try {
+    url = new URL(path, origin);
+  } catch {
+    return null;
+  }
+  if (url.origin !== origin || !url.pathname.startsWith('/portal/') || url.pathname.startsWith('/portal/signin')) return null;
+  return url.pathname + url.search + url.hash;
+}

@@ -1,19 +1,20 @@
 // The quickstart provider UI: one plain ES module, no build step — the example for provider authors.
 //
-// The portal imports this file from /ui/providers/quickstart/main.js, waits for the custom element
-// <faros-provider-quickstart>, creates it and sets `el.farosContext` (docs/portal.md):
+// The portal runs it in the hub's provider frame (docs/portal.md, "Provider UIs"): a sandboxed
+// document on an opaque origin of its own, which imports this file from
+// /ui/providers/quickstart/main.js, waits for the custom element <faros-provider-quickstart>,
+// creates it and sets `el.farosContext`:
 //   {subPath, basePath, servicePath, portalPath, user, org, workspace, cluster, theme, fetch}
 // and sets it again whenever any of it changes (a new object each time). The element
 // - draws the view `subPath` names: '' (the list), 'new' (the create form; the catalog's
 //   ui.children entry "New greeting"), 'greetings/<name>' (one greeting);
 // - moves between views by dispatching `faros-navigate` with {subPath}, so the portal's URL follows
 //   and deep links and reloads work;
-// - calls its backend with `farosContext.fetch('/api/greetings')`, which goes same-origin to
-//   /services/providers/quickstart/... in this workspace with the portal session: the element
-//   never holds a token;
+// - calls its backend only with `farosContext.fetch('/api/greetings')`: the portal performs the
+//   call to /services/providers/quickstart/... in this workspace with the tenant's session. The
+//   element never holds a token, and nothing else on the hub is reachable from the frame;
 // - polls while a greeting still waits for its reply, and only while it is connected;
-// - follows `theme` ('light' | 'dark') with a constructable stylesheet (the portal's CSP allows no
-//   inline <style>).
+// - follows `theme` ('light' | 'dark') with a constructable stylesheet.
 
 const TAG = 'faros-provider-quickstart';
 const POLL_MS = 1000;
@@ -96,9 +97,8 @@ class FarosProviderQuickstart extends HTMLElement {
 
   async call(path, init = {}) {
     const ctx = this._ctx;
-    const resp = ctx?.fetch
-      ? await ctx.fetch(path, init)
-      : await fetch(`${ctx?.servicePath || '/services/providers/quickstart'}${path}`, { ...init, credentials: 'same-origin' });
+    if (!ctx?.fetch) throw new Error('not connected to the portal yet');
+    const resp = await ctx.fetch(path, init);
     const body = await resp.json().catch(() => ({}));
     if (!resp.ok) throw new Error(body.message || `HTTP ${resp.status}`);
     return body;

@@ -32,7 +32,12 @@ const FILES: &[(&str, &str, &str)] = &[
     asset!("provider.js", "text/javascript; charset=utf-8"),
     asset!("workspace.js", "text/javascript; charset=utf-8"),
     asset!("logo.svg", "image/svg+xml"),
+    asset!("frame.js", "text/javascript; charset=utf-8"),
+    asset!("frame.html", "text/html; charset=utf-8"),
 ];
+
+/// Index of the provider frame's document in [`FILES`] (served by [`super::frame`], never as an asset).
+const FRAME_HTML: usize = FILES.len() - 1;
 
 fn etags() -> &'static [String] {
     static TAGS: OnceLock<Vec<String>> = OnceLock::new();
@@ -74,13 +79,27 @@ pub async fn page(headers: HeaderMap) -> Response {
     serve(0, &headers)
 }
 
-/// `/portal/assets/<file>`.
+/// The provider frame's document (its headers are [`super::frame`]'s to add).
+pub fn frame_document(headers: &HeaderMap) -> Response {
+    serve(FRAME_HTML, headers)
+}
+
+/// `/portal/assets/<file>`: scripts, styles and images; never a document.
 pub async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Response {
     match FILES
         .iter()
-        .position(|(name, _, _)| *name == file && *name != "index.html")
+        .position(|(name, _, _)| *name == file && !name.ends_with(".html"))
     {
-        Some(i) => serve(i, &headers),
+        Some(i) => {
+            let mut resp = serve(i, &headers);
+            if file == "frame.js" {
+                // Loaded as a module by the provider frame, whose origin is opaque: CORS must say
+                // yes. It is public code, fetched without credentials.
+                resp.headers_mut()
+                    .insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+            }
+            resp
+        }
         None => Status::not_found_message(format!("no portal asset {file:?}")).into_response(),
     }
 }
@@ -90,14 +109,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_page_has_no_inline_script_or_style() {
-        let page = FILES[0].2;
-        for (i, _) in page.match_indices("<script") {
-            let tag = &page[i..i + page[i..].find('>').unwrap_or(0)];
-            assert!(tag.contains("src="), "inline script in index.html: {tag}");
+    fn the_pages_have_no_inline_script_or_style() {
+        for page in [FILES[0].2, FILES[FRAME_HTML].2] {
+            for (i, _) in page.match_indices("<script") {
+                let tag = &page[i..i + page[i..].find('>').unwrap_or(0)];
+                assert!(tag.contains("src="), "inline script: {tag}");
+            }
+            assert!(!page.contains("<style"), "inline style");
+            assert!(!page.contains("style=\""), "style attribute");
         }
-        assert!(!page.contains("<style"), "inline style in index.html");
-        assert!(!page.contains("style=\""), "style attribute in index.html");
+        assert_eq!(FILES[FRAME_HTML].0, "frame.html");
         assert_eq!(etags().len(), FILES.len());
     }
 }

@@ -8,12 +8,14 @@
 //! - [`login`]: `/api/session` (sign-in with a token, session info, sign-out) and the OIDC
 //!   authorization-code flow with PKCE.
 //! - [`headers`]: the security and cache headers of every portal response.
+//! - [`frame`]: the sandboxed document provider UIs run in, on an opaque origin of its own.
 //!
-//! What it must not do: hold or hand a credential to page scripts (the cookie is HttpOnly and
-//! provider elements call the hub same-origin), or serve under `/ui/providers/` or
+//! What it must not do: hold or hand a credential to page scripts (the cookie is HttpOnly), run a
+//! provider's code in its own origin (provider UIs run in [`frame`]), or serve under `/ui/providers/` or
 //! `/services/providers/` (the proxies' prefixes).
 
 pub mod assets;
+pub mod frame;
 pub mod headers;
 pub mod login;
 pub mod session;
@@ -41,6 +43,7 @@ pub fn router(st: AppState) -> Router<AppState> {
         .route("/portal", get(to_portal))
         .route("/portal/", get(assets::page))
         .route("/portal/assets/{*file}", get(assets::asset))
+        .route(frame::FRAME_PATH, get(frame::document))
         .route("/portal/{*rest}", get(assets::page))
         .merge(login::routes(st))
         .layer(middleware::from_fn(headers::secure))

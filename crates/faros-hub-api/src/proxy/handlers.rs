@@ -184,7 +184,13 @@ pub async fn ui(st: &AppState, req: Request) -> Response {
         .await
     }
     .await;
-    respond(st, "ui_proxy", started, result)
+    let mut resp = respond(st, "ui_proxy", started, result);
+    // The portal's provider frame (an opaque origin) reads the hub's Status of a failed load too.
+    resp.headers_mut().insert(
+        http::header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        http::HeaderValue::from_static("*"),
+    );
+    resp
 }
 
 /// `/services/providers/{name}[/*]`: any method to `backend.url` for an authenticated caller, with
