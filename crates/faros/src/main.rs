@@ -44,7 +44,9 @@ async fn main() -> anyhow::Result<()> {
         Command::Provider(ProviderCommand::New(args)) => {
             let dir = faros::scaffold::run(&args)?;
             println!("created provider `{}` in {}", args.name, dir.display());
-            println!("  build it:  cargo build --manifest-path {}/Cargo.toml", dir.display());
+            // As docs/provider-authoring.md builds it: in the crate, where `faros dev --provider`
+            // (through `cargo metadata`) looks for the binary.
+            println!("  build it:  cd {} && cargo build", dir.display());
             println!("  run it:    faros dev --provider {}", dir.display());
             Ok(())
         }
