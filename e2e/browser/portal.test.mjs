@@ -251,6 +251,10 @@ const ok = await steps([
     const [download] = await Promise.all([pg.waitForEvent('download'), pg.click('#download-kubeconfig')]);
     const file = path.join(tmp, 'demo.kubeconfig');
     await download.saveAs(file);
+    assert(!fs.readFileSync(file, 'utf8').includes(TOKEN), 'a browser session never gets its credential back');
+    const echoed = await pageFetch(`${HUB}/api/orgs/demo/workspaces/default/kubeconfig?includeToken=true`);
+    assert(echoed.status === 400 && echoed.body.includes('never sent back'), `includeToken with the session: ${echoed.status} ${echoed.body}`);
+    execFileSync(KUBECTL, ['--kubeconfig', file, 'config', 'set-credentials', 'dev', `--token=${TOKEN}`], { encoding: 'utf8' });
     const out = execFileSync(KUBECTL, ['--kubeconfig', file, 'get', 'greetings', '-n', 'default', greeting, '-o', 'json'], { encoding: 'utf8' });
     const obj = JSON.parse(out);
     assert(obj.spec.name === 'Ada' && obj.status.reply.startsWith('Hello, Ada!'), out);

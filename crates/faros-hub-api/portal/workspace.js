@@ -93,9 +93,10 @@ export function membersPage({ scope }) {
 export function kubeconfigPage() {
   const message = h('div', { class: 'messages' });
   const file = `${state.org}-${state.ws}.kubeconfig`;
-  const download = async (includeToken) => {
+  const user = state.session?.user || 'me';
+  const download = async () => {
     try {
-      const resp = await api('GET', `${wsPath(state.org, state.ws)}/kubeconfig${includeToken ? '?includeToken=true' : ''}`, undefined, { raw: true });
+      const resp = await api('GET', `${wsPath(state.org, state.ws)}/kubeconfig`, undefined, { raw: true });
       const blob = await resp.blob();
       const url = URL.createObjectURL(blob);
       const a = h('a', { href: url, download: file, class: 'visually-hidden' }, 'download');
@@ -113,10 +114,9 @@ export function kubeconfigPage() {
     h('p', {}, `A kubeconfig for ${state.org}/${state.ws} through the hub: kubectl sees this workspace and the resources of its enabled providers.`),
     message,
     h('div', { class: 'actions' },
-      h('button', { type: 'button', class: 'primary', id: 'download-kubeconfig', onclick: () => download(true) }, 'Download kubeconfig with my token'),
-      h('button', { type: 'button', id: 'download-kubeconfig-notoken', onclick: () => download(false) }, 'Download without a token')),
-    h('p', { class: 'hint' }, 'The token is included only for token sign-ins; OIDC users add their own ID token.'),
-    h('pre', { class: 'code' }, `kubectl --kubeconfig ${file} api-resources\nkubectl --kubeconfig ${file} get greetings -A`));
+      h('button', { type: 'button', class: 'primary', id: 'download-kubeconfig', onclick: () => download() }, 'Download kubeconfig')),
+    h('p', { class: 'hint' }, 'It carries no credential: the portal never hands your token back to the browser. Add the token you signed in with (or an OIDC ID token):'),
+    h('pre', { class: 'code' }, `kubectl --kubeconfig ${file} config set-credentials ${user} --token="$TOKEN"\nkubectl --kubeconfig ${file} api-resources\nkubectl --kubeconfig ${file} get greetings -A`));
 }
 
 /** The workspace's MCP endpoint. */

@@ -2,8 +2,9 @@
 //! through the hub's kcp pass-through, so `kubectl get <provider resources>` works for tenants.
 //!
 //! No credential is included unless the caller asks (`?includeToken=true`) and authenticated with
-//! a static token, which the hub then echoes back to its own owner. OIDC users plug in their own
-//! token (kcp must trust the same issuer).
+//! a static token in the request itself, which the hub then echoes back to its own owner. Never to
+//! a browser session: a cookie-authenticated request gets no credential back, whatever script made
+//! it. OIDC users and portal users plug in their own token (kcp must trust the same issuer).
 
 use axum::Extension;
 use axum::extract::{Path, Query, State};
@@ -14,6 +15,7 @@ use faros_core::status::Status;
 
 use super::access::Role;
 use crate::auth::{Caller, CredentialSource, bearer_token};
+use crate::portal::session::SessionAuth;
 use crate::state::AppState;
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -77,6 +79,7 @@ pub async fn kubeconfig(
     Extension(caller): Extension<Caller>,
     Path((org, ws)): Path<(String, String)>,
     Query(params): Query<Params>,
+    session: Option<Extension<SessionAuth>>,
     uri: Uri,
     headers: HeaderMap,
 ) -> Result<Response, Status> {
@@ -86,6 +89,13 @@ pub async fn kubeconfig(
         .require(&caller, &org, Some(&ws), Role::Member)
         .await?;
     let token = if params.include_token {
+        if session.is_some() {
+            return Err(Status::bad_request(
+                "includeToken=true is refused for portal sessions: a credential is never sent back to a \
+                 cookie-authenticated request; download without it and add your token with \
+                 `kubectl config set-credentials`",
+            ));
+        }
         if caller.source != CredentialSource::StaticToken {
             return Err(Status::bad_request(
                 "includeToken=true works only for static-token users; use your own token with this kubeconfig",
