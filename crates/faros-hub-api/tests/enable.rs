@@ -506,9 +506,9 @@ async fn enable_disable_and_the_enabled_list() {
     assert_eq!(
         body,
         json!({"items": [
-            {"name": "fan", "bindingName": "fan", "phase": "Bound", "bound": true, "acceptedClaims": [],
+            {"name": "fan", "bindingName": "fan", "phase": "Bound", "bound": true, "problem": null, "acceptedClaims": [],
              "terminating": false, "deletionBlocked": null, "ready": true},
-            {"name": "greeter", "bindingName": "greeter", "phase": "Bound", "bound": true,
+            {"name": "greeter", "bindingName": "greeter", "phase": "Bound", "bound": true, "problem": null,
              "acceptedClaims": [{"group": "", "resource": "secrets"}],
              "terminating": false, "deletionBlocked": null, "ready": true},
         ]})
