@@ -22,8 +22,8 @@ pub async fn start(state_dir: &Path) -> anyhow::Result<DevProcess> {
     Ok(Launch::new(faros_binary()?, state_dir).start().await?)
 }
 
-/// The external target `dev` is: its admin kubeconfig, hub URL and CA, and its token file for new
-/// users (kcp and the hub reload it).
+/// The external target `dev` is: its admin kubeconfig, hub URL and CA, its token file for new
+/// users (kcp and the hub reload it), and its GitOps registrar kubeconfig when it wrote one.
 pub fn target(dev: &DevProcess, destructive: bool) -> External {
     External {
         kubeconfig: dev.kubeconfig.clone(),
@@ -31,6 +31,7 @@ pub fn target(dev: &DevProcess, destructive: bool) -> External {
         ca: dev.ca_path(),
         users: UserSource::TokenFile(dev.token_file.clone()),
         destructive,
+        registrar_kubeconfig: Some(dev.state_dir.join(faros::dev::registrar::KUBECONFIG_FILE)).filter(|p| p.is_file()),
     }
 }
 

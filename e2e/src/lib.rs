@@ -42,6 +42,8 @@ pub struct Platform {
     hub_url: String,
     admin: kube::Config,
     admin_kubeconfig: PathBuf,
+    /// The GitOps registrar kubeconfig of an external platform, when known.
+    registrar_kubeconfig: Option<PathBuf>,
     users: Users,
     /// Reads the catalog (any authenticated user may).
     observer: User,
@@ -97,6 +99,7 @@ impl Platform {
             hub_url: stack.hub_url.clone(),
             admin: stack.admin.clone(),
             admin_kubeconfig,
+            registrar_kubeconfig: None,
             users: Users::append(stack.token_file.clone()),
             observer,
             run: run_id(),
@@ -124,6 +127,7 @@ impl Platform {
             hub_url: target.hub_url.clone(),
             admin,
             admin_kubeconfig: target.kubeconfig.clone(),
+            registrar_kubeconfig: target.registrar_kubeconfig.clone(),
             users,
             observer: User {
                 name: String::new(),
@@ -364,6 +368,20 @@ impl Platform {
         // JSON is YAML: kubectl reads it as a kubeconfig.
         std::fs::write(&file, serde_json::to_vec(&kubeconfig)?)?;
         Ok(file)
+    }
+
+    /// The kubeconfig a GitOps tool registers Providers with: the platform's registrar kubeconfig
+    /// (Providers in `root:faros:system:providers` only) in-process (once the reconciler has
+    /// published it) and when the external target names one; else the admin kubeconfig pointed at
+    /// that workspace.
+    pub async fn gitops_kubeconfig(&self) -> anyhow::Result<PathBuf> {
+        if let Some(stack) = &self.stack {
+            return faros::dev::registrar::write_kubeconfig(&stack.admin, &stack.hub_url, &stack.state_dir, WAIT).await;
+        }
+        match &self.registrar_kubeconfig {
+            Some(path) => Ok(path.clone()),
+            None => self.admin_kubeconfig_for(faros_core::names::SYSTEM_PROVIDERS_PATH),
+        }
     }
 
     /// Deletes organization `org` as `admin` and waits until the hub no longer serves it.

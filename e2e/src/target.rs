@@ -8,7 +8,9 @@
 //!   platform reloads, which scenarios append users to (`FAROS_E2E_TOKEN_FILE`), or a file of
 //!   pre-provisioned static tokens in the same format, which scenarios take users from
 //!   (`FAROS_E2E_USERS_FILE`). `FAROS_E2E_DESTRUCTIVE=1` allows the scenarios that change what other
-//!   users of the platform see (deleting the quickstart Provider).
+//!   users of the platform see (deleting the quickstart Provider). `FAROS_E2E_REGISTRAR_KUBECONFIG`
+//!   (optional) is the platform's GitOps registrar kubeconfig, which the GitOps scenario applies
+//!   Providers with; without it, the admin kubeconfig pointed at `root:faros:system:providers`.
 
 use std::path::PathBuf;
 
@@ -21,6 +23,7 @@ pub const ENV_CA: &str = "FAROS_E2E_CA";
 pub const ENV_TOKEN_FILE: &str = "FAROS_E2E_TOKEN_FILE";
 pub const ENV_USERS_FILE: &str = "FAROS_E2E_USERS_FILE";
 pub const ENV_DESTRUCTIVE: &str = "FAROS_E2E_DESTRUCTIVE";
+pub const ENV_REGISTRAR_KUBECONFIG: &str = "FAROS_E2E_REGISTRAR_KUBECONFIG";
 
 /// The platform under test.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +45,9 @@ pub struct External {
     pub users: UserSource,
     /// May scenarios delete shared things (the quickstart Provider)?
     pub destructive: bool,
+    /// The GitOps registrar kubeconfig (Providers in `root:faros:system:providers` only), when
+    /// known and reachable from here; `None`: the admin kubeconfig stands in for it.
+    pub registrar_kubeconfig: Option<PathBuf>,
 }
 
 /// Where scenario users come from.
@@ -89,6 +95,7 @@ impl Target {
                     ca: need(ENV_CA)?.into(),
                     users,
                     destructive,
+                    registrar_kubeconfig: lookup(ENV_REGISTRAR_KUBECONFIG).map(PathBuf::from),
                 }))
             }
             Some(other) => bail!("{ENV_TARGET}={other:?}: use `in-process` or `external`"),

@@ -22,15 +22,17 @@ fn with(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static s
 
 #[test]
 fn targets_from_the_environment() {
-    let external = |users, destructive| {
+    let external_with = |users, destructive, registrar: Option<&str>| {
         Ok(Target::External(External {
             kubeconfig: "/k".into(),
             hub_url: "https://localhost:8444".into(),
             ca: "/ca.crt".into(),
             users,
             destructive,
+            registrar_kubeconfig: registrar.map(Into::into),
         }))
     };
+    let external = |users, destructive| external_with(users, destructive, None);
     type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Result<Target, String>);
     let cases: Vec<Case> = vec![
         ("default", vec![], Ok(Target::InProcess)),
@@ -44,6 +46,11 @@ fn targets_from_the_environment() {
             "pool, destructive",
             with(&[(ENV_USERS_FILE, "/u.csv"), (ENV_DESTRUCTIVE, "1")]),
             external(UserSource::Pool("/u.csv".into()), true),
+        ),
+        (
+            "with the registrar kubeconfig",
+            with(&[(ENV_TOKEN_FILE, "/t.csv"), (ENV_REGISTRAR_KUBECONFIG, "/r")]),
+            external_with(UserSource::TokenFile("/t.csv".into()), false, Some("/r")),
         ),
         (
             "unknown target",

@@ -1,5 +1,7 @@
 //! Providers managed the way a GitOps repository manages them: a directory of `Provider` manifests
-//! applied to `root:faros:system:providers` with `kubectl apply -k`, client-side and server-side;
+//! applied to `root:faros:system:providers` with `kubectl apply -k`, client-side and server-side,
+//! with the platform's GitOps registrar kubeconfig where it exposes one (in-process, `faros dev`
+//! targets) and the admin kubeconfig otherwise;
 //! `kubectl diff -k` is empty after an apply and shows an edit; pruning by label removes a Provider
 //! and, through the reconciler's finalizer, its workspace; and every Provider's status is what a
 //! GitOps controller (kstatus) reads as healthy: `observedGeneration == generation` and `Ready=True`.
@@ -100,7 +102,8 @@ pub async fn run(p: &Platform) {
     std::fs::write(repo.join("b.yaml"), provider_manifest(&b, "Provider B", &run)).unwrap();
     write_kustomization(&repo, &["a.yaml", "b.yaml"]);
     let repo_arg = repo.to_str().unwrap();
-    let kc = p.admin_kubeconfig_for(names::SYSTEM_PROVIDERS_PATH).unwrap();
+    // What a GitOps tool would use: the registrar kubeconfig, where the platform exposes it.
+    let kc = p.gitops_kubeconfig().await.unwrap();
     // The reconciler bootstraps the workspace: a platform that just started may not have it yet.
     eventually("root:faros:system:providers to serve Providers", WAIT, || async {
         let out = kubectl(&kc, &["get", "providers", "-o", "name"], None).await?;
