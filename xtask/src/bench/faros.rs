@@ -1,8 +1,9 @@
 //! The system under test: a release `faros dev` child process (embedded kcp, hub API, hub reconciler)
 //! and an HTTPS client holding its admin token.
 
+use super::profile::Profile;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,8 +40,8 @@ impl Faros {
     /// Only the platform core: embedded kcp, hub API on a free port, reconciler, no provider.
     pub(super) const CORE: &'static [&'static str] = &["--hub-port", "0", "--no-quickstart"];
 
-    pub(super) fn start(root: &Path, state: PathBuf, extra: &[&str]) -> anyhow::Result<Self> {
-        let mut child = Command::new(root.join("target/release/faros"))
+    pub(super) fn start(profile: &Profile, state: PathBuf, extra: &[&str]) -> anyhow::Result<Self> {
+        let mut child = Command::new(&profile.faros)
             .args([
                 "dev",
                 "--kcp-port",
@@ -53,7 +54,7 @@ impl Faros {
             .args(extra)
             .stdout(Stdio::piped())
             .spawn()
-            .context("starting target/release/faros")?;
+            .with_context(|| format!("starting {}", profile.faros.display()))?;
         let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
         let mut kubeconfig = None;
         let mut hub = String::new();

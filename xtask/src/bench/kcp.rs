@@ -14,12 +14,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::faros::{CLIENTS, Faros};
+use super::profile::Profile;
 use super::stats::{ms, percentile};
-
-const CREATES: usize = 4000;
-const WATCHERS: usize = 100;
-const WATCH_EVENTS: usize = 200;
-const LIST_OBJECTS: usize = 10_000;
 
 /// redb's durable commit rate on this disk: sequential transactions of one 1 KiB insert each.
 fn redb_commit_rate(path: &Path, commits: usize) -> anyhow::Result<f64> {
@@ -45,7 +41,8 @@ fn now_nanos() -> u128 {
         .unwrap_or_default()
 }
 
-async fn watch_latency(f: &Arc<Faros>) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+async fn watch_latency(f: &Arc<Faros>, p: &Profile) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+    let (watchers_n, events) = (p.watchers, p.watch_events);
     f.namespace("watch").await?;
     let list: Value = f
         .http
@@ -61,8 +58,8 @@ async fn watch_latency(f: &Arc<Faros>) -> anyhow::Result<(Vec<Duration>, Vec<Dur
         .unwrap_or("0")
         .to_string();
     let mut watchers = Vec::new();
-    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(WATCHERS);
-    for _ in 0..WATCHERS {
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(watchers_n);
+    for _ in 0..watchers_n {
         let (f, rv, ready) = (f.clone(), rv.clone(), ready_tx.clone());
         watchers.push(tokio::spawn(async move {
             let url = format!(
@@ -73,8 +70,8 @@ async fn watch_latency(f: &Arc<Faros>) -> anyhow::Result<(Vec<Duration>, Vec<Dur
             let _ = ready.send(()).await;
             let mut body = resp.bytes_stream();
             let mut buf = Vec::new();
-            let mut latencies = Vec::with_capacity(WATCH_EVENTS);
-            while latencies.len() < WATCH_EVENTS {
+            let mut latencies = Vec::with_capacity(events);
+            while latencies.len() < events {
                 let Some(chunk) = body.next().await else {
                     bail!("watch ended early")
                 };
@@ -95,11 +92,11 @@ async fn watch_latency(f: &Arc<Faros>) -> anyhow::Result<(Vec<Duration>, Vec<Dur
             anyhow::Ok(latencies)
         }));
     }
-    for _ in 0..WATCHERS {
+    for _ in 0..watchers_n {
         ready_rx.recv().await;
     }
     let mut round_trips = Vec::new();
-    for i in 0..WATCH_EVENTS {
+    for i in 0..events {
         let body = json!({"metadata": {"name": format!("w-{i}"), "annotations": {"bench/sent": now_nanos().to_string()}}, "data": {"i": i.to_string()}});
         f.post("/api/v1/namespaces/watch/configmaps", &body).await?;
         let started = Instant::now();
@@ -119,11 +116,11 @@ async fn watch_latency(f: &Arc<Faros>) -> anyhow::Result<(Vec<Duration>, Vec<Dur
     Ok((all, round_trips))
 }
 
-async fn list_latency(f: &Arc<Faros>) -> anyhow::Result<Vec<Duration>> {
+async fn list_latency(f: &Arc<Faros>, p: &Profile) -> anyhow::Result<Vec<Duration>> {
     f.namespace("list").await?;
-    f.create_many("list", "l", LIST_OBJECTS).await?;
+    f.create_many("list", "l", p.list_objects).await?;
     let mut samples = Vec::new();
-    for _ in 0..20 {
+    for _ in 0..p.list_samples {
         let started = Instant::now();
         let body = f
             .http
@@ -135,26 +132,41 @@ async fn list_latency(f: &Arc<Faros>) -> anyhow::Result<Vec<Duration>> {
             .await?;
         samples.push(started.elapsed());
         let v: Value = serde_json::from_slice(&body)?;
-        let n = v["items"].as_array().map(Vec::len).unwrap_or_default();
-        if n != LIST_OBJECTS {
-            bail!("list returned {n} items, expected {LIST_OBJECTS}");
+        // Every namespace also holds what kcp puts there (kube-root-ca.crt): count the bench's own.
+        let n = v["items"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter(|i| {
+                        i.pointer("/metadata/name")
+                            .and_then(Value::as_str)
+                            .is_some_and(|n| n.starts_with("l-"))
+                    })
+                    .count()
+            })
+            .unwrap_or_default();
+        if n != p.list_objects {
+            bail!("list returned {n} of the bench's items, expected {}", p.list_objects);
         }
     }
     Ok(samples)
 }
 
-pub async fn run(root: &Path, rss_objects: usize) -> anyhow::Result<()> {
+pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
+    let rss_objects = p.rss_objects;
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let target = root.join("target");
     std::fs::create_dir_all(&target)?;
     // Same disk as the project, so the baseline and the server share the physical limit.
     let dir = tempfile::tempdir_in(&target)?;
     println!(
-        "faros embedded kcp benchmark (release builds, {} CPUs)",
+        "faros embedded kcp benchmark ({}, {} CPUs)",
+        p.build(),
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
     );
 
-    let limit = redb_commit_rate(&dir.path().join("baseline.redb"), 2000)?;
+    let limit = redb_commit_rate(&dir.path().join("baseline.redb"), p.redb_commits)?;
     println!("\nbaseline: redb durable commits/s (1 KiB, one per txn)      {limit:>10.0}");
 
     let mut rates = Vec::new();
@@ -163,10 +175,10 @@ pub async fn run(root: &Path, rss_objects: usize) -> anyhow::Result<()> {
         ("no group commit", vec!["--kcp-no-group-commit"]),
     ] {
         let args: Vec<&str> = Faros::CORE.iter().copied().chain(flags).collect();
-        let f = Arc::new(Faros::start(root, dir.path().join(label.replace(' ', "-")), &args)?);
+        let f = Arc::new(Faros::start(p, dir.path().join(label.replace(' ', "-")), &args)?);
         f.namespace("bench").await?;
-        let elapsed = f.create_many("bench", "c", CREATES).await?;
-        let rate = CREATES as f64 / elapsed.as_secs_f64();
+        let elapsed = f.create_many("bench", "c", p.creates).await?;
+        let rate = p.creates as f64 / elapsed.as_secs_f64();
         rates.push((label, rate));
         println!(
             "creates/s, {CLIENTS} clients, {label:<16}                 {rate:>10.0}   ratio to redb limit {:.2}",
@@ -174,8 +186,8 @@ pub async fn run(root: &Path, rss_objects: usize) -> anyhow::Result<()> {
         );
     }
 
-    let f = Arc::new(Faros::start(root, dir.path().join("latency"), Faros::CORE)?);
-    let (mut watch, mut rtt) = watch_latency(&f).await?;
+    let f = Arc::new(Faros::start(p, dir.path().join("latency"), Faros::CORE)?);
+    let (mut watch, mut rtt) = watch_latency(&f, p).await?;
     let (w50, w99, r50) = (
         percentile(&mut watch, 50.0),
         percentile(&mut watch, 99.0),
@@ -186,23 +198,25 @@ pub async fn run(root: &Path, rss_objects: usize) -> anyhow::Result<()> {
         ms(r50)
     );
     println!(
-        "watch latency, {WATCHERS} watchers, {} events: p50 {:.2}ms  p99 {:.2}ms   p99 ratio to target 10ms {:.2}",
+        "watch latency, {} watchers, {} events: p50 {:.2}ms  p99 {:.2}ms   p99 ratio to target 10ms {:.2}",
+        p.watchers,
         watch.len(),
         ms(w50),
         ms(w99),
         ms(w99) / 10.0
     );
-    let mut list = list_latency(&f).await?;
+    let mut list = list_latency(&f, p).await?;
     let (l50, l99) = (percentile(&mut list, 50.0), percentile(&mut list, 99.0));
     println!(
-        "list of {LIST_OBJECTS} objects: p50 {:.1}ms  max {:.1}ms   ratio to target 100ms {:.2}",
+        "list of {} objects: p50 {:.1}ms  max {:.1}ms   ratio to target 100ms {:.2}",
+        p.list_objects,
         ms(l50),
         ms(l99),
         ms(l99) / 100.0
     );
     drop(f);
 
-    let f = Arc::new(Faros::start(root, dir.path().join("rss"), Faros::CORE)?);
+    let f = Arc::new(Faros::start(p, dir.path().join("rss"), Faros::CORE)?);
     f.namespace("rss").await?;
     let idle = f.rss_mib()?;
     f.create_many("rss", "r", rss_objects).await?;
@@ -215,13 +229,12 @@ pub async fn run(root: &Path, rss_objects: usize) -> anyhow::Result<()> {
 
     let (_, gc) = rates[0];
     let (_, nogc) = rates[1];
-    println!(
+    Ok(format!(
         "\nsummary: creates/s {:.2}x redb limit with group commit (target >= 1.00), {:.2}x without (target >= 0.50); watch p99 {:.2}ms (< 10); list {:.1}ms (< 100); RSS {:.0}MiB (< 200)",
         gc / limit,
         nogc / limit,
         ms(w99),
         ms(l99),
         rss
-    );
-    Ok(())
+    ))
 }

@@ -2,7 +2,9 @@
 //! ratios against a baseline taken in the same invocation on the same machine.
 //!
 //! The measuring code runs in a release build of xtask against a release build of `faros`, so the
-//! debug build `cargo xtask` starts with only builds and re-executes itself.
+//! debug build `cargo xtask` starts with only builds and re-executes itself. `--smoke` runs every
+//! suite (or the one named) with small sizes in the debug build against `target/debug/faros`: what
+//! `.ci/run` does so that benchmarks cannot rot ([`profile`]).
 
 use std::path::Path;
 
@@ -11,6 +13,7 @@ use clap::{Args, ValueEnum};
 
 mod faros;
 mod kcp;
+mod profile;
 mod provider;
 mod proxy;
 mod startup;
@@ -18,12 +21,16 @@ mod stats;
 
 #[derive(Args)]
 pub struct Bench {
-    /// Which benchmark to run.
-    #[arg(value_enum, default_value_t = Suite::Kcp)]
-    suite: Suite,
+    /// Which benchmark to run (`kcp` by default; with `--smoke`, all of them by default).
+    #[arg(value_enum)]
+    suite_arg: Option<Suite>,
     /// Objects for the RSS measurement (the target is stated for 100k).
     #[arg(long, default_value_t = 100_000)]
     rss_objects: usize,
+    /// Small sizes in the debug build, every suite unless one is named: proves the suites run and
+    /// report figures (CI); the timings mean nothing.
+    #[arg(long)]
+    smoke: bool,
     /// Internal: set when the release build runs the measurements.
     #[arg(long, hide = true)]
     measure: bool,
@@ -41,20 +48,44 @@ enum Suite {
     Startup,
 }
 
+impl Suite {
+    const ALL: [Suite; 4] = [Suite::Kcp, Suite::Provider, Suite::Proxy, Suite::Startup];
+
+    fn name(self) -> &'static str {
+        match self {
+            Suite::Kcp => "kcp",
+            Suite::Provider => "provider",
+            Suite::Proxy => "proxy",
+            Suite::Startup => "startup",
+        }
+    }
+}
+
 impl Bench {
     pub fn run(&self, root: &Path) -> anyhow::Result<()> {
+        if self.smoke {
+            let sh = xshell::Shell::new()?;
+            sh.change_dir(root);
+            xshell::cmd!(sh, "cargo build -p faros")
+                .run()
+                .context("building target/debug/faros")?;
+            let profile = profile::Profile::smoke(root);
+            let suites: Vec<Suite> = self.suite_arg.map_or(Suite::ALL.to_vec(), |s| vec![s]);
+            for suite in suites {
+                let started = std::time::Instant::now();
+                let summary = measure(root, suite, &profile)?;
+                profile::check_summary(suite.name(), &summary)?;
+                println!("smoke: {} benchmark ran in {:.1?}\n", suite.name(), started.elapsed());
+            }
+            return Ok(());
+        }
         if !self.measure {
             let sh = xshell::Shell::new()?;
             sh.change_dir(root);
             xshell::cmd!(sh, "cargo build --release -p faros -p xtask")
                 .run()
                 .context("building release binaries")?;
-            let suite = match self.suite {
-                Suite::Kcp => "kcp",
-                Suite::Provider => "provider",
-                Suite::Proxy => "proxy",
-                Suite::Startup => "startup",
-            };
+            let suite = self.suite().name();
             let rss = self.rss_objects.to_string();
             let xtask = root.join("target/release/xtask");
             xshell::cmd!(sh, "{xtask} bench {suite} --measure --rss-objects {rss}").run()?;
@@ -63,12 +94,23 @@ impl Bench {
         if cfg!(debug_assertions) {
             bail!("the measuring run must be a release build; use `cargo xtask bench`");
         }
-        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-        match self.suite {
-            Suite::Kcp => runtime.block_on(kcp::run(root, self.rss_objects)),
-            Suite::Provider => runtime.block_on(provider::run(root)),
-            Suite::Proxy => runtime.block_on(proxy::run(root)),
-            Suite::Startup => runtime.block_on(startup::run(root)),
-        }
+        measure(root, self.suite(), &profile::Profile::full(root, self.rss_objects)).map(|_| ())
     }
+
+    fn suite(&self) -> Suite {
+        self.suite_arg.unwrap_or(Suite::Kcp)
+    }
+}
+
+/// Runs one suite; returns its summary line (already printed).
+fn measure(root: &Path, suite: Suite, profile: &profile::Profile) -> anyhow::Result<String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let summary = match suite {
+        Suite::Kcp => runtime.block_on(kcp::run(root, profile)),
+        Suite::Provider => runtime.block_on(provider::run(root, profile)),
+        Suite::Proxy => runtime.block_on(proxy::run(root, profile)),
+        Suite::Startup => runtime.block_on(startup::run(profile)),
+    }?;
+    println!("{summary}");
+    Ok(summary)
 }

@@ -13,9 +13,9 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::faros::Faros;
+use super::profile::Profile;
 use super::stats::{ms, percentile};
 
-const COUNT: usize = 100;
 const TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Waits until every object named in `names` satisfies `done`, reading one watch stream; returns the
@@ -79,13 +79,14 @@ fn ready(obj: &Value) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
 }
 
-pub async fn run(root: &Path) -> anyhow::Result<()> {
+pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
+    let count = p.providers;
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let target = root.join("target");
     let dir = tempfile::tempdir_in(&target)?;
-    println!("faros provider provisioning benchmark (release builds, {COUNT} at once)");
+    println!("faros provider provisioning benchmark ({}, {count} at once)", p.build());
 
-    let f = Arc::new(Faros::start(root, dir.path().join("provider"), Faros::CORE)?);
+    let f = Arc::new(Faros::start(p, dir.path().join("provider"), Faros::CORE)?);
     // Providers live in root:faros:system:providers, which exists once the reconciler bootstrapped.
     let providers = "/clusters/root:faros:system:providers/apis/admin.faros.sh/v1alpha1/providers";
     let started = Instant::now();
@@ -107,7 +108,7 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(1)).await;
 
     // Baseline: bare workspaces.
-    let ws_names: Vec<String> = (0..COUNT).map(|i| format!("bench-{i}")).collect();
+    let ws_names: Vec<String> = (0..count).map(|i| format!("bench-{i}")).collect();
     let before = f.requests_total().await?;
     let t0 = Instant::now();
     apply_all(&f, "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces", ws_names.iter().map(|n| json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": n}, "spec": {}})).collect()).await?;
@@ -122,7 +123,7 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
     let ws_requests = f.requests_total().await?.saturating_sub(before);
 
     // Providers.
-    let names: Vec<String> = (0..COUNT).map(|i| format!("p{i}")).collect();
+    let names: Vec<String> = (0..count).map(|i| format!("p{i}")).collect();
     let before = f.requests_total().await?;
     let t0 = Instant::now();
     apply_all(&f, providers, names.iter().map(|n| json!({"apiVersion": "admin.faros.sh/v1alpha1", "kind": "Provider", "metadata": {"name": n}, "spec": {}})).collect()).await?;
@@ -131,28 +132,27 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
         .context("waiting for Providers")?;
     let after = f.requests_total().await?;
     // The benchmark's own requests: one POST per object plus the watch and the two metric reads.
-    let own = COUNT as u64 + 3;
-    let per_provider = (after.saturating_sub(before).saturating_sub(own)) as f64 / COUNT as f64;
-    let ws_per = (ws_requests.saturating_sub(own)) as f64 / COUNT as f64;
+    let own = count as u64 + 3;
+    let per_provider = (after.saturating_sub(before).saturating_sub(own)) as f64 / count as f64;
+    let ws_per = (ws_requests.saturating_sub(own)) as f64 / count as f64;
 
     let (w50, w95) = (percentile(&mut ws_times, 50.0), percentile(&mut ws_times, 95.0));
     let (p50, p95) = (percentile(&mut times, 50.0), percentile(&mut times, 95.0));
     println!(
-        "\nbaseline: {COUNT} bare Workspaces to Ready        p50 {:>8.1}ms  p95 {:>8.1}ms  requests/workspace {ws_per:.1}",
+        "\nbaseline: {count} bare Workspaces to Ready        p50 {:>8.1}ms  p95 {:>8.1}ms  requests/workspace {ws_per:.1}",
         ms(w50),
         ms(w95)
     );
     println!(
-        "{COUNT} Providers to Ready=True                       p50 {:>8.1}ms  p95 {:>8.1}ms  requests/provider {per_provider:.1}",
+        "{count} Providers to Ready=True                       p50 {:>8.1}ms  p95 {:>8.1}ms  requests/provider {per_provider:.1}",
         ms(p50),
         ms(p95)
     );
-    println!(
+    Ok(format!(
         "\nsummary: Provider p95 {:.0}ms = {:.2}x the bare-workspace p95, {:.2} of the 1 s target; {per_provider:.1} kube requests per Provider ({:.2} of the 25 target)",
         ms(p95),
         ms(p95) / ms(w95).max(0.001),
         ms(p95) / 1000.0,
         per_provider / 25.0
-    );
-    Ok(())
+    ))
 }

@@ -12,12 +12,9 @@ use anyhow::{Context, anyhow, bail};
 use serde_json::Value;
 
 use super::faros::Faros;
+use super::profile::Profile;
 
-const DURATION: &str = "5s";
 const CONNECTIONS: &str = "32";
-/// Throughput rounds; each runs direct, nginx and hub back to back, and the median round counts, so
-/// a burst of other load on the machine hits all three alike instead of one.
-const ROUNDS: usize = 3;
 
 struct Result {
     requests_per_sec: f64,
@@ -44,13 +41,13 @@ fn parse_latency(text: &str, pct: &str) -> Option<f64> {
 }
 
 /// Saturating load (`-t2 -c32`): requests/s. Latency here is mostly queueing behind other requests.
-fn wrk(url: &str, headers: &[String], script: Option<&Path>) -> anyhow::Result<Result> {
-    wrk_with(&["-t2", "-c", CONNECTIONS, "-d", DURATION], url, headers, script)
+fn wrk(d: &str, url: &str, headers: &[String], script: Option<&Path>) -> anyhow::Result<Result> {
+    wrk_with(&["-t2", "-c", CONNECTIONS, "-d", d], url, headers, script)
 }
 
 /// One connection, one request at a time: the latency a request pays for each hop, without queueing.
-fn wrk_unloaded(url: &str, headers: &[String]) -> anyhow::Result<Result> {
-    wrk_with(&["-t1", "-c1", "-d", DURATION], url, headers, None)
+fn wrk_unloaded(d: &str, url: &str, headers: &[String]) -> anyhow::Result<Result> {
+    wrk_with(&["-t1", "-c1", "-d", d], url, headers, None)
 }
 
 /// The round with the median hub throughput.
@@ -169,13 +166,14 @@ async fn wait_ok(http: &reqwest::Client, url: &str, token: Option<&str>) -> anyh
     }
 }
 
-pub async fn run(root: &Path) -> anyhow::Result<()> {
+pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
+    let dur = p.wrk_duration;
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let dir = tempfile::tempdir_in(root.join("target"))?;
     let backend_port = free_port()?;
     let backend_port_arg = backend_port.to_string();
     let f = Faros::start(
-        root,
+        p,
         dir.path().join("state"),
         &["--hub-port", "0", "--quickstart-port", &backend_port_arg],
     )?;
@@ -192,16 +190,20 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
     wait_ok(&f.http, &via_nginx, None).await?;
 
     println!(
-        "faros hub proxy benchmark (release builds; wrk -t2 -c{CONNECTIONS} -d{DURATION}, median of {ROUNDS} rounds; \
-         unloaded latency with wrk -t1 -c1 -d{DURATION})\n"
+        "faros hub proxy benchmark ({}; wrk -t2 -c{CONNECTIONS} -d{dur}, median of {} rounds; \
+         unloaded latency with wrk -t1 -c1 -d{dur})\n",
+        p.build(),
+        p.proxy_rounds
     );
     let auth = format!("Authorization: Bearer {}", f.token);
-    let mut rounds = Vec::with_capacity(ROUNDS);
-    for _ in 0..ROUNDS {
+    // Throughput rounds; each runs direct, nginx and hub back to back, and the median round counts,
+    // so a burst of other load on the machine hits all three alike instead of one.
+    let mut rounds = Vec::with_capacity(p.proxy_rounds);
+    for _ in 0..p.proxy_rounds {
         rounds.push([
-            wrk(&direct, &[], None)?,
-            wrk(&via_nginx, &[], None)?,
-            wrk(&via_hub, std::slice::from_ref(&auth), None)?,
+            wrk(dur, &direct, &[], None)?,
+            wrk(dur, &via_nginx, &[], None)?,
+            wrk(dur, &via_hub, std::slice::from_ref(&auth), None)?,
         ]);
     }
     let [d, n, h] = median_round(rounds).ok_or_else(|| anyhow!("no rounds"))?;
@@ -214,8 +216,8 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
     row("baseline: direct upstream", &d);
     row("baseline: nginx (HTTPS)", &n);
     row("hub backend proxy (HTTPS)", &h);
-    println!(
-        "\nhub vs nginx: {:.2}x req/s (target >= 1.00); under load, p50 vs direct: hub +{:.2}ms, nginx +{:.2}ms; \
+    let summary = format!(
+        "\nsummary: hub vs nginx: {:.2}x req/s (target >= 1.00); under load, p50 vs direct: hub +{:.2}ms, nginx +{:.2}ms; \
          p99: hub +{:.2}ms, nginx +{:.2}ms",
         h.requests_per_sec / n.requests_per_sec,
         h.p50_ms - d.p50_ms,
@@ -224,9 +226,9 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
         n.p99_ms - d.p99_ms,
     );
 
-    let ud = wrk_unloaded(&direct, &[])?;
-    let un = wrk_unloaded(&via_nginx, &[])?;
-    let uh = wrk_unloaded(&via_hub, std::slice::from_ref(&auth))?;
+    let ud = wrk_unloaded(dur, &direct, &[])?;
+    let un = wrk_unloaded(dur, &via_nginx, &[])?;
+    let uh = wrk_unloaded(dur, &via_hub, std::slice::from_ref(&auth))?;
     println!();
     row("unloaded: direct upstream", &ud);
     row("unloaded: nginx (HTTPS)", &un);
@@ -251,6 +253,7 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
         "wrk.method = \"POST\"\nwrk.body = '{\"version\":\"bench\",\"status\":\"ok\"}'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n",
     )?;
     let beat = wrk(
+        dur,
         &format!("{}/api/providers/quickstart/heartbeat", f.hub),
         &[format!("Authorization: Bearer {sa_token}")],
         Some(&script),
@@ -262,7 +265,7 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
         beat.requests_per_sec / 20_000.0
     );
     drop(nginx);
-    Ok(())
+    Ok(summary)
 }
 
 #[cfg(test)]

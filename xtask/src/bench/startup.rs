@@ -2,7 +2,7 @@
 //! the moment it prints its banner (hub serving with the workspace tree bootstrapped and the catalog
 //! synced, demo tenant created, quickstart Ready) — cold (empty state directory) and on restart
 //! (state from a clean stop). The baseline is the embedded kcp's own time to serve (`faros kcp` until
-//! `/readyz` answers 200), measured the same way in the same run. Medians of [`RUNS`] each.
+//! `/readyz` answers 200), measured the same way in the same run. Medians of [`Profile::startup_runs`] each.
 //!
 //! Targets: cold start under 1 s, restart under 0.5 s.
 
@@ -13,13 +13,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
+use super::profile::Profile;
 use super::stats::{ms, percentile};
 
-const RUNS: usize = 5;
 const DEADLINE: Duration = Duration::from_secs(120);
 
-pub async fn run(root: &Path) -> anyhow::Result<()> {
-    let faros = root.join("target/release/faros");
+pub async fn run(p: &Profile) -> anyhow::Result<String> {
+    let faros = p.faros.clone();
+    let runs = p.startup_runs;
     let http = reqwest::Client::builder()
         .danger_accept_invalid_certs(true)
         .timeout(Duration::from_secs(2))
@@ -27,14 +28,14 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
 
     let mut kcp_cold = Vec::new();
     let mut kcp_warm = Vec::new();
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let dir = tempfile::tempdir()?;
         kcp_cold.push(kcp_to_serve(&faros, dir.path(), &http).await?);
         kcp_warm.push(kcp_to_serve(&faros, dir.path(), &http).await?);
     }
     let mut dev_cold = Vec::new();
     let mut dev_warm = Vec::new();
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let dir = tempfile::tempdir()?;
         dev_cold.push(dev_to_banner(&faros, dir.path())?);
         dev_warm.push(dev_to_banner(&faros, dir.path())?);
@@ -43,7 +44,7 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
     let median = |s: &mut Vec<Duration>| percentile(s, 50.0);
     let (kc, kw) = (median(&mut kcp_cold), median(&mut kcp_warm));
     let (dc, dw) = (median(&mut dev_cold), median(&mut dev_warm));
-    println!("startup (median of {RUNS}, release build):");
+    println!("startup (median of {runs}, {}):", p.build());
     println!(
         "  embedded kcp alone to /readyz:  cold {:>7.1} ms   restart {:>7.1} ms   (baseline)",
         ms(kc),
@@ -54,8 +55,8 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
         ms(dc),
         ms(dw)
     );
-    println!(
-        "  ratio to the embedded kcp:      cold {:>7.1}x     restart {:>7.1}x",
+    let summary = format!(
+        "summary: faros dev to ready vs the embedded kcp alone: cold {:.1}x, restart {:.1}x",
         dc.as_secs_f64() / kc.as_secs_f64(),
         dw.as_secs_f64() / kw.as_secs_f64()
     );
@@ -64,7 +65,7 @@ pub async fn run(root: &Path) -> anyhow::Result<()> {
         verdict(dc < Duration::from_secs(1)),
         verdict(dw < Duration::from_millis(500))
     );
-    Ok(())
+    Ok(summary)
 }
 
 fn verdict(ok: bool) -> &'static str {

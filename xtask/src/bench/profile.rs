@@ -1,0 +1,98 @@
+//! How big a benchmark run is. `full` is what the targets are stated for (release builds); `smoke`
+//! is what `.ci/run` runs on every change: the same code paths with small sizes against the debug
+//! build `cargo test` already made, so a suite that stops working (or stops reporting figures) fails
+//! CI in seconds. A smoke run's timings mean nothing and are never judged.
+
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug)]
+pub(super) struct Profile {
+    pub smoke: bool,
+    /// The `faros` binary under test.
+    pub faros: PathBuf,
+    /// ConfigMaps created per creates/s measurement.
+    pub creates: usize,
+    pub watchers: usize,
+    pub watch_events: usize,
+    pub list_objects: usize,
+    pub list_samples: usize,
+    pub rss_objects: usize,
+    pub redb_commits: usize,
+    /// Providers (and bare workspaces) applied at once.
+    pub providers: usize,
+    /// wrk's `-d`.
+    pub wrk_duration: &'static str,
+    pub proxy_rounds: usize,
+    pub startup_runs: usize,
+}
+
+impl Profile {
+    pub fn full(root: &Path, rss_objects: usize) -> Self {
+        Self {
+            smoke: false,
+            faros: root.join("target/release/faros"),
+            creates: 4000,
+            watchers: 100,
+            watch_events: 200,
+            list_objects: 10_000,
+            list_samples: 20,
+            rss_objects,
+            redb_commits: 2000,
+            providers: 100,
+            wrk_duration: "5s",
+            proxy_rounds: 3,
+            startup_runs: 5,
+        }
+    }
+
+    pub fn smoke(root: &Path) -> Self {
+        Self {
+            smoke: true,
+            faros: root.join("target/debug/faros"),
+            creates: 100,
+            watchers: 5,
+            watch_events: 10,
+            list_objects: 200,
+            list_samples: 2,
+            rss_objects: 200,
+            redb_commits: 50,
+            providers: 3,
+            wrk_duration: "1s",
+            proxy_rounds: 1,
+            startup_runs: 1,
+        }
+    }
+
+    /// How the build is named in the output.
+    pub fn build(&self) -> &'static str {
+        if self.smoke {
+            "debug build, smoke sizes: timings not meaningful"
+        } else {
+            "release builds"
+        }
+    }
+}
+
+/// A suite's result line must carry figures: a smoke run that printed none has rotted.
+pub(super) fn check_summary(suite: &str, summary: &str) -> anyhow::Result<()> {
+    let has_number = summary
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .any(|t| t.parse::<f64>().is_ok_and(f64::is_finite));
+    if summary.trim().is_empty() || !has_number {
+        anyhow::bail!("the {suite} benchmark reported no figures (summary: {summary:?})");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_need_figures() {
+        assert!(check_summary("kcp", "summary: creates/s 1.19x redb limit").is_ok());
+        for bad in ["", "summary:", "summary: NaN", "summary: no numbers here"] {
+            assert!(check_summary("kcp", bad).is_err(), "{bad:?}");
+        }
+    }
+}
