@@ -125,12 +125,14 @@ impl Service<Request<Body>> for HubService {
         );
         let st = self.st.clone();
         let api = self.api.clone();
-        // A portal session cookie becomes the request's bearer (REST API and both proxies alike);
-        // a cookie-authenticated change without the same-origin proof is refused here.
-        let refused = crate::portal::session::apply(&st.sessions, st.settings.public_proto, &mut req).err();
         Box::pin(
             async move {
                 let started = Instant::now();
+                // A portal session cookie becomes the request's bearer (REST API and both proxies
+                // alike); a cookie-authenticated change without the same-origin proof is refused.
+                let refused = crate::portal::session::apply(&st.sessions, st.settings.public_proto, &mut req)
+                    .await
+                    .err();
                 let pending = match (target, label) {
                     // kcp's pass-through answers for kcp itself, which serves before the hub's
                     // tree exists (providers' init reaches their workspace through it).

@@ -31,6 +31,7 @@ pub mod properties;
 mod proptests;
 pub mod proxy;
 pub mod readiness;
+pub mod records;
 pub mod router;
 pub mod server;
 pub mod state;
@@ -112,6 +113,9 @@ pub struct Config {
     pub mcp: mcp::McpSettings,
     /// Portal session lifetime.
     pub session: portal::SessionSettings,
+    /// Where portal sessions, OIDC sign-ins in flight and MCP sessions are kept (kcp: shared by
+    /// every replica and kept across restarts).
+    pub records: records::Placement,
     /// Where provider URLs may lead the hub (the public URL's host is added as the hub's own).
     pub upstreams: proxy::UpstreamPolicy,
 }
@@ -157,6 +161,7 @@ impl Config {
             tenancy: tenancy::TenancySettings::default(),
             mcp: mcp::McpSettings::default(),
             session: portal::SessionSettings::default(),
+            records: records::Placement::default(),
             upstreams: proxy::UpstreamPolicy::default(),
         }
     }
@@ -194,6 +199,8 @@ pub enum Error {
     Auth(#[from] auth::AuthError),
     #[error(transparent)]
     Tls(#[from] server::TlsError),
+    #[error("hub records: {0}")]
+    Records(#[from] records::StoreError),
     #[error("listening on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -207,6 +214,8 @@ pub struct Hub {
     state: AppState,
     config: Config,
     factory: ClientFactory,
+    /// The kcp record store's cache, watched by [`Hub::spawn_background`].
+    records: Option<Arc<records::kcp::KcpBackend>>,
 }
 
 impl Hub {
@@ -252,11 +261,28 @@ impl Hub {
             Arc::new(directory),
             config.mcp,
         )?;
+        let (record_store, kcp_records) = match config.records {
+            records::Placement::Kcp => {
+                let (path, namespace) = records::kcp_location();
+                let backend = Arc::new(records::kcp::KcpBackend::new(
+                    &factory,
+                    path,
+                    namespace,
+                    config.clock.clone(),
+                )?);
+                (
+                    records::Records::new(backend.clone(), config.clock.clone()),
+                    Some(backend),
+                )
+            }
+            records::Placement::Process => (records::Records::in_process(config.clock.clone()), None),
+        };
         let oidc_login = match &config.oidc {
             Some(settings) => Some(Arc::new(portal::login::OidcLogin::new(
                 settings.clone(),
                 auth::oidc::http_client(settings, config.connect_timeout)?,
                 config.tenancy.public_url.clone(),
+                record_store.clone(),
             ))),
             None => None,
         };
@@ -274,12 +300,17 @@ impl Hub {
             tenancy,
             mcp,
             sessions: Arc::new(
-                portal::Sessions::new(config.clock.clone(), config.session)
+                portal::Sessions::new(record_store.clone(), config.session)
                     .with_public_url(config.tenancy.public_url.as_deref()),
             ),
             oidc_login,
         });
-        Ok(Self { state, config, factory })
+        Ok(Self {
+            state,
+            config,
+            factory,
+            records: kcp_records,
+        })
     }
 
     pub fn state(&self) -> &AppState {
@@ -321,6 +352,9 @@ impl Hub {
             self.state.tree.clone(),
             cancel.clone(),
         ));
+        if let Some(records) = &self.records {
+            tasks.spawn(records.clone().run(cancel.clone()));
+        }
         tasks.spawn(catalog::probe::run(
             self.state.registry.clone(),
             self.state.providers_http.clone(),

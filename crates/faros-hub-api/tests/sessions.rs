@@ -577,3 +577,251 @@ async fn oidc_authorization_code_with_pkce_ends_in_a_session() {
     let to = replay.headers()["location"].to_str().unwrap();
     assert!(to.starts_with("/portal/signin?error="), "{to}");
 }
+
+// ----- replicas on one kcp -------------------------------------------------------------------
+
+/// An embedded kcp whose faros tree the reconciler bootstrapped (the namespace sessions live in).
+struct SharedKcp {
+    server: faros_embedded_kcp::Server,
+    dir: tempfile::TempDir,
+    reconciler_stop: Option<tokio::sync::oneshot::Sender<()>>,
+    reconciler: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+const ALICE_KCP: &str = "alice-token-0123456789abcdef";
+
+impl SharedKcp {
+    async fn start() -> Self {
+        init_tracing_and_crypto();
+        let dir = tempfile::tempdir().unwrap();
+        let tokens = dir.path().join("tokens.csv");
+        std::fs::write(&tokens, format!("{ALICE_KCP},alice,alice-uid,\"devs\"\n")).unwrap();
+        let mut config = faros_embedded_kcp::Config::new(dir.path().join("state"));
+        config.token_file = Some(tokens);
+        let server = faros_embedded_kcp::Server::start(config).await.unwrap();
+        let mut kcp = Self {
+            server,
+            dir,
+            reconciler_stop: None,
+            reconciler: None,
+        };
+        let rc = faros_hub_reconciler::Config::new(kcp.admin().await);
+        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+        kcp.reconciler = Some(tokio::spawn(async move {
+            faros_hub_reconciler::run(rc, async {
+                let _ = rx.await;
+            })
+            .await
+            .map_err(anyhow::Error::from)
+        }));
+        kcp.reconciler_stop = Some(stop);
+        kcp
+    }
+
+    async fn admin(&self) -> kube::Config {
+        let kc = kube::config::Kubeconfig::from_yaml(&self.server.admin_kubeconfig()).unwrap();
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .unwrap()
+    }
+
+    async fn shutdown(mut self) {
+        let _ = self.reconciler_stop.take().map(|s| s.send(()));
+        if let Some(r) = self.reconciler.take() {
+            let _ = tokio::time::timeout(WAIT, r).await;
+        }
+        self.server.shutdown().await;
+    }
+}
+
+/// A hub process's worth of hub: its own state, listener and background loops, on the shared kcp.
+struct Replica {
+    addr: std::net::SocketAddr,
+    stop: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Replica {
+    async fn start(kcp: &SharedKcp, addr: Option<std::net::SocketAddr>, oidc: Option<OidcSettings>) -> Self {
+        let mut config = faros_hub_api::Config::new(kcp.admin().await);
+        config.token_file = Some(kcp.dir.path().join("tokens.csv"));
+        config.oidc = oidc;
+        config.shutdown_grace = Duration::from_secs(2);
+        let hub = faros_hub_api::Hub::new(config).unwrap();
+        let listener = tokio::net::TcpListener::bind(addr.unwrap_or_else(|| "127.0.0.1:0".parse().unwrap()))
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = tokio_util::sync::CancellationToken::new();
+        let shutdown = stop.clone().cancelled_owned();
+        let task = tokio::spawn(async move { hub.serve(listener, shutdown).await.unwrap() });
+        let replica = Self { addr, stop, task };
+        // Ready: the tree is bootstrapped and the catalog listed (the API answers).
+        let url = replica.url("/readyz");
+        eventually("replica /readyz", WAIT, || {
+            let url = url.clone();
+            async move {
+                let r = http().get(&url).send().await.ok()?;
+                (r.status() == 200).then_some(())
+            }
+        })
+        .await;
+        replica
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    async fn stop(self) -> std::net::SocketAddr {
+        self.stop.cancel();
+        tokio::time::timeout(WAIT, self.task).await.unwrap().unwrap();
+        self.addr
+    }
+
+    async fn sign_in(&self, token: &str) -> String {
+        let resp = http()
+            .post(self.url("/api/session"))
+            .header("origin", self.origin())
+            .header("x-faros-csrf", "1")
+            .json(&json!({ "token": token }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 201);
+        session_cookie(&resp).0
+    }
+
+    /// `GET /api/session`'s status and user with `cookie`.
+    async fn whoami(&self, cookie: &str) -> (u16, Value) {
+        let resp = http()
+            .get(self.url("/api/session"))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+}
+
+/// Sessions are kept in kcp: a session made on one replica is honoured by another, a sign-out on
+/// one ends it on the others within a second, and it survives restarting every replica. What kcp
+/// stores is neither the cookie nor the credential.
+#[tokio::test]
+async fn sessions_are_shared_by_replicas_and_survive_restarts() {
+    let kcp = SharedKcp::start().await;
+    let a = Replica::start(&kcp, None, None).await;
+    let b = Replica::start(&kcp, None, None).await;
+
+    let cookie = a.sign_in(ALICE_KCP).await;
+    // Right away on B: its watch may not have delivered the record yet; B reads it from kcp.
+    let (status, me) = b.whoami(&cookie).await;
+    assert_eq!((status, me["user"].as_str()), (200, Some("alice")), "{me}");
+
+    // kcp holds a sealed record named by a digest: neither the cookie nor the token in the clear.
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> = kube::Api::namespaced(
+        faros_core::client::ClientFactory::new(kcp.admin().await)
+            .unwrap()
+            .cluster(faros_core::names::SYSTEM_CONTROLLERS_PATH)
+            .unwrap(),
+        faros_core::names::SYSTEM_NAMESPACE,
+    );
+    let stored = secrets
+        .list(&kube::api::ListParams::default().labels("faros.sh/hub-record=session"))
+        .await
+        .unwrap();
+    assert_eq!(stored.items.len(), 1);
+    let value = cookie.split_once('=').unwrap().1;
+    let dump = serde_json::to_string(&stored.items[0]).unwrap();
+    assert!(!dump.contains(value) && !dump.contains(ALICE_KCP), "{dump}");
+    let sealed = &stored.items[0].data.as_ref().unwrap()["sealed"].0;
+    assert!(!sealed.windows(ALICE_KCP.len()).any(|w| w == ALICE_KCP.as_bytes()));
+
+    // Restart every replica (same addresses): the session still works on both.
+    let (addr_a, addr_b) = (a.stop().await, b.stop().await);
+    let a = Replica::start(&kcp, Some(addr_a), None).await;
+    let b = Replica::start(&kcp, Some(addr_b), None).await;
+    for r in [&a, &b] {
+        let (status, me) = r.whoami(&cookie).await;
+        assert_eq!((status, me["user"].as_str()), (200, Some("alice")), "{me}");
+    }
+    // B has the session cached (its watch listed it), so the sign-out must reach it by the watch.
+    eventually("B's watch has the session", WAIT, || async {
+        let list = secrets.list(&kube::api::ListParams::default()).await.ok()?;
+        (!list.items.is_empty()).then_some(())
+    })
+    .await;
+
+    // Sign-out on A ends the session on B within a second.
+    let out = http()
+        .delete(a.url("/api/session"))
+        .header("cookie", &cookie)
+        .header("origin", a.origin())
+        .header("x-faros-csrf", "1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status(), 204);
+    let signed_out = std::time::Instant::now();
+    eventually("B refuses the signed-out session", Duration::from_secs(1), || async {
+        (b.whoami(&cookie).await.0 == 401).then_some(())
+    })
+    .await;
+    assert!(signed_out.elapsed() < Duration::from_secs(1));
+    assert_eq!(a.whoami(&cookie).await.0, 401);
+
+    a.stop().await;
+    b.stop().await;
+    kcp.shutdown().await;
+}
+
+/// An OIDC sign-in started on one replica completes on another, once.
+#[tokio::test]
+async fn oidc_callback_on_another_replica_completes_the_sign_in() {
+    let kcp = SharedKcp::start().await;
+    let idp = start_idp(jiff::Timestamp::now().as_second()).await;
+    let settings = OidcSettings {
+        username_claim: "email".into(),
+        ..OidcSettings::new(&idp.url, "faros-hub")
+    };
+    let a = Replica::start(&kcp, None, Some(settings.clone())).await;
+    let b = Replica::start(&kcp, None, Some(settings)).await;
+    let client = no_redirects();
+    let start = client
+        .get(a.url("/api/session/oidc?return=/portal/orgs/a/workspaces/b/catalog"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(start.status(), 303);
+    let to_idp = start.headers()["location"].to_str().unwrap().to_string();
+    let state_cookie = start.headers()["set-cookie"].to_str().unwrap();
+    let state_cookie = state_cookie.split(';').next().unwrap().to_string();
+    let back = client.get(&to_idp).send().await.unwrap();
+    let callback = back.headers()["location"].to_str().unwrap().to_string();
+    // The browser lands on B (the balancer's choice); A's address was the redirect URI.
+    let on_b = callback.replace(&a.addr.to_string(), &b.addr.to_string());
+    assert_ne!(on_b, callback);
+    let done = client.get(&on_b).header("cookie", &state_cookie).send().await.unwrap();
+    assert_eq!(done.headers()["location"], "/portal/orgs/a/workspaces/b/catalog");
+    let (cookie, _) = session_cookie(&done);
+    let (status, me) = a.whoami(&cookie).await;
+    assert_eq!((status, me["user"].as_str()), (200, Some("ada@example.com")), "{me}");
+    // Replayed on A: the pending sign-in was taken by B.
+    let replay = client
+        .get(&callback)
+        .header("cookie", &state_cookie)
+        .send()
+        .await
+        .unwrap();
+    let to = replay.headers()["location"].to_str().unwrap();
+    assert!(to.starts_with("/portal/signin?error="), "{to}");
+
+    a.stop().await;
+    b.stop().await;
+    kcp.shutdown().await;
+}

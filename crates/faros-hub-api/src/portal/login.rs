@@ -6,11 +6,11 @@
 //! chain bearer clients pass), then [`super::session`] keeps it. The OIDC flow is a public client
 //! (no secret): the verifier and a nonce wait server-side under the random `state`, bound to the
 //! browser by a short-lived `SameSite=Lax` cookie (a `Strict` cookie is not sent on the identity
-//! provider's redirect back).
+//! provider's redirect back). They wait as a [`crate::records`] record sealed under the `state`, so
+//! the callback may land on any replica (and after a restart); it is taken once, on whichever
+//! replica the callback reaches first.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Query, Request, State};
@@ -27,6 +27,7 @@ use sha2::{Digest, Sha256};
 use super::session::{self, SessionAuth};
 use crate::auth::{Caller, CredentialSource, OidcSettings, require_caller};
 use crate::proxy::UpstreamPool;
+use crate::records::{Kind, Records};
 use crate::state::AppState;
 
 /// Largest sign-in request body.
@@ -35,8 +36,6 @@ const MAX_LOGIN_BODY: usize = 16 * 1024;
 const MAX_IDP_BODY: usize = 256 * 1024;
 /// How long a started OIDC sign-in may take.
 const PENDING_TTL: Duration = Duration::from_secs(600);
-/// Most OIDC sign-ins in flight (older ones are dropped first).
-const MAX_PENDING: usize = 10_000;
 /// The OIDC flow's state cookie; scoped to the flow's path.
 const STATE_COOKIE: &str = "__Secure-faros-oidc";
 const CALLBACK: &str = "/api/session/oidc/callback";
@@ -63,8 +62,8 @@ fn session_body(caller: &Caller, expires: Option<jiff::Timestamp>) -> Value {
 }
 
 /// Starts a session for a proven credential: 201 with the user and a `Set-Cookie`.
-fn start_session(st: &AppState, credential: String, caller: &Caller) -> Result<(HeaderValue, Value), Status> {
-    let (value, s) = st.sessions.create(credential, caller.user.clone())?;
+async fn start_session(st: &AppState, credential: String, caller: &Caller) -> Result<(HeaderValue, Value), Status> {
+    let (value, s) = st.sessions.create(credential, caller.user.clone()).await?;
     let cookie = session::set_cookie(&value, st.sessions.settings().ttl);
     tracing::info!(user = %caller.user, source = ?caller.source, "portal session started");
     Ok((cookie, session_body(caller, Some(s.expires))))
@@ -104,7 +103,7 @@ async fn sign_in_inner(st: &AppState, req: Request) -> Result<Response, Status> 
         .ok_or_else(|| Status::bad_request("expected JSON {\"token\": \"…\"}"))?
         .to_string();
     let caller = st.authn.authenticate(&bearer_headers(&token)?).await?;
-    let (cookie, body) = start_session(st, token, &caller)?;
+    let (cookie, body) = start_session(st, token, &caller).await?;
     let mut resp = (StatusCode::CREATED, Json(body)).into_response();
     resp.headers_mut().insert(header::SET_COOKIE, cookie);
     resp.headers_mut()
@@ -123,8 +122,11 @@ async fn whoami(Extension(caller): Extension<Caller>, auth: Option<Extension<Ses
 /// `DELETE /api/session`: ends the session (its CSRF proof was checked by the front door) and
 /// clears the cookie; without a live session only the cookie is cleared.
 async fn sign_out(State(st): State<AppState>, auth: Option<Extension<SessionAuth>>) -> Response {
-    if let Some(Extension(auth)) = auth {
-        st.sessions.remove(&auth.key);
+    if let Some(Extension(auth)) = auth
+        && let Err(status) = st.sessions.remove(&auth).await
+    {
+        // The session would live on: the browser keeps its cookie and may try again.
+        return status.into_response();
     }
     let mut resp = StatusCode::NO_CONTENT.into_response();
     resp.headers_mut().insert(header::SET_COOKIE, session::clear_cookie());
@@ -142,12 +144,13 @@ async fn options(State(st): State<AppState>) -> Response {
 
 // ----- OIDC authorization code + PKCE ------------------------------------------------------------
 
+/// A started sign-in, sealed under its `state` until the callback takes it.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Pending {
     verifier: String,
     nonce: String,
     redirect_uri: String,
     return_to: String,
-    started: Instant,
 }
 
 /// The OIDC sign-in flow's configuration and the sign-ins in flight.
@@ -156,7 +159,8 @@ pub struct OidcLogin {
     http: UpstreamPool,
     /// The hub's public URL, if configured (else the request's own origin).
     public_url: Option<String>,
-    pending: Mutex<HashMap<String, Pending>>,
+    /// Sign-ins in flight ([`Kind::Oidc`]).
+    records: Records,
 }
 
 impl std::fmt::Debug for OidcLogin {
@@ -212,17 +216,13 @@ fn jwt_nonce(token: &str) -> Option<String> {
 }
 
 impl OidcLogin {
-    pub fn new(settings: OidcSettings, http: UpstreamPool, public_url: Option<String>) -> Self {
+    pub fn new(settings: OidcSettings, http: UpstreamPool, public_url: Option<String>, records: Records) -> Self {
         Self {
             settings,
             http,
             public_url,
-            pending: Mutex::new(HashMap::new()),
+            records,
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     async fn send(&self, req: http::Request<Body>) -> Result<Value, Status> {
@@ -333,25 +333,21 @@ async fn oidc_start_inner(
     ]);
     let sep = if authorize.contains('?') { '&' } else { '?' };
     let location = format!("{authorize}{sep}{query}");
-    {
-        let mut pending = login.lock();
-        pending.retain(|_, p| p.started.elapsed() < PENDING_TTL);
-        if pending.len() >= MAX_PENDING
-            && let Some(oldest) = pending.iter().min_by_key(|(_, p)| p.started).map(|(k, _)| k.clone())
-        {
-            pending.remove(&oldest);
-        }
-        pending.insert(
-            state.clone(),
-            Pending {
-                verifier,
-                nonce,
-                redirect_uri,
-                return_to: safe_return(p.return_to.as_deref()),
-                started: Instant::now(),
-            },
-        );
-    }
+    let pending = Pending {
+        verifier,
+        nonce,
+        redirect_uri,
+        return_to: safe_return(p.return_to.as_deref()),
+    };
+    let expires = login.records.now() + jiff::SignedDuration::try_from(PENDING_TTL).unwrap_or_default();
+    login
+        .records
+        .put(Kind::Oidc, &state, &pending, expires)
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, "cannot keep the OIDC sign-in state");
+            Status::unavailable("the session store is unavailable; try again")
+        })?;
     let mut resp = Redirect::to(&location).into_response();
     let cookie = format!(
         "{STATE_COOKIE}={state}; Path=/api/session/oidc; Secure; HttpOnly; SameSite=Lax; Max-Age={}",
@@ -397,12 +393,13 @@ async fn oidc_callback(State(st): State<AppState>, Query(p): Query<CallbackParam
     if state_cookie(&headers) != Some(state.as_str()) {
         return to_signin("This sign-in was not started in this browser; try again.");
     }
-    let Some(pending) = login
-        .lock()
-        .remove(&state)
-        .filter(|p| p.started.elapsed() < PENDING_TTL)
-    else {
-        return to_signin("The sign-in took too long or was already used; try again.");
+    let pending = match login.records.take::<Pending>(Kind::Oidc, &state).await {
+        Ok(Some((pending, _))) => pending,
+        Ok(None) => return to_signin("The sign-in took too long or was already used; try again."),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the OIDC sign-in state");
+            return to_signin("The session store is unavailable; try again.");
+        }
     };
     match finish(&st, &login, code, pending).await {
         Ok((cookie, return_to)) => {
@@ -450,7 +447,7 @@ async fn finish(
     if jwt_nonce(&id_token).as_deref() != Some(pending.nonce.as_str()) {
         return Err(Status::unauthorized("the ID token's nonce does not match this sign-in"));
     }
-    let (cookie, _) = start_session(st, id_token, &caller)?;
+    let (cookie, _) = start_session(st, id_token, &caller).await?;
     Ok((cookie, pending.return_to))
 }
 

@@ -5,25 +5,22 @@
 //! <credential>` before dispatch, so the REST API, the backend proxy and the kcp pass-through accept
 //! a session exactly like a bearer, and the credential is re-authenticated on every request (a token
 //! removed from the token file ends its sessions at once). The cookie itself is a random 256-bit
-//! handle; only its SHA-256 is kept, next to the credential, in this process's memory: sessions do
-//! not survive a hub restart and are not shared between replicas (a restart sends users back to
-//! sign-in).
+//! handle. The session is a [`crate::records`] record named by a digest of the handle and sealed
+//! under another digest of it: every replica honours it, it survives restarts, a sign-out on one
+//! replica ends it on all of them, and what kcp stores is neither the cookie nor the credential.
 //!
 //! Cookie-authenticated requests that change state must pass [`csrf_check`]: an `Origin` equal to
 //! the hub's own origin plus the [`CSRF_HEADER`], which a cross-site HTML form cannot send. Requests
 //! with their own `Authorization` header never look at cookies (the CLI and API path is unchanged).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine;
 use faros_core::status::Status;
 use http::{HeaderMap, HeaderValue, Method, header};
 use jiff::Timestamp;
-use sha2::{Digest, Sha256};
 
-use crate::catalog::clock::Clock;
+use crate::records::{Kind, Records};
 
 /// The session cookie. `__Host-`: the browser accepts it only with `Secure`, `Path=/` and no
 /// `Domain`, so no sibling host can set or shadow it.
@@ -33,8 +30,9 @@ pub const COOKIE: &str = "__Host-faros-session";
 /// only same-origin scripts set it; a cross-site form or image cannot.
 pub const CSRF_HEADER: &str = "x-faros-csrf";
 
-/// Most sessions held at once; the oldest-expiring are dropped beyond it.
-const MAX_SESSIONS: usize = 100_000;
+/// The length of a cookie value [`Sessions::create`] makes (256 bits, base64url): other values
+/// are not looked up at all.
+const COOKIE_LEN: usize = 43;
 
 /// How long sessions live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,11 +59,17 @@ pub struct Session {
     pub expires: Timestamp,
 }
 
-/// The process's sessions, keyed by the SHA-256 of the cookie value.
+/// What a session record holds (sealed).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Stored {
+    credential: String,
+    user: String,
+}
+
+/// The hub's sessions, kept as [`Kind::Session`] records.
 #[derive(Debug)]
 pub struct Sessions {
-    map: Mutex<HashMap<[u8; 32], Session>>,
-    clock: Arc<dyn Clock>,
+    records: Records,
     settings: SessionSettings,
     /// The origin of the hub's configured public URL, also accepted by the CSRF check.
     pub public_origin: Option<String>,
@@ -74,19 +78,20 @@ pub struct Sessions {
 /// A request that came with a valid session cookie (request extension, set by [`apply`]).
 #[derive(Clone, Debug)]
 pub struct SessionAuth {
-    pub key: [u8; 32],
+    /// The session's record name (a digest of the cookie, not the cookie).
+    pub name: String,
     pub expires: Timestamp,
 }
 
-fn digest(value: &str) -> [u8; 32] {
-    Sha256::digest(value.as_bytes()).into()
+fn unavailable(e: crate::records::StoreError) -> Status {
+    tracing::warn!(error = %e, "session store unavailable");
+    Status::unavailable("the session store is unavailable; try again").retry_after(1)
 }
 
 impl Sessions {
-    pub fn new(clock: Arc<dyn Clock>, settings: SessionSettings) -> Self {
+    pub fn new(records: Records, settings: SessionSettings) -> Self {
         Self {
-            map: Mutex::new(HashMap::new()),
-            clock,
+            records,
             settings,
             public_origin: None,
         }
@@ -102,65 +107,54 @@ impl Sessions {
         self.settings
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Session>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Starts a session; returns the cookie value (random, 256 bits) and the session.
-    pub fn create(&self, credential: String, user: String) -> Result<(String, Session), Status> {
+    pub async fn create(&self, credential: String, user: String) -> Result<(String, Session), Status> {
         let mut raw = [0u8; 32];
         aws_lc_rs::rand::fill(&mut raw).map_err(|_| Status::internal("no randomness for a session"))?;
         let value = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw);
-        let now = self.clock.now();
         let span = jiff::SignedDuration::try_from(self.settings.ttl).unwrap_or(jiff::SignedDuration::MAX);
+        let expires = self.records.now().checked_add(span).unwrap_or(Timestamp::MAX);
+        let stored = Stored { credential, user };
+        self.records
+            .put(Kind::Session, &value, &stored, expires)
+            .await
+            .map_err(unavailable)?;
         let session = Session {
-            credential,
-            user,
-            expires: now.checked_add(span).unwrap_or(Timestamp::MAX),
+            credential: stored.credential,
+            user: stored.user,
+            expires,
         };
-        let mut map = self.lock();
-        map.retain(|_, s| s.expires > now);
-        if map.len() >= MAX_SESSIONS
-            && let Some(oldest) = map.iter().min_by_key(|(_, s)| s.expires).map(|(k, _)| *k)
-        {
-            map.remove(&oldest);
-        }
-        map.insert(digest(&value), session.clone());
         Ok((value, session))
     }
 
-    /// The live session behind a cookie value; an expired one is forgotten.
-    pub fn lookup(&self, value: &str) -> Option<(SessionAuth, Session)> {
-        let key = digest(value);
-        let now = self.clock.now();
-        let mut map = self.lock();
-        match map.get(&key) {
-            Some(s) if s.expires > now => Some((
-                SessionAuth {
-                    key,
-                    expires: s.expires,
-                },
-                s.clone(),
-            )),
-            Some(_) => {
-                map.remove(&key);
-                None
-            }
-            None => None,
+    /// The live session behind a cookie value. `Err` only when the store cannot answer.
+    pub async fn lookup(&self, value: &str) -> Result<Option<(SessionAuth, Session)>, Status> {
+        if value.len() != COOKIE_LEN {
+            return Ok(None);
         }
+        let found = self
+            .records
+            .get::<Stored>(Kind::Session, value)
+            .await
+            .map_err(unavailable)?;
+        Ok(found.map(|(s, expires)| {
+            (
+                SessionAuth {
+                    name: crate::records::seal::name(Kind::Session, value),
+                    expires,
+                },
+                Session {
+                    credential: s.credential,
+                    user: s.user,
+                    expires,
+                },
+            )
+        }))
     }
 
-    /// Ends a session (sign-out).
-    pub fn remove(&self, key: &[u8; 32]) {
-        self.lock().remove(key);
-    }
-
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// Ends a session (sign-out) on every replica.
+    pub async fn remove(&self, auth: &SessionAuth) -> Result<(), Status> {
+        self.records.delete_named(&auth.name).await.map_err(unavailable)
     }
 }
 
@@ -306,7 +300,7 @@ pub fn check_request<B>(req: &http::Request<B>, scheme: &str, public_origin: Opt
 /// The front door's session step: a request without `Authorization` but with a live session
 /// cookie gets the session's credential as its bearer (after the CSRF check for state changes).
 /// The session cookie is removed from every request. `Err` is the response to send instead.
-pub fn apply<B>(sessions: &Sessions, scheme: &str, req: &mut http::Request<B>) -> Result<(), Status> {
+pub async fn apply<B>(sessions: &Sessions, scheme: &str, req: &mut http::Request<B>) -> Result<(), Status> {
     let Some(value) = cookie_value(req.headers()).map(str::to_string) else {
         return Ok(());
     };
@@ -314,7 +308,7 @@ pub fn apply<B>(sessions: &Sessions, scheme: &str, req: &mut http::Request<B>) -
     if req.headers().contains_key(header::AUTHORIZATION) {
         return Ok(());
     }
-    let Some((auth, session)) = sessions.lookup(&value) else {
+    let Some((auth, session)) = sessions.lookup(&value).await? else {
         // Unknown or expired: the request goes on without credentials and authenticated routes
         // answer 401, which sends the portal back to sign-in.
         return Ok(());
@@ -330,6 +324,8 @@ pub fn apply<B>(sessions: &Sessions, scheme: &str, req: &mut http::Request<B>) -
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use std::sync::Arc;
+
     use super::*;
     use crate::catalog::clock::ManualClock;
 
@@ -434,37 +430,40 @@ mod tests {
         assert!(only.get(header::COOKIE).is_none());
     }
 
-    #[test]
-    fn sessions_expire_and_end() {
-        let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00Z".parse().unwrap()));
-        let sessions = Sessions::new(
-            clock.clone(),
-            SessionSettings {
-                ttl: Duration::from_secs(60),
-            },
-        );
-        let (value, s) = sessions.create("tok".into(), "alice".into()).unwrap();
-        assert_eq!(value.len(), 43);
-        assert_eq!(s.user, "alice");
-        let (auth, found) = sessions.lookup(&value).unwrap();
-        assert_eq!(found.credential, "tok");
-        assert!(sessions.lookup("other").is_none());
-        clock.advance(Duration::from_secs(61));
-        assert!(sessions.lookup(&value).is_none(), "expired");
-        assert!(sessions.is_empty(), "an expired session is forgotten");
-        let (value, _) = sessions.create("tok".into(), "alice".into()).unwrap();
-        sessions.remove(&auth.key);
-        assert!(sessions.lookup(&value).is_some(), "removing another key keeps this one");
-        let (auth, _) = sessions.lookup(&value).unwrap();
-        sessions.remove(&auth.key);
-        assert!(sessions.lookup(&value).is_none());
+    fn sessions(clock: Arc<ManualClock>, ttl: Duration) -> Sessions {
+        Sessions::new(Records::in_process(clock), SessionSettings { ttl })
     }
 
-    #[test]
-    fn apply_turns_a_session_into_a_bearer() {
+    #[tokio::test]
+    async fn sessions_expire_and_end() {
         let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00Z".parse().unwrap()));
-        let sessions = Sessions::new(clock, SessionSettings::default());
-        let (value, _) = sessions.create("tok".into(), "alice".into()).unwrap();
+        let sessions = sessions(clock.clone(), Duration::from_secs(60));
+        let (value, s) = sessions.create("tok".into(), "alice".into()).await.unwrap();
+        assert_eq!(value.len(), COOKIE_LEN);
+        assert_eq!(s.user, "alice");
+        let (auth, found) = sessions.lookup(&value).await.unwrap().unwrap();
+        assert_eq!(found.credential, "tok");
+        assert!(!auth.name.contains(&value), "the record name is not the cookie");
+        assert!(sessions.lookup("other").await.unwrap().is_none());
+        assert!(sessions.lookup(&"x".repeat(COOKIE_LEN)).await.unwrap().is_none());
+        clock.advance(Duration::from_secs(61));
+        assert!(sessions.lookup(&value).await.unwrap().is_none(), "expired");
+        let (value, _) = sessions.create("tok".into(), "alice".into()).await.unwrap();
+        sessions.remove(&auth).await.unwrap();
+        assert!(
+            sessions.lookup(&value).await.unwrap().is_some(),
+            "removing another session keeps this one"
+        );
+        let (auth, _) = sessions.lookup(&value).await.unwrap().unwrap();
+        sessions.remove(&auth).await.unwrap();
+        assert!(sessions.lookup(&value).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn apply_turns_a_session_into_a_bearer() {
+        let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00Z".parse().unwrap()));
+        let sessions = sessions(clock, SessionSettings::default().ttl);
+        let (value, _) = sessions.create("tok".into(), "alice".into()).await.unwrap();
         let cookie = format!("{COOKIE}={value}; theme=dark");
         let get = |method: Method, extra: &[(&str, &str)]| {
             let mut b = http::Request::builder()
@@ -478,20 +477,20 @@ mod tests {
             b.body(()).unwrap()
         };
         let mut req = get(Method::GET, &[]);
-        apply(&sessions, "https", &mut req).unwrap();
+        apply(&sessions, "https", &mut req).await.unwrap();
         assert_eq!(req.headers()[header::AUTHORIZATION], "Bearer tok");
         assert_eq!(req.headers()[header::COOKIE], "theme=dark");
         assert!(req.extensions().get::<SessionAuth>().is_some());
 
         let mut req = get(Method::POST, &[("origin", "https://evil")]);
-        assert_eq!(apply(&sessions, "https", &mut req).unwrap_err().code, 403);
+        assert_eq!(apply(&sessions, "https", &mut req).await.unwrap_err().code, 403);
         let mut req = get(Method::POST, &[("origin", "https://hub:1"), (CSRF_HEADER, "1")]);
-        apply(&sessions, "https", &mut req).unwrap();
+        apply(&sessions, "https", &mut req).await.unwrap();
         assert_eq!(req.headers()[header::AUTHORIZATION], "Bearer tok");
 
         // An explicit bearer wins and is not CSRF-checked (no cookie authority involved).
         let mut req = get(Method::POST, &[("authorization", "Bearer other")]);
-        apply(&sessions, "https", &mut req).unwrap();
+        apply(&sessions, "https", &mut req).await.unwrap();
         assert_eq!(req.headers()[header::AUTHORIZATION], "Bearer other");
         assert_eq!(req.headers()[header::COOKIE], "theme=dark");
 
@@ -502,7 +501,7 @@ mod tests {
             .header(header::COOKIE, format!("{COOKIE}=stale"))
             .body(())
             .unwrap();
-        apply(&sessions, "https", &mut req).unwrap();
+        apply(&sessions, "https", &mut req).await.unwrap();
         assert!(req.headers().get(header::AUTHORIZATION).is_none());
     }
 }

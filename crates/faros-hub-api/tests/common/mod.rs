@@ -188,6 +188,8 @@ impl TestHub {
         config.token_reviewer = Some(Arc::new(reviewer));
         // The test upstreams listen on loopback, which the hub refuses by default.
         config.upstreams.allow = faros_hub_api::proxy::UpstreamPolicy::loopback();
+        // Most tests' kcp is an echo server: sessions stay in this process.
+        config.records = faros_hub_api::records::Placement::Process;
         tweak(&mut config);
         let hub = Hub::new(config).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

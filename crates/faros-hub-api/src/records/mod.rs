@@ -1,0 +1,242 @@
+//! Records every hub replica shares and that outlive a replica: portal sessions, OIDC sign-ins in
+//! flight, MCP sessions.
+//!
+//! With [`Placement::Kcp`] (the default) each record is a Secret in the [`names::SYSTEM_NAMESPACE`]
+//! namespace of [`names::SYSTEM_CONTROLLERS_PATH`] (the reconciler bootstraps both; only kcp admins
+//! and the hub read them), labelled [`RECORD_LABEL`]. Every replica watches them into a cache
+//! ([`kcp`]), so a sign-out on one replica ends the session on all of them within the watch's
+//! delay (milliseconds), and a record another replica made a moment ago that is not cached yet is
+//! read from kcp directly. [`Placement::Process`] keeps them in this process only (one replica,
+//! tests without kcp).
+//!
+//! A record is named by a digest of its secret handle and sealed under another digest of it
+//! ([`seal`]): what kcp stores is neither the cookie nor the credential behind it. The expiry is
+//! sealed with the value (authoritative) and also written in the clear as an annotation, so any
+//! replica can delete expired records without opening them.
+
+pub mod kcp;
+pub mod memory;
+pub mod seal;
+
+use std::sync::Arc;
+
+use faros_core::names;
+use futures::future::BoxFuture;
+use jiff::Timestamp;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::catalog::clock::Clock;
+
+/// The label every record carries; its value is the record's [`Kind`].
+pub const RECORD_LABEL: &str = "faros.sh/hub-record";
+/// The annotation with a record's expiry (RFC 3339), for garbage collection.
+pub const EXPIRES_ANNOTATION: &str = "faros.sh/expires";
+/// The Secret data key of the sealed value.
+pub const DATA_KEY: &str = "sealed";
+
+/// Where the records live.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// In kcp, shared by every replica and kept across restarts.
+    #[default]
+    Kcp,
+    /// In this process's memory: lost on restart, unknown to other replicas.
+    Process,
+}
+
+/// What a record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A portal session; handle: the session cookie's value.
+    Session,
+    /// An OIDC sign-in in flight; handle: its `state`.
+    Oidc,
+    /// An MCP streamable-HTTP session; handle: its `Mcp-Session-Id`.
+    Mcp,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Session => "session",
+            Self::Oidc => "oidc",
+            Self::Mcp => "mcp",
+        }
+    }
+}
+
+/// Why the record store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("kcp: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("kcp client: {0}")]
+    Client(#[from] faros_core::client::ClientError),
+    #[error(transparent)]
+    Seal(#[from] seal::SealError),
+    #[error("record encoding: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// A stored record as the backend sees it: sealed bytes and the expiry in the clear.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Raw {
+    pub sealed: Vec<u8>,
+    pub expires: Timestamp,
+}
+
+/// Where raw records are kept. `name`s come from [`seal::name`].
+pub trait Backend: Send + Sync + 'static {
+    /// Stores a new record.
+    fn put<'a>(&'a self, kind: Kind, name: &'a str, raw: Raw) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// The record `name`, if it exists.
+    fn get<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Raw>, StoreError>>;
+    /// The record `name`, removed so that no other caller (on any replica) also gets it.
+    fn take<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Raw>, StoreError>>;
+    /// Removes the record `name` (no error if it is gone already).
+    fn delete<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+}
+
+/// The sealed JSON of a record: the value and its authoritative expiry.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Envelope<T> {
+    expires: Timestamp,
+    value: T,
+}
+
+/// Typed, sealed records over a [`Backend`].
+#[derive(Clone)]
+pub struct Records {
+    backend: Arc<dyn Backend>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Records {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Records")
+    }
+}
+
+impl Records {
+    pub fn new(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>) -> Self {
+        Self { backend, clock }
+    }
+
+    /// Records in this process only.
+    pub fn in_process(clock: Arc<dyn Clock>) -> Self {
+        Self::new(Arc::new(memory::MemoryBackend::new(clock.clone())), clock)
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// Stores `value` for `handle` until `expires`.
+    pub async fn put<T: Serialize>(
+        &self,
+        kind: Kind,
+        handle: &str,
+        value: &T,
+        expires: Timestamp,
+    ) -> Result<(), StoreError> {
+        let name = seal::name(kind, handle);
+        let plain = serde_json::to_vec(&Envelope { expires, value })?;
+        let sealed = seal::seal(handle, &name, &plain)?;
+        self.backend.put(kind, &name, Raw { sealed, expires }).await
+    }
+
+    fn unseal<T: DeserializeOwned>(&self, handle: &str, name: &str, raw: Option<Raw>) -> Option<(T, Timestamp)> {
+        let raw = raw?;
+        // A record that does not open or decode is treated as absent: only its handle's holder
+        // could have made a valid one.
+        let plain = seal::open(handle, name, &raw.sealed).ok()?;
+        let env: Envelope<T> = serde_json::from_slice(&plain).ok()?;
+        (env.expires > self.clock.now()).then_some((env.value, env.expires))
+    }
+
+    /// The live value stored for `handle`, with its expiry.
+    pub async fn get<T: DeserializeOwned>(
+        &self,
+        kind: Kind,
+        handle: &str,
+    ) -> Result<Option<(T, Timestamp)>, StoreError> {
+        let name = seal::name(kind, handle);
+        let raw = self.backend.get(&name).await?;
+        Ok(self.unseal(handle, &name, raw))
+    }
+
+    /// The live value stored for `handle`, removed: a second `take` anywhere gets `None`.
+    pub async fn take<T: DeserializeOwned>(
+        &self,
+        kind: Kind,
+        handle: &str,
+    ) -> Result<Option<(T, Timestamp)>, StoreError> {
+        let name = seal::name(kind, handle);
+        let raw = self.backend.take(&name).await?;
+        Ok(self.unseal(handle, &name, raw))
+    }
+
+    /// Removes the record for `handle`.
+    pub async fn delete(&self, kind: Kind, handle: &str) -> Result<(), StoreError> {
+        self.delete_named(&seal::name(kind, handle)).await
+    }
+
+    /// Removes the record `name` (as [`seal::name`] made it).
+    pub async fn delete_named(&self, name: &str) -> Result<(), StoreError> {
+        self.backend.delete(name).await
+    }
+}
+
+/// Where [`Placement::Kcp`] keeps the records.
+pub fn kcp_location() -> (&'static str, &'static str) {
+    (names::SYSTEM_CONTROLLERS_PATH, names::SYSTEM_NAMESPACE)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::time::Duration;
+
+    use super::*;
+    use crate::catalog::clock::ManualClock;
+
+    #[tokio::test]
+    async fn records_are_sealed_expire_and_are_taken_once() {
+        let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00Z".parse().unwrap()));
+        let backend = Arc::new(memory::MemoryBackend::new(clock.clone()));
+        let records = Records::new(backend.clone(), clock.clone());
+        let later = clock.now() + jiff::SignedDuration::from_secs(60);
+        records
+            .put(Kind::Session, "h", &"secret".to_string(), later)
+            .await
+            .unwrap();
+        let raw = backend.get(&seal::name(Kind::Session, "h")).await.unwrap().unwrap();
+        assert_eq!(raw.expires, later);
+        assert!(!raw.sealed.windows(6).any(|w| w == b"secret"));
+        assert_eq!(
+            records.get::<String>(Kind::Session, "h").await.unwrap(),
+            Some(("secret".to_string(), later))
+        );
+        assert_eq!(
+            records.get::<String>(Kind::Oidc, "h").await.unwrap(),
+            None,
+            "another kind"
+        );
+        assert_eq!(records.get::<String>(Kind::Session, "g").await.unwrap(), None);
+        assert_eq!(
+            records.take::<String>(Kind::Session, "h").await.unwrap().map(|v| v.0),
+            Some("secret".into())
+        );
+        assert_eq!(records.take::<String>(Kind::Session, "h").await.unwrap(), None, "once");
+        records.put(Kind::Session, "h", &"v".to_string(), later).await.unwrap();
+        clock.advance(Duration::from_secs(61));
+        assert_eq!(
+            records.get::<String>(Kind::Session, "h").await.unwrap(),
+            None,
+            "expired"
+        );
+        records.delete(Kind::Session, "h").await.unwrap();
+        records.delete(Kind::Session, "h").await.unwrap();
+    }
+}
