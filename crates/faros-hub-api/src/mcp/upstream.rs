@@ -259,11 +259,7 @@ mod tests {
             cluster: "c1".into(),
         };
         let h = identity_headers(&who, &HeaderValue::from_static("signed")).unwrap();
-        let mut got: Vec<(String, String)> = h
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_string()))
-            .collect();
-        got.sort();
+        let got = crate::proxy::test_support::sorted(&h);
         assert_eq!(
             got,
             [

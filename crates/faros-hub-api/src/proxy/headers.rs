@@ -193,6 +193,7 @@ pub fn response_headers(headers: &mut HeaderMap, mode: &Mode, switching_protocol
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::proxy::test_support::sorted;
     use pretty_assertions::assert_eq;
 
     fn map(pairs: &[(&str, &str)]) -> HeaderMap {
@@ -204,15 +205,6 @@ mod tests {
             );
         }
         h
-    }
-
-    fn sorted(h: &HeaderMap) -> Vec<(String, String)> {
-        let mut v: Vec<(String, String)> = h
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_string()))
-            .collect();
-        v.sort();
-        v
     }
 
     fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {

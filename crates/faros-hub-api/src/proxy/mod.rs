@@ -10,6 +10,22 @@ pub mod routes;
 pub mod ui_assets;
 pub mod upstream_policy;
 
+#[cfg(test)]
+pub(crate) mod test_support {
+    #![allow(clippy::unwrap_used)]
+    use http::{HeaderName, HeaderValue};
+
+    /// Headers as sorted `(name, value)` pairs, for comparing with a table.
+    pub fn sorted<'a>(h: impl IntoIterator<Item = (&'a HeaderName, &'a HeaderValue)>) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = h
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_string()))
+            .collect();
+        v.sort();
+        v
+    }
+}
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -229,11 +229,7 @@ mod tests {
             h.append(HeaderName::from_static(k), HeaderValue::from_static(v));
         }
         rewrite_response(&mut h);
-        let mut got: Vec<(String, String)> = h
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_string()))
-            .collect();
-        got.sort();
+        let got = crate::proxy::test_support::sorted(&h);
         assert_eq!(
             got,
             [
