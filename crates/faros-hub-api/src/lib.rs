@@ -277,6 +277,7 @@ impl Hub {
             }
             records::Placement::Process => (records::Records::in_process(config.clock.clone()), None),
         };
+        mcp.use_records(record_store.clone());
         let oidc_login = match &config.oidc {
             Some(settings) => Some(Arc::new(portal::login::OidcLogin::new(
                 settings.clone(),
@@ -355,6 +356,11 @@ impl Hub {
         if let Some(records) = &self.records {
             tasks.spawn(records.clone().run(cancel.clone()));
         }
+        tasks.spawn(mcp::bindings::watch(
+            self.factory.clone(),
+            self.state.tenancy.clone(),
+            cancel.clone(),
+        ));
         tasks.spawn(catalog::probe::run(
             self.state.registry.clone(),
             self.state.providers_http.clone(),

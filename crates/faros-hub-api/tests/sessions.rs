@@ -589,13 +589,18 @@ struct SharedKcp {
 }
 
 const ALICE_KCP: &str = "alice-token-0123456789abcdef";
+const BOB_KCP: &str = "bob-token-0123456789abcdef";
 
 impl SharedKcp {
     async fn start() -> Self {
         init_tracing_and_crypto();
         let dir = tempfile::tempdir().unwrap();
         let tokens = dir.path().join("tokens.csv");
-        std::fs::write(&tokens, format!("{ALICE_KCP},alice,alice-uid,\"devs\"\n")).unwrap();
+        std::fs::write(
+            &tokens,
+            format!("{ALICE_KCP},alice,alice-uid,\"devs\"\n{BOB_KCP},bob,bob-uid,\"devs\"\n"),
+        )
+        .unwrap();
         let mut config = faros_embedded_kcp::Config::new(dir.path().join("state"));
         config.token_file = Some(tokens);
         let server = faros_embedded_kcp::Server::start(config).await.unwrap();
@@ -820,6 +825,124 @@ async fn oidc_callback_on_another_replica_completes_the_sign_in() {
         .unwrap();
     let to = replay.headers()["location"].to_str().unwrap();
     assert!(to.starts_with("/portal/signin?error="), "{to}");
+
+    a.stop().await;
+    b.stop().await;
+    kcp.shutdown().await;
+}
+
+/// Team workspace `org`/`ws` with alice and bob as members (as the tenancy API writes them).
+async fn team_workspace(kcp: &SharedKcp, org: &str, ws: &str) {
+    use faros_core::kcp::{Workspace, WorkspaceSpec, WorkspaceTypeReference};
+    use faros_core::names;
+    use faros_hub_api::tenancy::{Role, rbac};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let factory = faros_core::client::ClientFactory::new(kcp.admin().await).unwrap();
+    for (parent, name, type_) in [
+        (names::TENANTS_PATH.to_string(), org, names::WORKSPACE_TYPE_ORGANIZATION),
+        (names::org_workspace_path(org), ws, names::WORKSPACE_TYPE_WORKSPACE),
+    ] {
+        let api: kube::Api<Workspace> = kube::Api::all(factory.cluster(&parent).unwrap());
+        let w = Workspace::new(
+            name,
+            WorkspaceSpec {
+                type_: Some(WorkspaceTypeReference {
+                    name: type_.into(),
+                    path: Some(names::WORKSPACE_TYPES_PATH.into()),
+                }),
+                ..Default::default()
+            },
+        );
+        // The reconciler bootstraps the WorkspaceTypes after the tree; until then kcp refuses them.
+        eventually("the workspace is accepted", WAIT, || async {
+            match api.create(&kube::api::PostParams::default(), &w).await {
+                Ok(_) => Some(()),
+                Err(kube::Error::Api(s)) if s.code == 409 => Some(()),
+                Err(_) => None,
+            }
+        })
+        .await;
+        faros_core::wait::wait_for(api, name, |w| w.is_some_and(|w| w.is_ready()), WAIT)
+            .await
+            .unwrap();
+    }
+    let team = factory.cluster(&names::team_workspace_path(org, ws)).unwrap();
+    let roles: kube::Api<ClusterRole> = kube::Api::all(team.clone());
+    for r in rbac::workspace_roles() {
+        roles.create(&kube::api::PostParams::default(), &r).await.unwrap();
+    }
+    let crbs: kube::Api<ClusterRoleBinding> = kube::Api::all(team);
+    for b in [
+        rbac::member_binding("alice", Role::Admin),
+        rbac::member_binding("bob", Role::Member),
+    ] {
+        crbs.create(&kube::api::PostParams::default(), &b).await.unwrap();
+    }
+}
+
+/// One MCP streamable-HTTP POST (protocol 2025-06-18): status, session id, body.
+async fn mcp_post(url: &str, token: &str, session: Option<&str>, body: Value) -> (u16, Option<String>, String) {
+    let mut req = http()
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&body);
+    if let Some(s) = session {
+        req = req.header("mcp-session-id", s);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    let sid = resp
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_string());
+    (status, sid, resp.text().await.unwrap())
+}
+
+/// An MCP session opened on one replica continues on another (and after the first restarts); it
+/// cannot be carried to another user.
+#[tokio::test]
+async fn mcp_sessions_continue_on_any_replica_and_stay_with_their_caller() {
+    let kcp = SharedKcp::start().await;
+    let a = Replica::start(&kcp, None, None).await;
+    let b = Replica::start(&kcp, None, None).await;
+    team_workspace(&kcp, "acme", "dev").await;
+    let path = "/api/orgs/acme/workspaces/dev/mcp";
+
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    // Membership reaches the hub through kcp's RBAC a moment after it is written.
+    let sid = eventually("alice initializes on A", WAIT, || async {
+        let (status, sid, _) = mcp_post(&a.url(path), ALICE_KCP, None, init.clone()).await;
+        (status == 200).then_some(sid).flatten()
+    })
+    .await;
+    let (status, _, _) = mcp_post(
+        &a.url(path),
+        ALICE_KCP,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(status, 202);
+
+    let list = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+    let (status, _, body) = mcp_post(&b.url(path), ALICE_KCP, Some(&sid), list(2)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"tools\""), "{body}");
+
+    // Bob, a member of the same workspace, cannot continue alice's session on either replica.
+    for r in [&a, &b] {
+        let (status, _, body) = mcp_post(&r.url(path), BOB_KCP, Some(&sid), list(3)).await;
+        assert_eq!(status, 404, "{body}");
+    }
+
+    // A restarts: the session continues there too.
+    let addr = a.stop().await;
+    let a = Replica::start(&kcp, Some(addr), None).await;
+    let (status, _, body) = mcp_post(&a.url(path), ALICE_KCP, Some(&sid), list(4)).await;
+    assert_eq!(status, 200, "{body}");
 
     a.stop().await;
     b.stop().await;

@@ -87,8 +87,20 @@ struct Member {
     fingerprint: Fingerprint,
 }
 
-/// (cluster, user, groups): who may use the sessions of one space.
-type SessionSpace = (String, String, Vec<String>);
+use super::server::WorkspaceServer;
+use super::store::{SessionSpace, SpaceStore};
+use crate::records::Records;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+/// One session space's rmcp service: its sessions in memory and, with [`Federation::use_records`],
+/// in the shared store. One service per space (not per request) so rmcp's restore of a session
+/// from the store happens once even when requests for it arrive together.
+pub type SpaceService = StreamableHttpService<WorkspaceServer, LocalSessionManager>;
+
+struct Space {
+    manager: Arc<LocalSessionManager>,
+    service: SpaceService,
+}
 
 /// Shared federation state; one per hub.
 pub struct Federation {
@@ -104,7 +116,9 @@ pub struct Federation {
     watcher: OnceLock<()>,
     /// One session space per (cluster, user, groups): a session id minted for one workspace or
     /// user is unknown everywhere else.
-    sessions: Mutex<HashMap<SessionSpace, Arc<LocalSessionManager>>>,
+    sessions: Mutex<HashMap<SessionSpace, Space>>,
+    /// Where sessions are kept for other replicas and restarts (none: this process only).
+    records: OnceLock<Records>,
     pub(super) shutdown: CancellationToken,
 }
 
@@ -142,8 +156,14 @@ impl Federation {
             published: watch::channel(Snapshot::default()).0,
             watcher: OnceLock::new(),
             sessions: Mutex::new(HashMap::new()),
+            records: OnceLock::new(),
             shutdown: CancellationToken::new(),
         }))
+    }
+
+    /// Keeps MCP sessions in `records` too, so any replica continues them ([`super::store`]).
+    pub fn use_records(&self, records: Records) {
+        let _ = self.records.set(records);
     }
 
     /// Ends every MCP session (their SSE streams would otherwise hold graceful shutdown open).
@@ -265,24 +285,49 @@ impl Federation {
 
     // ----- sessions ----------------------------------------------------------------------------
 
-    /// The session space of `ctx`'s caller in its workspace.
-    pub(super) fn sessions_for(&self, ctx: &WorkspaceCtx) -> Arc<LocalSessionManager> {
-        let key = (
+    fn server_config(&self, space: &SessionSpace) -> StreamableHttpServerConfig {
+        let mut config = StreamableHttpServerConfig::default()
+            // rmcp's Host allow-list guards unauthenticated local servers against DNS rebinding;
+            // the hub is served under its public name and every request carries credentials.
+            .disable_allowed_hosts()
+            .with_cancellation_token(self.shutdown.child_token());
+        config.session_store = self
+            .records
+            .get()
+            .map(|r| Arc::new(SpaceStore::new(r.clone(), space.clone())) as _);
+        config
+    }
+
+    /// The rmcp service of `ctx`'s caller in its workspace (its session space).
+    pub(super) fn service_for(self: &Arc<Self>, ctx: &Arc<WorkspaceCtx>) -> SpaceService {
+        let key: SessionSpace = (
             ctx.target.cluster.clone(),
             ctx.caller.user.clone(),
             ctx.caller.groups.clone(),
         );
         let mut all = lock(&self.sessions);
         if let Some(s) = all.get(&key) {
-            return s.clone();
+            return s.service.clone();
         }
         if all.len() >= 1024 {
             // Spaces whose sessions all ended (rmcp expires idle ones) are dropped.
-            all.retain(|_, s| s.sessions.try_read().map(|m| !m.is_empty()).unwrap_or(true));
+            all.retain(|_, s| s.manager.sessions.try_read().map(|m| !m.is_empty()).unwrap_or(true));
         }
-        let s = Arc::new(LocalSessionManager::default());
-        all.insert(key, s.clone());
-        s
+        let manager = Arc::new(LocalSessionManager::default());
+        let make = {
+            let fed = self.clone();
+            let ctx = ctx.clone();
+            move || Ok(WorkspaceServer::new(fed.clone(), ctx.clone()))
+        };
+        let service = StreamableHttpService::new(make, manager.clone(), self.server_config(&key));
+        all.insert(
+            key,
+            Space {
+                manager,
+                service: service.clone(),
+            },
+        );
+        service
     }
 
     // ----- what a workspace sees ---------------------------------------------------------------

@@ -2,7 +2,7 @@
 //! offering the tools of every provider that is Ready **and** enabled in that workspace.
 //!
 //! - Clients speak MCP streamable HTTP to the hub (rmcp server, [`server`]); requests are
-//!   authenticated and membership-checked ([`routes`]) before rmcp sees them.
+//!   authenticated and membership-checked ([`routes()`]) before rmcp sees them.
 //! - Tools are named `<provider>__<tool>` ([`naming`]); a call is routed to the owning provider's
 //!   `<backend.url>/mcp` ([`upstream`]) with the caller's verified identity as a signed assertion,
 //!   never the caller's credentials.
@@ -11,15 +11,21 @@
 //!   ([`federation`]). Sessions get `notifications/tools/list_changed` when their workspace's
 //!   tool set changes (readiness, CatalogEntry edits, Enable/Disable).
 //!
+//! - Sessions are kept in the hub's shared records ([`store`]) so any replica continues them, and
+//!   every replica watches APIBindings ([`bindings`]) so list_changed follows an Enable made
+//!   anywhere.
+//!
 //! Which providers a workspace enabled, and whether the caller may enter it, come through the
 //! [`Directory`] seam so this module never talks to kcp itself.
 
+pub mod bindings;
 pub mod describe;
 pub mod directory;
 pub mod federation;
 pub mod naming;
 pub mod routes;
 pub mod server;
+pub mod store;
 pub mod upstream;
 
 use std::time::Duration;

@@ -8,10 +8,8 @@ use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tower::ServiceExt;
 
-use super::server::WorkspaceServer;
 use super::{Federation, WorkspaceCtx};
 use crate::auth::{Caller, missing_credentials};
 
@@ -27,14 +25,6 @@ where
     Router::new().route(MCP_ROUTE, any(handle)).with_state(fed)
 }
 
-fn server_config(fed: &Federation) -> StreamableHttpServerConfig {
-    StreamableHttpServerConfig::default()
-        // rmcp's Host allow-list guards unauthenticated local servers against DNS rebinding;
-        // the hub is served under its public name and every request carries credentials.
-        .disable_allowed_hosts()
-        .with_cancellation_token(fed.shutdown.child_token())
-}
-
 async fn handle(State(fed): State<Arc<Federation>>, Path((org, ws)): Path<(String, String)>, req: Request) -> Response {
     let Some(caller) = req.extensions().get::<Caller>().cloned() else {
         return missing_credentials().into_response();
@@ -44,13 +34,7 @@ async fn handle(State(fed): State<Arc<Federation>>, Path((org, ws)): Path<(Strin
         Err(status) => return status.into_response(),
     };
     let ctx = Arc::new(WorkspaceCtx { caller, target });
-    let sessions = fed.sessions_for(&ctx);
-    let config = server_config(&fed);
-    let make = {
-        let fed = fed.clone();
-        move || Ok(WorkspaceServer::new(fed.clone(), ctx.clone()))
-    };
-    let service = StreamableHttpService::new(make, sessions, config);
+    let service = fed.service_for(&ctx);
     match service.oneshot(req).await {
         Ok(resp) => resp.map(Body::new),
         Err(never) => match never {},

@@ -1,0 +1,115 @@
+//! Every replica learns of every Enable and Disable: a watch of APIBindings in all workspaces
+//! announces each change of a binding's Bound state ([`crate::tenancy::Tenancy::notify_bindings_changed`]),
+//! so MCP sessions get `notifications/tools/list_changed` when a provider is enabled on another
+//! replica, with kubectl, or when a binding the Enable request wrote becomes Bound after the
+//! request's own announcement (which is what kept the notification from ever reaching clients: the
+//! only announcement came while the binding was not Bound yet, and the sessions' re-read found
+//! nothing new).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use faros_core::client::ClientFactory;
+use faros_core::kcp::apis::v1alpha2::APIBinding;
+use futures::StreamExt;
+use kube::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use tokio_util::sync::CancellationToken;
+
+use crate::tenancy::Tenancy;
+use crate::tenancy::enable::plan::is_bound;
+
+/// The annotation kcp puts on objects of a wildcard list: their logical cluster.
+const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
+
+/// Whether a binding's Bound state moved from `before` (absent: `None`) to `after` (deleted:
+/// `None`), which changes some workspace's tool set.
+pub fn announces(before: Option<bool>, after: Option<bool>) -> bool {
+    before.unwrap_or(false) != after.unwrap_or(false)
+}
+
+fn key(b: &APIBinding) -> String {
+    let cluster = b
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CLUSTER_ANNOTATION))
+        .map(String::as_str)
+        .unwrap_or_default();
+    format!("{cluster}/{}", b.metadata.name.as_deref().unwrap_or_default())
+}
+
+/// Watches APIBindings in every workspace until `cancel`, announcing Bound-state changes.
+pub async fn watch(factory: ClientFactory, tenancy: Arc<Tenancy>, cancel: CancellationToken) {
+    let client = match factory.cluster("*") {
+        Ok(c) => c,
+        Err(error) => {
+            tracing::error!(%error, "cannot build the APIBinding watch client");
+            return;
+        }
+    };
+    let api: Api<APIBinding> = Api::all(client);
+    let mut stream = std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff());
+    let mut bound: HashMap<String, bool> = HashMap::new();
+    let mut listing: HashMap<String, bool> = HashMap::new();
+    loop {
+        let event = tokio::select! {
+            _ = cancel.cancelled() => return,
+            e = stream.next() => match e {
+                Some(e) => e,
+                None => return,
+            },
+        };
+        match event {
+            Ok(Event::Init) => listing.clear(),
+            Ok(Event::InitApply(b)) => {
+                listing.insert(key(&b), is_bound(&b));
+            }
+            Ok(Event::InitDone) => {
+                // A relist after a gap: announce once if anything moved while the watch was down.
+                let changed = listing.len() != bound.len()
+                    || listing
+                        .iter()
+                        .any(|(k, now)| announces(bound.get(k).copied(), Some(*now)));
+                bound = std::mem::take(&mut listing);
+                if changed {
+                    tenancy.notify_bindings_changed();
+                }
+            }
+            Ok(Event::Apply(b)) => {
+                let now = is_bound(&b);
+                if announces(bound.insert(key(&b), now), Some(now)) {
+                    tenancy.notify_bindings_changed();
+                }
+            }
+            Ok(Event::Delete(b)) => {
+                if announces(bound.remove(&key(&b)), None) {
+                    tenancy.notify_bindings_changed();
+                }
+            }
+            Err(error) => tracing::warn!(%error, "APIBinding watch failed; retrying"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_bound_state_changes_are_announced() {
+        for (before, after, want) in [
+            (None, Some(false), false),
+            (None, Some(true), true),
+            (Some(false), Some(true), true),
+            (Some(true), Some(true), false),
+            (Some(true), Some(false), true),
+            (Some(true), None, true),
+            (Some(false), None, false),
+            (None, None, false),
+        ] {
+            assert_eq!(announces(before, after), want, "{before:?} -> {after:?}");
+        }
+    }
+}
