@@ -7,7 +7,7 @@
 //! Scenarios live in `tests/scenarios/` and take a `&Platform`; they use nothing but what a real
 //! user of an installed platform has (no in-process handles, no shared memory, no injected clock),
 //! and name everything they create with [`Platform::unique`] so they can rerun against the same
-//! platform. They wait on conditions with deadlines ([`eventually`], from `faros-test-support`),
+//! platform. They wait on conditions with deadlines ([`eventually`](mod@eventually), from `faros-test-support`),
 //! never on fixed sleeps.
 
 pub mod devproc;

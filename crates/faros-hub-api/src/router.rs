@@ -58,7 +58,7 @@ async fn not_found(req: Request) -> Response {
 
 /// The hub's API routes: everything but the proxies, which [`HubService`] dispatches by prefix
 /// before this router. Public: health, metrics, JWKS, heartbeats (authenticated by their own
-/// ServiceAccount rule). Everything else goes through the [`Authenticator`].
+/// ServiceAccount rule). Everything else goes through the [`Authenticator`](crate::auth::Authenticator).
 pub fn router(st: AppState) -> Router {
     router_with(st, true)
 }

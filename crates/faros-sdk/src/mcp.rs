@@ -5,11 +5,15 @@
 //! a valid one) and leaves the [`VerifiedIdentity`] in the request extensions, where rmcp hands it
 //! to tools inside the HTTP request parts:
 //!
-//! ```ignore
-//! #[tool(description = "…")]
-//! async fn list_greetings(&self, Extension(parts): Extension<http::request::Parts>) -> Result<CallToolResult, ErrorData> {
-//!     let who = faros_sdk::mcp::caller(&parts)?;   // user, org, workspace, cluster
-//!     …
+//! ```no_run
+//! use faros_sdk::axum::Extension;
+//! use faros_sdk::rmcp::ErrorData;
+//! use faros_sdk::rmcp::model::{CallToolResult, ContentBlock};
+//!
+//! async fn list_greetings(Extension(parts): Extension<faros_sdk::http::request::Parts>) -> Result<CallToolResult, ErrorData> {
+//!     let who = faros_sdk::mcp::caller(&parts)?; // user, org, workspace, cluster
+//!     let who = who.identity();
+//!     Ok(CallToolResult::success(vec![ContentBlock::text(format!("{} in {}", who.user, who.workspace))]))
 //! }
 //! ```
 //!

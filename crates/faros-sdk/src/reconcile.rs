@@ -2,12 +2,17 @@
 //! differs from what the object already has, keep conditions' transition times, and treat an object
 //! deleted meanwhile as done.
 //!
-//! ```ignore
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use faros_sdk::prelude::*;
+//!
 //! async fn reconcile(obj: Arc<DynamicObject>, tenant: Tenant) -> Result<Action, kube::Error> {
 //!     let ready = Condition::new("Ready", true, "Replied", "");
-//!     let status = json!({"reply": "…", "observedAt": reconcile::now(),
-//!         "conditions": reconcile::set_condition(&obj, ready, &reconcile::now())});
-//!     reconcile::update_status(&tenant, &obj, status).await?;
+//!     let now = reconcile::now();
+//!     let status = json!({"reply": "…", "observedAt": now,
+//!         "conditions": reconcile::set_condition(&obj, ready, &now)});
+//!     reconcile::update_status(&tenant, &obj, json!({"status": status})).await?;
 //!     Ok(Action::AwaitChange)
 //! }
 //! ```

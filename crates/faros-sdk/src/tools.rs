@@ -1,11 +1,27 @@
 //! MCP tools without rmcp's ceremony: a tool is a name, a description and an async function of the
 //! [`Caller`] (verified identity + a client for the caller's workspace) and its typed input.
 //!
-//! ```ignore
-//! Tool::new("create_note", "Create a Note in the caller's workspace.", |caller: Caller, new: NewNote| async move {
-//!     note::create(caller.client, &new).await          // Result<impl Serialize, Status>
-//! })
-//! Tool::no_input("list_notes", "List the Notes in the caller's workspace.", |caller: Caller| async move { … })
+//! ```no_run
+//! use faros_sdk::prelude::*;
+//! use faros_sdk::schemars::JsonSchema;
+//! use faros_sdk::serde::Deserialize;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(crate = "faros_sdk::serde")]
+//! #[schemars(crate = "faros_sdk::schemars")]
+//! struct NewNote {
+//!     /// The note's text.
+//!     text: String,
+//! }
+//!
+//! let create = Tool::new("create_note", "Create a Note in the caller's workspace.", |caller: Caller, new: NewNote| async move {
+//!     // The caller's own workspace: `caller.client` acts there and nowhere else.
+//!     Ok::<_, Status>(json!({"created": new.text, "workspace": caller.who.identity().workspace}))
+//! });
+//! let list = Tool::no_input("list_notes", "List the Notes in the caller's workspace.", |caller: Caller| async move {
+//!     Ok::<_, Status>(json!({"workspace": caller.who.identity().workspace, "items": []}))
+//! });
+//! # let _ = (create, list);
 //! ```
 //!
 //! The input's JSON schema (`schemars`) is the tool's `inputSchema`. A result is sent as JSON text;

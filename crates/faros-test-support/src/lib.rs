@@ -2,7 +2,7 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`eventually`] | poll a condition that has no watch (HTTP, files, processes) until it holds, with a deadline |
+//! | [`eventually`](mod@eventually) | poll a condition that has no watch (HTTP, files, processes) until it holds, with a deadline |
 //! | [`kubeconfig`] | kube configs and clients from kubeconfig YAML or files |
 //! | [`users`] | test users with random tokens, and static token files (`token,user,uid[,"groups"]`) |
 //! | [`https`] | HTTP clients trusting a test platform's CA |

@@ -4,7 +4,7 @@
 //! `crates/faros/templates/provider/`, either in-tree (`providers/<name>` of a faros checkout, a
 //! workspace member) or anywhere (a crate of its own that depends on the SDK).
 //!
-//! [`plan`] decides every file without IO (table-tested); [`write`] refuses to overwrite.
+//! [`plan`] decides every file without IO (table-tested); [`write()`] refuses to overwrite.
 
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,7 @@
 //! each workspace. ServiceAccounts are workloads of one workspace: they may read who they are, list
 //! and use workspaces where kcp lets them in (the membership reviews carry their cluster, so a
 //! ServiceAccount counts only where it lives or where kcp RBAC names it globally), but organizations
-//! and memberships belong to people: those routes are [`users_only`].
+//! and memberships belong to people: those routes are `users_only`.
 
 use axum::extract::Request;
 use axum::middleware::{self, Next};

@@ -1,14 +1,36 @@
 //! The provider app builder: what a provider's `main` is made of.
 //!
-//! ```ignore
+//! ```no_run
+//! use std::process::ExitCode;
+//! use std::sync::Arc;
+//!
+//! use faros_sdk::axum::{Router, routing::get};
+//! use faros_sdk::prelude::*;
+//!
+//! fn note() -> ApiResource {
+//!     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("notes.example.dev", "v1alpha1", "Note"), "notes")
+//! }
+//!
+//! async fn reconcile(_note: Arc<DynamicObject>, _tenant: Tenant) -> Result<Action, kube::Error> {
+//!     Ok(Action::AwaitChange)
+//! }
+//!
+//! async fn list(caller: Caller) -> Result<Value, Status> {
+//!     let notes = Api::<DynamicObject>::all_with(caller.client, &note()).list(&ListParams::default()).await?;
+//!     Ok(json!({"items": notes.items.len()}))
+//! }
+//!
 //! pub fn app() -> App {
 //!     App::new("notes", env!("CARGO_PKG_VERSION"))
-//!         .files(env!("CARGO_MANIFEST_DIR"))                       // schemas/, manifest.yaml, provider.yaml
-//!         .controller(note::api_resource(), note::reconcile)
-//!         .routes(Router::new().route("/api/notes", get(list)))   // behind the identity check
-//!         .tool(Tool::no_input("list_notes", "List the Notes.", |caller: Caller| async move { … }))
+//!         .files(env!("CARGO_MANIFEST_DIR"))                     // schemas/, manifest.yaml, provider.yaml
+//!         .controller(note(), reconcile)
+//!         .routes(Router::new().route("/api/notes", get(|| async { "[]" }))) // behind the identity check
+//!         .tool(Tool::no_input("list_notes", "List the Notes.", list))
 //! }
-//! fn main() -> ExitCode { app().main() }
+//!
+//! fn main() -> ExitCode {
+//!     app().main()
+//! }
 //! ```
 //!
 //! [`App::main`] is the binary: `init` (publish the API, then exit) and `serve` (the default) with

@@ -8,7 +8,7 @@
 //! so `CARGO_TARGET_DIR` and `.cargo/config.toml` count), built by the author.
 //!
 //! Nothing here gives up while `faros dev` runs: a binary not built yet is waited for, and an
-//! `init` that fails or a `serve` that exits is run again after a backoff ([`backoff`]) or at once
+//! `init` that fails or a `serve` that exits is run again after a backoff (`backoff`) or at once
 //! when a new build appears; each is logged. `faros dev` announces itself without waiting for
 //! these providers (an author may start it before the first build).
 

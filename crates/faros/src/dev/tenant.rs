@@ -23,7 +23,7 @@ pub fn mcp_client_config(url: &str, token: &str) -> String {
 
 /// Creates the demo org and workspace once the hub's workspace tree exists. Until the reconciler's
 /// bootstrap is done kcp answers 404 (no tenants workspace), 403 (workspace types not there yet) or
-/// 503, so every failure is retried with backoff; after [`GIVE_UP`] the last error is logged.
+/// 503, so every failure is retried with backoff; after `GIVE_UP` the last error is logged.
 /// Creates the demo organization and workspace with `user` as admin, retrying while the platform
 /// starts; flips `done` to true once they exist.
 pub async fn seed(tenancy: Arc<Tenancy>, user: String, done: watch::Sender<bool>, mut stop: watch::Receiver<bool>) {
