@@ -26,7 +26,6 @@ use faros_hub_api::tenancy::rbac;
 use faros_hub_api::{Config, Hub};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, ResourceExt};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -38,11 +37,9 @@ const BOB: &str = "bob-token-0123456789abcdef"; // member of acme/dev
 const CAROL: &str = "carol-token-0123456789abcdef"; // no membership
 const GROUP: &str = "greeter.faros.sh";
 
+/// A kube config from kubeconfig YAML (the shared helper, panicking in a test).
 async fn config_from_yaml(yaml: &str) -> kube::Config {
-    let kc = Kubeconfig::from_yaml(yaml).unwrap();
-    kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .unwrap()
+    faros_test_support::kubeconfig::config_from_yaml(yaml).await.unwrap()
 }
 
 struct Stack {

@@ -21,7 +21,6 @@ use faros_hub_api::{Config, Hub, Tls};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;
 use kube::api::{ListParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 use tokio::net::TcpListener;
@@ -52,18 +51,12 @@ fn hub_tls(dir: &std::path::Path) -> Tls {
 
 /// An HTTP client trusting the hub's certificate.
 fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(hub_cert().0.as_bytes()).unwrap())
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
+    faros_test_support::https::client_trusting(hub_cert().0.as_bytes()).unwrap()
 }
 
+/// A kube config from kubeconfig YAML (the shared helper, panicking in a test).
 async fn config_from_yaml(yaml: &str) -> kube::Config {
-    let kc = Kubeconfig::from_yaml(yaml).unwrap();
-    kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .unwrap()
+    faros_test_support::kubeconfig::config_from_yaml(yaml).await.unwrap()
 }
 
 struct Kcp {
