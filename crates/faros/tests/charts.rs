@@ -57,16 +57,7 @@ fn root() -> PathBuf {
 }
 
 fn helm() -> String {
-    let helm = std::env::var("FAROS_HELM").unwrap_or_else(|_| "helm".into());
-    let ok = Command::new(&helm)
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "helm not found as {helm:?}: install helm 3 (see .ci/run) or set FAROS_HELM"
-    );
-    helm
+    faros_test_support::tools::helm().unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn run(cmd: &mut Command) -> (bool, String) {

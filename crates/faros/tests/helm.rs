@@ -91,16 +91,7 @@ impl Helm {
 }
 
 fn helm_bin() -> String {
-    let helm = std::env::var("FAROS_HELM").unwrap_or_else(|_| "helm".into());
-    let ok = std::process::Command::new(&helm)
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "helm not found as {helm:?}: install helm 3 (see .ci/run) or set FAROS_HELM"
-    );
-    helm
+    faros_test_support::tools::helm().unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn write_chart(dir: &Path) {

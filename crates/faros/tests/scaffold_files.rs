@@ -18,16 +18,7 @@ fn scaffold(dir: &Path, name: &str) {
 }
 
 fn helm() -> String {
-    let helm = std::env::var("FAROS_HELM").unwrap_or_else(|_| "helm".into());
-    let ok = Command::new(&helm)
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "helm not found as {helm:?}: install helm 3 (see .ci/run) or set FAROS_HELM"
-    );
-    helm
+    faros_test_support::tools::helm().unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

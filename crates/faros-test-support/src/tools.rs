@@ -1,0 +1,30 @@
+//! External tools tests run: where to find them, and a clear error naming how to install each.
+
+use std::process::Command;
+
+/// A tool the tests need is not installed.
+#[derive(Debug, thiserror::Error)]
+#[error("{tool} not found as {path:?}: {install}")]
+pub struct Missing {
+    pub tool: &'static str,
+    pub path: String,
+    pub install: &'static str,
+}
+
+/// Helm 3: `$FAROS_HELM`, else `helm` on the PATH, checked with `helm version`.
+pub fn helm() -> Result<String, Missing> {
+    let path = std::env::var("FAROS_HELM").unwrap_or_else(|_| "helm".into());
+    let ok = Command::new(&path)
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        Ok(path)
+    } else {
+        Err(Missing {
+            tool: "helm",
+            path,
+            install: "install helm 3 (see .ci/run) or set FAROS_HELM",
+        })
+    }
+}
