@@ -25,6 +25,7 @@ pub mod properties;
 mod proptests;
 pub mod provider;
 pub mod schema_gen;
+pub mod schema_revision;
 pub mod status;
 pub mod telemetry;
 pub mod token_file;

@@ -80,7 +80,8 @@ pub const PROVIDERS_RESOURCE: &str = "providers";
 pub const CATALOG_ENTRIES_RESOURCE: &str = "catalogentries";
 
 /// Prefix of the APIResourceSchemas faros generates for its own types (`<prefix>.<plural>.<group>`).
-/// Bump it whenever a schema changes: kcp schemas are immutable, so a changed schema needs a new name.
+/// Bump it whenever a schema changes: kcp schemas are immutable, so a changed schema needs a new name
+/// (`crate::schema_revision`'s test fails until it has one and the new revision is recorded).
 pub const SCHEMA_PREFIX: &str = "v1alpha1";
 
 // ---------------------------------------------------------------------------------------------
