@@ -96,8 +96,10 @@ pub struct Config {
     pub catalog: CatalogSettings,
     pub probe: ProbeSettings,
     pub token_cache: CacheSettings,
-    /// How long in-flight requests may finish after shutdown is requested.
+    /// How long in-flight requests may finish after the listener stops accepting.
     pub shutdown_grace: Duration,
+    /// How long `/readyz` fails before the listener stops accepting (see [`server`]).
+    pub shutdown_delay: Duration,
     pub clock: Arc<dyn Clock>,
     /// Replaces the default chain (static tokens, OIDC, kcp TokenReview) of user authentication.
     pub authenticator: Option<Arc<dyn Authenticator>>,
@@ -153,6 +155,7 @@ impl Config {
             probe: ProbeSettings::default(),
             token_cache: CacheSettings::default(),
             shutdown_grace: Duration::from_secs(10),
+            shutdown_delay: Duration::ZERO,
             clock: Arc::new(SystemClock),
             authenticator: None,
             token_file: None,
@@ -405,16 +408,24 @@ impl Hub {
             });
             tracing::info!(%addr, "metrics serving (plain HTTP)");
         }
-        let serving = tokio::spawn(server::serve(
+        let phases = server::Phases {
+            draining: CancellationToken::new(),
+            stop: cancel.clone(),
+        };
+        let serving = tokio::spawn(server::serve_phased(
             listener,
             tls,
             self.service(),
-            cancel.clone(),
+            phases.clone(),
             self.config.shutdown_grace,
         ));
         shutdown.await;
+        tracing::info!(delay = ?self.config.shutdown_delay, grace = ?self.config.shutdown_grace, "hub API draining");
+        phases.draining.cancel();
+        tokio::time::sleep(self.config.shutdown_delay).await;
         tracing::info!("hub API shutting down");
-        // Open MCP event streams would otherwise hold the grace period.
+        // MCP sessions' event streams end (clients reconnect, on another replica, which restores
+        // the session from the records); they would otherwise hold the grace period.
         self.state.mcp.shutdown();
         cancel.cancel();
         let _ = serving.await;

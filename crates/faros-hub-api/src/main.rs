@@ -67,6 +67,13 @@ struct Args {
     /// Lifetime of a portal session from sign-in, in seconds.
     #[arg(long, env = "FAROS_SESSION_TTL", default_value_t = 8 * 3600)]
     session_ttl: u64,
+    /// On SIGTERM: seconds `/readyz` answers 503 while everything is still served (a balancer's
+    /// health check takes the replica out), before connections stop being accepted.
+    #[arg(long, env = "FAROS_SHUTDOWN_DELAY", default_value_t = 0)]
+    shutdown_delay: u64,
+    /// Then: seconds in-flight requests may finish before the remaining connections are closed.
+    #[arg(long, env = "FAROS_SHUTDOWN_GRACE", default_value_t = 10)]
+    shutdown_grace: u64,
     /// An address range (CIDR, e.g. `127.0.0.0/8`) provider URLs may lead to even where the hub
     /// refuses them by default (loopback, link-local, its own host) or with
     /// `--deny-private-upstreams`. Repeatable; comma-separated in the environment.
@@ -159,6 +166,8 @@ async fn main() -> anyhow::Result<()> {
     config.mcp.discovery_timeout = Duration::from_secs(args.mcp_discovery_timeout);
     config.mcp.call_timeout = Duration::from_secs(args.mcp_call_timeout);
     config.session.ttl = Duration::from_secs(args.session_ttl);
+    config.shutdown_delay = Duration::from_secs(args.shutdown_delay);
+    config.shutdown_grace = Duration::from_secs(args.shutdown_grace);
     config.upstreams.allow = args.allow_upstreams;
     config.upstreams.deny_private = args.deny_private_upstreams;
     faros_hub_api::run(config, faros_core::telemetry::shutdown_signal()).await?;

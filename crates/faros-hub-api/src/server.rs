@@ -1,20 +1,105 @@
 //! Serving the router over HTTP or HTTPS (HTTP/1.1 and HTTP/2, upgrades allowed), with graceful
-//! shutdown: stop accepting, let in-flight requests finish for a grace period, then close.
-
-use std::net::SocketAddr;
-use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
+//! shutdown for rolling restarts:
+//!
+//! 1. **draining** ([`Phases::draining`]): `/readyz` answers 503 (a balancer's health check takes
+//!    the replica out) while everything else is still served;
+//! 2. **stop** ([`Phases::stop`]): no new connections; idle keep-alive connections close (HTTP/2:
+//!    GOAWAY) so clients open their next request on another replica; streams a client re-opens by
+//!    itself (SSE, kube `watch` requests, proxied or the hub's own) end at once, so watchers
+//!    reconnect elsewhere instead of holding the grace period; every other in-flight request
+//!    (a proxied upload, a slow tool call) may finish for the grace period;
+//! 3. after the grace period, what is left is closed.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::response::Response;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::{TcpListener, TcpStream};
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tower::ServiceExt;
+
+/// The two steps of a shutdown: see the module docs. `draining` fires no later than `stop`.
+#[derive(Clone, Debug, Default)]
+pub struct Phases {
+    pub draining: CancellationToken,
+    pub stop: CancellationToken,
+}
+
+impl Phases {
+    /// Draining and stopping at once (`stop` also drains).
+    pub fn at_once(stop: CancellationToken) -> Self {
+        Self {
+            draining: stop.clone(),
+            stop,
+        }
+    }
+}
+
+/// Whether a request opens a stream its client re-opens when it ends: a kube watch, or an SSE
+/// stream a GET opened (IO-free; table-tested). An SSE answer to a POST (MCP's streamable HTTP
+/// sends one request's response that way) is an in-flight request that should finish instead.
+pub fn is_reopened_stream(get: bool, query: Option<&str>, accept: Option<&str>, content_type: Option<&str>) -> bool {
+    let watch = query.is_some_and(|q| {
+        q.split('&')
+            .any(|pair| matches!(pair, "watch=true" | "watch=1" | "watch=True"))
+    });
+    let sse = |v: Option<&str>| v.is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
+    watch || (get && (sse(content_type) || sse(accept)))
+}
+
+fn header_str<'h>(headers: &'h http::HeaderMap, name: http::HeaderName) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// A response body that ends when `stop` fires (the client sees the stream end and reconnects).
+struct EndsOnStop {
+    inner: Body,
+    stop: Pin<Box<WaitForCancellationFutureOwned>>,
+}
+
+impl hyper::body::Body for EndsOnStop {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        if self.stop.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The readiness answer of a draining replica.
+fn draining_readyz() -> Response {
+    let mut resp = Response::new(Body::from(
+        r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"shutting down","reason":"ServiceUnavailable","code":503}"#,
+    ));
+    *resp.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
 
 pub use crate::tls_reload::TlsError;
 
@@ -68,12 +153,24 @@ pub async fn serve(
     stop: CancellationToken,
     grace: Duration,
 ) {
+    serve_phased(listener, tls, router, Phases::at_once(stop), grace).await
+}
+
+/// [`serve`] with a draining step before the stop (see the module docs).
+pub async fn serve_phased(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    router: impl HttpService,
+    phases: Phases,
+    grace: Duration,
+) {
+    let stop = phases.stop.clone();
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut workers = Vec::new();
     if threads > 1 {
         for i in 0..threads {
-            match Worker::start(i, acceptor.clone(), router.clone(), stop.clone(), grace) {
+            match Worker::start(i, acceptor.clone(), router.clone(), phases.clone(), grace) {
                 Ok(w) => workers.push(w),
                 Err(error) => {
                     tracing::warn!(%error, "cannot start a connection thread; serving on the caller's runtime");
@@ -86,7 +183,7 @@ pub async fn serve(
         for w in workers {
             w.finish().await;
         }
-        return serve_here(listener, acceptor, router, stop, grace).await;
+        return serve_here(listener, acceptor, router, phases, grace).await;
     }
     let mut next = 0usize;
     loop {
@@ -102,6 +199,8 @@ pub async fn serve(
             Err(error) => tracing::debug!(%peer, %error, "cannot hand over a connection"),
         }
     }
+    // Closed now, not after the drain: connections would otherwise wait in its backlog, unserved.
+    drop(listener);
     for w in workers {
         w.finish().await;
     }
@@ -118,9 +217,10 @@ impl Worker {
         index: usize,
         acceptor: Option<tokio_rustls::TlsAcceptor>,
         router: impl HttpService,
-        stop: CancellationToken,
+        phases: Phases,
         grace: Duration,
     ) -> std::io::Result<Self> {
+        let stop = phases.stop.clone();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let (connections, mut incoming) = tokio::sync::mpsc::unbounded_channel::<(std::net::TcpStream, SocketAddr)>();
         let (done_tx, done) = tokio::sync::oneshot::channel();
@@ -139,7 +239,7 @@ impl Worker {
                         };
                         match TcpStream::from_std(std) {
                             Ok(tcp) => {
-                                tasks.spawn(connection(tcp, peer, acceptor.clone(), router.clone(), stop.clone()));
+                                tasks.spawn(connection(tcp, peer, acceptor.clone(), router.clone(), phases.clone()));
                             }
                             Err(error) => tracing::debug!(%peer, %error, "cannot register a connection"),
                         }
@@ -183,17 +283,19 @@ async fn serve_here(
     listener: TcpListener,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
     router: impl HttpService,
-    stop: CancellationToken,
+    phases: Phases,
     grace: Duration,
 ) {
+    let stop = phases.stop.clone();
     let mut connections = tokio::task::JoinSet::new();
     loop {
         let Some((tcp, peer)) = accept(&listener, &stop).await else {
             break;
         };
-        connections.spawn(connection(tcp, peer, acceptor.clone(), router.clone(), stop.clone()));
+        connections.spawn(connection(tcp, peer, acceptor.clone(), router.clone(), phases.clone()));
         while connections.try_join_next().is_some() {}
     }
+    drop(listener);
     drain(connections, grace).await;
 }
 
@@ -215,11 +317,40 @@ async fn connection(
     peer: SocketAddr,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
     router: impl HttpService,
-    stop: CancellationToken,
+    phases: Phases,
 ) {
+    let stop = phases.stop.clone();
     let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
         req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
-        router.clone().oneshot(req.map(Body::new))
+        let router = router.clone();
+        let phases = phases.clone();
+        async move {
+            if phases.draining.is_cancelled() && req.uri().path() == "/readyz" {
+                return Ok::<_, Infallible>(draining_readyz());
+            }
+            let get = req.method() == http::Method::GET;
+            let (query, accept) = (
+                req.uri().query().map(str::to_string),
+                header_str(req.headers(), http::header::ACCEPT).map(str::to_string),
+            );
+            let Ok(resp) = router.oneshot(req.map(Body::new)).await;
+            let stream = is_reopened_stream(
+                get,
+                query.as_deref(),
+                accept.as_deref(),
+                header_str(resp.headers(), http::header::CONTENT_TYPE),
+            );
+            Ok(if stream {
+                resp.map(|inner| {
+                    Body::new(EndsOnStop {
+                        inner,
+                        stop: Box::pin(phases.stop.clone().cancelled_owned()),
+                    })
+                })
+            } else {
+                resp
+            })
+        }
     });
     match acceptor {
         Some(acceptor) => match acceptor.accept(tcp).await {
@@ -261,6 +392,35 @@ where
 /// The one method of hyper's connection types the drain needs.
 pub trait GracefulConnection {
     fn begin_graceful_shutdown(self: std::pin::Pin<&mut Self>);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_a_client_reopens() {
+        let sse = Some("text/event-stream");
+        for (get, query, accept, content_type, want) in [
+            (true, Some("watch=true"), None, Some("application/json"), true),
+            (true, Some("labelSelector=a&watch=1"), None, None, true),
+            (true, Some("watch=false"), None, Some("application/json"), false),
+            (true, Some("resourceVersion=5"), None, Some("application/json"), false),
+            // MCP's standalone stream, a provider's SSE through the backend proxy.
+            (true, None, sse, sse, true),
+            (true, None, None, Some("text/event-stream; charset=utf-8"), true),
+            // MCP's POST: one request's answer as SSE; it finishes within the grace period.
+            (false, None, Some("application/json, text/event-stream"), sse, false),
+            (true, None, None, Some("text/html"), false),
+            (true, None, None, None, false),
+        ] {
+            assert_eq!(
+                is_reopened_stream(get, query, accept, content_type),
+                want,
+                "{get} {query:?} {accept:?} {content_type:?}"
+            );
+        }
+    }
 }
 
 impl<I, S> GracefulConnection for hyper::server::conn::http1::UpgradeableConnection<I, S>
