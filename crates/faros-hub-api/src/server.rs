@@ -55,7 +55,7 @@ pub fn is_reopened_stream(get: bool, query: Option<&str>, accept: Option<&str>, 
     watch || (get && (sse(content_type) || sse(accept)))
 }
 
-fn header_str<'h>(headers: &'h http::HeaderMap, name: http::HeaderName) -> Option<&'h str> {
+fn header_str(headers: &http::HeaderMap, name: http::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
