@@ -8,6 +8,7 @@
 //! | [`https`] | HTTP clients trusting a test platform's CA |
 //! | [`ports`] | a free TCP port on 127.0.0.1 |
 //! | [`devproc`] | `faros dev` as a child process: started, waited on until it announces itself, killed |
+//! | [`oidc`] | a real OpenID Connect provider (`e2e/oidc`) as a child process, and a headless login through its form |
 //! | [`tools`] | external tools the tests run (helm), found once, with how to install them |
 //!
 //! What it must not do: be a normal dependency of anything (`cargo xtask lint` refuses that: it is
@@ -21,6 +22,7 @@ pub mod devproc;
 pub mod eventually;
 pub mod https;
 pub mod kubeconfig;
+pub mod oidc;
 pub mod ports;
 pub mod tools;
 pub mod users;

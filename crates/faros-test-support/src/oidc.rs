@@ -1,0 +1,354 @@
+//! A real OpenID Connect provider as a child process: `e2e/oidc/idp.mjs` (panva's `oidc-provider`)
+//! on 127.0.0.1 with its own TLS, static users with passwords and groups, and a login form.
+//!
+//! [`Idp::start`] writes a test CA, a serving certificate, the users and clients into a temporary
+//! directory, starts `node idp.mjs`, and returns once the discovery document answers over TLS.
+//! [`Idp::login`] walks the authorization-code + PKCE flow through the login form headlessly
+//! (`e2e/oidc/login.mjs`), as a browser would, and returns the token response. Users are re-read
+//! by the IdP on every use, so [`Idp::set_user`] disables or changes one at once.
+//!
+//! Needs `npm ci --prefix e2e/oidc` (done by `.ci/run`); without it [`Idp::start`] says so.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::https;
+
+/// How long the IdP may take to answer its discovery document.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum IdpError {
+    #[error(
+        "the test IdP's packages are not installed ({0} is missing): run `npm ci --prefix e2e/oidc` in the repository root"
+    )]
+    NotInstalled(PathBuf),
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    #[error("generating the test IdP's certificates: {0}")]
+    Cert(String),
+    #[error("the test IdP did not start: {0}")]
+    Start(String),
+    #[error("the test IdP refused: {0}")]
+    Refused(String),
+    #[error("talking to the test IdP: {0}")]
+    Http(String),
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> IdpError {
+    let what = what.into();
+    move |source| IdpError::Io { what, source }
+}
+
+/// A user of the IdP; `username` is also the `sub` claim.
+#[derive(Clone, Debug)]
+pub struct IdpUser {
+    pub username: String,
+    pub password: String,
+    pub email: String,
+    pub groups: Vec<String>,
+    pub disabled: bool,
+}
+
+impl IdpUser {
+    pub fn new(username: &str, password: &str, groups: &[&str]) -> Self {
+        Self {
+            username: username.into(),
+            password: password.into(),
+            email: format!("{username}@example.com"),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            disabled: false,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"username": self.username, "password": self.password, "email": self.email,
+               "groups": self.groups, "disabled": self.disabled})
+    }
+}
+
+/// A relying party registered at the IdP: a public client (PKCE, no secret).
+#[derive(Clone, Debug)]
+pub struct IdpClient {
+    pub client_id: String,
+    pub redirect_uris: Vec<String>,
+    pub post_logout_redirect_uris: Vec<String>,
+}
+
+impl IdpClient {
+    pub fn new(client_id: &str, redirect_uri: &str) -> Self {
+        Self {
+            client_id: client_id.into(),
+            redirect_uris: vec![redirect_uri.into()],
+            post_logout_redirect_uris: Vec::new(),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        // `web` clients may not redirect to plain http or loopback; tests do both.
+        json!({"client_id": self.client_id, "redirect_uris": self.redirect_uris,
+               "post_logout_redirect_uris": self.post_logout_redirect_uris, "application_type": "native"})
+    }
+}
+
+/// Token lifetimes in seconds; short ones make expiry testable.
+#[derive(Clone, Copy, Debug)]
+pub struct Ttls {
+    pub id_token: u64,
+    pub access_token: u64,
+    pub refresh_token: u64,
+    /// How long the login form stays usable.
+    pub interaction: u64,
+}
+
+impl Default for Ttls {
+    fn default() -> Self {
+        Self {
+            id_token: 3600,
+            access_token: 3600,
+            refresh_token: 86400,
+            interaction: 600,
+        }
+    }
+}
+
+/// A token endpoint response.
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct Tokens {
+    pub id_token: String,
+    pub access_token: String,
+    pub refresh_token: Option<String>,
+    pub expires_in: Option<u64>,
+}
+
+/// The running IdP; killed when dropped.
+pub struct Idp {
+    /// `None` only while starting.
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    issuer: String,
+    ca_pem: String,
+    admin_token: String,
+    users: std::sync::Mutex<Vec<IdpUser>>,
+    clients: Vec<IdpClient>,
+    ttls: Ttls,
+}
+
+impl std::fmt::Debug for Idp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Idp").field("issuer", &self.issuer).finish()
+    }
+}
+
+/// `e2e/oidc` in the repository.
+pub fn idp_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e/oidc")
+}
+
+fn certificates() -> Result<(String, String, String), IdpError> {
+    let err = |e: rcgen::Error| IdpError::Cert(e.to_string());
+    let ca_key = rcgen::KeyPair::generate().map_err(err)?;
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "faros test IdP CA");
+    let ca = ca_params.self_signed(&ca_key).map_err(err)?;
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = rcgen::KeyPair::generate().map_err(err)?;
+    let mut params =
+        rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).map_err(err)?;
+    params.distinguished_name.push(rcgen::DnType::CommonName, "127.0.0.1");
+    let cert = params.signed_by(&key, &issuer).map_err(err)?;
+    Ok((ca.pem(), cert.pem(), key.serialize_pem()))
+}
+
+fn random_hex() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 16];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Idp {
+    /// Starts the IdP with these users and clients and waits until its discovery document answers.
+    pub async fn start(users: Vec<IdpUser>, clients: Vec<IdpClient>, ttls: Ttls) -> Result<Self, IdpError> {
+        let root = idp_dir();
+        let marker = root.join("node_modules/oidc-provider/package.json");
+        if !marker.exists() {
+            return Err(IdpError::NotInstalled(marker));
+        }
+        let dir = tempfile::tempdir().map_err(io("creating the IdP's directory"))?;
+        let (ca_pem, cert, key) = certificates()?;
+        for (name, text) in [("ca.pem", &ca_pem), ("server.pem", &cert), ("server-key.pem", &key)] {
+            std::fs::write(dir.path().join(name), text).map_err(io(format!("writing {name}")))?;
+        }
+        let mut idp = Self {
+            child: None,
+            dir,
+            issuer: String::new(),
+            ca_pem,
+            admin_token: random_hex(),
+            users: std::sync::Mutex::new(users),
+            clients,
+            ttls,
+        };
+        idp.write_users()?;
+        idp.write_config()?;
+        let mut child = Command::new("node")
+            .arg(root.join("idp.mjs"))
+            .arg(idp.dir.path().join("config.json"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(io("starting node e2e/oidc/idp.mjs (is Node.js installed?)"))?;
+        let stdout = child.stdout.take().ok_or_else(|| IdpError::Start("no stdout".into()))?;
+        idp.child = Some(child);
+        let mut lines = BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(START_TIMEOUT, lines.next_line())
+            .await
+            .map_err(|_| IdpError::Start(format!("no `listening` line within {START_TIMEOUT:?}")))?
+            .map_err(io("reading the IdP's stdout"))?
+            .ok_or_else(|| IdpError::Start("exited before listening (its stderr is above)".into()))?;
+        let port = line
+            .strip_prefix("listening ")
+            .and_then(|p| p.trim().parse::<u16>().ok())
+            .ok_or_else(|| IdpError::Start(format!("unexpected first line {line:?}")))?;
+        idp.issuer = format!("https://127.0.0.1:{port}");
+        let client = idp.client()?;
+        let url = format!("{}/.well-known/openid-configuration", idp.issuer);
+        crate::eventually("the test IdP's discovery document", START_TIMEOUT, || {
+            let (client, url) = (client.clone(), url.clone());
+            async move {
+                let doc: Value = client.get(&url).send().await?.error_for_status()?.json().await?;
+                Ok(doc.get("jwks_uri").map(|_| ()))
+            }
+        })
+        .await
+        .map_err(|e| IdpError::Start(e.to_string()))?;
+        Ok(idp)
+    }
+
+    /// `https://127.0.0.1:<port>`, exactly as tokens carry it in `iss`.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// The CA that signed the IdP's serving certificate (`--oidc-ca-file`).
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// An HTTP client trusting the IdP.
+    pub fn client(&self) -> Result<reqwest::Client, IdpError> {
+        https::client_trusting(self.ca_pem.as_bytes()).map_err(|e| IdpError::Http(e.to_string()))
+    }
+
+    fn write_users(&self) -> Result<(), IdpError> {
+        let users = self.users.lock().unwrap_or_else(|p| p.into_inner());
+        let doc = Value::Array(users.iter().map(IdpUser::to_json).collect());
+        // Written whole then renamed, so the IdP never reads half a file.
+        let tmp = self.dir.path().join("users.json.tmp");
+        std::fs::write(&tmp, doc.to_string()).map_err(io("writing users.json"))?;
+        std::fs::rename(&tmp, self.dir.path().join("users.json")).map_err(io("renaming users.json"))
+    }
+
+    fn write_config(&self) -> Result<(), IdpError> {
+        let config = json!({
+            "port": 0, "cert": "server.pem", "key": "server-key.pem", "users": "users.json",
+            "clients": self.clients.iter().map(IdpClient::to_json).collect::<Vec<_>>(),
+            "ttl": {"IdToken": self.ttls.id_token, "AccessToken": self.ttls.access_token,
+                    "RefreshToken": self.ttls.refresh_token, "Interaction": self.ttls.interaction},
+            "admin_token": self.admin_token,
+        });
+        std::fs::write(self.dir.path().join("config.json"), config.to_string()).map_err(io("writing config.json"))
+    }
+
+    /// Adds or replaces a user (by name); effective for the next login or token use.
+    pub fn set_user(&self, user: IdpUser) -> Result<(), IdpError> {
+        {
+            let mut users = self.users.lock().unwrap_or_else(|p| p.into_inner());
+            users.retain(|u| u.username != user.username);
+            users.push(user);
+        }
+        self.write_users()
+    }
+
+    /// Registers another client (e.g. a hub whose port is known only now).
+    pub async fn add_client(&mut self, client: IdpClient) -> Result<(), IdpError> {
+        self.clients.push(client);
+        self.write_config()?;
+        self.admin("reload").await
+    }
+
+    /// A new signing key; the old one leaves the published key set.
+    pub async fn rotate_keys(&self) -> Result<(), IdpError> {
+        self.admin("rotate").await
+    }
+
+    async fn admin(&self, action: &str) -> Result<(), IdpError> {
+        let resp = self
+            .client()?
+            .post(format!("{}/admin/{action}", self.issuer))
+            .bearer_auth(&self.admin_token)
+            .send()
+            .await
+            .map_err(|e| IdpError::Http(e.to_string()))?;
+        if !resp.status().is_success() {
+            return Err(IdpError::Http(format!("/admin/{action}: {}", resp.status())));
+        }
+        Ok(())
+    }
+
+    async fn run_rp(&self, args: &[&str]) -> Result<Tokens, IdpError> {
+        let out = Command::new("node")
+            .arg(idp_dir().join("login.mjs"))
+            .args(args)
+            .env("NODE_EXTRA_CA_CERTS", self.ca_file())
+            .output()
+            .await
+            .map_err(io("running node e2e/oidc/login.mjs"))?;
+        if !out.status.success() {
+            return Err(IdpError::Refused(
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ));
+        }
+        serde_json::from_slice(&out.stdout).map_err(|e| IdpError::Http(format!("the token response: {e}")))
+    }
+
+    /// Signs `username` in through the login form (authorization code + PKCE, scopes `openid email
+    /// profile groups offline_access`) as client `client_id`, and exchanges the code.
+    pub async fn login(&self, client_id: &str, username: &str, password: &str) -> Result<Tokens, IdpError> {
+        let client = self
+            .clients
+            .iter()
+            .find(|c| c.client_id == client_id)
+            .ok_or_else(|| IdpError::Refused(format!("no client {client_id:?} registered")))?;
+        let redirect = client.redirect_uris.first().map(String::as_str).unwrap_or_default();
+        self.run_rp(&[&self.issuer, client_id, redirect, username, password])
+            .await
+    }
+
+    /// The refresh-token grant.
+    pub async fn refresh(&self, client_id: &str, refresh_token: &str) -> Result<Tokens, IdpError> {
+        self.run_rp(&["--refresh", &self.issuer, client_id, refresh_token])
+            .await
+    }
+
+    /// Stops the IdP now (dropping it does too).
+    pub async fn stop(mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill().await;
+        }
+    }
+}
