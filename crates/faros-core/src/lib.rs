@@ -6,7 +6,8 @@
 //! response and the request-body drain servers use for early HTTP/2 answers.
 //!
 //! What it must not do: depend on any other faros crate, or perform IO outside the client
-//! factory, the wait helpers and the body drain.
+//! factory, the wait helpers and the body drain (`oidc` verifies tokens and caches keys, but its
+//! fetches are the caller's, handed in as a `FetchJson`).
 
 pub mod bearer;
 pub mod catalog;
@@ -18,6 +19,7 @@ pub mod identity;
 pub mod kcp;
 pub mod metrics;
 pub mod names;
+pub mod oidc;
 pub mod path;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod properties;

@@ -235,7 +235,7 @@ async fn valid_tokens_map_to_prefixed_users_and_groups() {
     let cases = [
         (
             ec.sign(&wrong_aud),
-            unauthorized("the token's audience does not include this hub's client ID"),
+            unauthorized("the token's audience does not include the configured client ID"),
         ),
         (ec.sign(&expired), unauthorized("the token has expired")),
         (
