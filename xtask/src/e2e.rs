@@ -17,7 +17,7 @@ mod kind;
 mod plan;
 mod prereqs;
 mod scenarios;
-mod tokens;
+pub(crate) mod tokens;
 mod versions;
 
 use std::path::{Path, PathBuf};

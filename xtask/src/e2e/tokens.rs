@@ -125,7 +125,7 @@ fn line(e: &Entry) -> String {
     }
 }
 
-fn random_hex(n: usize) -> anyhow::Result<String> {
+pub(crate) fn random_hex(n: usize) -> anyhow::Result<String> {
     let mut bytes = vec![0u8; n];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))

@@ -1,0 +1,249 @@
+//! One step's verdict from the two normalised answers: `same`, `different` (with the first
+//! difference), or answered by one side only. Pure, table-tested.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::script::CompareMode;
+
+/// A server's normalised answer to one step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub code: u16,
+    pub body: Value,
+}
+
+/// An answer, or why there was none (connection refused, timeout).
+pub type Outcome = Result<Answer, String>;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Same,
+    Different(String),
+    OnlyKcp(String),
+    OnlyEmbedded(String),
+}
+
+impl Verdict {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Same => "same",
+            Self::Different(_) => "different",
+            Self::OnlyKcp(_) => "only kcp answered",
+            Self::OnlyEmbedded(_) => "only embedded answered",
+        }
+    }
+
+    pub fn detail(&self) -> &str {
+        match self {
+            Self::Same => "",
+            Self::Different(d) | Self::OnlyKcp(d) | Self::OnlyEmbedded(d) => d,
+        }
+    }
+}
+
+pub fn compare(mode: CompareMode, ignore: &[String], kcp: &Outcome, embedded: &Outcome) -> Verdict {
+    let (k, e) = match (kcp, embedded) {
+        (Ok(k), Ok(e)) => (k, e),
+        (Ok(_), Err(why)) => return Verdict::OnlyKcp(format!("embedded: {why}")),
+        (Err(why), Ok(_)) => return Verdict::OnlyEmbedded(format!("kcp: {why}")),
+        (Err(a), Err(b)) => return Verdict::Different(format!("neither answered: kcp: {a}; embedded: {b}")),
+    };
+    if k.code != e.code {
+        return Verdict::Different(format!("code {} vs {}{}", k.code, e.code, reasons(&k.body, &e.body)));
+    }
+    let (kb, eb) = (stripped(&k.body, ignore), stripped(&e.body, ignore));
+    let difference = match mode {
+        CompareMode::Full => first_difference(&kb, &eb, ""),
+        CompareMode::Code => first_difference(&status_reason(&kb), &status_reason(&eb), ""),
+    };
+    match difference {
+        None => Verdict::Same,
+        Some(d) => Verdict::Different(d),
+    }
+}
+
+/// kcp refused and the embedded kcp accepted: the one kind of difference that must not exist.
+pub fn looser(kcp: &Outcome, embedded: &Outcome) -> bool {
+    matches!((kcp, embedded), (Ok(k), Ok(e)) if k.code >= 400 && e.code < 400)
+}
+
+fn reasons(k: &Value, e: &Value) -> String {
+    let reason = |b: &Value| b.get("reason").and_then(Value::as_str).unwrap_or("-").to_string();
+    if k.get("kind") == Some(&Value::from("Status")) || e.get("kind") == Some(&Value::from("Status")) {
+        format!(" ({} vs {})", reason(k), reason(e))
+    } else {
+        String::new()
+    }
+}
+
+fn status_reason(body: &Value) -> Value {
+    match body.get("kind").and_then(Value::as_str) {
+        Some("Status") => body.get("reason").cloned().unwrap_or(Value::Null),
+        _ => Value::Null,
+    }
+}
+
+fn stripped(body: &Value, ignore: &[String]) -> Value {
+    let mut body = body.clone();
+    for pointer in ignore {
+        let Some((parent, last)) = pointer.rsplit_once('/') else {
+            continue;
+        };
+        match body.pointer_mut(parent) {
+            Some(Value::Object(map)) => {
+                map.remove(last);
+            }
+            Some(Value::Array(items)) => {
+                if let Ok(i) = last.parse::<usize>()
+                    && i < items.len()
+                {
+                    items.remove(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    body
+}
+
+/// Where two values first differ, as `pointer: kcp … vs embedded …` (short).
+pub fn first_difference(k: &Value, e: &Value, at: &str) -> Option<String> {
+    match (k, e) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            keys.into_iter().find_map(|key| match (a.get(key), b.get(key)) {
+                (Some(x), Some(y)) => first_difference(x, y, &format!("{at}/{key}")),
+                (Some(x), None) => Some(format!("{at}/{key}: only kcp has {}", short(x))),
+                (None, Some(y)) => Some(format!("{at}/{key}: only embedded has {}", short(y))),
+                (None, None) => None,
+            })
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (x, y))| first_difference(x, y, &format!("{at}/{i}"))),
+        (Value::Array(a), Value::Array(b)) => Some(format!("{at}: {} vs {} items", a.len(), b.len())),
+        _ if k == e => None,
+        _ => Some(format!(
+            "{}: {} vs {}",
+            if at.is_empty() { "/" } else { at },
+            short(k),
+            short(e)
+        )),
+    }
+}
+
+fn short(v: &Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn a(code: u16, body: Value) -> Outcome {
+        Ok(Answer { code, body })
+    }
+
+    #[test]
+    fn verdicts() {
+        let status = |reason: &str, message: &str| json!({"kind": "Status", "reason": reason, "message": message});
+        let cases: Vec<(CompareMode, Vec<String>, Outcome, Outcome, Verdict)> = vec![
+            (
+                CompareMode::Full,
+                vec![],
+                a(200, json!({"a": 1})),
+                a(200, json!({"a": 1})),
+                Verdict::Same,
+            ),
+            (
+                CompareMode::Full,
+                vec![],
+                a(200, json!({"a": 1})),
+                a(200, json!({"a": 2})),
+                Verdict::Different("/a: 1 vs 2".into()),
+            ),
+            (
+                CompareMode::Full,
+                vec![],
+                a(403, status("Forbidden", "x")),
+                a(404, status("NotFound", "y")),
+                Verdict::Different("code 403 vs 404 (Forbidden vs NotFound)".into()),
+            ),
+            (
+                CompareMode::Full,
+                vec![],
+                a(200, json!({"a": {"b": 1}})),
+                a(200, json!({"a": {}})),
+                Verdict::Different("/a/b: only kcp has 1".into()),
+            ),
+            (
+                CompareMode::Full,
+                vec!["/a/b".into(), "/c/0".into()],
+                a(200, json!({"a": {"b": 1}, "c": [1, 2]})),
+                a(200, json!({"a": {}, "c": [3, 2]})),
+                Verdict::Same,
+            ),
+            (
+                CompareMode::Code,
+                vec![],
+                a(200, json!({"resources": [1, 2]})),
+                a(200, json!({"resources": [1]})),
+                Verdict::Same,
+            ),
+            (
+                CompareMode::Code,
+                vec![],
+                a(403, status("Forbidden", "x")),
+                a(403, status("Forbidden", "other words")),
+                Verdict::Same,
+            ),
+            (
+                CompareMode::Full,
+                vec![],
+                a(403, status("Forbidden", "x")),
+                a(403, status("Forbidden", "y")),
+                Verdict::Different("/message: \"x\" vs \"y\"".into()),
+            ),
+            (
+                CompareMode::Full,
+                vec![],
+                a(200, json!([1])),
+                a(200, json!([1, 2])),
+                Verdict::Different(": 1 vs 2 items".into()),
+            ),
+            (
+                CompareMode::Full,
+                vec![],
+                a(200, json!(1)),
+                Err("connection refused".into()),
+                Verdict::OnlyKcp("embedded: connection refused".into()),
+            ),
+            (
+                CompareMode::Full,
+                vec![],
+                Err("timeout".into()),
+                a(200, json!(1)),
+                Verdict::OnlyEmbedded("kcp: timeout".into()),
+            ),
+        ];
+        for (mode, ignore, k, e, want) in cases {
+            assert_eq!(compare(mode, &ignore, &k, &e), want, "{k:?} {e:?}");
+        }
+    }
+
+    #[test]
+    fn looser_is_a_kcp_refusal_the_embedded_kcp_accepted() {
+        assert!(looser(&a(403, json!({})), &a(201, json!({}))));
+        assert!(!looser(&a(201, json!({})), &a(403, json!({}))));
+        assert!(!looser(&a(404, json!({})), &a(403, json!({}))));
+        assert!(!looser(&a(403, json!({})), &Err("x".into())));
+    }
+}

@@ -1,0 +1,146 @@
+//! Fresh servers for one script: real kcp (one shard, embedded etcd, started with the flags of the
+//! `e2e --target kcp` plan, `xtask/src/e2e/kcp.rs`) and the embedded kcp (`faros kcp`), both on
+//! free loopback ports, both reading the same static token file, each in its own directory that is
+//! removed first. Dropping a [`Process`] kills it.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+use super::exec::Target;
+
+const START_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// The static users both servers load: `admin` is in `system:masters` (the privileged group of
+/// both), `alice` and `bob` are plain tenants.
+pub fn tokens() -> anyhow::Result<BTreeMap<String, String>> {
+    ["admin", "alice", "bob"]
+        .into_iter()
+        .map(|u| Ok((u.to_string(), crate::e2e::tokens::random_hex(24)?)))
+        .collect()
+}
+
+/// kube-apiserver's token file format.
+pub fn token_file(tokens: &BTreeMap<String, String>) -> String {
+    tokens
+        .iter()
+        .map(|(user, token)| match user.as_str() {
+            "admin" => format!("{token},{user},{user}-uid,\"system:masters\"\n"),
+            _ => format!("{token},{user},{user}-uid\n"),
+        })
+        .collect()
+}
+
+pub struct Process {
+    child: Child,
+    pub target: Target,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_ports<const N: usize>() -> anyhow::Result<[u16; N]> {
+    // All bound at once, so no two are the same.
+    let listeners = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ports = [0; N];
+    for (port, l) in ports.iter_mut().zip(&listeners) {
+        *port = l.local_addr()?.port();
+    }
+    Ok(ports)
+}
+
+fn fresh_dir(dir: &Path, tokens: &BTreeMap<String, String>) -> anyhow::Result<PathBuf> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir)?;
+    let file = dir.join("tokens.csv");
+    std::fs::write(&file, token_file(tokens))?;
+    Ok(file)
+}
+
+fn spawn(mut cmd: Command, log: &Path) -> anyhow::Result<Child> {
+    let out = std::fs::File::create(log)?;
+    cmd.stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .with_context(|| format!("starting {:?}", cmd.get_program()))
+}
+
+/// Real kcp in `dir` (its root directory and log beside it).
+pub fn real_kcp(binary: &Path, dir: &Path, tokens: &BTreeMap<String, String>) -> anyhow::Result<Process> {
+    let token_file = fresh_dir(dir, tokens)?;
+    let [port, etcd_client, etcd_peer] = free_ports()?;
+    let mut cmd = Command::new(binary);
+    cmd.arg("start")
+        .arg(format!("--root-directory={}", dir.join("root").display()))
+        .arg("--bind-address=127.0.0.1")
+        .arg(format!("--secure-port={port}"))
+        .arg(format!("--external-hostname=127.0.0.1:{port}"))
+        .arg(format!("--embedded-etcd-client-port={etcd_client}"))
+        .arg(format!("--embedded-etcd-peer-port={etcd_peer}"))
+        .arg(format!("--token-auth-file={}", token_file.display()));
+    let child = spawn(cmd, &dir.join("kcp.log"))?;
+    let target = Target::new(format!("https://127.0.0.1:{port}"), tokens.clone())?;
+    Ok(Process { child, target })
+}
+
+/// The embedded kcp as `faros kcp` in `dir`.
+pub fn embedded(binary: &Path, dir: &Path, tokens: &BTreeMap<String, String>) -> anyhow::Result<Process> {
+    let token_file = fresh_dir(dir, tokens)?;
+    let [port] = free_ports()?;
+    let mut cmd = Command::new(binary);
+    cmd.arg("kcp")
+        .arg(format!("--listen=127.0.0.1:{port}"))
+        .arg(format!("--state-dir={}", dir.join("state").display()))
+        .arg(format!("--token-file={}", token_file.display()))
+        .arg("--log-level=warn,rustls=error");
+    let child = spawn(cmd, &dir.join("faros-kcp.log"))?;
+    let target = Target::new(format!("https://127.0.0.1:{port}"), tokens.clone())?;
+    Ok(Process { child, target })
+}
+
+impl Process {
+    /// Waits until `/readyz` answers 200, or the process exits, or the start timeout passes.
+    pub async fn ready(&mut self, log: &Path) -> anyhow::Result<()> {
+        let started = Instant::now();
+        while !self.target.ready().await {
+            if let Some(status) = self.child.try_wait()? {
+                bail!("exited with {status} before /readyz answered; see {}", log.display());
+            }
+            if started.elapsed() > START_TIMEOUT {
+                bail!("/readyz not 200 after {START_TIMEOUT:?}; see {}", log.display());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_file_puts_only_admin_in_system_masters() {
+        let tokens = BTreeMap::from([
+            ("admin".to_string(), "t1".to_string()),
+            ("alice".to_string(), "t2".to_string()),
+        ]);
+        assert_eq!(
+            token_file(&tokens),
+            "t1,admin,admin-uid,\"system:masters\"\nt2,alice,alice-uid\n"
+        );
+    }
+}
