@@ -18,6 +18,7 @@
 //!   `client` (the in-process client controllers write through, as the system).
 //! - `kcp` (logical clusters, workspaces, exports and bindings) and `controllers` (namespace
 //!   deletion, GC, token secrets, the RBAC index): they write through `client` only.
+//! - `oidc` (the HTTPS fetches behind faros-core's OIDC token verifier).
 //! - `api` (the HTTP layer: parsing, authentication, dispatch, responses) and `server` (TLS
 //!   listener, lifecycle). Nothing below `api` imports from it.
 //!
@@ -35,6 +36,7 @@ pub(crate) mod kcp;
 pub(crate) mod metrics;
 pub mod names;
 pub(crate) mod objects;
+pub(crate) mod oidc;
 pub(crate) mod patch;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod properties;

@@ -55,6 +55,8 @@ pub struct Config {
     /// the default keeps a short pause so tests catch clients that assume a new workspace is Ready
     /// at once.
     pub phase_delay: Duration,
+    /// Accept OIDC ID tokens of this issuer (kcp's and kube-apiserver's `--oidc-*` flags).
+    pub oidc: Option<faros_core::oidc::OidcSettings>,
 }
 
 impl Config {
@@ -71,6 +73,7 @@ impl Config {
             group_commit: true,
             cache_bytes: 32 * 1024 * 1024,
             phase_delay: crate::kcp::tenancy::DEFAULT_PHASE_DELAY,
+            oidc: None,
         }
     }
 }
@@ -216,6 +219,10 @@ impl Server {
             Some(ServiceAccountTokens::new(sa_key)),
         )
         .map_err(|e| ServerError::Auth(e.to_string()))?;
+        let oidc = match config.oidc.clone() {
+            Some(settings) => Some(crate::oidc::verifier(settings).map_err(|e| ServerError::Auth(e.to_string()))?),
+            None => None,
+        };
         let db_path = dir.join("kcp.redb");
         // redb creates its file with the umask; an empty file of ours it takes as a new database.
         crate::state_dir::create_private(&db_path).map_err(|e| ServerError::StateDir {
@@ -254,6 +261,7 @@ impl Server {
                 .concat(),
             ),
             authn,
+            oidc,
             rbac: RwLock::new(RbacIndex::default()),
             clusters: RwLock::default(),
             sa_tokens: ServiceAccountTokens::new(sa_key),
@@ -533,7 +541,7 @@ async fn deadline(
 }
 
 async fn metrics(State(state): State<Arc<ServerState>>, headers: http::HeaderMap) -> Response {
-    if let Err(s) = api::authenticate(&state, &headers) {
+    if let Err(s) = api::authenticate(&state, &headers).await {
         return s.into_response();
     }
     state.metrics.response()

@@ -21,6 +21,8 @@ pub struct ServerState {
     pub store: Store,
     pub registry: Registry,
     pub authn: Authenticator,
+    /// OIDC ID tokens of one issuer, tried after the static and ServiceAccount tokens.
+    pub oidc: Option<faros_core::oidc::Verifier>,
     pub rbac: RwLock<RbacIndex>,
     /// Logical clusters by name and path (from LogicalCluster objects).
     pub clusters: RwLock<crate::kcp::clusters::ClusterIndex>,

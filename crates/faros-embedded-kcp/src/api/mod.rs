@@ -77,11 +77,11 @@ pub async fn handle(State(state): State<Arc<ServerState>>, req: Request) -> Resp
 async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Status> {
     let (parts, body) = req.into_parts();
     if let Some(rest) = parts.uri.path().strip_prefix(virtual_workspace::PREFIX) {
-        let user = authenticate(state, &parts.headers)?;
+        let user = authenticate(state, &parts.headers).await?;
         return virtual_workspace::serve(state, user, rest.to_string(), parts, body).await;
     }
     let mut path = request::parse(parts.uri.path())?;
-    let user = authenticate(state, &parts.headers)?;
+    let user = authenticate(state, &parts.headers).await?;
     // kcp rewrites a bare path of a ServiceAccount token to its own cluster (in-cluster clients).
     if let (false, Some(own)) = (path.explicit_cluster, user.cluster_name()) {
         path.cluster = own.to_string();
@@ -162,8 +162,9 @@ impl RequestContext {
     }
 }
 
-/// Bearer authentication. ServiceAccount tokens stay valid only while their Secret exists.
-pub fn authenticate(state: &ServerState, headers: &HeaderMap) -> Result<UserInfo, Status> {
+/// Bearer authentication. ServiceAccount tokens stay valid only while their Secret exists; OIDC ID
+/// tokens (`--oidc-*`) are tried last, and any failure of theirs is the same bare 401 kube gives.
+pub async fn authenticate(state: &ServerState, headers: &HeaderMap) -> Result<UserInfo, Status> {
     // kcp implements impersonation with its own RBAC checks and scoping; this server does not, and
     // acting as the caller instead would silently change who is authorized.
     if let Some(h) = headers.keys().find(|k| k.as_str().starts_with("impersonate-")) {
@@ -179,7 +180,7 @@ pub fn authenticate(state: &ServerState, headers: &HeaderMap) -> Result<UserInfo
         return Err(Status::unauthorized("Unauthorized"));
     };
     let Some(authenticated) = state.authn.authenticate(token) else {
-        return Err(Status::unauthorized("Unauthorized"));
+        return oidc_user(state, token).await;
     };
     if let CredentialSource::ServiceAccount(claims) = &authenticated.source {
         let key = ObjectKey {
@@ -200,6 +201,27 @@ pub fn authenticate(state: &ServerState, headers: &HeaderMap) -> Result<UserInfo
         }
     }
     Ok(authenticated.user)
+}
+
+/// The user of an OIDC ID token, with `system:authenticated` as kube's union authenticator adds it.
+async fn oidc_user(state: &ServerState, token: &str) -> Result<UserInfo, Status> {
+    let Some(verifier) = &state.oidc else {
+        return Err(Status::unauthorized("Unauthorized"));
+    };
+    match verifier.check(token).await {
+        faros_core::oidc::Outcome::Accepted(mut user) => {
+            user.groups.push(crate::auth::GROUP_AUTHENTICATED.to_string());
+            Ok(user)
+        }
+        faros_core::oidc::Outcome::Rejected(reason) => {
+            // kube logs why and answers a bare 401; the reason names no token or claim value.
+            tracing::debug!(%reason, "OIDC token rejected");
+            Err(Status::unauthorized("Unauthorized"))
+        }
+        faros_core::oidc::Outcome::Unavailable | faros_core::oidc::Outcome::NotMine => {
+            Err(Status::unauthorized("Unauthorized"))
+        }
+    }
 }
 
 /// Turns the cluster segment of the URL into a logical cluster name (kcp: a single segment is a name
@@ -299,7 +321,7 @@ pub async fn serve_resource(
         "get" => read::get(&ctx, &def, ns, name),
         "list" => read::list(&ctx, &def, ns),
         "watch" => watch::watch(ctx, def, rp.namespace.clone()),
-        "create" if def.create_only => reviews::create(&ctx, &def, ns, &body),
+        "create" if def.create_only => reviews::create(&ctx, &def, ns, &body).await,
         "create" => write::create(&ctx, &def, ns, &body).await,
         "update" => write::update(&ctx, &def, ns, name, sub, &body).await,
         "patch" => write::patch(&ctx, &def, None, ns, name, sub, &body).await,

@@ -11,7 +11,12 @@ use super::{RequestContext, authorize, write::decode};
 use crate::auth::{Attributes, UserInfo};
 use crate::registry::ResourceDef;
 
-pub fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &[u8]) -> Result<Response, Status> {
+pub async fn create(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    body: &[u8],
+) -> Result<Response, Status> {
     let content_type = ctx
         .headers
         .get(http::header::CONTENT_TYPE)
@@ -36,7 +41,7 @@ pub fn create(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, body: &
         crate::auth::authorize_content(&ctx.state, &ctx.cluster, &attrs)?;
     }
     let status = match def.resource.as_str() {
-        "tokenreviews" => token_review(ctx, &review),
+        "tokenreviews" => token_review(ctx, &review).await,
         "subjectaccessreviews" => {
             let user = subject(&review)?;
             access_review(ctx, &review, &user, None)?
@@ -107,7 +112,7 @@ fn rules_review(ctx: &RequestContext, review: &Value) -> Value {
     status
 }
 
-fn token_review(ctx: &RequestContext, review: &Value) -> Value {
+async fn token_review(ctx: &RequestContext, review: &Value) -> Value {
     let token = review
         .pointer("/spec/token")
         .and_then(Value::as_str)
@@ -119,7 +124,7 @@ fn token_review(ctx: &RequestContext, review: &Value) -> Value {
         }
         Err(_) => return json!({"authenticated": false, "error": "invalid token"}),
     }
-    match super::authenticate(&ctx.state, &headers) {
+    match super::authenticate(&ctx.state, &headers).await {
         Ok(user) => {
             json!({"authenticated": true, "user": user, "audiences": review.pointer("/spec/audiences").cloned().unwrap_or(json!([]))})
         }
