@@ -157,7 +157,7 @@ pub fn check_type(def: &ResourceDef, obj: &mut Value) -> Result<(), Status> {
     if !obj.is_object() {
         return Err(Status::bad_request("the request body must be a JSON object"));
     }
-    decode::normalize(def, obj);
+    decode::normalize(def, obj)?;
     let Some(map) = obj.as_object_mut() else {
         return Err(Status::bad_request("the request body must be a JSON object"));
     };

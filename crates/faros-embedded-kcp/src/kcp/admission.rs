@@ -38,6 +38,7 @@ pub fn admit(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<
     }
     match (req.def.group.as_str(), req.def.resource.as_str()) {
         ("apis.kcp.io", "apiexports") => annotate_path(state, req, obj),
+        ("apis.kcp.io", "apiresourceschemas") => super::schemas::admit_schema(req, obj),
         ("tenancy.kcp.io", "workspacetypes") => {
             annotate_path(state, req, obj)?;
             super::apis::admit_workspace_type(state, req, obj)

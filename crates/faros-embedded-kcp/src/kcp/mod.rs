@@ -13,6 +13,7 @@ pub mod apis;
 pub mod clusters;
 pub mod resources;
 pub mod root_apis;
+pub mod schemas;
 pub mod tenancy;
 
 use std::sync::Arc;
