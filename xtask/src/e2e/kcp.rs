@@ -369,6 +369,9 @@ fn hub_api(input: &Input<'_>) -> Cmd {
         .arg(format!("--signing-key-file={}", input.path("signing-key.json")))
         .arg(format!("--public-url={}", input.hub_url()))
         .arg(format!("--token-auth-file={}", input.path("tokens.csv")))
+        // Quickstart serves on this machine's loopback, which the hub refuses provider URLs on by
+        // default (in a cluster it is a Service address, which the default admits).
+        .arg("--allow-upstream=127.0.0.1/32")
         .args([
             "--upstream-timeout=30",
             "--kcp-timeout=30",

@@ -5,6 +5,11 @@
 //! request's own announcement (which is what kept the notification from ever reaching clients: the
 //! only announcement came while the binding was not Bound yet, and the sessions' re-read found
 //! nothing new).
+//!
+//! A watch across all logical clusters needs kcp's shard admin (`system:masters`); real kcp refuses it
+//! to the hub's usual admin identity and a front-proxy does not route it. Where it is refused the
+//! watch ends (once, logged) and sessions rely on their own periodic re-read of their workspace's
+//! enabled providers ([`super::federation`], every `readiness_poll`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -87,6 +92,14 @@ pub async fn watch(factory: ClientFactory, tenancy: Arc<Tenancy>, cancel: Cancel
                 if announces(bound.remove(&key(&b)), None) {
                     tenancy.notify_bindings_changed();
                 }
+            }
+            Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 403 => {
+                tracing::info!(
+                    reason = %status.message,
+                    "kcp does not let the hub watch APIBindings in all workspaces; MCP sessions re-read their \
+                     workspace's enabled providers every readiness poll instead"
+                );
+                return;
             }
             Err(error) => tracing::warn!(%error, "APIBinding watch failed; retrying"),
         }

@@ -255,15 +255,22 @@ impl Federation {
         let mut bindings = snapshot.bindings;
         let mut enabled = self.directory.enabled(&ctx.target).await.ok();
         let mut key = enabled.as_deref().map(|e| tool_set_key(&snapshot, e));
+        // The workspace's own bindings are re-read on a tick too: an Enable on another replica or
+        // with kubectl announces itself only where the hub can watch bindings everywhere
+        // ([`super::bindings`]), which real kcp does not allow.
+        let mut reread = tokio::time::interval(self.settings.readiness_poll);
+        reread.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        reread.tick().await;
         tokio::pin!(cancelled);
         loop {
-            tokio::select! {
+            let tick = tokio::select! {
                 _ = &mut cancelled => return,
                 _ = self.shutdown.cancelled() => return,
-                r = rx.changed() => if r.is_err() { return },
-            }
+                r = rx.changed() => { if r.is_err() { return } false }
+                _ = reread.tick() => true,
+            };
             let snapshot = rx.borrow_and_update().clone();
-            if snapshot.bindings != bindings || enabled.is_none() {
+            if tick || snapshot.bindings != bindings || enabled.is_none() {
                 bindings = snapshot.bindings;
                 match self.directory.enabled(&ctx.target).await {
                     Ok(e) => enabled = Some(e),
