@@ -47,6 +47,9 @@ pub struct DevArgs {
     /// Lifetime of a portal session from sign-in, in seconds (the hub's `--session-ttl`).
     #[arg(long, env = "FAROS_SESSION_TTL", default_value_t = DEFAULT_SESSION_TTL_SECS)]
     pub session_ttl: u64,
+    /// OIDC users for both the embedded kcp and the hub (kcp's `--oidc-*` flags).
+    #[command(flatten)]
+    pub oidc: crate::oidc::OidcArgs,
 }
 
 /// The hub's default portal session lifetime (8 h), as `faros-hub-api --session-ttl` has it.
@@ -74,6 +77,7 @@ impl DevArgs {
             providers: Vec::new(),
             kcp_no_group_commit: false,
             session_ttl: DEFAULT_SESSION_TTL_SECS,
+            oidc: Default::default(),
         }
     }
 

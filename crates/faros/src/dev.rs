@@ -156,6 +156,9 @@ impl Stack {
         config.max_body_bytes = args.kcp_max_body_bytes;
         config.history_capacity = args.kcp_watch_history;
         config.group_commit = !args.kcp_no_group_commit;
+        // One issuer for kcp and the hub: a user's token works with kubectl and in the portal alike.
+        let oidc = args.oidc.settings()?;
+        config.oidc = oidc.clone();
         // As fast as kcp: no pause between workspace phases (the embedded kcp's own tests keep one).
         config.phase_delay = std::time::Duration::ZERO;
         let kcp = Server::start(config).await.context("starting the embedded kcp")?;
@@ -180,6 +183,7 @@ impl Stack {
         // Every provider of `faros dev` (quickstart, `--provider`) listens on this machine.
         hub_config.upstreams.allow = faros_hub_api::proxy::UpstreamPolicy::loopback();
         hub_config.session.ttl = std::time::Duration::from_secs(args.session_ttl);
+        hub_config.oidc = oidc;
         let hub = faros_hub_api::Hub::new(hub_config).context("configuring the hub API")?;
         let tenancy = hub.state().tenancy.clone();
         let hub_state = hub.state().clone();

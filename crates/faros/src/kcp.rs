@@ -74,6 +74,9 @@ pub struct KcpArgs {
     /// ServiceAccount (never `$KUBECONFIG`, so a stray variable cannot redirect it).
     #[arg(long, env = "FAROS_HOSTING_KUBECONFIG")]
     pub hosting_kubeconfig: Option<PathBuf>,
+    /// OIDC users (kcp's `--oidc-*` flags).
+    #[command(flatten)]
+    pub oidc: crate::oidc::OidcArgs,
 }
 
 impl KcpArgs {
@@ -87,6 +90,7 @@ impl KcpArgs {
         // As fast as kcp: no pause between workspace phases.
         config.phase_delay = std::time::Duration::ZERO;
         config.group_commit = !self.no_group_commit;
+        config.oidc = self.oidc.settings()?;
         config.hostnames = self.hostnames.iter().filter(|h| !h.is_empty()).cloned().collect();
         if let Some(url) = &self.external_url {
             let host = external_host(url)?;

@@ -9,4 +9,5 @@
 pub mod cli;
 pub mod dev;
 pub mod kcp;
+pub mod oidc;
 pub mod scaffold;
