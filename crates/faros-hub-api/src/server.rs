@@ -394,35 +394,6 @@ pub trait GracefulConnection {
     fn begin_graceful_shutdown(self: std::pin::Pin<&mut Self>);
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn streams_a_client_reopens() {
-        let sse = Some("text/event-stream");
-        for (get, query, accept, content_type, want) in [
-            (true, Some("watch=true"), None, Some("application/json"), true),
-            (true, Some("labelSelector=a&watch=1"), None, None, true),
-            (true, Some("watch=false"), None, Some("application/json"), false),
-            (true, Some("resourceVersion=5"), None, Some("application/json"), false),
-            // MCP's standalone stream, a provider's SSE through the backend proxy.
-            (true, None, sse, sse, true),
-            (true, None, None, Some("text/event-stream; charset=utf-8"), true),
-            // MCP's POST: one request's answer as SSE; it finishes within the grace period.
-            (false, None, Some("application/json, text/event-stream"), sse, false),
-            (true, None, None, Some("text/html"), false),
-            (true, None, None, None, false),
-        ] {
-            assert_eq!(
-                is_reopened_stream(get, query, accept, content_type),
-                want,
-                "{get} {query:?} {accept:?} {content_type:?}"
-            );
-        }
-    }
-}
-
 impl<I, S> GracefulConnection for hyper::server::conn::http1::UpgradeableConnection<I, S>
 where
     S: hyper::service::HttpService<hyper::body::Incoming>,
@@ -458,5 +429,34 @@ where
 {
     fn begin_graceful_shutdown(self: std::pin::Pin<&mut Self>) {
         self.graceful_shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_a_client_reopens() {
+        let sse = Some("text/event-stream");
+        for (get, query, accept, content_type, want) in [
+            (true, Some("watch=true"), None, Some("application/json"), true),
+            (true, Some("labelSelector=a&watch=1"), None, None, true),
+            (true, Some("watch=false"), None, Some("application/json"), false),
+            (true, Some("resourceVersion=5"), None, Some("application/json"), false),
+            // MCP's standalone stream, a provider's SSE through the backend proxy.
+            (true, None, sse, sse, true),
+            (true, None, None, Some("text/event-stream; charset=utf-8"), true),
+            // MCP's POST: one request's answer as SSE; it finishes within the grace period.
+            (false, None, Some("application/json, text/event-stream"), sse, false),
+            (true, None, None, Some("text/html"), false),
+            (true, None, None, None, false),
+        ] {
+            assert_eq!(
+                is_reopened_stream(get, query, accept, content_type),
+                want,
+                "{get} {query:?} {accept:?} {content_type:?}"
+            );
+        }
     }
 }
