@@ -111,9 +111,11 @@ function buildProvider(issuer) {
       devInteractions: { enabled: false },
       rpInitiatedLogout: {
         enabled: true,
-        // Logging out is confirmed without a page of its own: the RP asked for it.
+        // Logging out is confirmed without a page of its own: the RP asked for it. `logout=yes` is
+        // "sign me out" (the whole IdP session), not only "forget this client".
         async logoutSource(ctx, form) {
-          ctx.body = `<!doctype html><html><body>${form}<script>document.forms[0].submit()</script></body></html>`;
+          const confirmed = form.replace('</form>', '<input type="hidden" name="logout" value="yes"/></form>');
+          ctx.body = `<!doctype html><html><body>${confirmed}<script>document.forms[0].submit()</script></body></html>`;
         },
         async postLogoutSuccessSource(ctx) {
           ctx.body = '<!doctype html><html><body><h1>Signed out</h1></body></html>';

@@ -90,9 +90,12 @@ impl IdpClient {
     }
 
     fn to_json(&self) -> Value {
-        // `web` clients may not redirect to plain http or loopback; tests do both.
+        // oidc-provider holds `web` clients to https redirects and `native` ones to loopback http
+        // (or custom schemes): a hub's https callback is a web client, a CLI's loopback one native.
+        let all_https = self.redirect_uris.iter().all(|u| u.starts_with("https://"));
+        let application_type = if all_https { "web" } else { "native" };
         json!({"client_id": self.client_id, "redirect_uris": self.redirect_uris,
-               "post_logout_redirect_uris": self.post_logout_redirect_uris, "application_type": "native"})
+               "post_logout_redirect_uris": self.post_logout_redirect_uris, "application_type": application_type})
     }
 }
 

@@ -1,0 +1,97 @@
+//! The portal's OIDC sign-in in a real browser against a real identity provider: `faros dev
+//! --oidc-…` as a child process, the test IdP (`e2e/oidc`, panva's oidc-provider) with its own TLS,
+//! and Debian's chromium driven by Playwright (`e2e/browser/oidc.test.mjs`): the redirect, the IdP's
+//! login form, the callback, the session, sign-out and the IdP's RP-initiated logout; bad paths:
+//! a wrong password, a wrong state, a replayed callback, an expired login, a user the IdP disabled.
+//!
+//! Needs chromium, `npm ci --prefix e2e/browser` and `npm ci --prefix e2e/oidc` (what `.ci/run`
+//! does); without them the test fails saying so.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod devproc;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use faros_test_support::oidc::{Idp, IdpClient, IdpUser, Ttls};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+#[test]
+fn oidc_sign_in_in_a_real_browser() {
+    let root = repo_root();
+    let browser_dir = root.join("e2e/browser");
+    let chromium = std::env::var_os("FAROS_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    assert!(
+        chromium.is_file(),
+        "{} is missing: apt-get install -y chromium, or set FAROS_CHROMIUM",
+        chromium.display()
+    );
+    assert!(
+        browser_dir.join("node_modules/playwright-core/package.json").is_file(),
+        "playwright-core is missing: run `npm ci --prefix e2e/browser`"
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let disabled = IdpUser {
+        disabled: true,
+        ..IdpUser::new("carol", "carols-password", &["dev"])
+    };
+    let mut idp = rt
+        .block_on(Idp::start(
+            vec![IdpUser::new("alice", "wonderland", &["dev", "ops"]), disabled],
+            Vec::new(),
+            Ttls::default(),
+        ))
+        .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let ca_file = idp.ca_file();
+    let dev = devproc::start(
+        &state.path().join("faros"),
+        &[
+            "--oidc-issuer-url",
+            idp.issuer(),
+            "--oidc-client-id",
+            "faros-portal",
+            "--oidc-username-claim",
+            "email",
+            "--oidc-groups-claim",
+            "groups",
+            "--oidc-ca-file",
+            ca_file.to_str().unwrap(),
+        ],
+    );
+    // The redirect URIs name the hub's port, known only now.
+    let hub = dev.hub.trim_end_matches('/').to_string();
+    rt.block_on(idp.add_client(IdpClient {
+        post_logout_redirect_uris: vec![format!("{hub}/portal/signin?signedOut=1")],
+        ..IdpClient::new("faros-portal", &format!("{hub}/api/session/oidc/callback"))
+    }))
+    .unwrap();
+
+    let failures = root.join("target/portal-failures");
+    std::fs::create_dir_all(&failures).unwrap();
+    let out = Command::new("node")
+        .arg(browser_dir.join("oidc.test.mjs"))
+        .current_dir(&browser_dir)
+        .env("FAROS_HUB_URL", &hub)
+        .env("FAROS_IDP_URL", idp.issuer())
+        .env("FAROS_CHROMIUM", &chromium)
+        .env("FAROS_PORTAL_FAILURES", &failures)
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .status()
+        .expect("running node");
+    assert!(
+        out.success(),
+        "the OIDC browser scenario failed (output above; failure screenshot in {})",
+        failures.display()
+    );
+    rt.block_on(idp.stop());
+}

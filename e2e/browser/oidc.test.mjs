@@ -1,0 +1,161 @@
+// The portal's OIDC sign-in in a real browser against a real identity provider (started with
+// `faros dev --oidc-…` by crates/faros/tests/portal_oidc.rs, which passes the environment below).
+// Exit code 0 = every step passed.
+//
+// FAROS_HUB_URL, FAROS_IDP_URL (the test IdP, e2e/oidc: alice/wonderland in groups dev and ops;
+// carol, whom the IdP has disabled), FAROS_PORTAL_FAILURES (where failure screenshots go).
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { browser, page, until, assert, steps, cleanupProfiles } from './lib.mjs';
+
+const HUB = need('FAROS_HUB_URL').replace(/\/$/, '');
+const IDP = need('FAROS_IDP_URL').replace(/\/$/, '');
+const STATE_COOKIE = '__Secure-faros-oidc';
+
+function need(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set`);
+  return v;
+}
+
+const ctx = await browser();
+const pg = await page(ctx);
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'faros-oidc-'));
+// Every callback the IdP sent the browser to, in order (to replay one).
+const callbacks = [];
+pg.on('request', (r) => {
+  if (r.url().startsWith(`${HUB}/api/session/oidc/callback`)) callbacks.push(r.url());
+});
+
+async function session() {
+  return pg.evaluate(async () => {
+    const r = await fetch('/api/session', { credentials: 'same-origin' });
+    return { status: r.status, body: r.status === 200 ? await r.json() : null };
+  });
+}
+
+/** From the portal's sign-in page to the IdP's login form. */
+async function toIdpForm() {
+  await pg.goto(`${HUB}/portal/signin`);
+  await pg.click('#signin-oidc');
+  await pg.waitForURL((u) => u.toString().startsWith(`${IDP}/interaction/`));
+  await pg.waitForSelector('input[name=username]');
+}
+
+async function submitIdpForm(username, password) {
+  await pg.fill('input[name=username]', username);
+  await pg.fill('input[name=password]', password);
+  await pg.click('button[type=submit]');
+}
+
+/** Signed in: back on a portal page that is not the sign-in page, with a session. */
+async function signedIn() {
+  await pg.waitForURL((u) => u.toString().startsWith(`${HUB}/portal/`) && !u.pathname.startsWith('/portal/signin'));
+  const s = await session();
+  assert(s.status === 200, `a session after the callback: ${s.status}`);
+  return s.body;
+}
+
+/** Back on the portal's sign-in page with an error banner containing `text`. */
+async function refusedWith(text) {
+  await pg.waitForURL(/\/portal\/signin\?error=/);
+  await until(pg, `the sign-in error "${text}"`, (t) => document.querySelector('main [role=alert]')?.textContent.includes(t), text);
+  assert((await session()).status === 401, 'no session');
+}
+
+async function portalSignOut() {
+  await pg.click('#sign-out');
+  await pg.waitForURL(/\/portal\/signin\?signedOut=1/);
+  assert((await session()).status === 401, 'signed out');
+}
+
+const ok = await steps([
+  ['the sign-in page offers the IdP', async () => {
+    await pg.goto(`${HUB}/portal/signin`);
+    await until(pg, 'the OIDC button', () => document.getElementById('signin-oidc')?.textContent.includes('127.0.0.1'));
+  }],
+
+  ['a wrong password is refused by the IdP form', async () => {
+    await toIdpForm();
+    await submitIdpForm('alice', 'not-her-password');
+    await until(pg, 'the IdP error', () => document.getElementById('error')?.textContent.includes('Invalid username or password'));
+    assert(pg.url().startsWith(`${IDP}/interaction/`), `still at the IdP: ${pg.url()}`);
+  }],
+
+  ['redirect, the IdP login form, callback, session', async () => {
+    await submitIdpForm('alice', 'wonderland');
+    const me = await signedIn();
+    assert(me.user === 'alice@example.com', `the session's user: ${JSON.stringify(me)}`);
+    assert(callbacks.length === 1, `one callback: ${callbacks.length}`);
+    const cookies = await ctx.cookies(HUB);
+    assert(cookies.some((c) => c.name === '__Host-faros-session' && c.httpOnly && c.secure), 'the session cookie');
+    assert(!cookies.some((c) => c.name === STATE_COOKIE), 'the flow cookie is cleared');
+  }],
+
+  ['a replayed callback is refused', async () => {
+    const replay = new URL(callbacks[0]);
+    // Even with the flow's cookie back in place, the sign-in's state was taken once.
+    await ctx.addCookies([{ name: STATE_COOKIE, value: replay.searchParams.get('state'), domain: replay.hostname, path: '/api/session/oidc', secure: true, httpOnly: true, sameSite: 'Lax' }]);
+    await portalSignOut();
+    await pg.goto(replay.toString());
+    await refusedWith('already used');
+  }],
+
+  ['the IdP session outlives a portal sign-out: sign-in again needs no form', async () => {
+    await pg.goto(`${HUB}/portal/signin`);
+    await pg.click('#signin-oidc');
+    const me = await signedIn();
+    assert(me.user === 'alice@example.com', JSON.stringify(me));
+  }],
+
+  ['sign-out, then RP-initiated logout at the IdP ends its session too', async () => {
+    await portalSignOut();
+    const doc = await (await ctx.request.get(`${IDP}/.well-known/openid-configuration`)).json();
+    assert(doc.end_session_endpoint, 'the IdP offers end_session');
+    const logout = new URL(doc.end_session_endpoint);
+    logout.search = new URLSearchParams({ client_id: 'faros-portal', post_logout_redirect_uri: `${HUB}/portal/signin?signedOut=1` }).toString();
+    await pg.goto(logout.toString());
+    await pg.waitForURL(/\/portal\/signin\?signedOut=1/);
+    // Now the IdP asks for credentials again.
+    await toIdpForm();
+  }],
+
+  ['a wrong state is refused', async () => {
+    // A sign-in is in flight (the IdP form is open); a callback with another state is not its own.
+    await pg.goto(`${HUB}/api/session/oidc/callback?code=forged&state=not-the-flows-state`);
+    await refusedWith('not started in this browser');
+  }],
+
+  ['an expired login at the IdP is refused', async () => {
+    await toIdpForm();
+    // The IdP's interaction cookies are what an expired login loses (their max-age is its TTL).
+    const kept = (await ctx.cookies(IDP)).filter((c) => !c.name.startsWith('_interaction'));
+    await ctx.clearCookies();
+    await ctx.addCookies(kept);
+    await submitIdpForm('alice', 'wonderland');
+    await until(pg, 'the IdP saying the sign-in expired', () => document.getElementById('error')?.textContent.includes('expired'));
+    assert((await ctx.request.get(`${HUB}/api/session`)).status() === 401, 'no hub session');
+  }],
+
+  ['a user the IdP disabled cannot sign in', async () => {
+    await toIdpForm();
+    await submitIdpForm('carol', 'carols-password');
+    await until(pg, 'the IdP refusing a disabled account', () => document.getElementById('error')?.textContent.includes('disabled'));
+    assert(pg.url().startsWith(`${IDP}/interaction/`), `still at the IdP: ${pg.url()}`);
+  }],
+
+  ['no CSP violations or page errors', async () => {
+    assert(ctx.problems.length === 0, ctx.problems.join('\n'));
+  }],
+], async (name) => {
+  const dir = process.env.FAROS_PORTAL_FAILURES || tmp;
+  const file = path.join(dir, `oidc-failure-${name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}.png`);
+  await pg.screenshot({ path: file, fullPage: true });
+  console.error(`screenshot of the failure: ${file}\nurl: ${pg.url()}\npage text:\n${(await pg.locator('body').innerText()).slice(0, 2000)}`);
+});
+
+await ctx.close();
+cleanupProfiles();
+process.exit(ok ? 0 : 1);
