@@ -201,13 +201,18 @@ async fn ui_proxy_serves_assets_without_credentials() {
         assert_eq!(resp.headers()[name], want, "{name}");
     }
     assert!(resp.text().await.unwrap().contains("customElements.define("));
-    // Documents are never served on the hub's origin (the upstream's index is text/html); the 502
-    // says so without quoting the upstream.
+    // The provider's root is no page (its UI is modules for the portal's frame): 404 saying where
+    // the UI is shown.
     for path in ["/ui/providers/q", "/ui/providers/q/"] {
         let (code, body) = status_of(http.get(hub.url(path)).send().await.unwrap()).await;
-        assert_eq!(code, 502, "{path}: {body}");
-        assert!(!body["message"].as_str().unwrap().contains("index"), "{body}");
+        assert_eq!(code, 404, "{path}: {body}");
+        assert!(body["message"].as_str().unwrap().contains("/portal/orgs/"), "{body}");
     }
+    // Documents are never served on the hub's origin (the upstream answers text/html here); the
+    // 502 says so without quoting the upstream.
+    let (code, body) = status_of(http.get(hub.url("/ui/providers/q/page.html")).send().await.unwrap()).await;
+    assert_eq!(code, 502, "{body}");
+    assert!(!body["message"].as_str().unwrap().contains("a page"), "{body}");
     // Nor service-worker scripts: a worker would control every page of the hub's origin.
     let resp = http
         .get(hub.url("/ui/providers/q/main.js"))

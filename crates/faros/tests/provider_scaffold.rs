@@ -120,7 +120,7 @@ async fn a_scaffolded_provider_builds_runs_on_faros_dev_reconciles_and_federates
 
     // faros dev with the provider beside the hub (no quickstart: this provider is the point).
     let state = tmp.path().join("state");
-    // The banner comes only once the provider is Ready in the catalog (or faros dev gives up).
+    // The banner does not wait for `--provider` crates (a broken one must not hold the stack up).
     let mut dev = devproc::launch(&state)
         .args([
             OsStr::new("--no-quickstart"),
@@ -146,21 +146,30 @@ async fn a_scaffolded_provider_builds_runs_on_faros_dev_reconciles_and_federates
     let token = dev.dev_token().unwrap();
     let http = dev.https().unwrap();
     let ws = format!("{hub}/api/orgs/demo/workspaces/default");
-    let providers: Value = http
-        .get(format!("{hub}/api/providers"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let notes = providers["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "notes");
-    assert_eq!(notes.map(|p| &p["ready"]), Some(&json!(true)), "{providers}");
+    // The provider becomes Ready once it has served and its backend's health probe passed.
+    let providers = faros_test_support::eventually::eventually(
+        "provider notes to be Ready in the catalog",
+        std::time::Duration::from_secs(60),
+        || async {
+            let providers: Value = http
+                .get(format!("{hub}/api/providers"))
+                .bearer_auth(&token)
+                .send()
+                .await?
+                .json()
+                .await?;
+            let ready = providers["items"]
+                .as_array()
+                .is_some_and(|items| items.iter().any(|p| p["name"] == "notes" && p["ready"] == true));
+            Ok(ready.then_some(providers))
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        providers["items"].as_array().is_some_and(|i| !i.is_empty()),
+        "{providers}"
+    );
 
     // Enable it in the demo workspace and create a Note there with kubectl.
     let enabled = http

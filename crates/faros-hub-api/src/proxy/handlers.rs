@@ -157,6 +157,14 @@ pub async fn ui(st: &AppState, req: Request) -> Response {
             )));
         }
         refuse_loops(&req)?;
+        // The provider's root is no page: a UI is modules the portal's frame loads.
+        if let Ok((name, "/")) = routes::split(req.uri().path(), routes::UI_PREFIX) {
+            return Err(Status::not_found_message(format!(
+                "provider {name:?} has no page here: /ui/providers/{name}/ serves the modules of its UI \
+                 (main.js and what it loads) to the portal, which shows it at \
+                 /portal/orgs/<org>/workspaces/<workspace>/providers/{name}"
+            )));
+        }
         if super::ui_assets::is_service_worker_fetch(req.headers()) {
             return Err(Status::forbidden(
                 "provider UIs cannot register service workers on the hub's origin",

@@ -103,6 +103,10 @@ pub async fn upstream() -> Upstream {
             get(|| async { ([("content-type", "text/html")], "<html>index</html>") }),
         )
         .route(
+            "/ui/page.html",
+            get(|| async { ([("content-type", "text/html")], "<html>a page</html>") }),
+        )
+        .route(
             "/slow",
             get(|| async {
                 tokio::time::sleep(Duration::from_secs(5)).await;
