@@ -95,44 +95,19 @@ struct AuthArgs {
     /// kcp's static token file (`token,user,uid,"group1,group2"`); re-read when it changes.
     #[arg(long, env = "FAROS_TOKEN_AUTH_FILE")]
     token_auth_file: Option<PathBuf>,
-    /// OIDC issuer whose ID tokens authenticate users (exactly as in the tokens' `iss`).
-    #[arg(long, env = "FAROS_OIDC_ISSUER_URL", requires = "oidc_client_id")]
-    oidc_issuer_url: Option<String>,
-    /// The audience OIDC tokens must carry.
-    #[arg(long, env = "FAROS_OIDC_CLIENT_ID", requires = "oidc_issuer_url")]
-    oidc_client_id: Option<String>,
-    /// The claim naming the user.
-    #[arg(long, env = "FAROS_OIDC_USERNAME_CLAIM", default_value = faros_hub_api::auth::oidc::DEFAULT_USERNAME_CLAIM)]
-    oidc_username_claim: String,
-    /// Prefix of user names (default `<issuer>#` unless the claim is `email`; `-` for none).
-    #[arg(long, env = "FAROS_OIDC_USERNAME_PREFIX")]
-    oidc_username_prefix: Option<String>,
-    /// The claim listing the user's groups.
-    #[arg(long, env = "FAROS_OIDC_GROUPS_CLAIM")]
-    oidc_groups_claim: Option<String>,
-    /// Prefix of group names.
-    #[arg(long, env = "FAROS_OIDC_GROUPS_PREFIX")]
-    oidc_groups_prefix: Option<String>,
-    /// PEM CA bundle for the issuer's TLS (default: the platform roots).
-    #[arg(long, env = "FAROS_OIDC_CA_FILE")]
-    oidc_ca_file: Option<PathBuf>,
+    #[command(flatten)]
+    oidc: faros_core::oidc::OidcArgs,
 }
 
 impl AuthArgs {
     fn oidc(&self) -> anyhow::Result<Option<OidcSettings>> {
-        let (Some(issuer), Some(client_id)) = (&self.oidc_issuer_url, &self.oidc_client_id) else {
-            return Ok(None);
+        let ca_pem = match self.oidc.ca_file() {
+            Some(path) => Some(
+                std::fs::read_to_string(path).with_context(|| format!("reading --oidc-ca-file {}", path.display()))?,
+            ),
+            None => None,
         };
-        let mut settings = OidcSettings::new(issuer, client_id);
-        settings.username_claim = self.oidc_username_claim.clone();
-        settings.username_prefix = self.oidc_username_prefix.clone();
-        settings.groups_claim = self.oidc_groups_claim.clone();
-        settings.groups_prefix = self.oidc_groups_prefix.clone();
-        if let Some(path) = &self.oidc_ca_file {
-            let pem = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            settings.ca_pem = Some(pem);
-        }
-        Ok(Some(settings))
+        Ok(self.oidc.settings(ca_pem)?)
     }
 }
 

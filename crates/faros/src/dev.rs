@@ -157,7 +157,7 @@ impl Stack {
         config.history_capacity = args.kcp_watch_history;
         config.group_commit = !args.kcp_no_group_commit;
         // One issuer for kcp and the hub: a user's token works with kubectl and in the portal alike.
-        let oidc = args.oidc.settings()?;
+        let oidc = crate::oidc::settings(&args.oidc)?;
         config.oidc = oidc.clone();
         // As fast as kcp: no pause between workspace phases (the embedded kcp's own tests keep one).
         config.phase_delay = std::time::Duration::ZERO;

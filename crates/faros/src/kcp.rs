@@ -90,7 +90,7 @@ impl KcpArgs {
         // As fast as kcp: no pause between workspace phases.
         config.phase_delay = std::time::Duration::ZERO;
         config.group_commit = !self.no_group_commit;
-        config.oidc = self.oidc.settings()?;
+        config.oidc = crate::oidc::settings(&self.oidc)?;
         config.hostnames = self.hostnames.iter().filter(|h| !h.is_empty()).cloned().collect();
         if let Some(url) = &self.external_url {
             let host = external_host(url)?;

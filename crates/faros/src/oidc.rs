@@ -1,59 +1,20 @@
-//! The `--oidc-*` flags of `faros dev` and `faros kcp`: kcp's and kube-apiserver's names and
-//! meanings (and the hub's), so a kcp command line carries over unchanged.
-
-use std::path::PathBuf;
+//! The `--oidc-*` flags of `faros dev` and `faros kcp` (defined once in `faros_core::oidc::args`,
+//! shared with `faros-hub-api`), and reading `--oidc-ca-file` for them.
 
 use anyhow::Context;
-use clap::Args;
-use faros_core::oidc::{DEFAULT_USERNAME_CLAIM, OidcSettings};
+use faros_core::oidc::OidcSettings;
 
-#[derive(Args, Debug, Clone, Default)]
-pub struct OidcArgs {
-    /// OIDC issuer whose ID tokens authenticate users (exactly as in the tokens' `iss`; https).
-    #[arg(long, env = "FAROS_OIDC_ISSUER_URL", requires = "oidc_client_id")]
-    pub oidc_issuer_url: Option<String>,
-    /// The audience OIDC tokens must carry.
-    #[arg(long, env = "FAROS_OIDC_CLIENT_ID", requires = "oidc_issuer_url")]
-    pub oidc_client_id: Option<String>,
-    /// The claim naming the user (default `sub`).
-    #[arg(long, env = "FAROS_OIDC_USERNAME_CLAIM")]
-    pub oidc_username_claim: Option<String>,
-    /// Prefix of user names (default `<issuer>#` unless the claim is `email`; `-` for none).
-    #[arg(long, env = "FAROS_OIDC_USERNAME_PREFIX")]
-    pub oidc_username_prefix: Option<String>,
-    /// The claim listing the user's groups.
-    #[arg(long, env = "FAROS_OIDC_GROUPS_CLAIM")]
-    pub oidc_groups_claim: Option<String>,
-    /// Prefix of group names.
-    #[arg(long, env = "FAROS_OIDC_GROUPS_PREFIX")]
-    pub oidc_groups_prefix: Option<String>,
-    /// PEM CA bundle for the issuer's TLS (default: the platform roots).
-    #[arg(long, env = "FAROS_OIDC_CA_FILE")]
-    pub oidc_ca_file: Option<PathBuf>,
-}
+pub use faros_core::oidc::OidcArgs;
 
-impl OidcArgs {
-    /// `None` without an issuer; reads the CA file.
-    pub fn settings(&self) -> anyhow::Result<Option<OidcSettings>> {
-        let (Some(issuer), Some(client_id)) = (&self.oidc_issuer_url, &self.oidc_client_id) else {
-            return Ok(None);
-        };
-        let mut settings = OidcSettings::new(issuer, client_id);
-        settings.username_claim = self
-            .oidc_username_claim
-            .clone()
-            .unwrap_or_else(|| DEFAULT_USERNAME_CLAIM.to_string());
-        settings.username_prefix = self.oidc_username_prefix.clone();
-        settings.groups_claim = self.oidc_groups_claim.clone();
-        settings.groups_prefix = self.oidc_groups_prefix.clone();
-        if let Some(path) = &self.oidc_ca_file {
-            let pem =
-                std::fs::read_to_string(path).with_context(|| format!("reading --oidc-ca-file {}", path.display()))?;
-            settings.ca_pem = Some(pem);
+/// The settings `args` name (`None` without an issuer), with the CA file read.
+pub fn settings(args: &OidcArgs) -> anyhow::Result<Option<OidcSettings>> {
+    let ca_pem = match args.ca_file() {
+        Some(path) => {
+            Some(std::fs::read_to_string(path).with_context(|| format!("reading --oidc-ca-file {}", path.display()))?)
         }
-        settings.validate()?;
-        Ok(Some(settings))
-    }
+        None => None,
+    };
+    Ok(args.settings(ca_pem)?)
 }
 
 #[cfg(test)]
@@ -80,7 +41,7 @@ mod tests {
             "--oidc-groups-prefix=oidc:",
         ])
         .unwrap();
-        let s = cli.oidc.settings().unwrap().unwrap();
+        let s = settings(&cli.oidc).unwrap().unwrap();
         assert_eq!(
             (
                 s.issuer_url.as_str(),
@@ -100,16 +61,13 @@ mod tests {
             )
         );
         assert!(
-            Cli::try_parse_from(["faros"])
-                .unwrap()
-                .oidc
-                .settings()
+            settings(&Cli::try_parse_from(["faros"]).unwrap().oidc)
                 .unwrap()
                 .is_none()
         );
         assert!(Cli::try_parse_from(["faros", "--oidc-issuer-url=https://idp.example"]).is_err());
         let plain_http =
             Cli::try_parse_from(["faros", "--oidc-issuer-url=http://idp.example", "--oidc-client-id=x"]).unwrap();
-        assert!(plain_http.oidc.settings().is_err());
+        assert!(settings(&plain_http.oidc).is_err());
     }
 }

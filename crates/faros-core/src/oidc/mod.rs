@@ -4,18 +4,21 @@
 //!
 //! - [`jwt`]: compact JWS parsing and JWK sets (RS256 and ES256 only, `none` never).
 //! - [`claims`]: issuer, audience, `exp`/`nbf`, and the username/groups claims with kube's prefixes.
+//! - [`args`]: the `--oidc-*` flags every faros binary takes.
 //! - [`verifier`]: discovery (`<issuer>/.well-known/openid-configuration`) and the key set, cached,
 //!   refetched on an unknown key ID (rotation) or when stale, rate-limited. It performs no IO
 //!   itself: each server hands it a [`verifier::FetchJson`] (its own HTTPS client and CA).
 //!
 //! Neither tokens nor claim values are ever put in errors or logs; reasons name claims only.
 
+pub mod args;
 pub mod claims;
 pub mod jwt;
 pub mod verifier;
 
 use std::time::Duration;
 
+pub use args::OidcArgs;
 pub use claims::{LEEWAY_SECONDS, user_from_claims};
 pub use verifier::{FetchJson, Outcome, Verifier};
 
