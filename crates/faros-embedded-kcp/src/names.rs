@@ -4,3 +4,6 @@
 
 pub use crate::kcp::apis::{claim_label_key, claim_label_value, export_hash};
 pub use crate::kcp::tenancy::names::default_binding_name;
+
+/// The logical cluster holding the server's own copies of bound schemas (kcp's `system:bound-crds`).
+pub const BOUND_CRDS_CLUSTER: &str = "system:bound-crds";

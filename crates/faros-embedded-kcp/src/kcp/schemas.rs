@@ -17,6 +17,9 @@ pub fn admit_schema(req: &Request<'_>, obj: &Value) -> Result<(), Status> {
         .and_then(Value::as_str)
         .unwrap_or_default();
     let problem = match (req.operation, req.old) {
+        // The server's own copies of bound schemas (kcp keeps them as CRDs in system:bound-crds,
+        // named by UID) follow no naming rule of user schemas.
+        (Operation::Create, _) if req.cluster == crate::names::BOUND_CRDS_CLUSTER => None,
         (Operation::Create, _) => name_problem(name, obj),
         (Operation::Update, Some(old)) => spec_problem(old, obj),
         _ => None,

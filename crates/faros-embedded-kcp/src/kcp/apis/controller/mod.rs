@@ -50,7 +50,7 @@ const SCHEMAS: &str = "apiresourceschemas";
 const SLICES: &str = "apiexportendpointslices";
 /// kcp's shard-internal cluster holding one copy of every bound schema ("bound CRDs", named by the
 /// schema's UID), so bound resources stay served when the export's workspace goes away.
-pub const BOUND_CRDS_CLUSTER: &str = "system:bound-crds";
+pub use crate::names::BOUND_CRDS_CLUSTER;
 
 const API_EXPORT_VALID: &str = "APIExportValid";
 const INITIAL_BINDING_COMPLETED: &str = "InitialBindingCompleted";
