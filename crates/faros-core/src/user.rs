@@ -35,16 +35,6 @@ pub struct UserInfo {
     pub extra: BTreeMap<String, Vec<String>>,
 }
 
-/// A ServiceAccount, named the only way that is unique across kcp: with its logical cluster.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ServiceAccountRef<'a> {
-    /// `None` when the authenticator gave no cluster-name extra (plain Kubernetes, or a forged
-    /// user name): such a ServiceAccount cannot be placed in any workspace.
-    pub cluster: Option<&'a str>,
-    pub namespace: &'a str,
-    pub name: &'a str,
-}
-
 impl UserInfo {
     pub fn in_group(&self, group: &str) -> bool {
         self.groups.iter().any(|g| g == group)
@@ -64,21 +54,17 @@ impl UserInfo {
 
     /// The logical cluster a ServiceAccount user belongs to (kcp's cluster-name extra).
     pub fn cluster_name(&self) -> Option<&str> {
-        self.extra
-            .get(EXTRA_CLUSTER_NAME)
-            .and_then(|v| v.first())
-            .map(String::as_str)
+        cluster_name(&self.extra)
     }
+}
 
-    /// The ServiceAccount this user is, with its cluster, if it is one.
-    pub fn service_account_ref(&self) -> Option<ServiceAccountRef<'_>> {
-        let (namespace, name) = self.service_account()?;
-        Some(ServiceAccountRef {
-            cluster: self.cluster_name(),
-            namespace,
-            name,
-        })
-    }
+/// The logical cluster kcp's cluster-name extra in `extra` names, for callers holding the user's
+/// parts rather than a [`UserInfo`].
+pub fn cluster_name(extra: &BTreeMap<String, Vec<String>>) -> Option<&str> {
+    extra
+        .get(EXTRA_CLUSTER_NAME)
+        .and_then(|v| v.first())
+        .map(String::as_str)
 }
 
 /// `system:serviceaccount:<ns>:<name>` → `(ns, name)`; both parts must be non-empty and the name
@@ -139,22 +125,15 @@ mod tests {
     }
 
     #[test]
-    fn service_account_refs_carry_their_cluster() {
-        let mut user = UserInfo {
-            username: "system:serviceaccount:default:deployer".into(),
-            ..Default::default()
-        };
-        assert_eq!(
-            user.service_account_ref(),
-            Some(ServiceAccountRef {
-                cluster: None,
-                namespace: "default",
-                name: "deployer"
-            })
-        );
-        user.extra.insert(EXTRA_CLUSTER_NAME.into(), vec!["c1".into()]);
-        assert_eq!(user.service_account_ref().and_then(|sa| sa.cluster), Some("c1"));
-        user.username = "alice".into();
-        assert_eq!(user.service_account_ref(), None);
+    fn cluster_names_come_from_kcps_extra() {
+        let mut user = UserInfo::default();
+        assert_eq!(user.cluster_name(), None);
+        user.extra
+            .insert("authentication.kubernetes.io/cluster-name".into(), vec!["k8s".into()]);
+        assert_eq!(user.cluster_name(), None, "only kcp's key names the cluster");
+        user.extra
+            .insert(EXTRA_CLUSTER_NAME.into(), vec!["c1".into(), "c2".into()]);
+        assert_eq!(user.cluster_name(), Some("c1"));
+        assert_eq!(cluster_name(&user.extra), Some("c1"));
     }
 }

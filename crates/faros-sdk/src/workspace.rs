@@ -14,7 +14,6 @@ use faros_core::kcp::{
     ANNOTATION_CLUSTER, ANNOTATION_LOGICALCLUSTER_TYPE, ANNOTATION_PATH, LOGICALCLUSTER_NAME, LogicalCluster,
 };
 use faros_core::names;
-use faros_core::user::EXTRA_CLUSTER_NAME;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
@@ -296,7 +295,7 @@ async fn review(client: &Client, token: String) -> IdentityView {
             username: user.username.unwrap_or_default(),
             home_cluster: user
                 .extra
-                .and_then(|extra| extra.get(EXTRA_CLUSTER_NAME).and_then(|v| v.first().cloned())),
+                .and_then(|extra| faros_core::user::cluster_name(&extra).map(str::to_string)),
         },
         _ => IdentityView::Unknown(format!(
             "TokenReview did not authenticate the token{}",

@@ -15,7 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use faros_core::identity::Identity;
 use faros_core::status::Status;
-use faros_core::user::{EXTRA_CLUSTER_NAME, UserInfo, split_service_account_username};
+use faros_core::user::{UserInfo, split_service_account_username};
 use futures::future::BoxFuture;
 use http::HeaderMap;
 
@@ -95,7 +95,7 @@ impl Caller {
         let Some((namespace, name)) = split_service_account_username(&self.user) else {
             return Principal::User;
         };
-        let cluster = self.extra.get(EXTRA_CLUSTER_NAME).and_then(|v| v.first()).cloned();
+        let cluster = faros_core::user::cluster_name(&self.extra).map(str::to_string);
         Principal::ServiceAccount {
             cluster,
             namespace: namespace.to_string(),
@@ -279,6 +279,7 @@ mod tests {
     use super::test_support::headers;
     use super::*;
     use crate::auth::tokenreview::{ReviewedUser, StaticReviewer};
+    use faros_core::user::EXTRA_CLUSTER_NAME;
 
     #[test]
     fn bearer_table() {
