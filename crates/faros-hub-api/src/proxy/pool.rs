@@ -163,14 +163,13 @@ impl UpstreamPool {
 
     async fn connect(&self, uri: Uri) -> Result<SendRequest<Body>, PoolError> {
         // HttpConnector connects to address literals without asking the resolver.
-        if let Some(host) = uri.host()
-            && host
-                .trim_start_matches('[')
+        if let Some(addr) = uri.host().and_then(|h| {
+            h.trim_start_matches('[')
                 .trim_end_matches(']')
                 .parse::<std::net::IpAddr>()
-                .is_ok()
-        {
-            self.policy.check_host(host)?;
+                .ok()
+        }) {
+            self.policy.check_addr(addr)?;
         }
         let io = self.connector.clone().oneshot(uri).await.map_err(PoolError::Connect)?;
         let (conn, driver) = http1::Builder::new()

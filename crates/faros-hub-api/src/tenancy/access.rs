@@ -139,10 +139,7 @@ impl Access {
             None => (names::TENANTS_PATH.to_string(), org),
         };
         let client = self.client(&parent)?;
-        let what = match ws {
-            Some(ws) => format!("workspace {ws:?} of organization {org:?}"),
-            None => format!("organization {org:?}"),
-        };
+        let what = describe_names(org, ws);
         let workspace = match Api::<Workspace>::all(client).get_opt(name).await {
             Ok(Some(w)) => w,
             Ok(None) => return Err(not_found(org, ws)),
@@ -301,18 +298,18 @@ fn role_from(member: bool, admin: bool) -> Option<Role> {
 /// 404 for an organization or workspace that does not exist or that the caller may not see: the
 /// same answer for both.
 pub fn not_found(org: &str, ws: Option<&str>) -> Status {
-    let what = match ws {
-        Some(ws) => format!("workspace {ws:?} of organization {org:?}"),
-        None => format!("organization {org:?}"),
-    };
-    Status::not_found_message(format!("{what} not found"))
+    Status::not_found_message(format!("{} not found", describe_names(org, ws)))
 }
 
 /// "organization \"acme\"" or "workspace \"dev\" of organization \"acme\"".
 pub fn describe(target: &WorkspaceRef) -> String {
-    match &target.workspace {
-        Some(ws) => format!("workspace {ws:?} of organization {:?}", target.org),
-        None => format!("organization {:?}", target.org),
+    describe_names(&target.org, target.workspace.as_deref())
+}
+
+fn describe_names(org: &str, ws: Option<&str>) -> String {
+    match ws {
+        Some(ws) => format!("workspace {ws:?} of organization {org:?}"),
+        None => format!("organization {org:?}"),
     }
 }
 
