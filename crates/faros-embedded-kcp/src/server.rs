@@ -245,11 +245,6 @@ impl Server {
                 path: db_path.clone(),
                 message: e.to_string(),
             })?;
-        // Again, now that everything is created: redb and the TLS files were made with the umask.
-        crate::state_dir::secure(dir).map_err(|e| ServerError::StateDir {
-            path: e.path,
-            source: e.source,
-        })?;
         let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
         let state = Arc::new(ServerState {
             store,

@@ -10,12 +10,6 @@ import { h, mount, banner } from './dom.js';
 import { state, navigate, wsUrl, currentCluster, notFoundPage } from './app.js';
 import { resolvedTheme } from './shell.js';
 
-/** How long the element may take to define itself after main.js loaded (enforced in frame.js). */
-export const DEFINE_TIMEOUT_MS = 5000;
-
-/** The custom element's name for a provider. */
-export const tagOf = (name) => `faros-provider-${name}`;
-
 /** Largest response body the bridge hands back to a frame (characters). */
 const MAX_RESPONSE = 8 * 1024 * 1024;
 
