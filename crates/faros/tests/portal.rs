@@ -11,51 +11,14 @@
 //! screenshots in docs/portal.md.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod browser;
 mod devproc;
 
+use browser::{prerequisites, repo_root};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-/// What the test needs installed, with how to install it.
-fn prerequisites(browser_dir: &Path) -> PathBuf {
-    let chromium = std::env::var_os("FAROS_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    assert!(
-        chromium.is_file(),
-        "{} is missing: the portal browser test needs Debian's chromium (`apt-get install -y chromium`) or FAROS_CHROMIUM",
-        chromium.display()
-    );
-    assert!(
-        Command::new("node")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success()),
-        "node is missing: the portal browser test needs Node.js 20+ (`apt-get install -y nodejs npm`)"
-    );
-    for package in ["playwright-core", "axe-core"] {
-        assert!(
-            browser_dir
-                .join("node_modules")
-                .join(package)
-                .join("package.json")
-                .is_file(),
-            "{package} is missing in {}: run `npm ci --prefix e2e/browser`",
-            browser_dir.display()
-        );
-    }
-    chromium
-}
 
 /// Another site (reached as `localhost`, the hub is `127.0.0.1`): `/csrf` is a form posting to the
 /// hub, every other path is a provider UI whose `main.js` loads but never defines its element.

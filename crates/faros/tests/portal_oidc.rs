@@ -8,36 +8,19 @@
 //! does); without them the test fails saying so.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod browser;
 mod devproc;
 
-use std::path::{Path, PathBuf};
+use browser::{prerequisites, repo_root};
 use std::process::{Command, Stdio};
 
 use faros_test_support::oidc::{Idp, IdpClient, IdpUser, Ttls};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
 
 #[test]
 fn oidc_sign_in_in_a_real_browser() {
     let root = repo_root();
     let browser_dir = root.join("e2e/browser");
-    let chromium = std::env::var_os("FAROS_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    assert!(
-        chromium.is_file(),
-        "{} is missing: apt-get install -y chromium, or set FAROS_CHROMIUM",
-        chromium.display()
-    );
-    assert!(
-        browser_dir.join("node_modules/playwright-core/package.json").is_file(),
-        "playwright-core is missing: run `npm ci --prefix e2e/browser`"
-    );
+    let chromium = prerequisites(&browser_dir);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let disabled = IdpUser {
         disabled: true,
