@@ -75,12 +75,18 @@ export async function accessible(pg, what) {
   const result = [];
   // The page, and each provider frame (an opaque origin axe cannot reach from the page) on its own.
   for (const target of [pg.mainFrame(), ...providerFrames(pg)]) {
-    await target.evaluate(AXE);
-    result.push(...await target.evaluate(async () => {
-      // eslint-disable-next-line no-undef
-      const r = await axe.run(document, { resultTypes: ['violations'], iframes: false });
-      return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }));
-    }));
+    try {
+      await target.evaluate(AXE);
+      result.push(...await target.evaluate(async () => {
+        // eslint-disable-next-line no-undef
+        const r = await axe.run(document, { resultTypes: ['violations'], iframes: false });
+        return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }));
+      }));
+    } catch (e) {
+      // A provider frame the portal removed meanwhile (a failed load) has nothing left to check.
+      if (target !== pg.mainFrame() && target.isDetached()) continue;
+      throw e;
+    }
   }
   const bad = result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
   if (bad.length) throw new Error(`axe: ${what}: ${JSON.stringify(bad, null, 1)}`);
@@ -90,7 +96,7 @@ export async function accessible(pg, what) {
 
 /** The provider frames of the page (the hub's sandboxed /portal/frame documents). */
 export function providerFrames(pg) {
-  return pg.frames().filter((f) => f !== pg.mainFrame() && f.url().includes('/portal/frame?'));
+  return pg.frames().filter((f) => f !== pg.mainFrame() && !f.isDetached() && f.url().includes('/portal/frame?'));
 }
 
 /** The provider frame of the page, once it has mounted the provider's element `tag`. */
