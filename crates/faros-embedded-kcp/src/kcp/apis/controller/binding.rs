@@ -113,10 +113,14 @@ impl Controller {
         conditions::summarize(&mut conds, INITIAL_BINDING_COMPLETED, &now);
         status.conditions = Some(conds);
         let status = serde_json::to_value(&status).unwrap_or_default();
-        // Serve the bound resources before anyone can see the binding Bound.
+        // Serve the bound resources, in the workspace and through the export's virtual workspace,
+        // before anyone can see the binding Bound.
         let mut next = obj.clone();
         next["status"] = status.clone();
         self.sync_registry_with(cluster, name, Some(&next));
+        if let Some(ek) = &ek {
+            self.refresh_view_with(ek, Some((cluster, name, &next)));
+        }
         self.write_status(BINDINGS, &obj, status).await;
     }
 

@@ -148,6 +148,13 @@ impl Controller {
 
     /// Recomputes what the virtual workspace serves for an export.
     pub(super) fn refresh_view(&mut self, ek: &ExportKey) {
+        self.refresh_view_with(ek, None);
+    }
+
+    /// [`Self::refresh_view`], with `pending` (cluster, name, object) standing for that binding as
+    /// it is about to be written: a binding is served through the virtual workspace before anyone
+    /// can see it Bound, as its resources are in the workspace (`sync_registry_with`).
+    pub(super) fn refresh_view_with(&mut self, ek: &ExportKey, pending: Option<(&str, &str, &Value)>) {
         let Some(obj) = get(&self.state, &key(EXPORTS, &ek.0, &ek.1)) else {
             self.index.set_export(ek.clone(), None);
             return;
@@ -169,10 +176,18 @@ impl Controller {
         let own = own_resources(&export);
         let mut bindings = BTreeMap::new();
         for (bc, bn) in self.bindings_by_export.get(ek).cloned().unwrap_or_default() {
-            let Some(bobj) = get(&self.state, &key(BINDINGS, &bc, &bn)) else {
-                continue;
+            let stored;
+            let bobj = match pending {
+                Some((pc, pn, obj)) if pc == bc && pn == bn => obj,
+                _ => {
+                    let Some(o) = get(&self.state, &key(BINDINGS, &bc, &bn)) else {
+                        continue;
+                    };
+                    stored = o;
+                    &stored
+                }
             };
-            let Some(binding) = typed::<APIBinding>(&bobj) else {
+            let Some(binding) = typed::<APIBinding>(bobj) else {
                 continue;
             };
             if binding.phase() != Some(&APIBindingPhase::Bound) || bindings.contains_key(&bc) {
