@@ -11,7 +11,7 @@
 //! Layout, from the bottom up:
 //! - `store` (redb, resourceVersions, watch history), `schema` (structural schemas), `patch`
 //!   (merge, JSON, strategic, server-side apply), `selector`, `objects` (metadata rules),
-//!   `registry`/`builtin` (what is served).
+//!   `registry`/`builtin` (what is served), `clusters` (the logical cluster index: name ⇄ path, phase).
 //! - `auth` (tokens, RBAC, the authorization decision), `state` (the shared server state and its
 //!   commit hook).
 //! - `write` (the one write pipeline: admission, schema, managedFields, kcp admission, commit) and
@@ -31,6 +31,7 @@ pub(crate) mod auth;
 pub(crate) mod bootstrap;
 pub(crate) mod builtin;
 pub(crate) mod client;
+pub(crate) mod clusters;
 pub(crate) mod controllers;
 pub(crate) mod kcp;
 pub(crate) mod metrics;

@@ -9,7 +9,7 @@
 use std::sync::{Arc, RwLock};
 
 use crate::auth::{Authenticator, RbacIndex, RbacKind, ServiceAccountTokens};
-use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE};
+use crate::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE};
 use crate::registry::Registry;
 use crate::store::{Event, EventType, ListQuery, Store};
 
@@ -25,7 +25,7 @@ pub struct ServerState {
     pub oidc: Option<faros_core::oidc::Verifier>,
     pub rbac: RwLock<RbacIndex>,
     /// Logical clusters by name and path (from LogicalCluster objects).
-    pub clusters: RwLock<crate::kcp::clusters::ClusterIndex>,
+    pub clusters: RwLock<crate::clusters::ClusterIndex>,
     pub sa_tokens: ServiceAccountTokens,
     pub ca_pem: String,
     pub max_body_bytes: usize,

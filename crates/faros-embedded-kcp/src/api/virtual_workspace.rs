@@ -22,7 +22,7 @@ use super::request::{self, ResourcePath, Target};
 use super::{RequestContext, ok, serve_resource};
 use crate::auth::{Attributes, UserInfo};
 use crate::kcp::apis::LiveExport;
-use crate::kcp::{AcceptedClaim, ExportView};
+use crate::kcp::apis::view::{AcceptedClaim, ExportView};
 use crate::objects::CLUSTER_ANNOTATION;
 use crate::registry::ResourceDef;
 use crate::state::ServerState;

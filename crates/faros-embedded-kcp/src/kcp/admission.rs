@@ -5,8 +5,8 @@
 use faros_core::status::Status;
 use serde_json::Value;
 
-use super::clusters::PATH_ANNOTATION;
 use crate::auth::UserInfo;
+use crate::clusters::PATH_ANNOTATION;
 use crate::registry::ResourceDef;
 use crate::state::ServerState;
 
@@ -68,7 +68,7 @@ fn immortal_namespace(state: &ServerState, req: &Request<'_>, obj: &Value) -> Re
     if !IMMORTAL_NAMESPACES.contains(&name) {
         return Ok(());
     }
-    let cluster_deleting = super::tenancy::catalog::logical_cluster(state, req.cluster)
+    let cluster_deleting = super::clusters::logical_cluster(state, req.cluster)
         .is_some_and(|lc| lc.pointer("/metadata/deletionTimestamp").is_some());
     if cluster_deleting {
         return Ok(());

@@ -18,10 +18,10 @@ use faros_core::kcp::LABEL_APIBINDING_EXPORT;
 use faros_core::status::{Status, StatusDetails};
 use serde_json::Value;
 
-use super::ExportView;
 use super::admission::{Operation, Request};
 use crate::auth::{Attributes, Decision, GROUP_MASTERS};
 use crate::state::ServerState;
+use view::ExportView;
 
 pub use claims::{label_key as claim_label_key, label_value as claim_label_value};
 pub use hash::export_hash;

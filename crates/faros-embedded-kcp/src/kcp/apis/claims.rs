@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::conditions::{Mark, SEVERITY_ERROR, SEVERITY_WARNING};
 use super::hash;
-use crate::kcp::AcceptedClaim;
+use crate::kcp::apis::view::AcceptedClaim;
 
 pub const PERMISSION_CLAIMS_VALID: &str = "PermissionClaimsValid";
 pub const PERMISSION_CLAIMS_APPLIED: &str = "PermissionClaimsApplied";

@@ -7,9 +7,7 @@
 //! it starts and rebuilds it from storage.
 
 use std::collections::HashMap;
-use std::sync::RwLock;
-
-use crate::kcp::{AcceptedClaim, ExportView};
+use std::sync::{Arc, RwLock};
 
 /// `(logical cluster name, object name)`.
 pub type ExportKey = (String, String);
@@ -72,4 +70,38 @@ impl Index {
             })
             .unwrap_or_default()
     }
+}
+
+/// What the APIExport virtual workspace serves for one export (maintained by `apis`).
+#[derive(Clone, Debug, Default)]
+pub struct ExportView {
+    /// Logical cluster name of the export's workspace.
+    pub export_cluster: String,
+    pub export_name: String,
+    pub identity_hash: String,
+    /// The exported resources as consumers see them (from the export's latest resource schemas).
+    pub resources: Vec<Arc<crate::registry::ResourceDef>>,
+    /// Consumer logical clusters with a Bound APIBinding to this export.
+    pub bindings: std::collections::BTreeMap<String, BoundConsumer>,
+}
+
+/// One consumer of an export.
+#[derive(Clone, Debug, Default)]
+pub struct BoundConsumer {
+    pub binding_name: String,
+    /// Permission claims the consumer accepted, with their effective verbs.
+    pub claims: Vec<AcceptedClaim>,
+}
+
+/// An accepted permission claim: access to `group/resource` objects of the consumer.
+#[derive(Clone, Debug)]
+pub struct AcceptedClaim {
+    pub group: String,
+    pub resource: String,
+    /// Effective verbs: the intersection of what the export claims and the binding accepts.
+    pub verbs: Vec<String>,
+    /// Objects the claim covers; None = all of them (`matchAll`).
+    pub selector: Option<crate::selector::LabelSelector>,
+    /// The selector's `matchLabels`, stamped on objects created through the virtual workspace.
+    pub match_labels: std::collections::BTreeMap<String, String>,
 }

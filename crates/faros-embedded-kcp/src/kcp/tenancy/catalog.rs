@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use super::types::TypeInfo;
+use crate::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
 use crate::controllers::landed;
-use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
@@ -109,21 +109,9 @@ pub fn lookup(state: &ServerState, path: &str, name: &str) -> Option<TypeInfo> {
     }
 }
 
-/// The LogicalCluster object of `cluster`.
-pub fn logical_cluster(state: &ServerState, cluster: &str) -> Option<Value> {
-    let key = ObjectKey::new(
-        LOGICAL_CLUSTER_GROUP,
-        LOGICAL_CLUSTER_RESOURCE,
-        cluster,
-        "",
-        LOGICAL_CLUSTER_NAME,
-    );
-    state.store.get(&key).ok().flatten()
-}
-
 /// The `<path>:<name>` type of a logical cluster; root's is `root:root` even before it is annotated.
 pub fn cluster_type(state: &ServerState, cluster: &str) -> Option<String> {
-    let annotated = logical_cluster(state, cluster).and_then(|lc| {
+    let annotated = crate::kcp::clusters::logical_cluster(state, cluster).and_then(|lc| {
         lc.pointer("/metadata/annotations")
             .and_then(|a| a.get(TYPE_ANNOTATION))
             .and_then(Value::as_str)
@@ -178,7 +166,7 @@ pub async fn ensure_builtins(state: &ServerState) {
             tracing::debug!(error = %e, resource, "workspace type use grant not created");
         }
     }
-    if let Some(mut lc) = logical_cluster(state, "root") {
+    if let Some(mut lc) = crate::kcp::clusters::logical_cluster(state, "root") {
         let annotated = lc
             .pointer("/metadata/annotations")
             .and_then(|a| a.get(TYPE_ANNOTATION))

@@ -312,7 +312,7 @@ impl Controller {
         resource: &str,
         identity_hash: &str,
         label_key: &str,
-        accepted: Option<crate::kcp::AcceptedClaim>,
+        accepted: Option<crate::kcp::apis::view::AcceptedClaim>,
     ) -> Result<(), String> {
         if group == GROUP && resource == BINDINGS {
             return Ok(());
@@ -367,7 +367,7 @@ fn remove_label(obj: &mut Value, key: &str, value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kcp::AcceptedClaim;
+    use crate::kcp::apis::view::AcceptedClaim;
 
     #[test]
     fn claim_labels_follow_the_selector() {

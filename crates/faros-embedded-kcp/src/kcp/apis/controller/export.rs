@@ -15,7 +15,7 @@ use crate::kcp::apis::IDENTITY_NAMESPACE;
 use crate::kcp::apis::claims;
 use crate::kcp::apis::conditions::{self};
 use crate::kcp::apis::view::ExportKey;
-use crate::kcp::{BoundConsumer, ExportView};
+use crate::kcp::apis::view::{BoundConsumer, ExportView};
 use crate::objects;
 use crate::store::ObjectKey;
 

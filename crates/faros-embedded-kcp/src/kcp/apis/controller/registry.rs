@@ -76,7 +76,7 @@ impl Controller {
                         continue;
                     };
                     claim_labels.push(ClaimLabel {
-                        claim: crate::kcp::AcceptedClaim {
+                        claim: crate::kcp::apis::view::AcceptedClaim {
                             group: applied.group.clone(),
                             resource: applied.resource.clone(),
                             verbs: claims::effective_verbs(&export_claim.verbs, &applied.verbs),

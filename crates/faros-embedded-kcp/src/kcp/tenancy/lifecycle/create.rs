@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::super::types::{self, TypeInfo};
 use super::super::{catalog, names};
 use super::plan;
-use crate::kcp::clusters::PATH_ANNOTATION;
+use crate::clusters::PATH_ANNOTATION;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 

@@ -39,8 +39,8 @@ use serde_json::{Value, json};
 use super::status::{Cond, go_list, set_condition, set_phase};
 use super::types::{self, TypeInfo};
 use super::{catalog, deletion};
+use crate::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE};
 use crate::controllers::{landed, list_all};
-use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE};
 use crate::state::ServerState;
 use crate::store::{Event, EventType, ObjectKey, WatchFilter};
 

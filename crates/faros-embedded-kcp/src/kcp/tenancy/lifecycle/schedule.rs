@@ -16,7 +16,7 @@ use super::plan::{self, LogicalClusterState, ScheduleFacts, ScheduleStep};
 use super::{
     Next, SHARD, WS_RESOURCE, WsKey, annotation, lc_key, mirror_initializers, set_annotation, update, workspace_type,
 };
-use crate::kcp::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
+use crate::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
