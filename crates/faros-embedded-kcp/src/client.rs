@@ -181,6 +181,18 @@ fn cluster_of(obj: &Value) -> String {
         .to_string()
 }
 
+/// The result of a controller write, logged when it did not land: conflicts and not-found are
+/// expected races, and the next event brings the controller back.
+pub fn landed<T>(result: Result<T, Status>) -> Option<T> {
+    match result {
+        Ok(t) => Some(t),
+        Err(e) => {
+            tracing::debug!(code = e.code, reason = %e.reason, message = %e.message, "controller write lost a race");
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::registry::ResourceDef;
 
 pub(crate) mod decode;
+pub(crate) mod meta;
 
 /// Annotation kcp sets on every object it returns: the logical cluster name the object lives in.
 pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";

@@ -98,35 +98,47 @@ impl ServerState {
         }
     }
 
-    /// Every stored object of `group/resource` in every cluster, with its cluster.
-    fn list_everywhere(&self, group: &str, resource: &str) -> Vec<(String, serde_json::Value)> {
+    /// Lists every object of `group/resource` in `cluster` (all clusters with None), in `namespace`
+    /// (all with None). A storage failure is logged and reads as no objects: the callers are
+    /// controllers and indexes that the next event brings back.
+    pub fn list_all(
+        &self,
+        group: &str,
+        resource: &str,
+        cluster: Option<&str>,
+        namespace: Option<&str>,
+    ) -> Vec<serde_json::Value> {
         let query = ListQuery {
             group: group.into(),
             resource: resource.into(),
-            cluster: None,
-            namespace: None,
+            cluster: cluster.map(String::from),
+            namespace: namespace.map(String::from),
             limit: None,
             continue_token: None,
             filter: None,
         };
         match self.store.list(&query) {
-            Ok(page) => page
-                .items
-                .into_iter()
-                .map(|obj| {
-                    let cluster = obj
-                        .pointer("/metadata/annotations")
-                        .and_then(|a| a.get(crate::objects::CLUSTER_ANNOTATION))
-                        .and_then(serde_json::Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
-                    (cluster, obj)
-                })
-                .collect(),
+            Ok(page) => page.items,
             Err(e) => {
-                tracing::warn!(error = %e, group, resource, "cannot load stored objects into an index");
+                tracing::warn!(error = %e, group, resource, "listing stored objects failed");
                 Vec::new()
             }
         }
+    }
+
+    /// Every stored object of `group/resource` in every cluster, with its cluster.
+    fn list_everywhere(&self, group: &str, resource: &str) -> Vec<(String, serde_json::Value)> {
+        self.list_all(group, resource, None, None)
+            .into_iter()
+            .map(|obj| {
+                let cluster = obj
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(crate::objects::CLUSTER_ANNOTATION))
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                (cluster, obj)
+            })
+            .collect()
     }
 }

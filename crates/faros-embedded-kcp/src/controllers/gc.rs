@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{key_of, landed, list_all};
 use crate::client::Client;
+use crate::client::landed;
 use crate::objects;
+use crate::objects::meta::key_of;
 use crate::registry::ResourceDef;
 use crate::state::ServerState;
 use crate::store::{Event, EventType, ObjectKey};
@@ -52,7 +53,7 @@ impl Collector {
     /// Indexes every stored object that has owners (startup).
     pub fn rebuild(&mut self, state: &ServerState) {
         for def in all_defs(state) {
-            for obj in list_all(state, &def.group, &def.resource, None, None) {
+            for obj in state.list_all(&def.group, &def.resource, None, None) {
                 if !owner_uids(&obj).is_empty() {
                     let key = key_of(&def.group, &def.resource, &obj);
                     self.index(&key, Some(&obj), None);
@@ -68,7 +69,7 @@ impl Collector {
             self.collect_if_orphaned(state, &key).await;
         }
         for def in all_defs(state) {
-            for obj in list_all(state, &def.group, &def.resource, None, None) {
+            for obj in state.list_all(&def.group, &def.resource, None, None) {
                 if obj.pointer("/metadata/deletionTimestamp").is_some() {
                     let key = key_of(&def.group, &def.resource, &obj);
                     self.process_finalizers(state, &key, &obj).await;
@@ -131,7 +132,7 @@ impl Collector {
     async fn recheck_owner(&mut self, state: &ServerState, cluster: &str, owner_uid: &str) {
         // Owners are found through their dependents' references; scan the few kinds with deletion pending.
         for def in all_defs(state) {
-            for obj in list_all(state, &def.group, &def.resource, Some(cluster), None) {
+            for obj in state.list_all(&def.group, &def.resource, Some(cluster), None) {
                 if objects::meta_str(&obj, "uid") == Some(owner_uid)
                     && obj.pointer("/metadata/deletionTimestamp").is_some()
                 {

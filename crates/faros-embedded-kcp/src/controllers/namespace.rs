@@ -3,9 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::{key_of, landed, list_all};
 use crate::client::Client;
+use crate::client::landed;
 use crate::objects;
+use crate::objects::meta::key_of;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
@@ -19,7 +20,7 @@ pub async fn reconcile(state: &ServerState, cluster: &str, ns: &Value) {
         if !def.namespaced || def.create_only {
             continue;
         }
-        for obj in list_all(state, &def.group, &def.resource, Some(cluster), Some(&name)) {
+        for obj in state.list_all(&def.group, &def.resource, Some(cluster), Some(&name)) {
             remaining += 1;
             landed(
                 Client::system(state)
@@ -35,7 +36,7 @@ pub async fn reconcile(state: &ServerState, cluster: &str, ns: &Value) {
             .resources(cluster)
             .iter()
             .filter(|d| d.namespaced && !d.create_only)
-            .map(|d| list_all(state, &d.group, &d.resource, Some(cluster), Some(&name)).len())
+            .map(|d| state.list_all(&d.group, &d.resource, Some(cluster), Some(&name)).len())
             .sum();
         if left > 0 {
             return;
@@ -82,7 +83,7 @@ pub async fn recheck(state: &ServerState, cluster: &str, namespace: &str) {
 
 /// Continues deletions that were in progress when the server stopped.
 pub async fn resume(state: &ServerState) {
-    for ns in list_all(state, "", "namespaces", None, None) {
+    for ns in state.list_all("", "namespaces", None, None) {
         if ns.pointer("/metadata/deletionTimestamp").is_some() {
             let key = key_of("", "namespaces", &ns);
             reconcile(state, &key.cluster, &ns).await;

@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 
-use super::{landed, list_all};
 use crate::client::Client;
+use crate::client::landed;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
@@ -90,7 +90,7 @@ pub fn is_defaulted(resource: &str, name: &str) -> bool {
 
 /// Fills namespaces created while the server was down (or before the controller existed).
 pub async fn resume(state: &ServerState) {
-    for ns in list_all(state, "", "namespaces", None, None) {
+    for ns in state.list_all("", "namespaces", None, None) {
         let cluster = ns
             .pointer("/metadata/annotations/kcp.io~1cluster")
             .and_then(Value::as_str)

@@ -5,9 +5,10 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
-use super::{key_of, landed, list_all};
 use crate::auth::SaClaims;
 use crate::client::Client;
+use crate::client::landed;
+use crate::objects::meta::key_of;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
@@ -83,7 +84,7 @@ pub async fn reconcile(state: &ServerState, key: &ObjectKey, secret: &Value) {
 
 /// Fills token secrets created while the server was down (or before a crash).
 pub async fn resume(state: &ServerState) {
-    for secret in list_all(state, "", "secrets", None, None) {
+    for secret in state.list_all("", "secrets", None, None) {
         let key = key_of("", "secrets", &secret);
         reconcile(state, &key, &secret).await;
     }

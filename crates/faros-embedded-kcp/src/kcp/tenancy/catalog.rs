@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use super::types::TypeInfo;
+use crate::client::landed;
 use crate::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
-use crate::controllers::landed;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 

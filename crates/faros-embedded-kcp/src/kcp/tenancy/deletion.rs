@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use faros_core::kcp::{ANNOTATION_WORKSPACE_CLUSTER, FINALIZER_LOGICALCLUSTER};
 
+use crate::client::landed;
 use crate::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE};
-use crate::controllers::landed;
 use crate::state::ServerState;
 use crate::store::{ObjectKey, WriteOp};
 

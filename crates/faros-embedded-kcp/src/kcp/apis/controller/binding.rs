@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::decide::{self, BindInput, SchemaProblem, Wanted};
 use super::export::own_resources;
 use super::{BINDINGS, Controller, EXPORTS, GROUP, INITIAL_BINDING_COMPLETED, get, key, name_of, typed};
-use crate::controllers::{landed, list_all};
+use crate::client::landed;
 use crate::kcp::apis::claims;
 use crate::kcp::apis::conditions::{self, Mark, SEVERITY_ERROR, SEVERITY_INFO};
 use crate::kcp::apis::view::{ClaimLabel, ExportKey};
@@ -127,7 +127,7 @@ impl Controller {
     /// The group/resources other bindings of `cluster` hold, with the first holder's name.
     fn taken_resources(&self, cluster: &str, me: &str) -> BTreeMap<(String, String), String> {
         let mut taken: BTreeMap<(String, String), String> = BTreeMap::new();
-        for other in list_all(&self.state, GROUP, BINDINGS, Some(cluster), None) {
+        for other in self.state.list_all(GROUP, BINDINGS, Some(cluster), None) {
             let other_name = name_of(&other);
             if other_name == me {
                 continue;
@@ -328,7 +328,7 @@ impl Controller {
             return Ok(());
         }
         let label_value = claims::label_value(group, resource, identity_hash);
-        for obj in list_all(&self.state, group, resource, Some(cluster), None) {
+        for obj in self.state.list_all(group, resource, Some(cluster), None) {
             let mut updated = obj.clone();
             let changed = match &accepted {
                 Some(claim) => apply_claim_labels(

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::decide;
 use super::{BINDINGS, Controller, GROUP, get, key, name_of, typed};
-use crate::controllers::{landed, list_all};
+use crate::client::landed;
 use crate::kcp::apis::BINDING_FINALIZER;
 use crate::kcp::apis::conditions::{self};
 use crate::objects;
@@ -24,7 +24,9 @@ impl Controller {
             .as_ref()
             .and_then(|s| s.bound_resources.clone())
             .unwrap_or_default();
-        let others: Vec<APIBinding> = list_all(&self.state, GROUP, BINDINGS, Some(cluster), None)
+        let others: Vec<APIBinding> = self
+            .state
+            .list_all(GROUP, BINDINGS, Some(cluster), None)
             .iter()
             .filter(|o| name_of(o) != name && o.pointer("/metadata/deletionTimestamp").is_none())
             .filter_map(typed::<APIBinding>)
@@ -41,10 +43,10 @@ impl Controller {
             else {
                 continue;
             };
-            for item in list_all(&self.state, &br.group, &br.resource, Some(cluster), None) {
+            for item in self.state.list_all(&br.group, &br.resource, Some(cluster), None) {
                 landed(self.client().delete(&def.group, &def.resource, &item, None).await);
             }
-            let left = list_all(&self.state, &br.group, &br.resource, Some(cluster), None);
+            let left = self.state.list_all(&br.group, &br.resource, Some(cluster), None);
             if !left.is_empty() {
                 remaining.insert(format!("{}.{}", br.resource, br.group), left.len());
             }

@@ -10,7 +10,7 @@ use faros_core::kcp::apis::v1alpha2::{APIBinding, APIBindingPhase, APIExport};
 use serde_json::{Value, json};
 
 use super::{BINDINGS, Controller, EXPORTS, GROUP, SLICES, get, key, typed};
-use crate::controllers::landed;
+use crate::client::landed;
 use crate::kcp::apis::IDENTITY_NAMESPACE;
 use crate::kcp::apis::claims;
 use crate::kcp::apis::conditions::{self};

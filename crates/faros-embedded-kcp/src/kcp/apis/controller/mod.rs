@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use super::view::{ExportKey, Index};
 use crate::client::Client;
-use crate::controllers::{landed, list_all};
+use crate::client::landed;
 use crate::objects;
 use crate::state::ServerState;
 use crate::store::{Event, EventType, ObjectKey, StoreError, WatchFilter};
@@ -226,7 +226,7 @@ impl Controller {
     /// Everything dirty (startup and after falling behind). Registrations first, so bound resources
     /// are served again as early as possible after a restart.
     async fn resync(&mut self) {
-        let bindings = list_all(&self.state, GROUP, BINDINGS, None, None);
+        let bindings = self.state.list_all(GROUP, BINDINGS, None, None);
         let clusters: BTreeSet<String> = bindings.iter().map(cluster_of).collect();
         for cluster in &clusters {
             self.sync_registry(cluster);
@@ -234,10 +234,10 @@ impl Controller {
         for obj in &bindings {
             self.dirty.bindings.insert((cluster_of(obj), name_of(obj)));
         }
-        for obj in list_all(&self.state, GROUP, EXPORTS, None, None) {
+        for obj in self.state.list_all(GROUP, EXPORTS, None, None) {
             self.dirty.exports.insert((cluster_of(&obj), name_of(&obj)));
         }
-        for obj in list_all(&self.state, GROUP, SLICES, None, None) {
+        for obj in self.state.list_all(GROUP, SLICES, None, None) {
             self.dirty.slices.insert((cluster_of(&obj), name_of(&obj)));
         }
         self.process().await;
@@ -258,7 +258,7 @@ impl Controller {
             SCHEMAS => {
                 self.schema_defs.remove(&k);
                 // Exports of that cluster using the schema, and through them their bindings.
-                for export in list_all(&self.state, GROUP, EXPORTS, Some(&k.0), None) {
+                for export in self.state.list_all(GROUP, EXPORTS, Some(&k.0), None) {
                     let uses = export
                         .pointer("/spec/resources")
                         .and_then(Value::as_array)
@@ -273,7 +273,7 @@ impl Controller {
                 }
             }
             "secrets" if event.key.group.is_empty() => {
-                for export in list_all(&self.state, GROUP, EXPORTS, Some(&k.0), None) {
+                for export in self.state.list_all(GROUP, EXPORTS, Some(&k.0), None) {
                     let Some(reference) = export.pointer("/spec/identity/secretRef") else {
                         continue;
                     };

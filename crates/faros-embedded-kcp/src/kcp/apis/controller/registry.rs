@@ -5,7 +5,6 @@ use faros_core::kcp::apis::v1alpha2::{APIBinding, APIBindingPhase};
 use serde_json::Value;
 
 use super::{BINDINGS, BOUND_CRDS_CLUSTER, Controller, GROUP, name_of, typed};
-use crate::controllers::list_all;
 use crate::kcp::apis::claims;
 use crate::kcp::apis::view::ClaimLabel;
 use crate::registry::ResourceDef;
@@ -14,12 +13,14 @@ impl Controller {
     /// The schema-defined resources of `cluster`: the bound resources of all its bindings; and the
     /// claims admission labels objects of `cluster` with.
     pub(super) fn sync_registry(&mut self, cluster: &str) {
-        self.sync_registry_of(cluster, list_all(&self.state, GROUP, BINDINGS, Some(cluster), None));
+        self.sync_registry_of(cluster, self.state.list_all(GROUP, BINDINGS, Some(cluster), None));
     }
 
     /// Like `sync_registry`, with binding `name` replaced by `overlay` (None: as if deleted).
     pub(super) fn sync_registry_with(&mut self, cluster: &str, name: &str, overlay: Option<&Value>) {
-        let mut bindings: Vec<Value> = list_all(&self.state, GROUP, BINDINGS, Some(cluster), None)
+        let mut bindings: Vec<Value> = self
+            .state
+            .list_all(GROUP, BINDINGS, Some(cluster), None)
             .into_iter()
             .filter(|b| name_of(b) != name)
             .collect();

@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use super::{BOUND_CRDS_CLUSTER, Controller, GROUP, SCHEMAS, get, key};
-use crate::controllers::rv;
 use crate::objects;
+use crate::objects::meta::rv;
 use crate::registry::ResourceDef;
 
 /// Resource definitions built from one APIResourceSchema, cached by its resourceVersion.

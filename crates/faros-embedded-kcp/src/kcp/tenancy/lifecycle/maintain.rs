@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use super::super::types::{self, TypeInfo};
 use super::super::{catalog, names};
 use super::create::accepted_claims;
+use crate::client::landed;
 use crate::clusters::PATH_ANNOTATION;
-use crate::controllers::landed;
 use crate::state::ServerState;
 use crate::store::{ObjectKey, WatchFilter};
 

@@ -39,8 +39,8 @@ use serde_json::{Value, json};
 use super::status::{Cond, go_list, set_condition, set_phase};
 use super::types::{self, TypeInfo};
 use super::{catalog, deletion};
+use crate::client::landed;
 use crate::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE};
-use crate::controllers::{landed, list_all};
 use crate::state::ServerState;
 use crate::store::{Event, EventType, ObjectKey, WatchFilter};
 
@@ -193,8 +193,8 @@ pub async fn run(state: Arc<ServerState>) {
             tokio::time::sleep(Duration::from_millis(200)).await;
             continue;
         }
-        for ws in list_all(&state, WS_GROUP, WS_RESOURCE, None, None) {
-            let key = crate::controllers::key_of(WS_GROUP, WS_RESOURCE, &ws);
+        for ws in state.list_all(WS_GROUP, WS_RESOURCE, None, None) {
+            let key = crate::objects::meta::key_of(WS_GROUP, WS_RESOURCE, &ws);
             let ws_key = WsKey {
                 cluster: key.cluster,
                 name: key.name,
@@ -206,7 +206,7 @@ pub async fn run(state: Arc<ServerState>) {
                 workers.push(ctl.clone().drive(ws_key));
             }
         }
-        for t in list_all(&state, WS_GROUP, catalog::TYPES, None, None) {
+        for t in state.list_all(WS_GROUP, catalog::TYPES, None, None) {
             mark_type_ready(&state, &t).await;
         }
         loop {
