@@ -17,6 +17,7 @@ mod kind;
 mod plan;
 mod prereqs;
 mod scenarios;
+mod spread;
 pub(crate) mod tokens;
 mod versions;
 
@@ -65,9 +66,14 @@ pub struct E2e {
     /// External: also run the scenario that deletes the quickstart Provider (last; it stays deleted).
     #[arg(long, env = "FAROS_E2E_DESTRUCTIVE", value_parser = clap::builder::BoolishValueParser::new())]
     destructive: bool,
-    /// Kcp: run this kcp binary instead of building one (`kcp-front-proxy` is taken from beside it).
+    /// Kcp: run this kcp binary instead of building one (`kcp-front-proxy` and `cache-server` are
+    /// taken from beside it).
     #[arg(long, env = "FAROS_E2E_KCP_BINARY")]
     kcp_binary: Option<PathBuf>,
+    /// Kcp: how many shards (more than one: a cache server, the shards and kcp-front-proxy, from the
+    /// binaries beside the kcp binary).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=8))]
+    shards: u16,
     /// Kcp: the kcp release `cargo xtask kcp build` builds for the run.
     #[arg(long, default_value = crate::kcp::gomod::PINNED_VERSION)]
     kcp_version: String,
@@ -97,6 +103,8 @@ pub struct E2e {
 const KIND_WORK_DIR: &str = "target/e2e/kind";
 /// Where the kcp target keeps its files (kcp's root directory, certificates, tokens, logs).
 const KCP_WORK_DIR: &str = "target/e2e/kcp";
+/// The same with `--shards N` (N > 1): every server's root directory, the CAs and kubeconfigs.
+const KCP_SHARDED_WORK_DIR: &str = "target/e2e/kcp-sharded";
 const LOGS_DIR: &str = "target/e2e-logs";
 /// Tag of the images the kind target builds and loads.
 const KIND_IMAGE_TAG: &str = "e2e";
@@ -127,14 +135,18 @@ impl E2e {
                 ))
             }
             Target::Kcp => {
-                let work = root.join(KCP_WORK_DIR);
+                let sharded = self.shards > 1;
+                let work = root.join(if sharded { KCP_SHARDED_WORK_DIR } else { KCP_WORK_DIR });
                 let logs = root.join(LOGS_DIR);
+                // Ports: the single shard's or front-proxy's six, then three per sharded server.
+                let servers = if sharded { 1 + usize::from(self.shards) } else { 0 };
                 let (tokens, ports) = if self.dry_run {
-                    (tokens::Tokens::placeholder(), kcp_placeholder_ports())
+                    let placeholder = (0..6 + 3 * servers).map(|i| 6443 + i as u16).collect::<Vec<_>>();
+                    (tokens::Tokens::placeholder(), placeholder)
                 } else {
                     (
                         tokens::Tokens::load_or_generate(&work.join("tokens.csv"))?,
-                        kcp_free_ports()?,
+                        free_ports(6 + 3 * servers)?,
                     )
                 };
                 let built = crate::kcp::build::bin_dir(root, &self.kcp_version).join("kcp");
@@ -142,13 +154,41 @@ impl E2e {
                     Some(path) => std::path::absolute(path)?,
                     None => built,
                 };
+                if self.kcp_binary.is_some() && !self.dry_run {
+                    let needed: &[&str] = if sharded {
+                        &["kcp", "kcp-front-proxy", "cache-server"]
+                    } else {
+                        &["kcp"]
+                    };
+                    check_binaries(&kcp, needed)?;
+                }
+                let mut sharded_ports = None;
+                if sharded {
+                    let server = |i: usize| kcp::Server {
+                        secure: ports[6 + 3 * i],
+                        etcd_client: ports[7 + 3 * i],
+                        etcd_peer: ports[8 + 3 * i],
+                    };
+                    sharded_ports = Some(kcp::Sharded {
+                        cache: server(0),
+                        shards: (1..servers).map(server).collect(),
+                    });
+                }
                 let mut plan = kcp::plan(&kcp::Input {
                     work: &work,
                     logs: &logs,
                     kcp: &kcp,
                     build_kcp: self.kcp_binary.is_none().then_some(self.kcp_version.as_str()),
                     faros_bin: &root.join("target/debug"),
-                    ports,
+                    ports: kcp::Ports {
+                        kcp: ports[0],
+                        etcd_client: ports[1],
+                        etcd_peer: ports[2],
+                        hub: ports[3],
+                        reconciler: ports[4],
+                        quickstart: ports[5],
+                    },
+                    sharded: sharded_ports.as_ref(),
                     tokens: &tokens,
                     filter,
                 });
@@ -236,37 +276,35 @@ impl E2e {
     }
 }
 
-/// Ports for the kcp target's processes, free a moment ago (the processes need them on their
-/// command lines before they start).
-fn kcp_free_ports() -> anyhow::Result<kcp::Ports> {
+/// `n` ports free a moment ago (the processes need them on their command lines before they start).
+fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
     // All bound at once, so no two are the same.
-    let listeners = (0..6)
+    let listeners = (0..n)
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
         .collect::<Result<Vec<_>, _>>()?;
-    let p = listeners
+    Ok(listeners
         .iter()
         .map(|l| l.local_addr().map(|a| a.port()))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(kcp::Ports {
-        kcp: p[0],
-        etcd_client: p[1],
-        etcd_peer: p[2],
-        hub: p[3],
-        reconciler: p[4],
-        quickstart: p[5],
-    })
+        .collect::<Result<Vec<_>, _>>()?)
 }
 
-/// What `--dry-run` shows instead of free ports.
-fn kcp_placeholder_ports() -> kcp::Ports {
-    kcp::Ports {
-        kcp: 6443,
-        etcd_client: 2379,
-        etcd_peer: 2380,
-        hub: 8443,
-        reconciler: 8080,
-        quickstart: 8081,
+/// Every binary in `names` beside `kcp` (the `--kcp-binary`), or an error naming the missing ones.
+fn check_binaries(kcp: &Path, names: &[&str]) -> anyhow::Result<()> {
+    let missing: Vec<String> = names
+        .iter()
+        .map(|name| kcp.with_file_name(name))
+        .filter(|path| !path.is_file())
+        .map(|path| path.display().to_string())
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "--kcp-binary {}: missing {} (kcp's `kcp`, `kcp-front-proxy` and `cache-server` are expected in one \
+             directory, as `cargo xtask kcp build` puts them)",
+            kcp.display(),
+            missing.join(", ")
+        );
     }
+    Ok(())
 }
 
 /// Whether `tool` is a path to a file or found on PATH.

@@ -157,7 +157,7 @@ fn write_file(path: &Path, contents: &[u8], private: bool) -> anyhow::Result<()>
         .with_context(|| format!("writing {}", path.display()))
 }
 
-fn token_of(tokens: &Path, user: &str) -> anyhow::Result<String> {
+pub(super) fn token_of(tokens: &Path, user: &str) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(tokens).with_context(|| format!("reading {}", tokens.display()))?;
     parse_token_file(&text)
         .with_context(|| format!("{}", tokens.display()))?
@@ -260,6 +260,7 @@ fn run_action(action: &Action, root: &Path, procs: &mut Processes) -> anyhow::Re
             procs.0.push((name.clone(), child));
             Ok(())
         }
+        Action::ShardSpread(spread) => super::spread::run(spread, root),
         Action::Capture { cmd, to } => {
             eprintln!("    $ {cmd} > {}", to.display());
             match read_cmd(cmd, root) {
@@ -370,7 +371,7 @@ fn at_root(root: &Path, p: &Path) -> std::path::PathBuf {
     root.join(p)
 }
 
-fn http(ca: &Path) -> anyhow::Result<reqwest::Client> {
+pub(super) fn http(ca: &Path) -> anyhow::Result<reqwest::Client> {
     let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
     Ok(reqwest::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(&pem)?)

@@ -15,6 +15,11 @@
 //!   minted, exactly what the chart mounts.
 //!
 //! Every process logs to `<work>/logs/<name>.log`; when a step fails those go to `target/e2e-logs/`.
+//!
+//! With `--shards N` ([`sharded`]) kcp is a cache server, a root shard, N-1 more shards and a
+//! front-proxy, and the hub, the reconciler and quickstart reach kcp through the front-proxy only.
+
+mod sharded;
 
 use std::path::{Path, PathBuf};
 
@@ -22,10 +27,14 @@ use super::plan::{Action, Cmd, Gate, Plan, Step};
 use super::scenarios;
 use super::tokens::{ADMIN_USER, GATE_USER, Tokens};
 
+pub(crate) use sharded::{Server, Sharded};
+
 /// The ports the processes listen on, all on 127.0.0.1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ports {
+    /// kcp's front door: the one shard, or the front-proxy of a sharded kcp.
     pub kcp: u16,
+    /// The one shard's embedded etcd (a sharded kcp's servers have theirs in [`Sharded`]).
     pub etcd_client: u16,
     pub etcd_peer: u16,
     pub hub: u16,
@@ -39,20 +48,22 @@ pub(crate) struct Input<'a> {
     pub work: &'a Path,
     /// Where logs go when a step fails (`target/e2e-logs`).
     pub logs: &'a Path,
-    /// The `kcp` binary (`kcp-front-proxy` beside it).
+    /// The `kcp` binary (`kcp-front-proxy` and `cache-server` beside it).
     pub kcp: &'a Path,
     /// Build kcp at this release first (`cargo xtask kcp build`); `None` with `--kcp-binary`.
     pub build_kcp: Option<&'a str>,
     /// The faros binaries' directory (`target/debug`).
     pub faros_bin: &'a Path,
     pub ports: Ports,
+    /// `--shards N` with N > 1: the cache server's and every shard's ports.
+    pub sharded: Option<&'a Sharded>,
     pub tokens: &'a Tokens,
     /// Scenario filter passed to the test harness.
     pub filter: Option<&'a str>,
 }
 
-/// The processes, in start order (their log files are `<name>.log`).
-const PROCESSES: [&str; 4] = ["kcp", "hub-reconciler", "hub-api", "quickstart"];
+/// The faros processes, in start order after kcp's (their log files are `<name>.log`).
+const FAROS_PROCESSES: [&str; 3] = ["hub-reconciler", "hub-api", "quickstart"];
 const PROVIDER: &str = "quickstart";
 /// Seconds a gate waits for a process that is starting.
 const START_TIMEOUT: u64 = 180;
@@ -79,31 +90,86 @@ impl Input<'_> {
         format!("https://localhost:{}", self.ports.hub)
     }
 
+    /// The processes, in start order (their log files are `<name>.log`).
+    fn processes(&self) -> Vec<String> {
+        let kcp = match self.sharded {
+            Some(s) => s.processes(),
+            None => vec!["kcp".to_string()],
+        };
+        kcp.into_iter().chain(FAROS_PROCESSES.map(String::from)).collect()
+    }
+
     fn openssl(&self, args: &[&str]) -> Cmd {
         Cmd::new("openssl", args)
     }
 
-    /// A serving certificate `<name>.crt`/`<name>.key` for localhost and 127.0.0.1, signed by the CA.
-    fn serving_cert(&self, name: &str) -> Vec<Action> {
+    /// A self-signed CA `<name>.crt`/`<name>.key`.
+    fn ca(&self, name: &str, common_name: &str) -> Action {
+        Action::Run(
+            self.openssl(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "7", "-keyout"])
+                .args([
+                    self.path(&format!("{name}.key")),
+                    "-out".into(),
+                    self.path(&format!("{name}.crt")),
+                ])
+                .args(["-subj", &format!("/CN={common_name}")])
+                .args([
+                    "-addext",
+                    "basicConstraints=critical,CA:TRUE",
+                    "-addext",
+                    "keyUsage=critical,keyCertSign,cRLSign",
+                ]),
+        )
+    }
+
+    /// A certificate `<name>.crt`/`<name>.key` with `subject`, signed by CA `<ca>.crt`, with the
+    /// extensions in file `<ext>`.
+    fn cert(&self, name: &str, subject: &str, ca: &str, ext: &str) -> Vec<Action> {
         let (key, csr, crt) = (
             self.path(&format!("{name}.key")),
             self.path(&format!("{name}.csr")),
             self.path(&format!("{name}.crt")),
         );
         vec![
-            Action::Run(
-                self.openssl(&[
-                    "req", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out", &csr, "-subj",
-                ])
-                .arg(format!("/CN={name}")),
-            ),
+            Action::Run(self.openssl(&[
+                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out", &csr, "-subj", subject,
+            ])),
             Action::Run(
                 self.openssl(&["x509", "-req", "-in", &csr, "-CA"])
-                    .args([self.path("ca.crt"), "-CAkey".into(), self.path("ca.key")])
+                    .args([
+                        self.path(&format!("{ca}.crt")),
+                        "-CAkey".into(),
+                        self.path(&format!("{ca}.key")),
+                    ])
                     .args(["-CAcreateserial", "-days", "7", "-out", &crt, "-extfile"])
-                    .arg(self.path("serving.ext")),
+                    .arg(self.path(ext)),
             ),
         ]
+    }
+
+    /// A serving certificate `<name>.crt`/`<name>.key` for localhost and 127.0.0.1, signed by the CA.
+    fn serving_cert(&self, name: &str) -> Vec<Action> {
+        self.cert(name, &format!("/CN={name}"), "ca", "serving.ext")
+    }
+
+    /// kcp's admin kubeconfigs (the admin's token): `root`, and the Providers' workspace for
+    /// applying the Provider and reading its Secret.
+    fn admin_kubeconfigs(&self) -> Vec<Action> {
+        [
+            ("admin.kubeconfig", faros_core::names::ROOT_PATH),
+            ("providers.kubeconfig", faros_core::names::SYSTEM_PROVIDERS_PATH),
+        ]
+        .into_iter()
+        .map(|(file, path)| Action::Kubeconfig {
+            ca: self.file("ca.crt"),
+            server: format!("{}/clusters/{path}", self.kcp_url()),
+            tls_server_name: None,
+            user: ADMIN_USER.into(),
+            tokens: self.file("tokens.csv"),
+            secret: None,
+            to: self.file(file),
+        })
+        .collect()
     }
 }
 
@@ -137,7 +203,14 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
 
     // A fresh kcp every run: its root directory (etcd's data, generated keys) goes first.
     let mut files = vec![
-        Action::Run(Cmd::new("rm", &["-rf"]).args([path("kcp-root"), path("logs")])),
+        Action::Run(
+            Cmd::new("rm", &["-rf"])
+                .args(match input.sharded {
+                    Some(s) => s.fresh_dirs(input),
+                    None => vec![path("kcp-root")],
+                })
+                .arg(path("logs")),
+        ),
         Action::Write {
             path: input.file("tokens.csv"),
             contents: input.tokens.token_file(),
@@ -153,64 +226,41 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
             contents: "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n".into(),
             private: false,
         },
-        Action::Run(
-            input
-                .openssl(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "7", "-keyout"])
-                .args([path("ca.key"), "-out".into(), path("ca.crt")])
-                .args([
-                    "-subj",
-                    "/CN=faros-e2e-ca",
-                    "-addext",
-                    "basicConstraints=critical,CA:TRUE",
-                    "-addext",
-                    "keyUsage=critical,keyCertSign,cRLSign",
-                ]),
-        ),
+        input.ca("ca", "faros-e2e-ca"),
     ];
     files.extend(input.serving_cert("kcp"));
     files.extend(input.serving_cert("hub"));
-    steps.push(Step::new("token files, CA and serving certificates", files));
-
-    steps.push(Step::new(
-        "kcp (one shard, embedded etcd)",
-        vec![
-            Action::Spawn {
-                name: "kcp".into(),
-                cmd: kcp_start(input),
-                log: input.log("kcp"),
-            },
-            Action::Wait {
-                gate: Gate::Readyz {
-                    url: input.kcp_url(),
-                    ca: input.file("ca.crt"),
+    match input.sharded {
+        Some(s) => {
+            files.extend(s.files(input));
+            steps.push(Step::new(
+                "token files, CAs, serving and client certificates, kcp's kubeconfigs",
+                files,
+            ));
+            steps.extend(s.servers(input));
+        }
+        None => {
+            steps.push(Step::new("token files, CA and serving certificates", files));
+            let mut kcp = vec![
+                Action::Spawn {
+                    name: "kcp".into(),
+                    cmd: kcp_start(input, &input.path("kcp-root"), input.ports.kcp)
+                        .arg(format!("--embedded-etcd-client-port={}", input.ports.etcd_client))
+                        .arg(format!("--embedded-etcd-peer-port={}", input.ports.etcd_peer)),
+                    log: input.log("kcp"),
                 },
-                timeout_secs: START_TIMEOUT,
-            },
-            Action::Kubeconfig {
-                ca: input.file("ca.crt"),
-                server: format!("{}/clusters/root", input.kcp_url()),
-                tls_server_name: None,
-                user: ADMIN_USER.into(),
-                tokens: input.file("tokens.csv"),
-                secret: None,
-                to: input.file("admin.kubeconfig"),
-            },
-            // The Providers' workspace, for applying the Provider and reading its Secret.
-            Action::Kubeconfig {
-                ca: input.file("ca.crt"),
-                server: format!(
-                    "{}/clusters/{}",
-                    input.kcp_url(),
-                    faros_core::names::SYSTEM_PROVIDERS_PATH
-                ),
-                tls_server_name: None,
-                user: ADMIN_USER.into(),
-                tokens: input.file("tokens.csv"),
-                secret: None,
-                to: input.file("providers.kubeconfig"),
-            },
-        ],
-    ));
+                Action::Wait {
+                    gate: Gate::Readyz {
+                        url: input.kcp_url(),
+                        ca: input.file("ca.crt"),
+                    },
+                    timeout_secs: START_TIMEOUT,
+                },
+            ];
+            kcp.extend(input.admin_kubeconfigs());
+            steps.push(Step::new("kcp (one shard, embedded etcd)", kcp));
+        }
+    }
 
     steps.push(Step::new(
         "hub reconciler and hub API (the charts' flags)",
@@ -285,6 +335,10 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
         ],
     ));
 
+    if let Some(s) = input.sharded {
+        steps.push(s.spread(input));
+    }
+
     let target = scenarios::ExternalTarget {
         kubeconfig: input.file("admin.kubeconfig"),
         hub_url: input.hub_url(),
@@ -302,7 +356,8 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
 
     let on_failure = vec![Step::new(
         "every process's log into target/e2e-logs/",
-        PROCESSES
+        input
+            .processes()
             .iter()
             .map(|name| Action::Capture {
                 cmd: Cmd::new("cat", &[]).arg(input.log(name).display().to_string()),
@@ -318,17 +373,14 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
     }
 }
 
-/// `kcp start` as kcp's own e2e servers run a shard: its files under the work directory, every
-/// listener on 127.0.0.1, static tokens, our CA's serving certificate.
-fn kcp_start(input: &Input<'_>) -> Cmd {
-    let p = input.ports;
+/// `kcp start` as kcp's own e2e servers run a shard: its files in `root_dir`, every listener on
+/// 127.0.0.1, static tokens, our CA's serving certificate (the etcd ports are the caller's).
+fn kcp_start(input: &Input<'_>, root_dir: &str, port: u16) -> Cmd {
     Cmd::new(&input.kcp.display().to_string(), &["start"])
-        .arg(format!("--root-directory={}", input.path("kcp-root")))
+        .arg(format!("--root-directory={root_dir}"))
         .arg("--bind-address=127.0.0.1")
-        .arg(format!("--secure-port={}", p.kcp))
-        .arg(format!("--external-hostname=127.0.0.1:{}", p.kcp))
-        .arg(format!("--embedded-etcd-client-port={}", p.etcd_client))
-        .arg(format!("--embedded-etcd-peer-port={}", p.etcd_peer))
+        .arg(format!("--secure-port={port}"))
+        .arg(format!("--external-hostname=127.0.0.1:{port}"))
         .arg(format!("--tls-cert-file={}", input.path("kcp.crt")))
         .arg(format!("--tls-private-key-file={}", input.path("kcp.key")))
         .arg(format!("--token-auth-file={}", input.path("tokens.csv")))
@@ -422,6 +474,7 @@ mod tests {
                 reconciler: 5,
                 quickstart: 6,
             },
+            sharded: None,
             tokens,
             filter: None,
         }

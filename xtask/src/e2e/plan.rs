@@ -140,6 +140,29 @@ pub(crate) enum Action {
         cmd: Cmd,
         to: PathBuf,
     },
+    /// Tenants on every shard of a sharded kcp, each served by the provider ([`ShardSpread`]).
+    ShardSpread(ShardSpread),
+}
+
+/// Workspaces created through the hub until every one of `shards` hosts one (kcp places each at
+/// random), then the provider enabled in one workspace per shard and a Greeting in each answered
+/// by the provider's controller through that shard's virtual workspace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ShardSpread {
+    pub hub: String,
+    /// The front door to kcp (the front-proxy), where the admin reads Workspaces and writes Greetings.
+    pub kcp: String,
+    pub ca: PathBuf,
+    pub tokens: PathBuf,
+    /// kcp's admin (a token file user).
+    pub admin: String,
+    /// The tenant who creates the organization and its workspaces (a token file user).
+    pub user: String,
+    pub provider: String,
+    pub shards: Vec<String>,
+    /// Workspaces to create at most before giving up on a shard that never gets one.
+    pub max_workspaces: u32,
+    pub timeout_secs: u64,
 }
 
 /// One logged, timed step.
@@ -271,6 +294,19 @@ fn render_action(out: &mut String, action: &Action) {
             out.push_str(&format!("wait up to {timeout_secs}s until {what}\n"));
         }
         Action::Capture { cmd, to } => out.push_str(&format!("{cmd} > {}\n", to.display())),
+        Action::ShardSpread(s) => out.push_str(&format!(
+            "as {}: an organization and up to {} workspaces through {} until shards {} each host one \
+             (kcp's Workspace annotation core.kcp.io/shard, read through {} as {}); {} enabled in one per \
+             shard and a Greeting in each answered within {}s\n",
+            s.user,
+            s.max_workspaces,
+            s.hub,
+            s.shards.join(", "),
+            s.kcp,
+            s.admin,
+            s.provider,
+            s.timeout_secs
+        )),
         Action::Spawn { name, cmd, log } => out.push_str(&format!(
             "start {name} in the background (stopped at the end): {cmd} > {} 2>&1\n",
             log.display()
