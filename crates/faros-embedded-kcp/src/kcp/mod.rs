@@ -4,7 +4,8 @@
 //! - `resources`: kcp's kinds as served resources (schemas from `faros_core::kcp`, v1alpha1⇄v1alpha2).
 //! - `clusters`: the inactive-cluster filter and the stored LogicalCluster of a cluster (the index
 //!   itself, name ⇄ path and phase, is `crate::clusters`).
-//! - `admission`: checks and defaults on kcp objects before storage.
+//! - `admission`: checks and defaults on kcp objects before storage, one plugin per resource family;
+//!   it reads and never writes (the write pipeline calls it).
 //! - `root_apis`: root's `tenancy.kcp.io` and `topology.kcp.io` exports, bound by universal types.
 //! - `tenancy`: Workspace/WorkspaceType/LogicalCluster admission and lifecycle.
 //! - `apis`: APIExport identity and endpoint slices, APIBinding admission and binding, claims.
@@ -14,7 +15,6 @@ pub mod apis;
 pub mod clusters;
 pub mod resources;
 pub mod root_apis;
-pub mod schemas;
 pub mod tenancy;
 
 use std::sync::Arc;

@@ -178,34 +178,6 @@ pub fn root_resources() -> Vec<ResourceDef> {
     defs
 }
 
-/// Creates root's schemas, exports and bind grants that are missing (idempotent).
-pub async fn ensure(state: &crate::state::ServerState) {
-    let client = crate::client::Client::system(state);
-    let mut objects: Vec<(&str, &str, Value)> = Vec::new();
-    objects.extend(schemas().into_iter().map(|s| ("apis.kcp.io", "apiresourceschemas", s)));
-    objects.extend(exports().into_iter().map(|e| ("apis.kcp.io", "apiexports", e)));
-    objects.extend(
-        bind_grants()
-            .into_iter()
-            .map(|(r, o)| ("rbac.authorization.k8s.io", r, o)),
-    );
-    for (group, resource, obj) in objects {
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let key = crate::store::ObjectKey::new(group, resource, "root", "", name);
-        if matches!(state.store.get(&key), Ok(Some(_))) {
-            continue;
-        }
-        if let Err(e) = client.create("root", group, resource, obj.clone()).await
-            && e.code != 409
-        {
-            tracing::warn!(error = %e, resource, name, "root API object not created");
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

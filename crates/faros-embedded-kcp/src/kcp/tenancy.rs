@@ -1,25 +1,24 @@
-//! Workspaces, WorkspaceTypes and LogicalClusters: admission and the workspace lifecycle controller.
+//! Workspaces, WorkspaceTypes and LogicalClusters: the workspace lifecycle controller.
 //!
 //! - `types`: WorkspaceType semantics (resolution, `extend` aliases, limits, initializers), IO-free.
-//! - `catalog`: stored and built-in WorkspaceTypes (`root:root`, `root:universal`).
-//! - `admission`: what kcp checks and defaults when a Workspace is created or updated.
+//! - `workspace_types`: WorkspaceTypes as stored and kcp's built-in ones (`root:root`,
+//!   `root:universal`), read-only; `bootstrap` creates the built-in ones in root.
+//! - Workspace admission is in `kcp::admission::workspace`.
 //! - `lifecycle`: Scheduling → Initializing → Ready; `deletion`: content removal and the finalizer.
 //! - `names`, `status`: derived names and object edits.
 
-mod admission;
-pub mod catalog;
+mod bootstrap;
 pub mod deletion;
 mod lifecycle;
 pub mod names;
 mod status;
 pub mod types;
+pub mod workspace_types;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::state::ServerState;
-
-pub use admission::admit_workspace;
 
 /// Default pause before the controller moves a workspace to its next phase ([`crate::Config`]'s
 /// `phase_delay`): short, but long enough that tests catch a client that assumes a new workspace is
@@ -50,7 +49,7 @@ async fn wait_server_url(state: &ServerState) -> String {
 /// Creates kcp's built-in WorkspaceTypes in `root` and the grant to use them (idempotent). `run`
 /// does this too; the server may call it before it starts listening.
 pub async fn bootstrap(state: &ServerState) {
-    catalog::ensure_builtins(state).await;
+    bootstrap::ensure_builtins(state).await;
 }
 
 /// Runs the workspace controllers until aborted.

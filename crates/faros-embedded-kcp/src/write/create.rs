@@ -4,7 +4,7 @@ use faros_core::status::Status;
 use serde_json::Value;
 
 use super::Writer;
-use super::admission::{admit, check_namespace, kcp_admit, stamp_cluster};
+use super::checks::{check_namespace, kcp_admit, prune_and_validate, stamp_cluster};
 use crate::kcp::admission::Operation;
 use crate::objects::{self, meta_mut, meta_str};
 use crate::patch;
@@ -42,7 +42,7 @@ pub async fn create(
     if let Some(guard) = w.claim {
         guard.admit(def, &mut obj)?;
     }
-    let warnings = admit(w, def, &mut obj)?;
+    let warnings = prune_and_validate(w, def, &mut obj)?;
     let name = meta_str(&obj, "name").unwrap_or_default().to_string();
     if def.namespaced {
         check_namespace(w, def, ns.unwrap_or_default(), &name)?;

@@ -4,7 +4,7 @@ use faros_core::status::Status;
 use serde_json::Value;
 
 use super::Writer;
-use super::admission::kcp_admit;
+use super::checks::kcp_admit;
 use crate::kcp::admission::Operation;
 use crate::objects::{self, DeleteOutcome, meta_str};
 use crate::registry::ResourceDef;

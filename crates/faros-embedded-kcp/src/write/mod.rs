@@ -5,14 +5,15 @@
 //! with a resourceVersion precondition, so concurrent writers get 409 Conflict instead of lost
 //! updates. The commit hook of [`ServerState::committed`] then runs for every committed event.
 //!
-//! - `admission`: the checks and defaults applied to an object before it is stored.
+//! - `checks`: the checks and defaults applied to an object before it is stored (schema pruning and
+//!   validation, the namespace check, the call into kcp admission, the cluster annotation).
 //! - `create`, `update`, `delete`: one verb each.
 //! - `claim`: the label selector of a permission claim, for writes through a virtual workspace.
 //!
 //! What it must not do: authorize (callers do: RBAC for HTTP requests; in-process writers act as the
 //! system), or know about HTTP (bodies, content types, responses belong to `api`).
 
-pub(crate) mod admission;
+pub(crate) mod checks;
 pub(crate) mod claim;
 pub(crate) mod create;
 pub(crate) mod delete;

@@ -5,7 +5,7 @@ use faros_core::status::Status;
 use serde_json::Value;
 
 use super::Writer;
-use super::admission::{admit, kcp_admit, stamp_cluster};
+use super::checks::{kcp_admit, prune_and_validate, stamp_cluster};
 use crate::kcp::admission::Operation;
 use crate::objects::{self, WritePart, meta_str};
 use crate::patch;
@@ -60,7 +60,7 @@ pub async fn update(
     {
         guard.admit(def, &mut new)?;
     }
-    let warnings = admit(w, def, &mut new)?;
+    let warnings = prune_and_validate(w, def, &mut new)?;
     let now = objects::now_rfc3339();
     if let Some(m) = manager {
         patch::managed_fields::update_managed_fields(

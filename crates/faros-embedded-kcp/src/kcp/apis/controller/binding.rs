@@ -6,39 +6,16 @@ use std::collections::BTreeMap;
 use faros_core::kcp::Condition;
 use faros_core::kcp::apis::v1alpha2::{APIBinding, APIBindingPhase, APIExport};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::decide::{self, BindInput, SchemaProblem, Wanted};
 use super::export::own_resources;
 use super::{BINDINGS, Controller, EXPORTS, GROUP, INITIAL_BINDING_COMPLETED, get, key, name_of, typed};
 use crate::client::landed;
+use crate::kcp::admission::claims::apply_claim_labels;
 use crate::kcp::apis::claims;
 use crate::kcp::apis::conditions::{self, Mark, SEVERITY_ERROR, SEVERITY_INFO};
 use crate::kcp::apis::view::{ClaimLabel, ExportKey};
-use crate::objects;
-
-/// Sets `labels` for every claim on `obj`: present when the claim's selector matches, absent when not.
-pub fn apply_claim_labels(obj: &mut Value, claims: &[ClaimLabel]) -> bool {
-    let mut changed = false;
-    for c in claims {
-        let wanted = claims::selects(&c.claim, obj);
-        let meta = objects::meta_mut(obj);
-        let labels = meta.entry("labels").or_insert_with(|| json!({}));
-        let Some(labels) = labels.as_object_mut() else { continue };
-        let current = labels.get(&c.label_key).and_then(Value::as_str);
-        if wanted && current != Some(c.label_value.as_str()) {
-            labels.insert(c.label_key.clone(), Value::String(c.label_value.clone()));
-            changed = true;
-        } else if !wanted && current == Some(c.label_value.as_str()) {
-            labels.remove(&c.label_key);
-            changed = true;
-        }
-        if labels.is_empty() {
-            meta.remove("labels");
-        }
-    }
-    changed
-}
 
 impl Controller {
     pub(super) fn track_binding(&mut self, bk: &ExportKey, export: Option<ExportKey>) {
@@ -361,38 +338,5 @@ fn remove_label(obj: &mut Value, key: &str, value: &str) -> bool {
         true
     } else {
         false
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kcp::apis::view::AcceptedClaim;
-
-    #[test]
-    fn claim_labels_follow_the_selector() {
-        let selector = crate::selector::LabelSelector::parse("app=x").ok();
-        let claims = [ClaimLabel {
-            claim: AcceptedClaim {
-                group: String::new(),
-                resource: "configmaps".into(),
-                verbs: vec!["get".into()],
-                selector,
-                match_labels: Default::default(),
-            },
-            label_key: "claimed.internal.apis.kcp.io/abc".into(),
-            label_value: "v".into(),
-        }];
-        let mut matching = json!({"metadata": {"name": "a", "labels": {"app": "x"}}});
-        assert!(apply_claim_labels(&mut matching, &claims));
-        assert_eq!(matching["metadata"]["labels"]["claimed.internal.apis.kcp.io/abc"], "v");
-        assert!(!apply_claim_labels(&mut matching, &claims), "idempotent");
-        let mut other =
-            json!({"metadata": {"name": "b", "labels": {"app": "y", "claimed.internal.apis.kcp.io/abc": "v"}}});
-        assert!(apply_claim_labels(&mut other, &claims));
-        assert_eq!(other["metadata"]["labels"], json!({"app": "y"}));
-        let mut unlabelled = json!({"metadata": {"name": "c"}});
-        assert!(!apply_claim_labels(&mut unlabelled, &claims));
-        assert_eq!(unlabelled, json!({"metadata": {"name": "c"}}));
     }
 }

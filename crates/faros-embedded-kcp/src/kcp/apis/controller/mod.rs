@@ -40,7 +40,6 @@ mod registry;
 mod schemas;
 mod slice;
 
-pub use binding::apply_claim_labels;
 use schemas::CachedDefs;
 
 const GROUP: &str = "apis.kcp.io";

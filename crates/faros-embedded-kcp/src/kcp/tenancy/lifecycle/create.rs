@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::super::types::{self, TypeInfo};
-use super::super::{catalog, names};
+use super::super::{names, workspace_types};
 use super::plan;
 use crate::clusters::PATH_ANNOTATION;
 use crate::state::ServerState;
@@ -72,7 +72,7 @@ pub(super) async fn default_bindings_complete(state: &ServerState, cluster: &str
                 complete = false;
                 let claims = accepted_claims(state, &export_path, &reference.export);
                 let binding = json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
-                    "metadata": {"name": name, "annotations": {PATH_ANNOTATION: catalog::path_of_cluster(state, cluster).unwrap_or_default()}},
+                    "metadata": {"name": name, "annotations": {PATH_ANNOTATION: workspace_types::path_of_cluster(state, cluster).unwrap_or_default()}},
                     "spec": {"reference": {"export": {"path": export_path, "name": reference.export}},
                              "permissionClaims": claims}});
                 if let Err(e) = crate::client::Client::system(state)
@@ -91,7 +91,7 @@ pub(super) async fn default_bindings_complete(state: &ServerState, cluster: &str
 
 /// kcp pre-accepts every claim of a default export, with its default selector or all objects.
 pub(super) fn accepted_claims(state: &ServerState, export_path: &str, export: &str) -> Vec<Value> {
-    let Some(export_cluster) = catalog::cluster_of_path(state, export_path) else {
+    let Some(export_cluster) = workspace_types::cluster_of_path(state, export_path) else {
         return Vec::new();
     };
     let key = ObjectKey::new("apis.kcp.io", "apiexports", export_cluster, "", export);

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::super::types::{self, TypeInfo};
-use super::super::{catalog, names};
+use super::super::{names, workspace_types};
 use super::create::accepted_claims;
 use crate::client::landed;
 use crate::clusters::PATH_ANNOTATION;
@@ -70,13 +70,13 @@ fn maintaining(aliases: &[TypeInfo]) -> Vec<TypeInfo> {
 }
 
 async fn reconcile(state: &ServerState, cluster: &str) {
-    let Some(qualified) = catalog::cluster_type(state, cluster) else {
+    let Some(qualified) = workspace_types::cluster_type(state, cluster) else {
         return;
     };
     let Some((path, name)) = qualified.rsplit_once(':') else {
         return;
     };
-    let get = |p: &str, n: &str| catalog::lookup(state, p, n);
+    let get = |p: &str, n: &str| workspace_types::lookup(state, p, n);
     let Some(leaf) = get(path, name) else { return };
     let Ok(aliases) = types::aliases(&get, &leaf) else {
         return;
@@ -88,7 +88,7 @@ async fn reconcile(state: &ServerState, cluster: &str) {
     let client = crate::client::Client::system(state);
     for reference in types::default_bindings(&maintained) {
         let export_path = reference.path.clone().unwrap_or_default();
-        let Some(export_cluster) = catalog::cluster_of_path(state, &export_path) else {
+        let Some(export_cluster) = workspace_types::cluster_of_path(state, &export_path) else {
             continue;
         };
         let export_key = ObjectKey::new(
@@ -120,7 +120,7 @@ async fn reconcile(state: &ServerState, cluster: &str) {
                 Ok(None) => {
                     let binding = json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
                         "metadata": {"name": binding_name,
-                            "annotations": {PATH_ANNOTATION: catalog::path_of_cluster(state, cluster).unwrap_or_default()}},
+                            "annotations": {PATH_ANNOTATION: workspace_types::path_of_cluster(state, cluster).unwrap_or_default()}},
                         "spec": {"reference": {"export": {"path": export_path, "name": reference.export}},
                                  "permissionClaims": claims}});
                     landed(client.create(cluster, "apis.kcp.io", "apibindings", binding).await).is_some()

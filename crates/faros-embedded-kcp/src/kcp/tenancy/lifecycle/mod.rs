@@ -38,7 +38,7 @@ use serde_json::{Value, json};
 
 use super::status::{Cond, go_list, set_condition, set_phase};
 use super::types::{self, TypeInfo};
-use super::{catalog, deletion};
+use super::{bootstrap, deletion, workspace_types};
 use crate::client::landed;
 use crate::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE};
 use crate::state::ServerState;
@@ -163,7 +163,7 @@ fn filter(group: &str, resource: &str) -> WatchFilter {
 
 /// Runs the lifecycle controller until aborted.
 pub async fn run(state: Arc<ServerState>) {
-    catalog::ensure_builtins(&state).await;
+    bootstrap::ensure_builtins(&state).await;
     let ctl = Arc::new(Controller {
         state: state.clone(),
         running: Mutex::new(HashMap::new()),
@@ -179,7 +179,7 @@ pub async fn run(state: Arc<ServerState>) {
             (WS_GROUP, WS_RESOURCE),
             (LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE),
             ("apis.kcp.io", "apibindings"),
-            (WS_GROUP, catalog::TYPES),
+            (WS_GROUP, workspace_types::TYPES),
         ] {
             match state.store.watch(from, filter(g, r)) {
                 Ok(s) => streams.push(s),
@@ -206,14 +206,14 @@ pub async fn run(state: Arc<ServerState>) {
                 workers.push(ctl.clone().drive(ws_key));
             }
         }
-        for t in state.list_all(WS_GROUP, catalog::TYPES, None, None) {
+        for t in state.list_all(WS_GROUP, workspace_types::TYPES, None, None) {
             mark_type_ready(&state, &t).await;
         }
         loop {
             tokio::select! {
                 event = streams.next() => match event {
                     Some(Ok(event)) => {
-                        if event.key.resource == catalog::TYPES {
+                        if event.key.resource == workspace_types::TYPES {
                             if event.event_type != EventType::Deleted {
                                 mark_type_ready(&state, &event.object).await;
                             }
@@ -258,7 +258,7 @@ async fn mark_type_ready(state: &ServerState, obj: &Value) {
     );
     landed(
         crate::client::Client::system(state)
-            .update(WS_GROUP, catalog::TYPES, obj, updated)
+            .update(WS_GROUP, workspace_types::TYPES, obj, updated)
             .await,
     );
 }
@@ -318,7 +318,7 @@ fn set_annotation(obj: &mut Value, name: &str, value: &str) {
 fn workspace_type(state: &ServerState, ws: &Value) -> Option<(TypeInfo, Vec<TypeInfo>)> {
     let path = ws.pointer("/spec/type/path").and_then(Value::as_str)?;
     let name = ws.pointer("/spec/type/name").and_then(Value::as_str)?;
-    let get = |p: &str, n: &str| catalog::lookup(state, p, n);
+    let get = |p: &str, n: &str| workspace_types::lookup(state, p, n);
     let t = get(path, name)?;
     let aliases = types::aliases(&get, &t).ok()?;
     Some((t, aliases))

@@ -10,7 +10,7 @@ use faros_core::kcp::{
 
 use super::super::status::{Cond, initializers, set_condition, set_phase};
 use super::super::types::{self, TypeInfo};
-use super::super::{catalog, names};
+use super::super::{names, workspace_types};
 use super::create::{ensure_default_objects, ensure_workspace_admin};
 use super::plan::{self, LogicalClusterState, ScheduleFacts, ScheduleStep};
 use super::{
@@ -23,7 +23,7 @@ use crate::store::ObjectKey;
 pub(super) async fn schedule(state: &ServerState, key: &WsKey, ws: &Value) -> Next {
     let object_key = key.object_key();
     let cluster = annotation(ws, ANNOTATION_WORKSPACE_CLUSTER).map(String::from);
-    let parent_path = catalog::path_of_cluster(state, &key.cluster);
+    let parent_path = workspace_types::path_of_cluster(state, &key.cluster);
     let resolved = workspace_type(state, ws);
     let lc_read = cluster.as_deref().map(|c| state.store.get(&lc_key(c)));
     let logical_cluster = match &lc_read {

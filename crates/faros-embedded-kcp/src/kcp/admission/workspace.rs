@@ -7,10 +7,10 @@ use faros_core::kcp::tenancy::WorkspaceTypeReference;
 use faros_core::status::{Status, StatusCause};
 use serde_json::{Value, json};
 
-use super::catalog;
-use super::types::{self, TypeInfo};
 use crate::auth::{Attributes, GROUP_MASTERS, REQUIRED_GROUPS_ANNOTATION};
 use crate::kcp::admission::{Operation, Request};
+use crate::kcp::tenancy::types::{self, TypeInfo};
+use crate::kcp::tenancy::workspace_types;
 use crate::objects::{meta_mut, meta_str};
 use crate::state::ServerState;
 
@@ -114,13 +114,16 @@ fn admit_create(
             "mounted workspaces (spec.mount) are not supported by the embedded kcp",
         ));
     }
-    let get = |path: &str, type_name: &str| catalog::lookup(state, path, type_name);
-    let parent_path = catalog::path_of_cluster(state, req.cluster)
+    let get = |path: &str, type_name: &str| workspace_types::lookup(state, path, type_name);
+    let parent_path = workspace_types::path_of_cluster(state, req.cluster)
         .ok_or_else(|| forbidden(name, "workspace type cannot be resolved: LogicalCluster not found"))?;
-    let parent_type_name = catalog::cluster_type(state, req.cluster).ok_or_else(|| {
+    let parent_type_name = workspace_types::cluster_type(state, req.cluster).ok_or_else(|| {
         forbidden(
             name,
-            format!("annotation {} on LogicalCluster must be set", catalog::TYPE_ANNOTATION),
+            format!(
+                "annotation {} on LogicalCluster must be set",
+                workspace_types::TYPE_ANNOTATION
+            ),
         )
     })?;
     let parent_type = split_qualified(&parent_type_name)
@@ -229,13 +232,13 @@ fn check_use(state: &ServerState, req: &Request<'_>, alias: &TypeInfo) -> Result
             alias.qualified()
         )
     };
-    if catalog::usable_by_everyone(alias) {
+    if workspace_types::usable_by_everyone(alias) {
         return Ok(());
     }
-    let cluster = catalog::cluster_of_path(state, &alias.path).ok_or_else(denied)?;
+    let cluster = workspace_types::cluster_of_path(state, &alias.path).ok_or_else(denied)?;
     let attrs = Attributes {
         name: &alias.name,
-        ..Attributes::resource(req.user, "use", catalog::GROUP, catalog::TYPES)
+        ..Attributes::resource(req.user, "use", workspace_types::GROUP, workspace_types::TYPES)
     };
     crate::auth::authorize(state, &cluster, &attrs).map_err(|_| denied())
 }

@@ -12,7 +12,7 @@ use crate::registry::ResourceDef;
 use crate::store::ObjectKey;
 
 /// Unknown-field policy, pruning, defaulting and schema validation. Returns warnings.
-pub fn admit(w: &Writer<'_>, def: &ResourceDef, obj: &mut Value) -> Result<Vec<String>, Status> {
+pub fn prune_and_validate(w: &Writer<'_>, def: &ResourceDef, obj: &mut Value) -> Result<Vec<String>, Status> {
     let mut warnings = Vec::new();
     let unknown = def.schema.unknown_fields(obj);
     if !unknown.is_empty() {

@@ -5,8 +5,7 @@
 use serde_json::{Value, json};
 
 use super::types::TypeInfo;
-use crate::client::landed;
-use crate::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
+use crate::clusters::PATH_ANNOTATION;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
@@ -16,12 +15,10 @@ pub const TYPES: &str = "workspacetypes";
 pub const TYPE_ANNOTATION: &str = "internal.tenancy.kcp.io/type";
 /// The type of the root workspace.
 pub const ROOT_TYPE: &str = "root:root";
-/// kcp's ClusterRole letting every authenticated user `use` the generic types in root.
-const USE_ROLE: &str = "system:kcp:universal-workspacetype-use";
 
 /// The specs of kcp's built-in types in `root`. `universal` default-binds root's `tenancy.kcp.io`
 /// and `topology.kcp.io` exports: only workspaces of types extending it serve those APIs.
-fn builtin_specs() -> [(&'static str, Value); 2] {
+pub(super) fn builtin_specs() -> [(&'static str, Value); 2] {
     [
         (
             "universal",
@@ -118,69 +115,4 @@ pub fn cluster_type(state: &ServerState, cluster: &str) -> Option<String> {
             .map(String::from)
     });
     annotated.or_else(|| (cluster == "root").then(|| ROOT_TYPE.to_string()))
-}
-
-/// Creates the built-in types, the `use` grant for them, and root's type annotation (idempotent).
-pub async fn ensure_builtins(state: &ServerState) {
-    crate::kcp::root_apis::ensure(state).await;
-    for (name, spec) in builtin_specs() {
-        let key = ObjectKey::new(GROUP, TYPES, "root", "", name);
-        if let Ok(Some(stored)) = state.store.get(&key) {
-            // kcp re-applies its built-in types at start (root's is create-only): a state directory
-            // from an older version gets the current `universal`.
-            if name == "universal" && stored.get("spec") != Some(&spec) {
-                let mut updated = stored.clone();
-                updated["spec"] = spec;
-                landed(
-                    crate::client::Client::system(state)
-                        .update(GROUP, TYPES, &stored, updated)
-                        .await,
-                );
-            }
-            continue;
-        }
-        let obj = json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",
-            "metadata": {"name": name, "annotations": {PATH_ANNOTATION: "root"}}, "spec": spec});
-        if let Err(e) = crate::client::Client::system(state)
-            .create("root", GROUP, TYPES, obj)
-            .await
-        {
-            tracing::debug!(error = %e, name, "built-in workspace type not created");
-        }
-    }
-    let rbac = "rbac.authorization.k8s.io";
-    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": USE_ROLE},
-        "rules": [{"apiGroups": [GROUP], "resources": [TYPES], "resourceNames": ["universal"], "verbs": ["use"]}]});
-    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": USE_ROLE},
-        "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": USE_ROLE},
-        "subjects": [{"apiGroup": rbac, "kind": "Group", "name": crate::auth::GROUP_AUTHENTICATED}]});
-    for (resource, obj) in [("clusterroles", role), ("clusterrolebindings", binding)] {
-        let key = ObjectKey::new(rbac, resource, "root", "", USE_ROLE);
-        if matches!(state.store.get(&key), Ok(Some(_))) {
-            continue;
-        }
-        if let Err(e) = crate::client::Client::system(state)
-            .create("root", rbac, resource, obj)
-            .await
-        {
-            tracing::debug!(error = %e, resource, "workspace type use grant not created");
-        }
-    }
-    if let Some(mut lc) = crate::kcp::clusters::logical_cluster(state, "root") {
-        let annotated = lc
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(TYPE_ANNOTATION))
-            .is_some();
-        if !annotated {
-            let old = lc.clone();
-            let meta = crate::objects::meta_mut(&mut lc);
-            let ann = meta.entry("annotations").or_insert_with(|| json!({}));
-            ann[TYPE_ANNOTATION] = json!(ROOT_TYPE);
-            landed(
-                crate::client::Client::system(state)
-                    .update(LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, &old, lc)
-                    .await,
-            );
-        }
-    }
 }

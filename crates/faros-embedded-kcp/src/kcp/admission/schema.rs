@@ -6,7 +6,7 @@
 use faros_core::status::{Status, StatusDetails};
 use serde_json::Value;
 
-use super::admission::{Operation, Request};
+use super::{Operation, Request};
 
 const GROUP: &str = "apis.kcp.io";
 const RESOURCE: &str = "apiresourceschemas";

@@ -1,0 +1,29 @@
+//! kcp's pathannotation admission.
+
+use faros_core::status::Status;
+use serde_json::Value;
+
+use super::{Operation, Request};
+use crate::clusters::PATH_ANNOTATION;
+use crate::state::ServerState;
+
+/// kcp's pathannotation admission: APIExports, APIBindings and WorkspaceTypes carry their workspace's
+/// canonical path in `kcp.io/path`.
+pub fn annotate_path(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
+    if req.operation == Operation::Delete {
+        return Ok(());
+    }
+    let path = state
+        .clusters
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(req.cluster)
+        .map(|c| c.path.clone());
+    let path = path.unwrap_or_else(|| req.cluster.to_string());
+    let meta = crate::objects::meta_mut(obj);
+    let ann = meta.entry("annotations").or_insert_with(|| serde_json::json!({}));
+    if let Some(a) = ann.as_object_mut() {
+        a.insert(PATH_ANNOTATION.into(), Value::String(path));
+    }
+    Ok(())
+}
