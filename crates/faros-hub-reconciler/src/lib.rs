@@ -9,6 +9,7 @@
 pub mod bootstrap;
 pub mod controller;
 pub mod health;
+pub mod identity;
 pub mod kubeconfig;
 pub mod leader;
 pub mod metrics;
