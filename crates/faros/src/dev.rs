@@ -132,6 +132,30 @@ async fn hold_until_ready(readiness: Readiness, stop: watch::Receiver<bool>) {
     }
 }
 
+/// Grants the reconciler's kcp user what it uses (with `admin`) and returns its client config; its
+/// kubeconfig is kept in `<state-dir>/reconciler.kubeconfig` (owner-only, like every credential here).
+async fn reconciler_identity(
+    kcp: &Server,
+    admin: &kube::Config,
+    state_dir: &std::path::Path,
+    token: &str,
+) -> anyhow::Result<kube::Config> {
+    let user = faros_hub_reconciler::identity::DEFAULT_USER;
+    let factory = faros_core::client::ClientFactory::new(admin.clone()).context("a kcp client for the grant")?;
+    let granted = faros_hub_reconciler::identity::grant(&factory, user, READY_TIMEOUT)
+        .await
+        .context("granting the reconciler its kcp identity")?;
+    tracing::debug!(user, owned = ?granted.owned, "granted the reconciler its kcp identity");
+    let yaml = kcp.kubeconfig("root", user, token);
+    let path = state_dir.join("reconciler.kubeconfig");
+    faros_embedded_kcp::server::write_private(&path, yaml.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).context("reading the reconciler kubeconfig")?;
+    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .context("loading the reconciler kubeconfig")
+}
+
 impl Stack {
     /// Starts every component; returns once kcp and the hub listen (the reconciler, the quickstart
     /// provider and the demo tenant come up in the background: wait on their conditions).
@@ -149,6 +173,8 @@ impl Stack {
         }
         let token_file = args.token_file();
         let dev_user = tokens::ensure_dev_user(&args.state_dir, &token_file)?;
+        // Before kcp starts, so kcp reads it with the rest of the file.
+        let reconciler_token = tokens::ensure_reconciler(&args.state_dir, &token_file)?;
 
         let mut config = Config::new(&args.state_dir);
         config.listen = args.listen();
@@ -197,7 +223,10 @@ impl Stack {
             .context("writing ca.crt")?;
 
         // The reconciler writes provider kubeconfigs that reach kcp through the hub's pass-through.
-        let mut reconciler_config = faros_hub_reconciler::Config::new(admin.clone());
+        // ...as its own kcp user, not kcp's admin (docs/install.md#kcp-identities): the admin grants
+        // it what it uses once, here, as `faros kcp grant` does for an installed platform.
+        let reconciler_kube = reconciler_identity(&kcp, &admin, &args.state_dir, &reconciler_token).await?;
+        let mut reconciler_config = faros_hub_reconciler::Config::new(reconciler_kube);
         reconciler_config.hub_url = Some(hub_url.clone());
         reconciler_config.ca_pem = Some(ca_pem.clone());
         // One reconciler per state directory: a stable identity lets a restarted (or killed) `faros

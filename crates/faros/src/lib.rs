@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod dev;
+pub mod grant;
 pub mod kcp;
 pub mod oidc;
 pub mod scaffold;

@@ -22,6 +22,8 @@ enum Command {
     Dev(DevArgs),
     /// Serve the embedded kcp alone (the `faros-kcp` chart): no hub, no providers.
     Kcp(faros::kcp::KcpArgs),
+    /// With kcp's admin kubeconfig, once: let the hub reconciler run as its own kcp user.
+    Grant(faros::grant::GrantArgs),
     /// Provider authoring.
     #[command(subcommand)]
     Provider(ProviderCommand),
@@ -41,6 +43,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Dev(args) => dev::run(args).await,
         Command::Kcp(args) => faros::kcp::run(args).await,
+        Command::Grant(args) => faros::grant::run(args).await,
         Command::Provider(ProviderCommand::New(args)) => {
             let dir = faros::scaffold::run(&args)?;
             println!("created provider `{}` in {}", args.name, dir.display());

@@ -45,11 +45,32 @@ pub fn line(token: &str, user: &str) -> String {
 /// parse is an error naming the file and line; nothing is overwritten.
 pub fn ensure_dev_user(state_dir: &Path, token_file: &Path) -> anyhow::Result<DevUser> {
     let token_path = state_dir.join("dev-user.token");
-    let token = match std::fs::read_to_string(&token_path) {
+    let token = ensure_user(&token_path, token_file, DEV_USER)?;
+    Ok(DevUser {
+        name: DEV_USER.to_string(),
+        token,
+        token_path,
+    })
+}
+
+/// The reconciler's own kcp identity (docs/install.md#kcp-identities): a user of the token file,
+/// never the admin. Its token is kept in `<state-dir>/reconciler.token`.
+pub fn ensure_reconciler(state_dir: &Path, token_file: &Path) -> anyhow::Result<String> {
+    ensure_user(
+        &state_dir.join("reconciler.token"),
+        token_file,
+        faros_hub_reconciler::identity::DEFAULT_USER,
+    )
+}
+
+/// Loads or creates `user`'s token in `token_path` and (re)adds its line to `token_file` when
+/// missing, keeping every other line.
+fn ensure_user(token_path: &Path, token_file: &Path, user: &str) -> anyhow::Result<String> {
+    let token = match std::fs::read_to_string(token_path) {
         Ok(t) if !t.trim().is_empty() => t.trim().to_string(),
         Ok(_) | Err(_) => {
             let t = faros_embedded_kcp::generate_token();
-            faros_embedded_kcp::server::write_private(&token_path, t.as_bytes())
+            faros_embedded_kcp::server::write_private(token_path, t.as_bytes())
                 .with_context(|| format!("writing {}", token_path.display()))?;
             t
         }
@@ -61,7 +82,7 @@ pub fn ensure_dev_user(state_dir: &Path, token_file: &Path) -> anyhow::Result<De
     };
     match existing {
         None => {
-            let body = format!("{HEADER}{}", line(&token, DEV_USER));
+            let body = format!("{HEADER}{}", line(&token, user));
             faros_embedded_kcp::server::write_private(token_file, body.as_bytes())
                 .with_context(|| format!("writing {}", token_file.display()))?;
         }
@@ -77,16 +98,12 @@ pub fn ensure_dev_user(state_dir: &Path, token_file: &Path) -> anyhow::Result<De
                 } else {
                     "\n"
                 };
-                write!(f, "{sep}{}", line(&token, DEV_USER))
+                write!(f, "{sep}{}", line(&token, user))
                     .with_context(|| format!("appending to {}", token_file.display()))?;
             }
         }
     }
-    Ok(DevUser {
-        name: DEV_USER.to_string(),
-        token,
-        token_path,
-    })
+    Ok(token)
 }
 
 #[cfg(test)]
