@@ -12,9 +12,9 @@
 //!   cache-server's clients present to each other, and kcp's two logical-cluster-admin identities;
 //! - a request-header CA: the front-proxy's (`kcp-front-proxy`) and the mounts proxy's
 //!   (`kcp-mounts-proxy`) client certificates, whose `X-Remote-*` headers shards trust;
-//! - one service-account key pair, so a ServiceAccount token of one shard is valid on every shard
-//!   and on the front-proxy (the provider's token, minted in its workspace, wherever that lives);
-//! - the static token file, read by every shard and the front-proxy.
+//! - one service-account key pair, so a ServiceAccount token of one shard is valid on every shard;
+//! - the static token file, read by every shard (the front-proxy forwards bearer tokens to the
+//!   shard it routes to, which authenticates them).
 //!
 //! The faros processes get kubeconfigs of the front-proxy only ([`super::Input::kcp_url`] is the
 //! front-proxy's URL); the endpoint slices name the shards' own URLs, as kcp publishes them.
@@ -268,10 +268,12 @@ impl Sharded {
             .arg(format!("--shards-kubeconfig={}", path("shards.kubeconfig")))
             .arg(format!("--tls-cert-file={}", path("kcp.crt")))
             .arg(format!("--tls-private-key-file={}", path("kcp.key")));
-        Self::auth_flags(cmd, input)
-            .arg(format!("--requestheader-allowed-names={REQUEST_HEADER_NAMES}"))
-            .arg(format!("--token-auth-file={}", path("tokens.csv")))
-            .arg(format!("--service-account-key-file={}", path("service-account.pub")))
+        // No token file and no service-account keys: with neither, the front-proxy forwards a
+        // request without a client certificate unchanged, and the shard hosting the workspace
+        // authenticates its bearer token, as kcp's sharded test server runs it. With them, the
+        // front-proxy checks ServiceAccount tokens against the root shard's Secrets only, and
+        // refuses ("Token has been invalidated") a provider whose workspace is on another shard.
+        Self::auth_flags(cmd, input).arg(format!("--requestheader-allowed-names={REQUEST_HEADER_NAMES}"))
     }
 
     /// The servers in start order, each waited for: the cache server (shards need it), the root
@@ -440,7 +442,7 @@ mod tests {
             "--service-account-key-file=/w/service-account.pub --service-account-private-key-file=/w/service-account.key",
             "/kcp/kcp-front-proxy --bind-address=127.0.0.1 --secure-port=1 --root-directory=/w/front-proxy \
              --mapping-file=/w/mapping.yaml --root-kubeconfig=/w/root-shard.kubeconfig",
-            "--requestheader-allowed-names=kcp-front-proxy,kcp-mounts-proxy --token-auth-file=/w/tokens.csv",
+            "--requestheader-allowed-names=kcp-front-proxy,kcp-mounts-proxy > /w/logs/kcp-front-proxy.log",
             "write /w/admin.kubeconfig: kubeconfig for https://127.0.0.1:1/clusters/root",
             "`kubectl --kubeconfig /w/admin.kubeconfig get shard shard-1` succeeds",
             "\"backend\": \"https://127.0.0.1:200\"",
@@ -473,6 +475,14 @@ mod tests {
         assert!(
             !root_shard.contains("--root-shard-kubeconfig-file"),
             "the root shard is its own root"
+        );
+        let proxy = text
+            .lines()
+            .find(|l| l.contains("/kcp/kcp-front-proxy"))
+            .unwrap_or_default();
+        assert!(
+            !proxy.contains("--token-auth-file") && !proxy.contains("--service-account-key-file"),
+            "the shards authenticate bearer tokens: {proxy}"
         );
     }
 
