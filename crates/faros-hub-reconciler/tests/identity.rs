@@ -24,15 +24,13 @@ use serde_json::json;
 const TOKEN: &str = "reconciler-token-for-tests";
 
 async fn start_kcp() -> Kcp {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("tokens.csv");
-    std::fs::write(&file, format!("{TOKEN},{},{0}\n", identity::DEFAULT_USER)).unwrap();
-    // The file must outlive the server: keep the directory for the whole test process.
-    let file = {
-        let kept = dir.keep();
-        kept.join("tokens.csv")
-    };
-    Kcp::start_with(|c| c.token_file = Some(file)).await
+    Kcp::start_with(|c| {
+        // Beside the state, in the server's temporary directory: removed with it.
+        let file = c.state_dir.parent().unwrap().join("tokens.csv");
+        std::fs::write(&file, format!("{TOKEN},{},{0}\n", identity::DEFAULT_USER)).unwrap();
+        c.token_file = Some(file);
+    })
+    .await
 }
 
 /// The reconciler's own client configuration: the kcp URL and CA, its token, nothing of the admin's.
