@@ -13,7 +13,7 @@ use faros_core::status::Status;
 use serde_json::Value;
 
 use crate::auth::{GROUP_MASTERS, UserInfo};
-use crate::objects::{CLUSTER_ANNOTATION, meta_str};
+use crate::objects::meta;
 use crate::registry::ResourceDef;
 use crate::state::ServerState;
 use crate::write::delete::{DeleteOptions, Deleted};
@@ -71,7 +71,7 @@ impl<'a> Client<'a> {
     /// Creates `obj` in `cluster` (its namespace from `metadata.namespace`); returns the stored object.
     pub async fn create(&self, cluster: &str, group: &str, resource: &str, obj: Value) -> Result<Value, Status> {
         let def = self.storage_def(cluster, group, resource)?;
-        let ns = meta_str(&obj, "namespace").map(String::from);
+        let ns = meta::namespace(&obj).map(String::from);
         let (stored, _) =
             crate::write::create::create(&self.writer(cluster), &def, ns.as_deref(), obj, Some(SYSTEM_MANAGER)).await?;
         Ok(stored)
@@ -82,7 +82,7 @@ impl<'a> Client<'a> {
     /// `/status`, as a second write. Returns the stored result (the object removed when the update
     /// completed its deletion).
     pub async fn update(&self, group: &str, resource: &str, old: &Value, new: Value) -> Result<Value, Status> {
-        let def = self.storage_def(&cluster_of(old), group, resource)?;
+        let def = self.storage_def(meta::cluster(old), group, resource)?;
         if !def.status_subresource || old.get("status") == new.get("status") {
             return Ok(self.write_part(&def, old, new, None).await?.object);
         }
@@ -107,8 +107,8 @@ impl<'a> Client<'a> {
             updated.object
         };
         let mut status_write = new;
-        if let Some(rv) = current.pointer("/metadata/resourceVersion").cloned() {
-            crate::objects::meta_mut(&mut status_write).insert("resourceVersion".into(), rv);
+        if let Some(rv) = meta::resource_version(&current).map(|rv| Value::String(rv.to_string())) {
+            meta::meta_mut(&mut status_write).insert("resourceVersion".into(), rv);
         }
         Ok(self
             .write_part(&def, &current, status_write, Some("status"))
@@ -134,7 +134,7 @@ impl<'a> Client<'a> {
         new: Value,
         sub: Option<&str>,
     ) -> Result<Value, Status> {
-        let def = self.storage_def(&cluster_of(old), group, resource)?;
+        let def = self.storage_def(meta::cluster(old), group, resource)?;
         let sub = match sub {
             Some("status") if !def.status_subresource => None,
             s => s,
@@ -149,7 +149,7 @@ impl<'a> Client<'a> {
         new: Value,
         sub: Option<&str>,
     ) -> Result<Updated, Status> {
-        let cluster = cluster_of(old);
+        let cluster = meta::cluster(old).to_string();
         crate::write::update::update(&self.writer(&cluster), def, old, new, sub, false, Some(SYSTEM_MANAGER)).await
     }
 
@@ -162,7 +162,7 @@ impl<'a> Client<'a> {
         obj: &Value,
         propagation: Option<&str>,
     ) -> Result<Deleted, Status> {
-        let cluster = cluster_of(obj);
+        let cluster = meta::cluster(obj).to_string();
         let def = self.storage_def(&cluster, group, resource)?;
         let opts = DeleteOptions {
             propagation_policy: propagation.map(String::from),
@@ -170,15 +170,6 @@ impl<'a> Client<'a> {
         };
         crate::write::delete::delete(&self.writer(&cluster), &def, obj.clone(), &opts, false).await
     }
-}
-
-/// The logical cluster a stored object lives in.
-fn cluster_of(obj: &Value) -> String {
-    obj.pointer("/metadata/annotations")
-        .and_then(|a| a.get(CLUSTER_ANNOTATION))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// The result of a controller write, logged when it did not land: conflicts and not-found are

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::objects::meta;
 use crate::store::{Event, EventType};
 
 /// The group, resource and name of the object describing a logical cluster, inside that cluster.
@@ -44,12 +45,7 @@ pub struct ClusterIndex {
 impl ClusterIndex {
     /// Records (or replaces) a LogicalCluster object stored in `cluster`.
     pub fn upsert(&mut self, cluster: &str, obj: &Value) {
-        let path = obj
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(PATH_ANNOTATION))
-            .and_then(Value::as_str)
-            .unwrap_or(cluster)
-            .to_string();
+        let path = meta::annotation(obj, PATH_ANNOTATION).unwrap_or(cluster).to_string();
         let phase = obj
             .pointer("/status/phase")
             .and_then(Value::as_str)
@@ -60,16 +56,8 @@ impl ClusterIndex {
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
             .unwrap_or_default();
-        let required_groups = obj
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(crate::auth::REQUIRED_GROUPS_ANNOTATION))
-            .and_then(Value::as_str)
-            .map(String::from);
-        let inactive = obj
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(INACTIVE_ANNOTATION))
-            .and_then(Value::as_str)
-            == Some("true");
+        let required_groups = meta::annotation(obj, crate::auth::REQUIRED_GROUPS_ANNOTATION).map(String::from);
+        let inactive = meta::annotation(obj, INACTIVE_ANNOTATION) == Some("true");
         if let Some(old) = self.by_name.get(cluster)
             && old.path != path
         {

@@ -14,10 +14,12 @@
 //!   `registry`/`builtin` (what is served), `clusters` (the logical cluster index: name ⇄ path, phase).
 //! - `auth` (tokens, RBAC, the authorization decision), `state` (the shared server state and its
 //!   commit hook).
-//! - `write` (the one write pipeline: admission, schema, managedFields, kcp admission, commit) and
-//!   `client` (the in-process client controllers write through, as the system).
+//! - `write` (the one write pipeline: metadata rules, schema, managedFields, kcp admission, commit)
+//!   and `client` (the in-process client controllers write through, as the system). kcp admission
+//!   (`kcp::admission`, one plugin per resource family) is the one part of `kcp` below `write`: it
+//!   reads the state and imports nothing that writes.
 //! - `kcp` (logical clusters, workspaces, exports and bindings) and `controllers` (namespace
-//!   deletion, GC, token secrets, the RBAC index): they write through `client` only.
+//!   deletion, GC, token secrets, each namespace's defaults): they write through `client` only.
 //! - `oidc` (the HTTPS fetches behind faros-core's OIDC token verifier).
 //! - `api` (the HTTP layer: parsing, authentication, dispatch, responses) and `server` (TLS
 //!   listener, lifecycle). Nothing below `api` imports from it.

@@ -13,9 +13,6 @@ use crate::registry::ResourceDef;
 pub(crate) mod decode;
 pub(crate) mod meta;
 
-/// Annotation kcp sets on every object it returns: the logical cluster name the object lives in.
-pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
-
 /// Metadata fields only the server may set.
 const SERVER_OWNED: &[&str] = &[
     "uid",
@@ -31,37 +28,6 @@ const NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 /// Current time in the RFC 3339 second-precision form Kubernetes uses.
 pub fn now_rfc3339() -> String {
     jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-/// The `metadata` map of an object (created if missing).
-pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
-    if !obj.is_object() {
-        *obj = json!({});
-    }
-    let Value::Object(map) = obj else {
-        unreachable!("replaced by an object above")
-    };
-    let meta = map.entry("metadata").or_insert_with(|| json!({}));
-    if !meta.is_object() {
-        *meta = json!({});
-    }
-    let Value::Object(meta) = meta else {
-        unreachable!("replaced by an object above")
-    };
-    meta
-}
-
-/// A string metadata field.
-pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
-    obj.get("metadata")?.get(field)?.as_str()
-}
-
-/// The object's finalizers.
-pub fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-        .unwrap_or_default()
 }
 
 fn invalid(def: &ResourceDef, name: &str, field: &str, reason: &str, message: impl Into<String>) -> Status {
@@ -198,7 +164,7 @@ pub fn prepare_create(
     now: &str,
 ) -> Result<(), Status> {
     check_type(def, obj)?;
-    let meta = meta_mut(obj);
+    let meta = meta::meta_mut(obj);
     if meta
         .get("resourceVersion")
         .and_then(Value::as_str)
@@ -286,7 +252,7 @@ pub fn prepare_create(
 fn strip_cluster_annotation(meta: &mut Map<String, Value>) {
     // kcp derives the cluster annotation from the storage key; a client-supplied value is ignored.
     if let Some(Value::Object(ann)) = meta.get_mut("annotations") {
-        ann.remove(CLUSTER_ANNOTATION);
+        ann.remove(meta::CLUSTER_ANNOTATION);
         if ann.is_empty() {
             meta.remove("annotations");
         }
@@ -295,7 +261,7 @@ fn strip_cluster_annotation(meta: &mut Map<String, Value>) {
 
 /// Label and annotation syntax checks shared by create and update.
 fn validate_metadata(def: &ResourceDef, obj: &Value) -> Result<(), Status> {
-    let name = meta_str(obj, "name").unwrap_or_default();
+    let name = meta::name(obj).unwrap_or_default();
     for (field, max_value) in [("labels", Some(63usize)), ("annotations", None)] {
         let Some(map) = obj.pointer(&format!("/metadata/{field}")) else {
             continue;
@@ -399,16 +365,16 @@ pub fn prepare_update(
     require_rv: bool,
 ) -> Result<bool, Status> {
     check_type(def, new)?;
-    let name = meta_str(old, "name").unwrap_or_default().to_string();
+    let name = meta::name(old).unwrap_or_default().to_string();
     {
-        let new_name = meta_str(new, "name").unwrap_or_default();
+        let new_name = meta::name(new).unwrap_or_default();
         if !new_name.is_empty() && new_name != name {
             return Err(Status::bad_request(format!(
                 "the name of the object ({new_name}) does not match the name on the URL ({name})"
             )));
         }
     }
-    if require_rv && meta_str(new, "resourceVersion").is_none_or(str::is_empty) {
+    if require_rv && meta::resource_version(new).is_none_or(str::is_empty) {
         return Err(invalid(
             def,
             &name,
@@ -421,7 +387,7 @@ pub fn prepare_update(
         WritePart::Status => {
             // ResetObjectMetaForStatus: everything but status comes from the old object.
             let status = new.get("status").cloned();
-            let rv = meta_str(new, "resourceVersion").map(String::from);
+            let rv = meta::resource_version(new).map(String::from);
             *new = old.clone();
             match status {
                 Some(s) => new["status"] = s,
@@ -436,7 +402,7 @@ pub fn prepare_update(
         }
         WritePart::Finalize => {
             let finalizers = new.pointer("/spec/finalizers").cloned();
-            let rv = meta_str(new, "resourceVersion").map(String::from);
+            let rv = meta::resource_version(new).map(String::from);
             *new = old.clone();
             new["spec"]["finalizers"] = finalizers.unwrap_or_else(|| json!([]));
             set_rv(new, rv);
@@ -451,7 +417,7 @@ pub fn prepare_update(
         .cloned()
         .unwrap_or_default();
     {
-        let meta = meta_mut(new);
+        let meta = meta::meta_mut(new);
         for field in SERVER_OWNED.iter().chain(["namespace", "name"].iter()) {
             match old_meta.get(*field) {
                 Some(v) => {
@@ -483,8 +449,8 @@ pub fn prepare_update(
     validate_metadata(def, new)?;
     let deleting = old_meta.contains_key("deletionTimestamp");
     if deleting {
-        let before: std::collections::BTreeSet<String> = finalizers(old).into_iter().collect();
-        if finalizers(new).iter().any(|f| !before.contains(f)) {
+        let before: std::collections::BTreeSet<String> = meta::finalizers(old).into_iter().collect();
+        if meta::finalizers(new).iter().any(|f| !before.contains(f)) {
             return Err(invalid(
                 def,
                 &name,
@@ -495,14 +461,14 @@ pub fn prepare_update(
         }
     }
     if def.generation && desired_state_changed(def, old, new) {
-        let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
-        meta_mut(new).insert("generation".into(), json!(g + 1));
+        let g = meta::generation(old).unwrap_or(0);
+        meta::meta_mut(new).insert("generation".into(), json!(g + 1));
     }
-    Ok(deleting && finalizers(new).is_empty() && namespace_gone(new))
+    Ok(deleting && meta::finalizers(new).is_empty() && namespace_gone(new))
 }
 
 fn set_rv(obj: &mut Value, rv: Option<String>) {
-    let meta = meta_mut(obj);
+    let meta = meta::meta_mut(obj);
     match rv {
         Some(rv) => meta.insert("resourceVersion".into(), Value::String(rv)),
         None => meta.remove("resourceVersion"),
@@ -514,8 +480,8 @@ fn namespace_gone(obj: &Value) -> bool {
     obj.pointer("/spec/finalizers")
         .and_then(Value::as_array)
         .is_none_or(|a| a.is_empty())
-        && obj.pointer("/metadata/deletionTimestamp").is_some()
-        && finalizers(obj).is_empty()
+        && meta::is_deleting(obj)
+        && meta::finalizers(obj).is_empty()
 }
 
 /// Whether anything outside metadata (and outside status, for kinds with a status subresource) changed.
@@ -546,11 +512,11 @@ pub enum DeleteOutcome {
 
 /// Decides what DELETE does to `obj` given the propagation policy.
 pub fn prepare_delete(def: &ResourceDef, obj: &Value, propagation: Option<&str>, now: &str) -> DeleteOutcome {
-    if obj.pointer("/metadata/deletionTimestamp").is_some() {
+    if meta::is_deleting(obj) {
         return DeleteOutcome::AlreadyDeleting;
     }
     let is_namespace = def.group.is_empty() && def.resource == "namespaces";
-    let mut fins = finalizers(obj);
+    let mut fins = meta::finalizers(obj);
     match propagation {
         Some("Foreground") if !fins.iter().any(|f| f == "foregroundDeletion") => fins.push("foregroundDeletion".into()),
         Some("Orphan") if !fins.iter().any(|f| f == "orphan") => fins.push("orphan".into()),
@@ -560,7 +526,7 @@ pub fn prepare_delete(def: &ResourceDef, obj: &Value, propagation: Option<&str>,
         return DeleteOutcome::Remove;
     }
     let mut marked = obj.clone();
-    let meta = meta_mut(&mut marked);
+    let meta = meta::meta_mut(&mut marked);
     meta.insert("deletionTimestamp".into(), Value::String(now.into()));
     meta.insert("deletionGracePeriodSeconds".into(), json!(0));
     if !fins.is_empty() {
@@ -609,9 +575,9 @@ mod tests {
         let d = def("example.io", "widgets", "Widget", true, true);
         let mut o = json!({"metadata": {"generateName": "w-", "uid": "client", "annotations": {"kcp.io/cluster": "x"}}, "spec": {"a": 1}, "status": {"s": 1}});
         prepare_create(&d, Some("default"), &mut o, "2026-01-01T00:00:00Z").unwrap();
-        let name = meta_str(&o, "name").unwrap();
+        let name = meta::name(&o).unwrap();
         assert!(name.starts_with("w-") && name.len() == 7, "{name}");
-        assert_ne!(meta_str(&o, "uid").unwrap(), "client");
+        assert_ne!(meta::uid(&o).unwrap(), "client");
         assert_eq!(o["metadata"]["generation"], 1);
         assert_eq!(o["metadata"]["namespace"], "default");
         assert_eq!(o["apiVersion"], "example.io/v1");

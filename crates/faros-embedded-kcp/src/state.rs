@@ -10,6 +10,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::auth::{Authenticator, RbacIndex, RbacKind, ServiceAccountTokens};
 use crate::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE};
+use crate::objects::meta;
 use crate::registry::Registry;
 use crate::store::{Event, EventType, ListQuery, Store};
 
@@ -70,7 +71,7 @@ impl ServerState {
                 };
                 for (cluster, obj) in self.list_everywhere(RBAC_GROUP, resource) {
                     if let Err(e) = index.upsert(&cluster, kind, &obj) {
-                        let name = crate::objects::meta_str(&obj, "name").unwrap_or_default();
+                        let name = meta::name(&obj).unwrap_or_default();
                         tracing::warn!(error = %e, name, "ignoring malformed RBAC object");
                     }
                 }
@@ -131,12 +132,7 @@ impl ServerState {
         self.list_all(group, resource, None, None)
             .into_iter()
             .map(|obj| {
-                let cluster = obj
-                    .pointer("/metadata/annotations")
-                    .and_then(|a| a.get(crate::objects::CLUSTER_ANNOTATION))
-                    .and_then(serde_json::Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
+                let cluster = meta::cluster(&obj).to_string();
                 (cluster, obj)
             })
             .collect()

@@ -30,6 +30,7 @@ pub mod virtual_workspace;
 pub mod watch;
 pub mod write;
 
+use crate::objects::meta;
 use params::Params;
 use request::{ResourcePath, Target};
 
@@ -192,9 +193,7 @@ pub async fn authenticate(state: &ServerState, headers: &HeaderMap) -> Result<Us
         };
         let secret = state.store.get(&key).map_err(|e| Status::internal(e.to_string()))?;
         let valid = secret.is_some_and(|s| {
-            s.pointer("/metadata/annotations/kubernetes.io~1service-account.uid")
-                .and_then(|v| v.as_str())
-                == Some(claims.service_account_uid.as_str())
+            meta::annotation(&s, "kubernetes.io/service-account.uid") == Some(claims.service_account_uid.as_str())
         });
         if !valid {
             return Err(Status::unauthorized("Unauthorized"));

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::RequestContext;
 use super::respond::{Representation, json_response, list_repr, object_repr};
+use crate::objects::meta;
 use crate::registry::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::ListQuery;
@@ -63,7 +64,7 @@ pub fn selector_filter(ctx: &RequestContext, def: &ResourceDef) -> Result<Option
             return false;
         }
         if let Some(l) = &labels
-            && !l.matches(obj.pointer("/metadata/labels").and_then(Value::as_object))
+            && !l.matches(meta::labels(obj))
         {
             return false;
         }

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::protobuf;
 
+use crate::objects::meta;
 use crate::registry::{PrinterColumn, ResourceDef};
 
 /// What representation the client asked for in `Accept`.
@@ -226,15 +227,12 @@ pub fn table(def: &ResourceDef, items: Vec<Value>, rv: u64, cont: Option<String>
     let rows: Vec<Value> = items
         .iter()
         .map(|obj| {
-            let mut cells = vec![obj.pointer("/metadata/name").cloned().unwrap_or(json!(""))];
+            let mut cells = vec![json!(meta::name(obj).unwrap_or_default())];
             for c in &def.printer_columns {
                 cells.push(cell(c, obj, now));
             }
             if !age_in_columns {
-                cells.push(json!(age(
-                    obj.pointer("/metadata/creationTimestamp").and_then(Value::as_str),
-                    now
-                )));
+                cells.push(json!(age(meta::creation_timestamp(obj), now)));
             }
             json!({"cells": cells, "object": partial(obj)})
         })

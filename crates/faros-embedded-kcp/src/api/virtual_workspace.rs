@@ -23,7 +23,7 @@ use super::{RequestContext, ok, serve_resource};
 use crate::auth::{Attributes, UserInfo};
 use crate::kcp::apis::LiveExport;
 use crate::kcp::apis::view::{AcceptedClaim, ExportView};
-use crate::objects::CLUSTER_ANNOTATION;
+use crate::objects::meta;
 use crate::registry::ResourceDef;
 use crate::state::ServerState;
 use crate::write::claim::ClaimGuard;
@@ -32,13 +32,6 @@ pub const PREFIX: &str = "/services/apiexport/";
 
 fn not_found() -> Status {
     Status::not_found_message("the server could not find the requested resource")
-}
-
-fn cluster_of(obj: &Value) -> &str {
-    obj.pointer("/metadata/annotations")
-        .and_then(|a| a.get(CLUSTER_ANNOTATION))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }
 
 /// What a request through the virtual workspace may reach.
@@ -279,7 +272,7 @@ type Scoped = (Arc<ResourceDef>, ObjectFilter, Option<Arc<ClaimGuard>>);
 /// watch sees workspaces bound after it began.
 fn scope(view: &ExportView, live: LiveExport, served: &Served, cluster: &str, verb: &str) -> Result<Scoped, Status> {
     let bound =
-        move |live: &LiveExport, o: &Value| live.with(|v| v.is_some_and(|v| v.bindings.contains_key(cluster_of(o))));
+        move |live: &LiveExport, o: &Value| live.with(|v| v.is_some_and(|v| v.bindings.contains_key(meta::cluster(o))));
     let reading = matches!(verb, "get" | "list" | "watch");
     match served {
         Served::Exported(def) => Ok((def.clone(), Arc::new(move |o: &Value| bound(&live, o)), None)),
@@ -348,17 +341,14 @@ fn scope(view: &ExportView, live: LiveExport, served: &Served, cluster: &str, ve
 /// selector `o` matches.
 fn claim_admits(live: &LiveExport, o: &Value, group: &str, resource: &str, verb: &str) -> bool {
     live.with(|v| {
-        let Some(consumer) = v.and_then(|v| v.bindings.get(cluster_of(o))) else {
+        let Some(consumer) = v.and_then(|v| v.bindings.get(meta::cluster(o))) else {
             return false;
         };
         consumer.claims.iter().any(|claim| {
             claim.group == group
                 && claim.resource == resource
                 && claim.verbs.iter().any(|x| x == verb || x == "*")
-                && claim
-                    .selector
-                    .as_ref()
-                    .is_none_or(|s| s.matches(o.pointer("/metadata/labels").and_then(Value::as_object)))
+                && claim.selector.as_ref().is_none_or(|s| s.matches(meta::labels(o)))
         })
     })
 }

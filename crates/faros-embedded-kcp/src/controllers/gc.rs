@@ -9,8 +9,7 @@ use serde_json::Value;
 
 use crate::client::Client;
 use crate::client::landed;
-use crate::objects;
-use crate::objects::meta::key_of;
+use crate::objects::meta;
 use crate::registry::ResourceDef;
 use crate::state::ServerState;
 use crate::store::{Event, EventType, ObjectKey};
@@ -22,8 +21,7 @@ pub struct Collector {
 }
 
 fn owner_uids(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
+    Some(meta::owner_references(obj))
         .map(|refs| {
             refs.iter()
                 .filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from))
@@ -55,7 +53,7 @@ impl Collector {
         for def in all_defs(state) {
             for obj in state.list_all(&def.group, &def.resource, None, None) {
                 if !owner_uids(&obj).is_empty() {
-                    let key = key_of(&def.group, &def.resource, &obj);
+                    let key = meta::key_of(&def.group, &def.resource, &obj);
                     self.index(&key, Some(&obj), None);
                 }
             }
@@ -70,8 +68,8 @@ impl Collector {
         }
         for def in all_defs(state) {
             for obj in state.list_all(&def.group, &def.resource, None, None) {
-                if obj.pointer("/metadata/deletionTimestamp").is_some() {
-                    let key = key_of(&def.group, &def.resource, &obj);
+                if meta::is_deleting(&obj) {
+                    let key = meta::key_of(&def.group, &def.resource, &obj);
                     self.process_finalizers(state, &key, &obj).await;
                 }
             }
@@ -83,7 +81,7 @@ impl Collector {
         match event.event_type {
             EventType::Deleted => {
                 self.index(key, None, event.prev.as_deref().or(Some(&event.object)));
-                let uid = objects::meta_str(&event.object, "uid").unwrap_or_default().to_string();
+                let uid = meta::uid(&event.object).unwrap_or_default().to_string();
                 let deps: Vec<ObjectKey> = self
                     .dependents
                     .get(&(key.cluster.clone(), uid))
@@ -99,7 +97,7 @@ impl Collector {
             }
             _ => {
                 self.index(key, Some(&event.object), event.prev.as_deref());
-                if event.object.pointer("/metadata/deletionTimestamp").is_some() {
+                if meta::is_deleting(&event.object) {
                     self.process_finalizers(state, key, &event.object).await;
                 }
             }
@@ -109,11 +107,7 @@ impl Collector {
     /// Deletes `dep` when none of its owners exist any more.
     async fn collect_if_orphaned(&mut self, state: &ServerState, dep: &ObjectKey) {
         let Ok(Some(obj)) = state.store.get(dep) else { return };
-        let refs = obj
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+        let refs = meta::owner_references(&obj).to_vec();
         if refs.is_empty() {
             return;
         }
@@ -133,10 +127,8 @@ impl Collector {
         // Owners are found through their dependents' references; scan the few kinds with deletion pending.
         for def in all_defs(state) {
             for obj in state.list_all(&def.group, &def.resource, Some(cluster), None) {
-                if objects::meta_str(&obj, "uid") == Some(owner_uid)
-                    && obj.pointer("/metadata/deletionTimestamp").is_some()
-                {
-                    let key = key_of(&def.group, &def.resource, &obj);
+                if meta::uid(&obj) == Some(owner_uid) && meta::is_deleting(&obj) {
+                    let key = meta::key_of(&def.group, &def.resource, &obj);
                     self.process_finalizers(state, &key, &obj).await;
                     return;
                 }
@@ -146,8 +138,8 @@ impl Collector {
 
     /// Handles `orphan` and `foregroundDeletion` on an object being deleted.
     async fn process_finalizers(&mut self, state: &ServerState, key: &ObjectKey, obj: &Value) {
-        let finalizers = objects::finalizers(obj);
-        let uid = objects::meta_str(obj, "uid").unwrap_or_default().to_string();
+        let finalizers = meta::finalizers(obj);
+        let uid = meta::uid(obj).unwrap_or_default().to_string();
         let deps: Vec<ObjectKey> = self
             .dependents
             .get(&(key.cluster.clone(), uid.clone()))
@@ -235,7 +227,7 @@ fn owner_exists(state: &ServerState, dep: &ObjectKey, reference: &Value) -> bool
         name: s("name").into(),
     };
     match state.store.get(&key) {
-        Ok(Some(owner)) => objects::meta_str(&owner, "uid") == Some(s("uid")),
+        Ok(Some(owner)) => meta::uid(&owner) == Some(s("uid")),
         Ok(None) => false,
         Err(_) => true,
     }

@@ -5,16 +5,15 @@ use serde_json::{Value, json};
 
 use crate::client::Client;
 use crate::client::landed;
-use crate::objects;
-use crate::objects::meta::key_of;
+use crate::objects::meta;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
 pub async fn reconcile(state: &ServerState, cluster: &str, ns: &Value) {
-    if ns.pointer("/metadata/deletionTimestamp").is_none() {
+    if !meta::is_deleting(ns) {
         return;
     }
-    let name = objects::meta_str(ns, "name").unwrap_or_default().to_string();
+    let name = meta::name(ns).unwrap_or_default().to_string();
     let mut remaining = 0usize;
     for def in state.registry.resources(cluster) {
         if !def.namespaced || def.create_only {
@@ -84,8 +83,8 @@ pub async fn recheck(state: &ServerState, cluster: &str, namespace: &str) {
 /// Continues deletions that were in progress when the server stopped.
 pub async fn resume(state: &ServerState) {
     for ns in state.list_all("", "namespaces", None, None) {
-        if ns.pointer("/metadata/deletionTimestamp").is_some() {
-            let key = key_of("", "namespaces", &ns);
+        if meta::is_deleting(&ns) {
+            let key = meta::key_of("", "namespaces", &ns);
             reconcile(state, &key.cluster, &ns).await;
         }
     }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::client::Client;
 use crate::client::landed;
+use crate::objects::meta;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
@@ -19,7 +20,7 @@ const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the k
 /// Whether the namespace `ns` of `cluster` exists and is not terminating.
 fn active(state: &ServerState, cluster: &str, ns: &str) -> bool {
     let key = ObjectKey::new("", "namespaces", cluster, "", ns);
-    matches!(state.store.get(&key), Ok(Some(n)) if n.pointer("/metadata/deletionTimestamp").is_none())
+    matches!(state.store.get(&key), Ok(Some(n)) if !meta::is_deleting(&n))
 }
 
 fn stored(state: &ServerState, cluster: &str, resource: &str, ns: &str, name: &str) -> Option<Value> {
@@ -65,18 +66,14 @@ pub async fn ensure(state: &ServerState, cluster: &str, ns: &str) {
 
 /// The published ConfigMap holds exactly the CA (and its description); anything else is repaired.
 fn needs_repair(cm: &Value, ca: &str) -> bool {
-    if cm.pointer("/metadata/deletionTimestamp").is_some() {
+    if meta::is_deleting(cm) {
         return false;
     }
     let data_ok = cm.get("data") == Some(&json!({ROOT_CA_KEY: ca}));
     let no_binary = cm
         .get("binaryData")
         .is_none_or(|b| b.as_object().is_some_and(|m| m.is_empty()));
-    let described = cm
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(DESCRIPTION_ANNOTATION))
-        .and_then(Value::as_str)
-        == Some(DESCRIPTION);
+    let described = meta::annotation(cm, DESCRIPTION_ANNOTATION) == Some(DESCRIPTION);
     !(data_ok && no_binary && described)
 }
 
@@ -91,12 +88,8 @@ pub fn is_defaulted(resource: &str, name: &str) -> bool {
 /// Fills namespaces created while the server was down (or before the controller existed).
 pub async fn resume(state: &ServerState) {
     for ns in state.list_all("", "namespaces", None, None) {
-        let cluster = ns
-            .pointer("/metadata/annotations/kcp.io~1cluster")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let name = ns.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let cluster = meta::cluster(&ns).to_string();
+        let name = meta::name(&ns).unwrap_or_default();
         ensure(state, &cluster, name).await;
     }
 }

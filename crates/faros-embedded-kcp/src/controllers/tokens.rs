@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::auth::SaClaims;
 use crate::client::Client;
 use crate::client::landed;
-use crate::objects::meta::key_of;
+use crate::objects::meta;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
@@ -17,9 +17,7 @@ const SA_NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
 const SA_UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
 
 pub async fn reconcile(state: &ServerState, key: &ObjectKey, secret: &Value) {
-    if secret.get("type").and_then(Value::as_str) != Some(TOKEN_SECRET_TYPE)
-        || secret.pointer("/metadata/deletionTimestamp").is_some()
-    {
+    if secret.get("type").and_then(Value::as_str) != Some(TOKEN_SECRET_TYPE) || meta::is_deleting(secret) {
         return;
     }
     if secret
@@ -29,11 +27,7 @@ pub async fn reconcile(state: &ServerState, key: &ObjectKey, secret: &Value) {
     {
         return;
     }
-    let Some(sa_name) = secret
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(SA_NAME_ANNOTATION))
-        .and_then(Value::as_str)
-    else {
+    let Some(sa_name) = meta::annotation(secret, SA_NAME_ANNOTATION) else {
         return;
     };
     let sa_key = ObjectKey {
@@ -60,11 +54,8 @@ pub async fn reconcile(state: &ServerState, key: &ObjectKey, secret: &Value) {
             return;
         }
     };
-    let sa_uid = sa.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-    if let Some(want) = secret
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(SA_UID_ANNOTATION))
-        .and_then(Value::as_str)
+    let sa_uid = meta::uid(&sa).unwrap_or_default();
+    if let Some(want) = meta::annotation(secret, SA_UID_ANNOTATION)
         && want != sa_uid
     {
         return;
@@ -85,7 +76,7 @@ pub async fn reconcile(state: &ServerState, key: &ObjectKey, secret: &Value) {
 /// Fills token secrets created while the server was down (or before a crash).
 pub async fn resume(state: &ServerState) {
     for secret in state.list_all("", "secrets", None, None) {
-        let key = key_of("", "secrets", &secret);
+        let key = meta::key_of("", "secrets", &secret);
         reconcile(state, &key, &secret).await;
     }
 }

@@ -3,11 +3,11 @@
 //! annotation. Each returns a Kubernetes Status on refusal and writes nothing.
 
 use faros_core::status::Status;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{FieldValidation, Writer, store_status};
 use crate::kcp::admission::Operation;
-use crate::objects::{CLUSTER_ANNOTATION, meta_mut, meta_str};
+use crate::objects::meta;
 use crate::registry::ResourceDef;
 use crate::store::ObjectKey;
 
@@ -41,7 +41,7 @@ pub fn prune_and_validate(w: &Writer<'_>, def: &ResourceDef, obj: &mut Value) ->
     def.schema.apply_defaults(obj);
     let causes = def.schema.validate(obj);
     if !causes.is_empty() {
-        let name = meta_str(obj, "name").unwrap_or_default().to_string();
+        let name = meta::name(obj).unwrap_or_default().to_string();
         return Err(Status::invalid(&def.group, &def.kind, &name, causes));
     }
     Ok(warnings)
@@ -69,10 +69,8 @@ pub fn kcp_admit(
 
 /// The cluster annotation kcp derives from the storage key.
 pub fn stamp_cluster(obj: &mut Value, cluster: &str) {
-    let meta = meta_mut(obj);
-    let ann = meta.entry("annotations").or_insert_with(|| json!({}));
-    if let Some(a) = ann.as_object_mut() {
-        a.insert(CLUSTER_ANNOTATION.into(), Value::String(cluster.into()));
+    if let Some(a) = meta::annotations_mut(obj) {
+        a.insert(meta::CLUSTER_ANNOTATION.into(), Value::String(cluster.into()));
     }
 }
 
@@ -88,7 +86,7 @@ pub fn check_namespace(w: &Writer<'_>, def: &ResourceDef, ns: &str, name: &str) 
     let found = w.state.store.get(&key).map_err(|e| store_status(e, def, name))?;
     match found {
         None => Err(Status::not_found("", "namespaces", ns)),
-        Some(n) if n.pointer("/metadata/deletionTimestamp").is_some() => Err(Status::forbidden(format!(
+        Some(n) if meta::is_deleting(&n) => Err(Status::forbidden(format!(
             "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
             faros_core::status::qualified(&def.group, &def.resource)
         ))),

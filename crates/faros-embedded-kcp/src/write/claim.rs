@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use faros_core::status::Status;
 use serde_json::{Value, json};
 
-use crate::objects::{meta_mut, meta_str};
+use crate::objects::meta;
 use crate::registry::ResourceDef;
 use crate::selector::LabelSelector;
 
@@ -29,14 +29,13 @@ fn forbidden(def: &ResourceDef, name: &str, message: &str) -> Status {
 
 impl ClaimGuard {
     fn matches(&self, obj: &Value) -> bool {
-        self.selector
-            .matches(obj.pointer("/metadata/labels").and_then(Value::as_object))
+        self.selector.matches(meta::labels(obj))
     }
 
     /// Stamps the selector's labels on a created or updated object and checks that it matches.
     pub fn admit(&self, def: &ResourceDef, obj: &mut Value) -> Result<(), Status> {
-        let name = meta_str(obj, "name").unwrap_or_default().to_string();
-        let meta = meta_mut(obj);
+        let name = meta::name(obj).unwrap_or_default().to_string();
+        let meta = meta::meta_mut(obj);
         let labels = meta.entry("labels").or_insert_with(|| json!({}));
         if !labels.is_object() {
             *labels = json!({});
@@ -75,7 +74,7 @@ impl ClaimGuard {
         if self.matches(old) {
             Ok(())
         } else {
-            let name = meta_str(old, "name").unwrap_or_default();
+            let name = meta::name(old).unwrap_or_default();
             Err(forbidden(def, name, "object does not match required labels"))
         }
     }

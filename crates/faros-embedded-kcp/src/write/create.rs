@@ -6,7 +6,8 @@ use serde_json::Value;
 use super::Writer;
 use super::checks::{check_namespace, kcp_admit, prune_and_validate, stamp_cluster};
 use crate::kcp::admission::Operation;
-use crate::objects::{self, meta_mut, meta_str};
+use crate::objects;
+use crate::objects::meta;
 use crate::patch;
 use crate::registry::ResourceDef;
 use crate::store::WriteOp;
@@ -37,13 +38,13 @@ pub async fn create(
     }
     objects::prepare_create(def, ns, &mut obj, &now)?;
     if let Some(fields) = applied_fields {
-        meta_mut(&mut obj).insert("managedFields".into(), fields);
+        meta::meta_mut(&mut obj).insert("managedFields".into(), fields);
     }
     if let Some(guard) = w.claim {
         guard.admit(def, &mut obj)?;
     }
     let warnings = prune_and_validate(w, def, &mut obj)?;
-    let name = meta_str(&obj, "name").unwrap_or_default().to_string();
+    let name = meta::name(&obj).unwrap_or_default().to_string();
     if def.namespaced {
         check_namespace(w, def, ns.unwrap_or_default(), &name)?;
     }

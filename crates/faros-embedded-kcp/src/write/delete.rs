@@ -6,7 +6,8 @@ use serde_json::Value;
 use super::Writer;
 use super::checks::kcp_admit;
 use crate::kcp::admission::Operation;
-use crate::objects::{self, DeleteOutcome, meta_str};
+use crate::objects::meta;
+use crate::objects::{self, DeleteOutcome};
 use crate::registry::ResourceDef;
 use crate::store::WriteOp;
 
@@ -44,31 +45,31 @@ pub async fn delete(
     opts: &DeleteOptions,
     dry_run: bool,
 ) -> Result<Deleted, Status> {
-    let name = meta_str(&obj, "name").unwrap_or_default().to_string();
-    let ns = meta_str(&obj, "namespace").map(String::from);
+    let name = meta::name(&obj).unwrap_or_default().to_string();
+    let ns = meta::namespace(&obj).map(String::from);
     if let Some(guard) = w.claim {
         guard.check_existing(def, &obj)?;
     }
     if let Some(p) = &opts.preconditions {
-        if p.uid.as_deref().is_some_and(|u| Some(u) != meta_str(&obj, "uid")) {
+        if p.uid.as_deref().is_some_and(|u| Some(u) != meta::uid(&obj)) {
             return Err(Status::conflict_message(format!(
                 "Precondition failed: UID in precondition: {}, UID in object meta: {}",
                 p.uid.as_deref().unwrap_or_default(),
-                meta_str(&obj, "uid").unwrap_or_default()
+                meta::uid(&obj).unwrap_or_default()
             )));
         }
         if p.resource_version
             .as_deref()
-            .is_some_and(|r| Some(r) != meta_str(&obj, "resourceVersion"))
+            .is_some_and(|r| Some(r) != meta::resource_version(&obj))
         {
             return Err(Status::conflict_message(format!(
                 "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}",
                 p.resource_version.as_deref().unwrap_or_default(),
-                meta_str(&obj, "resourceVersion").unwrap_or_default()
+                meta::resource_version(&obj).unwrap_or_default()
             )));
         }
     }
-    let rv = meta_str(&obj, "resourceVersion").and_then(|r| r.parse::<u64>().ok());
+    let rv = meta::resource_version(&obj).and_then(|r| r.parse::<u64>().ok());
     let mut admitted = obj.clone();
     kcp_admit(w, def, Operation::Delete, Some(&obj), None, &mut admitted)?;
     let key = w.key(def, ns.as_deref(), &name);

@@ -7,7 +7,8 @@ use serde_json::Value;
 use super::Writer;
 use super::checks::{kcp_admit, prune_and_validate, stamp_cluster};
 use crate::kcp::admission::Operation;
-use crate::objects::{self, WritePart, meta_str};
+use crate::objects::meta;
+use crate::objects::{self, WritePart};
 use crate::patch;
 use crate::registry::ResourceDef;
 use crate::store::WriteOp;
@@ -42,9 +43,9 @@ pub async fn update(
     require_rv: bool,
     manager: Option<&str>,
 ) -> Result<Updated, Status> {
-    let name = meta_str(old, "name").unwrap_or_default().to_string();
-    let ns = meta_str(old, "namespace").map(String::from);
-    let expected_rv = match meta_str(&new, "resourceVersion").filter(|s| !s.is_empty()) {
+    let name = meta::name(old).unwrap_or_default().to_string();
+    let ns = meta::namespace(old).map(String::from);
+    let expected_rv = match meta::resource_version(&new).filter(|s| !s.is_empty()) {
         Some(rv) => Some(
             rv.parse::<u64>()
                 .map_err(|_| Status::bad_request(format!("invalid resourceVersion {rv:?}")))?,
@@ -79,7 +80,7 @@ pub async fn update(
     // Like kube-apiserver, an update that changes nothing is not written: no new resourceVersion, no event.
     if !remove && unchanged(old, &new) {
         if let Some(expected) = expected_rv
-            && meta_str(old, "resourceVersion") != Some(expected.to_string().as_str())
+            && meta::resource_version(old) != Some(expected.to_string().as_str())
         {
             return Err(Status::conflict(&def.group, &def.resource, &name));
         }

@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use super::{PATCH_RETRIES, respond};
 use crate::api::RequestContext;
-use crate::objects::{self, meta_mut, meta_str};
+use crate::objects;
+use crate::objects::meta;
 use crate::patch;
 use crate::registry::ResourceDef;
 use crate::write::store_status;
@@ -40,7 +41,7 @@ pub(super) async fn apply(
             def.kind
         )));
     }
-    if let Some(n) = meta_str(&applied, "name").filter(|n| *n != name) {
+    if let Some(n) = meta::name(&applied).filter(|n| *n != name) {
         return Err(Status::bad_request(format!(
             "the name of the object ({n}) does not match the name on the URL ({name})"
         )));
@@ -71,14 +72,14 @@ pub(super) async fn apply(
                 if sub.is_some() {
                     return Err(Status::not_found(&def.group, &def.resource, name));
                 }
-                meta_mut(&mut merged).insert("name".into(), Value::String(name.into()));
+                meta::meta_mut(&mut merged).insert("name".into(), Value::String(name.into()));
                 crate::write::create::create(&w, def, ns, merged, None)
                     .await
                     .map(|(stored, warnings)| respond(StatusCode::CREATED, &stored, &warnings))
             }
             Some(old) => {
-                let rv = meta_str(old, "resourceVersion").unwrap_or_default().to_string();
-                meta_mut(&mut merged).insert("resourceVersion".into(), Value::String(rv));
+                let rv = meta::resource_version(old).unwrap_or_default().to_string();
+                meta::meta_mut(&mut merged).insert("resourceVersion".into(), Value::String(rv));
                 crate::write::update::update(&w, def, old, merged, sub, false, None)
                     .await
                     .map(|u| respond(StatusCode::OK, &u.object, &u.warnings))

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::PATCH_RETRIES;
 use crate::api::RequestContext;
 use crate::api::respond::json_response;
-use crate::objects::meta_str;
+use crate::objects::meta;
 use crate::registry::ResourceDef;
 use crate::write::delete::{DeleteOptions, Deleted};
 use crate::write::{Writer, store_status};
@@ -53,8 +53,8 @@ async fn delete_one(
         // CR-like kinds return the deleted object, built-ins a success Status (both parse in kube-rs).
         Deleted::Removed(obj) if def.generation => obj,
         Deleted::Removed(obj) => {
-            let name = meta_str(&obj, "name").unwrap_or_default();
-            crate::api::success_status(def, name, meta_str(&obj, "uid").unwrap_or_default())
+            let name = meta::name(&obj).unwrap_or_default();
+            crate::api::success_status(def, name, meta::uid(&obj).unwrap_or_default())
         }
     })
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{PATCH_RETRIES, content_type, decode, manager, respond};
 use crate::api::RequestContext;
-use crate::objects::{meta_mut, meta_str};
+use crate::objects::meta;
 use crate::patch;
 use crate::registry::ResourceDef;
 
@@ -67,11 +67,8 @@ pub async fn patch(
         return super::apply::apply(ctx, def, ns, name, sub, patch_body).await;
     }
     let m = manager(ctx);
-    let explicit_rv = matches!(kind, PatchKind::Merge | PatchKind::Strategic)
-        && patch_body
-            .pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
-            .is_some();
+    let explicit_rv =
+        matches!(kind, PatchKind::Merge | PatchKind::Strategic) && meta::resource_version(&patch_body).is_some();
     let w = ctx.writer();
     let mut attempt = 0;
     loop {
@@ -92,7 +89,7 @@ pub async fn patch(
             }
             PatchKind::Apply => unreachable!("handled above"),
         }
-        if meta_str(&new, "name").is_some_and(|n| n != name) || meta_str(&new, "uid") != meta_str(&old, "uid") {
+        if meta::name(&new).is_some_and(|n| n != name) || meta::uid(&new) != meta::uid(&old) {
             return Err(Status::bad_request(
                 "metadata.name and metadata.uid cannot be changed by a patch",
             ));
@@ -102,8 +99,8 @@ pub async fn patch(
         }
         if !explicit_rv {
             // The patch applies to the version just read; a concurrent write means re-applying it.
-            let rv = meta_str(&old, "resourceVersion").unwrap_or_default().to_string();
-            meta_mut(&mut new).insert("resourceVersion".into(), Value::String(rv));
+            let rv = meta::resource_version(&old).unwrap_or_default().to_string();
+            meta::meta_mut(&mut new).insert("resourceVersion".into(), Value::String(rv));
         }
         match crate::write::update::update(&w, def, &old, new, sub, false, Some(&m)).await {
             Err(s) if s.code == 409 && s.reason == "Conflict" && !explicit_rv && attempt < PATCH_RETRIES => continue,

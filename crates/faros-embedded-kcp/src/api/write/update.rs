@@ -6,7 +6,7 @@ use http::StatusCode;
 
 use super::{content_type, decode, manager, respond};
 use crate::api::RequestContext;
-use crate::objects::meta_str;
+use crate::objects::meta;
 use crate::registry::ResourceDef;
 
 pub async fn update(
@@ -18,7 +18,7 @@ pub async fn update(
     body: &[u8],
 ) -> Result<Response, Status> {
     let new = decode(body, &content_type(ctx))?;
-    if let Some(body_name) = meta_str(&new, "name").filter(|n| !n.is_empty() && *n != name) {
+    if let Some(body_name) = meta::name(&new).filter(|n| !n.is_empty() && *n != name) {
         return Err(Status::bad_request(format!(
             "the name of the object ({body_name}) does not match the name on the URL ({name})"
         )));

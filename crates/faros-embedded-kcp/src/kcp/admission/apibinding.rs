@@ -8,6 +8,7 @@ use super::bind::{export_key, immutable_reference};
 use crate::auth::{Attributes, Decision, GROUP_MASTERS};
 use crate::kcp::admission::{Operation, Request};
 use crate::kcp::apis::hash;
+use crate::objects::meta;
 use crate::state::ServerState;
 
 /// Finalizer kcp's admission puts on every APIBinding; removed once the bound objects are gone.
@@ -42,21 +43,16 @@ pub fn admit_binding(state: &ServerState, req: &Request<'_>, obj: &mut Value) ->
         return Ok(());
     };
     if req.operation == Operation::Create {
-        let fins = crate::objects::finalizers(obj);
+        let fins = meta::finalizers(obj);
         if !fins.iter().any(|f| f == BINDING_FINALIZER) {
-            let meta = crate::objects::meta_mut(obj);
+            let meta = meta::meta_mut(obj);
             let list = meta.entry("finalizers").or_insert_with(|| Value::Array(Vec::new()));
             if let Some(a) = list.as_array_mut() {
                 a.push(Value::String(BINDING_FINALIZER.into()));
             }
         }
     }
-    let label = |o: &Value| {
-        o.pointer("/metadata/labels")
-            .and_then(|l| l.get(LABEL_APIBINDING_EXPORT))
-            .and_then(Value::as_str)
-            .map(String::from)
-    };
+    let label = |o: &Value| meta::label(o, LABEL_APIBINDING_EXPORT).map(String::from);
     let check = match (req.operation, req.old) {
         (Operation::Create, _) | (_, None) => true,
         (_, Some(old)) => export_reference(old) != Some((path.clone(), name.clone())) || label(old) != label(obj),
@@ -64,7 +60,7 @@ pub fn admit_binding(state: &ServerState, req: &Request<'_>, obj: &mut Value) ->
     if !check {
         return Ok(());
     }
-    let binding_name = crate::objects::meta_str(obj, "name").unwrap_or_default().to_string();
+    let binding_name = meta::name(obj).unwrap_or_default().to_string();
     let action = if req.operation == Operation::Create {
         "create"
     } else {
@@ -120,11 +116,7 @@ pub fn admit_binding(state: &ServerState, req: &Request<'_>, obj: &mut Value) ->
             return Err(forbidden());
         }
     }
-    let meta = crate::objects::meta_mut(obj);
-    let labels = meta
-        .entry("labels")
-        .or_insert_with(|| Value::Object(Default::default()));
-    if let Some(l) = labels.as_object_mut() {
+    if let Some(l) = meta::labels_mut(obj) {
         l.insert(
             LABEL_APIBINDING_EXPORT.into(),
             Value::String(hash::export_hash(&export_cluster, &name)),

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::auth::{Attributes, Decision};
 use crate::kcp::admission::Request;
+use crate::objects::meta;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
@@ -26,7 +27,7 @@ pub fn immutable_reference(
     if old.pointer(pointer) == new.pointer(pointer) {
         return Ok(());
     }
-    let name = crate::objects::meta_str(new, "name").unwrap_or_default();
+    let name = meta::name(new).unwrap_or_default();
     Err(Status::invalid(
         &req.def.group,
         &req.def.kind,

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::kcp::admission::{Operation, Request};
 use crate::kcp::apis::claims;
 use crate::kcp::apis::view::ClaimLabel;
-use crate::objects;
+use crate::objects::meta;
 use crate::state::ServerState;
 
 /// Claim labels on an object being created or updated in a consumer cluster (kcp's mutating
@@ -32,7 +32,7 @@ pub fn apply_claim_labels(obj: &mut Value, claims: &[ClaimLabel]) -> bool {
     let mut changed = false;
     for c in claims {
         let wanted = claims::selects(&c.claim, obj);
-        let meta = objects::meta_mut(obj);
+        let meta = meta::meta_mut(obj);
         let labels = meta.entry("labels").or_insert_with(|| json!({}));
         let Some(labels) = labels.as_object_mut() else { continue };
         let current = labels.get(&c.label_key).and_then(Value::as_str);

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::bind::{export_cluster, export_key, export_ref, immutable_reference, may_bind};
 use crate::auth::GROUP_MASTERS;
 use crate::kcp::admission::{Operation, Request};
+use crate::objects::meta;
 use crate::state::ServerState;
 
 /// APIExportEndpointSlice admission (kcp `pkg/admission/apiexportendpointslice`): the export must
@@ -19,7 +20,7 @@ pub fn admit_endpoint_slice(state: &ServerState, req: &Request<'_>, obj: &mut Va
     }
     let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
     let (path, name) = (s("/spec/export/path"), s("/spec/export/name"));
-    let slice_name = crate::objects::meta_str(obj, "name").unwrap_or_default().to_string();
+    let slice_name = meta::name(obj).unwrap_or_default().to_string();
     let target = export_ref(&path, &name);
     let forbidden = || {
         Status::forbidden(format!(

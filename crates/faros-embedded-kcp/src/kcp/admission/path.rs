@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::{Operation, Request};
 use crate::clusters::PATH_ANNOTATION;
+use crate::objects::meta;
 use crate::state::ServerState;
 
 /// kcp's pathannotation admission: APIExports, APIBindings and WorkspaceTypes carry their workspace's
@@ -20,9 +21,7 @@ pub fn annotate_path(state: &ServerState, req: &Request<'_>, obj: &mut Value) ->
         .get(req.cluster)
         .map(|c| c.path.clone());
     let path = path.unwrap_or_else(|| req.cluster.to_string());
-    let meta = crate::objects::meta_mut(obj);
-    let ann = meta.entry("annotations").or_insert_with(|| serde_json::json!({}));
-    if let Some(a) = ann.as_object_mut() {
+    if let Some(a) = meta::annotations_mut(obj) {
         a.insert(PATH_ANNOTATION.into(), Value::String(path));
     }
     Ok(())

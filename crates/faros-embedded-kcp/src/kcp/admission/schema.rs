@@ -7,15 +7,13 @@ use faros_core::status::{Status, StatusDetails};
 use serde_json::Value;
 
 use super::{Operation, Request};
+use crate::objects::meta;
 
 const GROUP: &str = "apis.kcp.io";
 const RESOURCE: &str = "apiresourceschemas";
 
 pub fn admit_schema(req: &Request<'_>, obj: &Value) -> Result<(), Status> {
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let name = meta::name(obj).unwrap_or_default();
     let problem = match (req.operation, req.old) {
         // The server's own copies of bound schemas (kcp keeps them as CRDs in system:bound-crds,
         // named by UID) follow no naming rule of user schemas.

@@ -11,7 +11,7 @@ use crate::auth::{Attributes, GROUP_MASTERS, REQUIRED_GROUPS_ANNOTATION};
 use crate::kcp::admission::{Operation, Request};
 use crate::kcp::tenancy::types::{self, TypeInfo};
 use crate::kcp::tenancy::workspace_types;
-use crate::objects::{meta_mut, meta_str};
+use crate::objects::meta;
 use crate::state::ServerState;
 
 fn forbidden(name: &str, message: impl std::fmt::Display) -> Status {
@@ -50,7 +50,7 @@ fn type_ref(obj: &Value) -> Option<WorkspaceTypeReference> {
 /// Workspace admission: type resolution and limits, owner annotation, immutable fields.
 pub fn admit_workspace(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
     let privileged = req.user.in_group(GROUP_MASTERS);
-    let name = meta_str(obj, "name").unwrap_or_default().to_string();
+    let name = meta::name(obj).unwrap_or_default().to_string();
     match req.operation {
         Operation::Create => admit_create(state, req, obj, &name, privileged),
         Operation::Update => {
@@ -158,7 +158,7 @@ fn admit_create(
         obj["spec"] = json!({});
     }
     obj["spec"]["type"] = json!({"name": child_type.name, "path": child_type.path});
-    let meta = meta_mut(obj);
+    let meta = meta::meta_mut(obj);
     if let Some(extra) = &child_type.spec.additional_workspace_labels {
         let labels = meta.entry("labels").or_insert_with(|| json!({}));
         if let Some(labels) = labels.as_object_mut() {
@@ -206,11 +206,7 @@ fn parent_required_groups(state: &ServerState, cluster: &str) -> Option<String> 
 /// A non-system update must keep the required groups the parent prescribes.
 fn check_required_groups(state: &ServerState, cluster: &str, obj: &Value, name: &str) -> Result<(), Status> {
     let expected = parent_required_groups(state, cluster).unwrap_or_default();
-    let got = obj
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(REQUIRED_GROUPS_ANNOTATION))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let got = meta::annotation(obj, REQUIRED_GROUPS_ANNOTATION).unwrap_or_default();
     if got != expected {
         return Err(forbidden(
             name,

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::bind::{export_cluster, export_ref, may_bind};
 use crate::auth::GROUP_MASTERS;
 use crate::kcp::admission::{Operation, Request};
+use crate::objects::meta;
 use crate::state::ServerState;
 
 /// kcp's WorkspaceType admission: whoever adds a `defaultAPIBindings` entry (on create, or new on
@@ -28,7 +29,7 @@ pub fn admit_workspace_type(state: &ServerState, req: &Request<'_>, obj: &mut Va
             .unwrap_or_default()
     };
     let old = req.old.map(refs).unwrap_or_default();
-    let type_name = crate::objects::meta_str(obj, "name").unwrap_or_default().to_string();
+    let type_name = meta::name(obj).unwrap_or_default().to_string();
     for (path, name) in refs(obj).into_iter().filter(|r| !old.contains(r)) {
         let target = export_ref(&path, &name);
         let forbidden = || {

@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::conditions::{Mark, SEVERITY_ERROR, SEVERITY_WARNING};
 use super::hash;
 use crate::kcp::apis::view::AcceptedClaim;
+use crate::objects::meta;
 
 pub const PERMISSION_CLAIMS_VALID: &str = "PermissionClaimsValid";
 pub const PERMISSION_CLAIMS_APPLIED: &str = "PermissionClaimsApplied";
@@ -213,7 +214,7 @@ fn go_aggregate(errs: &[String]) -> String {
 pub fn selects(claim: &AcceptedClaim, obj: &Value) -> bool {
     match &claim.selector {
         None => true,
-        Some(s) => s.matches(obj.pointer("/metadata/labels").and_then(Value::as_object)),
+        Some(s) => s.matches(meta::labels(obj)),
     }
 }
 

@@ -9,6 +9,7 @@ use super::workspace_types::{self, GROUP, ROOT_TYPE, TYPE_ANNOTATION, TYPES};
 use crate::client::landed;
 use crate::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
 use crate::kcp::root_apis;
+use crate::objects::meta;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
@@ -62,13 +63,10 @@ pub async fn ensure_builtins(state: &ServerState) {
         }
     }
     if let Some(mut lc) = crate::kcp::clusters::logical_cluster(state, "root") {
-        let annotated = lc
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(TYPE_ANNOTATION))
-            .is_some();
+        let annotated = meta::annotations(&lc).is_some_and(|a| a.contains_key(TYPE_ANNOTATION));
         if !annotated {
             let old = lc.clone();
-            let meta = crate::objects::meta_mut(&mut lc);
+            let meta = meta::meta_mut(&mut lc);
             let ann = meta.entry("annotations").or_insert_with(|| json!({}));
             ann[TYPE_ANNOTATION] = json!(ROOT_TYPE);
             landed(
@@ -100,10 +98,7 @@ async fn ensure_root_apis(state: &ServerState) {
             .map(|(r, o)| ("rbac.authorization.k8s.io", r, o)),
     );
     for (group, resource, obj) in objects {
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let name = meta::name(&obj).unwrap_or_default();
         let key = crate::store::ObjectKey::new(group, resource, "root", "", name);
         if matches!(state.store.get(&key), Ok(Some(_))) {
             continue;

@@ -9,6 +9,7 @@ use faros_core::kcp::{ANNOTATION_WORKSPACE_CLUSTER, FINALIZER_LOGICALCLUSTER};
 
 use crate::client::landed;
 use crate::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE};
+use crate::objects::meta;
 use crate::state::ServerState;
 use crate::store::{ObjectKey, WriteOp};
 
@@ -20,10 +21,8 @@ const MAX_ROUNDS: usize = 16;
 
 /// The logical cluster a Workspace object points at, if it was scheduled.
 pub fn cluster_of_workspace(ws: &Value) -> Option<String> {
-    ws.pointer("/metadata/annotations")
-        .and_then(|a| a.get(ANNOTATION_WORKSPACE_CLUSTER))
-        .or_else(|| ws.pointer("/spec/cluster"))
-        .and_then(Value::as_str)
+    meta::annotation(ws, ANNOTATION_WORKSPACE_CLUSTER)
+        .or_else(|| ws.pointer("/spec/cluster").and_then(Value::as_str))
         .filter(|s| !s.is_empty())
         .map(String::from)
 }
@@ -121,11 +120,11 @@ async fn finalizing_content(state: &ServerState, cluster: &str) -> std::collecti
     let client = crate::client::Client::system(state);
     for key in keys.iter().filter(|k| !system_finalized(k)) {
         let Ok(Some(obj)) = state.store.get(key) else { continue };
-        let finalizers = crate::objects::finalizers(&obj);
+        let finalizers = meta::finalizers(&obj);
         if finalizers.is_empty() {
             continue;
         }
-        if obj.pointer("/metadata/deletionTimestamp").is_none() {
+        if !meta::is_deleting(&obj) {
             landed(client.delete(&key.group, &key.resource, &obj, Some("Background")).await);
         }
         for f in finalizers {
@@ -138,7 +137,7 @@ async fn finalizing_content(state: &ServerState, cluster: &str) -> std::collecti
 /// Finishes the deletion of a Workspace marked for deletion. Returns false while content inside
 /// still finalizes (the caller looks again later) or when a write lost a race.
 pub async fn finalize(state: &ServerState, key: &ObjectKey, ws: &Value) -> bool {
-    let finalizers = crate::objects::finalizers(ws);
+    let finalizers = meta::finalizers(ws);
     if !finalizers.iter().any(|f| f == FINALIZER_LOGICALCLUSTER) {
         return true;
     }
@@ -169,13 +168,13 @@ pub async fn finalize(state: &ServerState, key: &ObjectKey, ws: &Value) -> bool 
     let Ok(Some(current)) = state.store.get(key) else {
         return true;
     };
-    let rest: Vec<String> = crate::objects::finalizers(&current)
+    let rest: Vec<String> = meta::finalizers(&current)
         .into_iter()
         .filter(|f| f != FINALIZER_LOGICALCLUSTER)
         .collect();
     // The Workspace goes with its last finalizer (the write pipeline removes it).
     let mut updated = current.clone();
-    crate::objects::meta_mut(&mut updated).insert("finalizers".into(), json!(rest));
+    meta::meta_mut(&mut updated).insert("finalizers".into(), json!(rest));
     let client = crate::client::Client::system(state);
     landed(client.update(&key.group, &key.resource, &current, updated).await).is_some()
 }

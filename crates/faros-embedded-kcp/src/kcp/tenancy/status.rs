@@ -2,15 +2,14 @@
 
 use serde_json::{Value, json};
 
+use crate::objects::meta;
 use faros_core::kcp::LABEL_WORKSPACE_PHASE;
 
 /// Sets `status.phase` and the `tenancy.kcp.io/phase` label that mirrors it.
 pub fn set_phase(obj: &mut Value, phase: &str) {
     ensure_object(obj, "status");
     obj["status"]["phase"] = json!(phase);
-    let meta = crate::objects::meta_mut(obj);
-    let labels = meta.entry("labels").or_insert_with(|| json!({}));
-    if let Some(labels) = labels.as_object_mut() {
+    if let Some(labels) = meta::labels_mut(obj) {
         labels.insert(LABEL_WORKSPACE_PHASE.into(), json!(phase));
     }
 }

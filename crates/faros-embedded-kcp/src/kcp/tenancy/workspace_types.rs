@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::types::TypeInfo;
 use crate::clusters::PATH_ANNOTATION;
+use crate::objects::meta;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
@@ -59,18 +60,10 @@ pub fn usable_by_everyone(t: &TypeInfo) -> bool {
 }
 
 fn type_info(path: &str, cluster: &str, obj: &Value) -> Option<TypeInfo> {
-    let name = obj.pointer("/metadata/name")?.as_str()?.to_string();
-    let canonical = obj
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(PATH_ANNOTATION))
-        .and_then(Value::as_str)
-        .unwrap_or(path)
-        .to_string();
+    let name = meta::name(obj)?.to_string();
+    let canonical = meta::annotation(obj, PATH_ANNOTATION).unwrap_or(path).to_string();
     let spec = serde_json::from_value(obj.get("spec").cloned().unwrap_or_else(|| json!({}))).ok()?;
-    let cluster = obj
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(crate::objects::CLUSTER_ANNOTATION))
-        .and_then(Value::as_str)
+    let cluster = meta::annotation(obj, meta::CLUSTER_ANNOTATION)
         .unwrap_or(cluster)
         .to_string();
     Some(TypeInfo {
@@ -108,11 +101,7 @@ pub fn lookup(state: &ServerState, path: &str, name: &str) -> Option<TypeInfo> {
 
 /// The `<path>:<name>` type of a logical cluster; root's is `root:root` even before it is annotated.
 pub fn cluster_type(state: &ServerState, cluster: &str) -> Option<String> {
-    let annotated = crate::kcp::clusters::logical_cluster(state, cluster).and_then(|lc| {
-        lc.pointer("/metadata/annotations")
-            .and_then(|a| a.get(TYPE_ANNOTATION))
-            .and_then(Value::as_str)
-            .map(String::from)
-    });
+    let annotated = crate::kcp::clusters::logical_cluster(state, cluster)
+        .and_then(|lc| meta::annotation(&lc, TYPE_ANNOTATION).map(String::from));
     annotated.or_else(|| (cluster == "root").then(|| ROOT_TYPE.to_string()))
 }

@@ -16,6 +16,7 @@ use crate::kcp::admission::claims::apply_claim_labels;
 use crate::kcp::apis::claims;
 use crate::kcp::apis::conditions::{self, Mark, SEVERITY_ERROR, SEVERITY_INFO};
 use crate::kcp::apis::view::{ClaimLabel, ExportKey};
+use crate::objects::meta;
 
 impl Controller {
     pub(super) fn track_binding(&mut self, bk: &ExportKey, export: Option<ExportKey>) {
@@ -65,7 +66,7 @@ impl Controller {
         if let Some(ek) = &ek {
             self.dirty.views.insert(ek.clone());
         }
-        if obj.pointer("/metadata/deletionTimestamp").is_some() {
+        if meta::is_deleting(&obj) {
             self.reconcile_deletion(cluster, name, &obj, &binding).await;
             return;
         }

@@ -12,7 +12,7 @@ use super::{BINDINGS, Controller, GROUP, get, key, name_of, typed};
 use crate::client::landed;
 use crate::kcp::apis::BINDING_FINALIZER;
 use crate::kcp::apis::conditions::{self};
-use crate::objects;
+use crate::objects::meta;
 
 impl Controller {
     /// kcp's APIBinding deletion controller: delete every instance of the bound resources (unless
@@ -28,7 +28,7 @@ impl Controller {
             .state
             .list_all(GROUP, BINDINGS, Some(cluster), None)
             .iter()
-            .filter(|o| name_of(o) != name && o.pointer("/metadata/deletionTimestamp").is_none())
+            .filter(|o| name_of(o) != name && !meta::is_deleting(o))
             .filter_map(typed::<APIBinding>)
             .collect();
         let mut remaining: BTreeMap<String, usize> = BTreeMap::new();
@@ -51,7 +51,7 @@ impl Controller {
                 remaining.insert(format!("{}.{}", br.resource, br.group), left.len());
             }
             for item in &left {
-                for f in objects::finalizers(item) {
+                for f in meta::finalizers(item) {
                     *finalizers.entry(f).or_default() += 1;
                 }
             }
@@ -74,7 +74,7 @@ impl Controller {
         let Some(current) = written.or_else(|| get(&self.state, &key(BINDINGS, cluster, name))) else {
             return;
         };
-        let rest: Vec<String> = objects::finalizers(&current)
+        let rest: Vec<String> = meta::finalizers(&current)
             .into_iter()
             .filter(|f| f != BINDING_FINALIZER)
             .collect();
@@ -84,7 +84,7 @@ impl Controller {
         }
         // The binding goes with its last finalizer (the write pipeline removes it).
         let mut updated = current.clone();
-        objects::meta_mut(&mut updated).insert("finalizers".into(), json!(rest));
+        meta::meta_mut(&mut updated).insert("finalizers".into(), json!(rest));
         landed(self.client().update(GROUP, BINDINGS, &current, updated).await);
     }
 }

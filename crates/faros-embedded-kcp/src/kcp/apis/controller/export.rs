@@ -11,12 +11,13 @@ use serde_json::{Value, json};
 
 use super::{BINDINGS, Controller, EXPORTS, GROUP, SLICES, get, key, typed};
 use crate::client::landed;
+use crate::clusters::PATH_ANNOTATION;
 use crate::kcp::apis::IDENTITY_NAMESPACE;
 use crate::kcp::apis::claims;
 use crate::kcp::apis::conditions::{self};
 use crate::kcp::apis::view::ExportKey;
 use crate::kcp::apis::view::{BoundConsumer, ExportView};
-use crate::objects;
+use crate::objects::meta;
 use crate::store::ObjectKey;
 
 impl Controller {
@@ -70,14 +71,9 @@ impl Controller {
         status.conditions = Some(conds);
         self.write_status(EXPORTS, &obj, serde_json::to_value(&status).unwrap_or_default())
             .await;
-        let skip = obj
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(ANNOTATION_SKIP_ENDPOINTSLICE))
-            .is_some();
+        let skip = meta::annotations(&obj).is_some_and(|a| a.contains_key(ANNOTATION_SKIP_ENDPOINTSLICE));
         if !skip && get(&self.state, &key(SLICES, cluster, name)).is_none() {
-            let path = obj
-                .pointer("/metadata/annotations/kcp.io~1path")
-                .and_then(Value::as_str)
+            let path = meta::annotation(&obj, PATH_ANNOTATION)
                 .map(String::from)
                 .unwrap_or_else(|| self.own_path(cluster));
             let slice = json!({
@@ -85,7 +81,7 @@ impl Controller {
                 "kind": "APIExportEndpointSlice",
                 "metadata": {"name": name, "ownerReferences": [{
                     "apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport",
-                    "name": name, "uid": objects::meta_str(&obj, "uid").unwrap_or_default()}]},
+                    "name": name, "uid": meta::uid(&obj).unwrap_or_default()}]},
                 "spec": {"export": {"name": name, "path": path}},
             });
             if let Err(e) = crate::client::Client::system(&self.state)
@@ -141,8 +137,8 @@ impl Controller {
         }
         let mut updated = obj.clone();
         updated["spec"]["identity"] = json!({"secretRef": {"namespace": IDENTITY_NAMESPACE, "name": name}});
-        let generation = obj.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
-        objects::meta_mut(&mut updated).insert("generation".into(), json!(generation + 1));
+        let generation = meta::generation(obj).unwrap_or(1);
+        meta::meta_mut(&mut updated).insert("generation".into(), json!(generation + 1));
         landed(self.client().update(GROUP, EXPORTS, obj, updated).await);
     }
 

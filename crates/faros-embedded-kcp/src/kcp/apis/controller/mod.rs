@@ -28,7 +28,6 @@ use serde_json::Value;
 use super::view::{ExportKey, Index};
 use crate::client::Client;
 use crate::client::landed;
-use crate::objects;
 use crate::state::ServerState;
 use crate::store::{Event, EventType, ObjectKey, StoreError, WatchFilter};
 
@@ -40,6 +39,7 @@ mod registry;
 mod schemas;
 mod slice;
 
+use crate::objects::meta;
 use schemas::CachedDefs;
 
 const GROUP: &str = "apis.kcp.io";
@@ -93,7 +93,7 @@ fn typed<T: serde::de::DeserializeOwned>(obj: &Value) -> Option<T> {
 }
 
 fn name_of(obj: &Value) -> String {
-    objects::meta_str(obj, "name").unwrap_or_default().to_string()
+    meta::name(obj).unwrap_or_default().to_string()
 }
 
 /// Objects to reconcile, collected from a batch of events.
@@ -226,18 +226,24 @@ impl Controller {
     /// are served again as early as possible after a restart.
     async fn resync(&mut self) {
         let bindings = self.state.list_all(GROUP, BINDINGS, None, None);
-        let clusters: BTreeSet<String> = bindings.iter().map(cluster_of).collect();
+        let clusters: BTreeSet<String> = bindings.iter().map(|b| meta::cluster(b).to_string()).collect();
         for cluster in &clusters {
             self.sync_registry(cluster);
         }
         for obj in &bindings {
-            self.dirty.bindings.insert((cluster_of(obj), name_of(obj)));
+            self.dirty
+                .bindings
+                .insert((meta::cluster(obj).to_string(), name_of(obj)));
         }
         for obj in self.state.list_all(GROUP, EXPORTS, None, None) {
-            self.dirty.exports.insert((cluster_of(&obj), name_of(&obj)));
+            self.dirty
+                .exports
+                .insert((meta::cluster(&obj).to_string(), name_of(&obj)));
         }
         for obj in self.state.list_all(GROUP, SLICES, None, None) {
-            self.dirty.slices.insert((cluster_of(&obj), name_of(&obj)));
+            self.dirty
+                .slices
+                .insert((meta::cluster(&obj).to_string(), name_of(&obj)));
         }
         self.process().await;
     }
@@ -372,11 +378,4 @@ impl Controller {
         }
         landed(self.client().update_status(GROUP, resource, obj, updated).await)
     }
-}
-
-fn cluster_of(obj: &Value) -> String {
-    obj.pointer("/metadata/annotations/kcp.io~1cluster")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
 }

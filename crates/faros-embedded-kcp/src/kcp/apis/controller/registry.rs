@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::{BINDINGS, BOUND_CRDS_CLUSTER, Controller, GROUP, name_of, typed};
 use crate::kcp::apis::claims;
 use crate::kcp::apis::view::ClaimLabel;
+use crate::objects::meta;
 use crate::registry::ResourceDef;
 
 impl Controller {
@@ -36,7 +37,7 @@ impl Controller {
                 continue;
             };
             let Some(status) = binding.status.clone() else { continue };
-            let terminating = obj.pointer("/metadata/deletionTimestamp").is_some();
+            let terminating = meta::is_deleting(&obj);
             let Some(export_cluster) = status.api_export_cluster_name.clone() else {
                 continue;
             };

@@ -4,8 +4,7 @@
 use serde_json::{Value, json};
 
 use super::{BOUND_CRDS_CLUSTER, Controller, GROUP, SCHEMAS, get, key};
-use crate::objects;
-use crate::objects::meta::rv;
+use crate::objects::meta;
 use crate::registry::ResourceDef;
 
 /// Resource definitions built from one APIResourceSchema, cached by its resourceVersion.
@@ -26,7 +25,7 @@ impl Controller {
             return Err(format!("APIResourceSchema {name:?} not found"));
         };
         let k = (cluster.to_string(), name.to_string());
-        let current_rv = rv(&obj);
+        let current_rv = meta::rv(&obj);
         if let Some(cached) = self.schema_defs.get(&k).filter(|c| c.rv == current_rv) {
             let storage = cached.defs.first().map(|d| d.version.clone()).unwrap_or_default();
             return Ok((cached.uid.clone(), cached.defs.clone(), storage));
@@ -49,7 +48,7 @@ impl Controller {
         for v in ordered {
             defs.push(ResourceDef::from_crd_like(&spec, v, "/schema").map_err(|e| e.to_string())?);
         }
-        let uid = objects::meta_str(&obj, "uid").unwrap_or_default().to_string();
+        let uid = meta::uid(&obj).unwrap_or_default().to_string();
         let storage = defs.first().map(|d| d.version.clone()).unwrap_or_default();
         self.schema_defs.insert(
             k,

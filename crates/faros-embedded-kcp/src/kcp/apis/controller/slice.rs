@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::{BINDINGS, Controller, EXPORTS, SLICES, get, key, typed};
 use crate::kcp::apis::conditions::{self};
 use crate::kcp::apis::view::ExportKey;
-use crate::objects;
+use crate::objects::meta;
 
 impl Controller {
     pub(super) fn forget_slice(&mut self, sk: &ExportKey) {
@@ -93,17 +93,11 @@ impl Controller {
     }
 
     pub(super) fn owner_export_gone(&self, cluster: &str, obj: &Value) -> bool {
-        let owners = obj
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        owners.iter().any(|o| {
+        meta::owner_references(obj).iter().any(|o| {
             let s = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or_default();
             s("kind") == "APIExport"
                 && s("apiVersion").starts_with("apis.kcp.io/")
-                && get(&self.state, &key(EXPORTS, cluster, s("name")))
-                    .is_none_or(|e| objects::meta_str(&e, "uid") != Some(s("uid")))
+                && get(&self.state, &key(EXPORTS, cluster, s("name"))).is_none_or(|e| meta::uid(&e) != Some(s("uid")))
         })
     }
 }

@@ -17,6 +17,7 @@ use super::super::{names, workspace_types};
 use super::create::accepted_claims;
 use crate::client::landed;
 use crate::clusters::PATH_ANNOTATION;
+use crate::objects::meta;
 use crate::state::ServerState;
 use crate::store::{ObjectKey, WatchFilter};
 
@@ -108,7 +109,7 @@ async fn reconcile(state: &ServerState, cluster: &str) {
         for _ in 0..ATTEMPTS {
             let written = match state.store.get(&key) {
                 Ok(Some(existing)) => {
-                    if existing.pointer("/metadata/deletionTimestamp").is_some()
+                    if meta::is_deleting(&existing)
                         || existing.pointer("/spec/permissionClaims").unwrap_or(&json!([])) == &claims
                     {
                         break;

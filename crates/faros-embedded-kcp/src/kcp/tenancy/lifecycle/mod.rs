@@ -48,6 +48,7 @@ const WS_GROUP: &str = "tenancy.kcp.io";
 const WS_RESOURCE: &str = "workspaces";
 const SHARD: &str = "root";
 
+use crate::objects::meta;
 use initialize::initialize;
 use plan::{PhaseStep, needs_work};
 use schedule::schedule;
@@ -194,7 +195,7 @@ pub async fn run(state: Arc<ServerState>) {
             continue;
         }
         for ws in state.list_all(WS_GROUP, WS_RESOURCE, None, None) {
-            let key = crate::objects::meta::key_of(WS_GROUP, WS_RESOURCE, &ws);
+            let key = meta::key_of(WS_GROUP, WS_RESOURCE, &ws);
             let ws_key = WsKey {
                 cluster: key.cluster,
                 name: key.name,
@@ -301,16 +302,8 @@ async fn update(state: &ServerState, key: &ObjectKey, ws: &Value, updated: Value
     }
 }
 
-fn annotation<'a>(obj: &'a Value, name: &str) -> Option<&'a str> {
-    obj.pointer("/metadata/annotations")
-        .and_then(|a| a.get(name))
-        .and_then(Value::as_str)
-}
-
 fn set_annotation(obj: &mut Value, name: &str, value: &str) {
-    let meta = crate::objects::meta_mut(obj);
-    let ann = meta.entry("annotations").or_insert_with(|| json!({}));
-    if let Some(ann) = ann.as_object_mut() {
+    if let Some(ann) = meta::annotations_mut(obj) {
         ann.insert(name.into(), json!(value));
     }
 }

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::kcp::tenancy::types::APIBINDINGS_INITIALIZER;
+use crate::objects::meta;
 
 /// The universal type's initializer.
 pub const UNIVERSAL_INITIALIZER: &str = "root:universal";
@@ -24,7 +25,7 @@ pub enum PhaseStep {
 }
 
 pub fn phase_step(ws: &Value) -> PhaseStep {
-    if ws.pointer("/metadata/deletionTimestamp").is_some() {
+    if meta::is_deleting(ws) {
         return PhaseStep::Finalize;
     }
     match ws.pointer("/status/phase").and_then(Value::as_str).unwrap_or_default() {
@@ -38,8 +39,7 @@ pub fn phase_step(ws: &Value) -> PhaseStep {
 /// Whether the controller must look at a workspace at all (startup listing): anything not Ready,
 /// and anything being deleted.
 pub fn needs_work(ws: &Value) -> bool {
-    ws.pointer("/metadata/deletionTimestamp").is_some()
-        || ws.pointer("/status/phase").and_then(Value::as_str) != Some("Ready")
+    meta::is_deleting(ws) || ws.pointer("/status/phase").and_then(Value::as_str) != Some("Ready")
 }
 
 /// The logical cluster of a workspace being scheduled, as read.

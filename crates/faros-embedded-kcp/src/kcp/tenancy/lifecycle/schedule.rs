@@ -13,16 +13,15 @@ use super::super::types::{self, TypeInfo};
 use super::super::{names, workspace_types};
 use super::create::{ensure_default_objects, ensure_workspace_admin};
 use super::plan::{self, LogicalClusterState, ScheduleFacts, ScheduleStep};
-use super::{
-    Next, SHARD, WS_RESOURCE, WsKey, annotation, lc_key, mirror_initializers, set_annotation, update, workspace_type,
-};
+use super::{Next, SHARD, WS_RESOURCE, WsKey, lc_key, mirror_initializers, set_annotation, update, workspace_type};
 use crate::clusters::{LOGICAL_CLUSTER_GROUP, LOGICAL_CLUSTER_NAME, LOGICAL_CLUSTER_RESOURCE, PATH_ANNOTATION};
+use crate::objects::meta;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
 pub(super) async fn schedule(state: &ServerState, key: &WsKey, ws: &Value) -> Next {
     let object_key = key.object_key();
-    let cluster = annotation(ws, ANNOTATION_WORKSPACE_CLUSTER).map(String::from);
+    let cluster = meta::annotation(ws, ANNOTATION_WORKSPACE_CLUSTER).map(String::from);
     let parent_path = workspace_types::path_of_cluster(state, &key.cluster);
     let resolved = workspace_type(state, ws);
     let lc_read = cluster.as_deref().map(|c| state.store.get(&lc_key(c)));
@@ -99,11 +98,11 @@ async fn assign_cluster(state: &ServerState, object_key: &ObjectKey, ws: &Value)
     set_annotation(&mut updated, ANNOTATION_WORKSPACE_CLUSTER, &cluster);
     set_annotation(&mut updated, ANNOTATION_CORE_SHARD, SHARD);
     set_annotation(&mut updated, ANNOTATION_WORKSPACE_SHARD, &names::shard_hash(SHARD));
-    let mut finalizers = crate::objects::finalizers(&updated);
+    let mut finalizers = meta::finalizers(&updated);
     if !finalizers.iter().any(|f| f == FINALIZER_LOGICALCLUSTER) {
         finalizers.push(FINALIZER_LOGICALCLUSTER.into());
     }
-    crate::objects::meta_mut(&mut updated).insert("finalizers".into(), json!(finalizers));
+    meta::meta_mut(&mut updated).insert("finalizers".into(), json!(finalizers));
     update(state, object_key, ws, updated, Next::Now).await
 }
 
@@ -152,7 +151,7 @@ async fn create_logical_cluster(
     aliases: &[TypeInfo],
 ) -> Next {
     ensure_default_objects(state, cluster).await;
-    let owner = annotation(ws, ANNOTATION_OWNER);
+    let owner = meta::annotation(ws, ANNOTATION_OWNER);
     if let Some(owner) = owner {
         ensure_workspace_admin(state, cluster, owner).await;
     }
@@ -166,12 +165,12 @@ async fn create_logical_cluster(
         annotations[ANNOTATION_OWNER] = json!(owner);
     }
     // kcp copies the workspace's required groups onto its logical cluster, where they are enforced.
-    if let Some(groups) = annotation(ws, crate::auth::REQUIRED_GROUPS_ANNOTATION) {
+    if let Some(groups) = meta::annotation(ws, crate::auth::REQUIRED_GROUPS_ANNOTATION) {
         annotations[crate::auth::REQUIRED_GROUPS_ANNOTATION] = json!(groups);
     }
     let mut spec = json!({
         "owner": {"apiVersion": "tenancy.kcp.io/v1alpha1", "resource": WS_RESOURCE, "name": key.name,
-                  "cluster": key.cluster, "uid": ws.pointer("/metadata/uid").cloned().unwrap_or(Value::Null)},
+                  "cluster": key.cluster, "uid": meta::uid(ws)},
         "initializers": inits,
     });
     if let Some(created_by) = owner.and_then(|o| serde_json::from_str::<Value>(o).ok()) {
