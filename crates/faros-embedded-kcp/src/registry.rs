@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
+use crate::auth::Verb;
 use crate::schema::Schema;
 
 /// An additional printer column (`kubectl get` Table output).
@@ -122,24 +123,39 @@ impl ResourceDef {
 
     /// The verbs advertised in discovery.
     pub fn verbs(&self) -> Vec<&'static str> {
-        if self.create_only {
-            vec!["create"]
+        let verbs: &[Verb] = if self.create_only {
+            &[Verb::Create]
         } else if self.terminating {
-            vec!["delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+            &TERMINATING_VERBS
         } else {
-            vec![
-                "create",
-                "delete",
-                "deletecollection",
-                "get",
-                "list",
-                "patch",
-                "update",
-                "watch",
-            ]
-        }
+            &ALL_VERBS
+        };
+        verbs.iter().map(|v| v.as_str()).collect()
     }
 }
+
+/// The verbs of an ordinary resource, in discovery's (alphabetical) order.
+pub const ALL_VERBS: [Verb; 8] = [
+    Verb::Create,
+    Verb::Delete,
+    Verb::DeleteCollection,
+    Verb::Get,
+    Verb::List,
+    Verb::Patch,
+    Verb::Update,
+    Verb::Watch,
+];
+
+/// The verbs of a resource of a terminating logical cluster: everything but create.
+const TERMINATING_VERBS: [Verb; 7] = [
+    Verb::Delete,
+    Verb::DeleteCollection,
+    Verb::Get,
+    Verb::List,
+    Verb::Patch,
+    Verb::Update,
+    Verb::Watch,
+];
 
 /// The groups kcp serves natively only in `root`; every other logical cluster gets them through
 /// APIBindings to root's exports of the same names (`kcp::root_apis`).

@@ -30,21 +30,22 @@ pub mod virtual_workspace;
 pub mod watch;
 pub mod write;
 
+use crate::auth::Verb;
 use crate::objects::meta;
 use params::Params;
 use request::{ResourcePath, Target};
 
 /// The verb of a resource request, as RBAC names it.
-pub fn verb(method: &Method, path: &ResourcePath, params: &Params) -> Result<&'static str, Status> {
+pub fn verb(method: &Method, path: &ResourcePath, params: &Params) -> Result<Verb, Status> {
     Ok(match *method {
-        Method::GET | Method::HEAD if path.name.is_some() => "get",
-        Method::GET | Method::HEAD if params.watch() => "watch",
-        Method::GET | Method::HEAD => "list",
-        Method::POST if path.name.is_none() => "create",
-        Method::PUT if path.name.is_some() => "update",
-        Method::PATCH if path.name.is_some() => "patch",
-        Method::DELETE if path.name.is_some() => "delete",
-        Method::DELETE => "deletecollection",
+        Method::GET | Method::HEAD if path.name.is_some() => Verb::Get,
+        Method::GET | Method::HEAD if params.watch() => Verb::Watch,
+        Method::GET | Method::HEAD => Verb::List,
+        Method::POST if path.name.is_none() => Verb::Create,
+        Method::PUT if path.name.is_some() => Verb::Update,
+        Method::PATCH if path.name.is_some() => Verb::Patch,
+        Method::DELETE if path.name.is_some() => Verb::Delete,
+        Method::DELETE => Verb::DeleteCollection,
         _ => {
             return Err(Status::method_not_allowed(
                 "the server does not allow this method on the requested resource".to_string(),
@@ -96,7 +97,11 @@ async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Statu
     crate::kcp::clusters::check_active(state, &cluster, local)?;
     if !matches!(path.target, Target::Resource(_) | Target::NonResource(_)) {
         // kcp: discovery and OpenAPI of a workspace need `access` to it like its content does.
-        crate::auth::authorize_content(state, &cluster, &Attributes::non_resource(&user, "get", local))?;
+        crate::auth::authorize_content(
+            state,
+            &cluster,
+            &Attributes::non_resource(&user, Verb::Get.as_str(), local),
+        )?;
     }
     let params = Params::parse(parts.uri.query());
     match path.target {
@@ -129,7 +134,7 @@ async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Statu
         )),
         Target::NonResource(p) if p == "/version" => Ok(discovery::version()),
         Target::NonResource(p) => {
-            let attrs = Attributes::non_resource(&user, "get", &p);
+            let attrs = Attributes::non_resource(&user, Verb::Get.as_str(), &p);
             authorize(state, &cluster, &attrs)?;
             Err(Status::not_found_message(
                 "the server could not find the requested resource",
@@ -286,13 +291,13 @@ pub async fn serve_resource(
 ) -> Result<Response, Status> {
     let state = ctx.state.clone();
     let verb = verb(&ctx.method, &rp, &ctx.params)?;
-    if def.create_only && verb != "create" {
+    if def.create_only && verb != Verb::Create {
         return Err(Status::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({}.{} is create-only)",
             def.resource, def.group
         )));
     }
-    if ctx.is_wildcard() && !matches!(verb, "list" | "watch") {
+    if ctx.is_wildcard() && !matches!(verb, Verb::List | Verb::Watch) {
         return Err(Status::method_not_allowed(
             "only list and watch are served across all logical clusters",
         ));
@@ -301,31 +306,33 @@ pub async fn serve_resource(
         subresource: rp.subresource.as_deref().unwrap_or_default(),
         name: rp.name.as_deref().unwrap_or_default(),
         namespace: rp.namespace.as_deref().unwrap_or_default(),
-        ..Attributes::resource(&ctx.user, verb, &def.group, &def.resource)
+        ..Attributes::resource(&ctx.user, verb.as_str(), &def.group, &def.resource)
     };
     if check_rbac && !def.create_only {
         authorize(&state, &ctx.cluster, &attrs)?;
     }
     let body = match verb {
-        "create" | "update" | "patch" | "delete" | "deletecollection" => read_body(body, state.max_body_bytes).await?,
+        Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
+            read_body(body, state.max_body_bytes).await?
+        }
         _ => bytes::Bytes::new(),
     };
     let ns = rp.namespace.as_deref();
     let name = rp.name.as_deref().unwrap_or_default();
     let sub = rp.subresource.as_deref();
-    if def.conversion.is_some() && matches!(verb, "create" | "update" | "patch" | "delete") {
+    if def.conversion.is_some() && matches!(verb, Verb::Create | Verb::Update | Verb::Patch | Verb::Delete) {
         return converted_write(&ctx, &def, verb, ns, name, sub, body).await;
     }
     match verb {
-        "get" => read::get(&ctx, &def, ns, name),
-        "list" => read::list(&ctx, &def, ns),
-        "watch" => watch::watch(ctx, def, rp.namespace.clone()),
-        "create" if def.create_only => reviews::create(&ctx, &def, ns, &body).await,
-        "create" => write::create(&ctx, &def, ns, &body).await,
-        "update" => write::update(&ctx, &def, ns, name, sub, &body).await,
-        "patch" => write::patch(&ctx, &def, None, ns, name, sub, &body).await,
-        "delete" => write::delete(&ctx, &def, ns, name, &body).await,
-        "deletecollection" => write::delete_collection(&ctx, &def, ns, &body).await,
+        Verb::Get => read::get(&ctx, &def, ns, name),
+        Verb::List => read::list(&ctx, &def, ns),
+        Verb::Watch => watch::watch(ctx, def, rp.namespace.clone()),
+        Verb::Create if def.create_only => reviews::create(&ctx, &def, ns, &body).await,
+        Verb::Create => write::create(&ctx, &def, ns, &body).await,
+        Verb::Update => write::update(&ctx, &def, ns, name, sub, &body).await,
+        Verb::Patch => write::patch(&ctx, &def, None, ns, name, sub, &body).await,
+        Verb::Delete => write::delete(&ctx, &def, ns, name, &body).await,
+        Verb::DeleteCollection => write::delete_collection(&ctx, &def, ns, &body).await,
         _ => Err(Status::method_not_allowed(
             "the server does not allow this method on the requested resource",
         )),
@@ -337,7 +344,7 @@ pub async fn serve_resource(
 async fn converted_write(
     ctx: &RequestContext,
     def: &Arc<ResourceDef>,
-    verb: &str,
+    verb: Verb,
     ns: Option<&str>,
     name: &str,
     sub: Option<&str>,
@@ -351,17 +358,17 @@ async fn converted_write(
         .unwrap_or("application/json")
         .to_string();
     let resp = match verb {
-        "create" | "update" => {
+        Verb::Create | Verb::Update => {
             let mut obj = write::decode(&body, &content_type)?;
             crate::objects::check_type(def, &mut obj)?;
             let stored = serde_json::to_vec(&def.stored(obj)?).unwrap_or_default();
-            if verb == "create" {
+            if verb == Verb::Create {
                 write::create(ctx, &sdef, ns, &stored).await?
             } else {
                 write::update(ctx, &sdef, ns, name, sub, &stored).await?
             }
         }
-        "patch" => write::patch(ctx, &sdef, Some(def), ns, name, sub, &body).await?,
+        Verb::Patch => write::patch(ctx, &sdef, Some(def), ns, name, sub, &body).await?,
         _ => write::delete(ctx, &sdef, ns, name, &body).await?,
     };
     let (mut parts, body) = resp.into_parts();

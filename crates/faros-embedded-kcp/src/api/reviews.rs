@@ -8,6 +8,7 @@ use faros_core::status::Status;
 use serde_json::{Value, json};
 
 use super::{RequestContext, authorize, write::decode};
+use crate::auth::Verb;
 use crate::auth::{Attributes, UserInfo};
 use crate::registry::ResourceDef;
 
@@ -32,12 +33,12 @@ pub async fn create(
     ) {
         let attrs = Attributes {
             namespace: ns.unwrap_or_default(),
-            ..Attributes::resource(&ctx.user, "create", &def.group, &def.resource)
+            ..Attributes::resource(&ctx.user, Verb::Create.as_str(), &def.group, &def.resource)
         };
         authorize(&ctx.state, &ctx.cluster, &attrs)?;
     } else {
         // Still only inside a workspace the caller may enter, as every kcp request.
-        let attrs = Attributes::resource(&ctx.user, "create", &def.group, &def.resource);
+        let attrs = Attributes::resource(&ctx.user, Verb::Create.as_str(), &def.group, &def.resource);
         crate::auth::authorize_content(&ctx.state, &ctx.cluster, &attrs)?;
     }
     let status = match def.resource.as_str() {

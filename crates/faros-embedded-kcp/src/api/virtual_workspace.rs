@@ -20,6 +20,7 @@ use super::params::Params;
 use super::read::ObjectFilter;
 use super::request::{self, ResourcePath, Target};
 use super::{RequestContext, ok, serve_resource};
+use crate::auth::Verb;
 use crate::auth::{Attributes, UserInfo};
 use crate::kcp::apis::LiveExport;
 use crate::kcp::apis::view::{AcceptedClaim, ExportView};
@@ -74,9 +75,9 @@ pub async fn serve(
     let wildcard = cluster == "*";
     if !wildcard && !view.bindings.contains_key(&cluster) {
         let verb = if parts.method == http::Method::GET {
-            "get"
+            Verb::Get
         } else {
-            "update"
+            Verb::Update
         };
         return Err(Status::forbidden(format!(
             "{} is forbidden: User \"{}\" cannot {verb} workspace {cluster:?} through APIExport {}:{}: the workspace has no binding to it",
@@ -88,21 +89,21 @@ pub async fn serve(
     }
     match path.target {
         Target::LegacyVersions => {
-            authorize_content(state, &view, &user, "get")?;
+            authorize_content(state, &view, &user, Verb::Get)?;
             Ok(ok(
                 &json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}),
             ))
         }
         Target::Groups => {
-            authorize_content(state, &view, &user, "get")?;
+            authorize_content(state, &view, &user, Verb::Get)?;
             Ok(discovery_groups(state, &view))
         }
         Target::ResourceList { group, version } => {
-            authorize_content(state, &view, &user, "get")?;
+            authorize_content(state, &view, &user, Verb::Get)?;
             discovery_resources(state, &view, &group, &version)
         }
         Target::Group(g) => {
-            authorize_content(state, &view, &user, "get")?;
+            authorize_content(state, &view, &user, Verb::Get)?;
             let versions: BTreeSet<String> = served_defs(state, &view)
                 .into_iter()
                 .filter(|(d, _)| d.group == g)
@@ -142,31 +143,18 @@ pub async fn serve(
 }
 
 /// The same verb on `apiexports/content` of the export, in the export's workspace (kcp's VW authorizer).
-fn authorize_content(state: &ServerState, view: &ExportView, user: &UserInfo, verb: &str) -> Result<(), Status> {
+fn authorize_content(state: &ServerState, view: &ExportView, user: &UserInfo, verb: Verb) -> Result<(), Status> {
     let attrs = Attributes {
         subresource: "content",
         name: &view.export_name,
-        ..Attributes::resource(user, verb, "apis.kcp.io", "apiexports")
+        ..Attributes::resource(user, verb.as_str(), "apis.kcp.io", "apiexports")
     };
     crate::auth::authorize(state, &view.export_cluster, &attrs)
 }
 
 /// Every definition reachable through the view, with the verbs it offers.
 fn served_defs(state: &ServerState, view: &ExportView) -> Vec<(Arc<ResourceDef>, Vec<String>)> {
-    let all_verbs = || {
-        [
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ]
-        .map(String::from)
-        .to_vec()
-    };
+    let all_verbs = || crate::registry::ALL_VERBS.map(|v| v.as_str().to_string()).to_vec();
     let mut out: Vec<(Arc<ResourceDef>, Vec<String>)> =
         view.resources.iter().map(|d| (d.clone(), all_verbs())).collect();
     let mut claimed: Vec<(String, String, BTreeSet<String>)> = Vec::new();
@@ -208,7 +196,12 @@ fn served_defs(state: &ServerState, view: &ExportView) -> Vec<(Arc<ResourceDef>,
         .collect();
     bindings.sort_by_key(|d| d.conversion.is_some());
     for b in bindings {
-        out.push((b, vec!["get".into(), "list".into(), "watch".into()]));
+        out.push((
+            b,
+            [Verb::Get, Verb::List, Verb::Watch]
+                .map(|v| v.as_str().to_string())
+                .to_vec(),
+        ));
     }
     out
 }
@@ -270,10 +263,12 @@ type Scoped = (Arc<ResourceDef>, ObjectFilter, Option<Arc<ClaimGuard>>);
 /// The definition to serve, the objects the request may see, and the selector its writes must stay
 /// in, after the claim verb checks. The visibility filters read the export's bindings live, so a
 /// watch sees workspaces bound after it began.
-fn scope(view: &ExportView, live: LiveExport, served: &Served, cluster: &str, verb: &str) -> Result<Scoped, Status> {
+fn scope(view: &ExportView, live: LiveExport, served: &Served, cluster: &str, verb: Verb) -> Result<Scoped, Status> {
     let bound =
         move |live: &LiveExport, o: &Value| live.with(|v| v.is_some_and(|v| v.bindings.contains_key(meta::cluster(o))));
-    let reading = matches!(verb, "get" | "list" | "watch");
+    let reading = verb.is_read();
+    // Claims list verbs as text, and a claim's `*` covers every verb.
+    let verb = verb.as_str();
     match served {
         Served::Exported(def) => Ok((def.clone(), Arc::new(move |o: &Value| bound(&live, o)), None)),
         Served::Bindings(def) => {

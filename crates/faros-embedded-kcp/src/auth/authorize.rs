@@ -6,7 +6,7 @@
 
 use faros_core::status::Status;
 
-use super::{Attributes, UserInfo};
+use super::{Attributes, UserInfo, Verb};
 use crate::state::ServerState;
 
 /// kcp's workspace content authorizer: the logical cluster must exist and be serving, and the user
@@ -40,7 +40,7 @@ pub fn authorize_content(state: &ServerState, cluster: &str, attrs: &Attributes<
 }
 
 fn can_access(state: &ServerState, cluster: &str, user: &UserInfo) -> bool {
-    let access = Attributes::non_resource(user, "access", "/");
+    let access = Attributes::non_resource(user, Verb::Access.as_str(), "/");
     let rbac = state.rbac.read().unwrap_or_else(|p| p.into_inner());
     rbac.authorize(cluster, &access) == super::Decision::Allow
 }

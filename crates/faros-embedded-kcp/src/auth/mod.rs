@@ -14,6 +14,7 @@ pub mod required_groups;
 pub mod service_account;
 pub mod system_policy;
 pub mod token_file;
+pub mod verb;
 
 pub use authn::{Authenticator, CredentialSource, ReloadCounts, generate_token};
 pub use authorize::{authorize, authorize_content};
@@ -22,6 +23,7 @@ pub use rbac_index::{RbacIndex, RbacKind};
 pub use required_groups::REQUIRED_GROUPS_ANNOTATION;
 pub use service_account::{SaClaims, ServiceAccountTokens};
 pub use token_file::parse_token_file;
+pub use verb::Verb;
 
 pub use faros_core::user::{
     EXTRA_CLUSTER_NAME, GROUP_AUTHENTICATED, GROUP_SERVICE_ACCOUNTS, SERVICE_ACCOUNT_USER_PREFIX, UserInfo,

@@ -10,7 +10,7 @@ pub fn denial(attrs: &Attributes<'_>) -> Option<String> {
     if attrs.subresource != "status" {
         return None;
     }
-    let reading = matches!(attrs.verb, "get" | "list" | "watch");
+    let reading = super::verb::is_read(attrs.verb);
     match (attrs.api_group, attrs.resource) {
         ("apis.kcp.io", "apibindings") => Some("apibinding status updates not permitted".into()),
         ("apis.kcp.io", "apiexports") => Some("apiexport status updates not permitted".into()),

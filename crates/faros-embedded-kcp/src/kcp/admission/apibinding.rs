@@ -5,7 +5,7 @@ use faros_core::status::{Status, StatusDetails};
 use serde_json::Value;
 
 use super::bind::{export_key, immutable_reference};
-use crate::auth::{Attributes, Decision, GROUP_MASTERS};
+use crate::auth::{Attributes, Decision, GROUP_MASTERS, Verb};
 use crate::kcp::admission::{Operation, Request};
 use crate::kcp::apis::hash;
 use crate::objects::meta;
@@ -105,7 +105,7 @@ pub fn admit_binding(state: &ServerState, req: &Request<'_>, obj: &mut Value) ->
     if !req.user.in_group(GROUP_MASTERS) {
         let attrs = Attributes {
             name: &name,
-            ..Attributes::resource(req.user, "bind", "apis.kcp.io", "apiexports")
+            ..Attributes::resource(req.user, Verb::Bind.as_str(), "apis.kcp.io", "apiexports")
         };
         let decision = state
             .rbac

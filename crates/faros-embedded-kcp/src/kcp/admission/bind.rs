@@ -4,7 +4,7 @@
 use faros_core::status::Status;
 use serde_json::Value;
 
-use crate::auth::{Attributes, Decision};
+use crate::auth::{Attributes, Decision, Verb};
 use crate::kcp::admission::Request;
 use crate::objects::meta;
 use crate::state::ServerState;
@@ -67,7 +67,7 @@ pub fn export_cluster(state: &ServerState, req: &Request<'_>, path: &str) -> Opt
 pub fn may_bind(state: &ServerState, req: &Request<'_>, export_cluster: &str, name: &str) -> bool {
     let attrs = Attributes {
         name,
-        ..Attributes::resource(req.user, "bind", "apis.kcp.io", "apiexports")
+        ..Attributes::resource(req.user, Verb::Bind.as_str(), "apis.kcp.io", "apiexports")
     };
     state
         .rbac

@@ -7,7 +7,7 @@ use faros_core::kcp::tenancy::WorkspaceTypeReference;
 use faros_core::status::{Status, StatusCause};
 use serde_json::{Value, json};
 
-use crate::auth::{Attributes, GROUP_MASTERS, REQUIRED_GROUPS_ANNOTATION};
+use crate::auth::{Attributes, GROUP_MASTERS, REQUIRED_GROUPS_ANNOTATION, Verb};
 use crate::kcp::admission::{Operation, Request};
 use crate::kcp::tenancy::types::{self, TypeInfo};
 use crate::kcp::tenancy::workspace_types;
@@ -234,7 +234,12 @@ fn check_use(state: &ServerState, req: &Request<'_>, alias: &TypeInfo) -> Result
     let cluster = workspace_types::cluster_of_path(state, &alias.path).ok_or_else(denied)?;
     let attrs = Attributes {
         name: &alias.name,
-        ..Attributes::resource(req.user, "use", workspace_types::GROUP, workspace_types::TYPES)
+        ..Attributes::resource(
+            req.user,
+            Verb::Use.as_str(),
+            workspace_types::GROUP,
+            workspace_types::TYPES,
+        )
     };
     crate::auth::authorize(state, &cluster, &attrs).map_err(|_| denied())
 }
