@@ -2,7 +2,9 @@
 //!
 //! Order matters and follows kcp's rules:
 //! 1. the workspace tree, each workspace Ready before its children are created (an Initializing
-//!    workspace does not serve content to us);
+//!    workspace does not serve content to us); namespace `faros-system` (leader Lease, hub records)
+//!    in `system:controllers`; when the hub API has its own kcp user, its roles in the tree
+//!    ([`crate::identity::apply_hub_tree`]: the hub's start-up waits on them);
 //! 2. APIResourceSchemas (immutable, so create-if-absent) and the `admin.faros.sh` /
 //!    `providers.faros.sh` APIExports in `root:faros:system:controllers`;
 //! 3. their APIBindings in `root:faros:system:providers`, waited until bound (the Provider API must
@@ -10,8 +12,8 @@
 //!    once a binding exists);
 //! 4. the WorkspaceTypes in `root:faros`: after the exports, because WorkspaceType admission checks
 //!    `bind` permission on the default bindings;
-//! 5. namespace `faros-system` (leader Lease) in `system:controllers`, and the `admin.faros.sh`
-//!    endpoint slice (kcp ≥ 0.28 creates it itself; creating it if absent covers older kcp).
+//! 5. the `admin.faros.sh` endpoint slice (kcp ≥ 0.28 creates it itself; creating it if absent
+//!    covers older kcp).
 //!
 //! Everything mutable is server-side applied with a fixed body, so a second run writes nothing new.
 //! The desired objects are built by IO-free functions, unit-tested below.
@@ -72,6 +74,8 @@ pub enum BootstrapError {
     },
     #[error("workspace {path} is being deleted; it is recreated once it is gone")]
     WorkspaceDeleting { path: String },
+    #[error("granting the hub API's kcp user its roles in the tree: {0}")]
+    HubGrant(#[from] crate::identity::IdentityError),
 }
 
 /// One workspace of the tree: created as `name` in `parent`.
@@ -302,8 +306,12 @@ impl Default for BootstrapSettings {
     }
 }
 
-/// Runs one bootstrap attempt.
-pub async fn bootstrap(factory: &ClientFactory, settings: BootstrapSettings) -> Result<(), BootstrapError> {
+/// Runs one bootstrap attempt; `hub_user`: the hub API's own kcp user, if it has one.
+pub async fn bootstrap(
+    factory: &ClientFactory,
+    settings: BootstrapSettings,
+    hub_user: Option<&str>,
+) -> Result<(), BootstrapError> {
     for round in creation_rounds(&workspace_tree()) {
         futures::future::try_join_all(
             round
@@ -315,6 +323,21 @@ pub async fn bootstrap(factory: &ClientFactory, settings: BootstrapSettings) -> 
     tracing::info!("bootstrap: workspace tree ready");
 
     let controllers = client(factory, names::SYSTEM_CONTROLLERS_PATH)?;
+    let namespaces: Api<Namespace> = Api::all(controllers.clone());
+    apply(
+        &namespaces,
+        &system_namespace(),
+        "bootstrap",
+        "Namespace",
+        names::SYSTEM_CONTROLLERS_PATH,
+    )
+    .await?;
+    // As early as possible: the hub waits on the tree and the catalog with these.
+    if let Some(user) = hub_user {
+        let manager = format!("{}/identity", names::RECONCILER_FIELD_MANAGER);
+        crate::identity::apply_hub_tree(factory, user, &manager).await?;
+        tracing::info!(user, "bootstrap: the hub API's kcp user has its roles in the tree");
+    }
     let schema_ar = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("apis.kcp.io", "v1alpha1", schema_gen::API_RESOURCE_SCHEMA_KIND),
         "apiresourceschemas",
@@ -375,15 +398,6 @@ pub async fn bootstrap(factory: &ClientFactory, settings: BootstrapSettings) -> 
     for wt in workspace_types() {
         apply(&types, &wt, "bootstrap", "WorkspaceType", names::FAROS_PATH).await?;
     }
-    let namespaces: Api<Namespace> = Api::all(controllers.clone());
-    apply(
-        &namespaces,
-        &system_namespace(),
-        "bootstrap",
-        "Namespace",
-        names::SYSTEM_CONTROLLERS_PATH,
-    )
-    .await?;
     let slices: Api<APIExportEndpointSlice> = Api::all(controllers);
     create_if_absent(&slices, &admin_endpoint_slice(), "APIExportEndpointSlice").await?;
     tracing::info!("bootstrap: complete");
@@ -395,6 +409,7 @@ pub async fn bootstrap(factory: &ClientFactory, settings: BootstrapSettings) -> 
 pub async fn bootstrap_until_done(
     factory: &ClientFactory,
     settings: BootstrapSettings,
+    hub_user: Option<&str>,
     cancel: &CancellationToken,
 ) -> bool {
     let mut delay = Duration::from_millis(250);
@@ -402,7 +417,7 @@ pub async fn bootstrap_until_done(
     loop {
         let result = tokio::select! {
             _ = cancel.cancelled() => return false,
-            r = bootstrap(factory, settings) => r,
+            r = bootstrap(factory, settings, hub_user) => r,
         };
         match result {
             Ok(()) => return true,

@@ -42,7 +42,8 @@ use crate::metrics::Metrics;
 /// Everything the reconciler needs; [`Config::new`] fills defaults that work in `faros dev`.
 #[derive(Clone)]
 pub struct Config {
-    /// Admin access to kcp (any `/clusters/<x>` suffix on its URL is ignored).
+    /// The reconciler's kcp identity: its own user after [`identity::grant`], or kcp's admin (any
+    /// `/clusters/<x>` suffix on its URL is ignored).
     pub kube: kube::Config,
     /// Base URL written into provider kubeconfigs (`<hub-url>/clusters/<id>`). `None`: the kcp
     /// server itself, which is right when providers reach kcp directly (dev).
@@ -61,6 +62,10 @@ pub struct Config {
     /// Mirror every provider kubeconfig Secret into a namespace of the hosting Kubernetes cluster
     /// (where the providers' pods mount them). `None`: off.
     pub mirror: Option<MirrorConfig>,
+    /// The hub API's own kcp user: the reconciler grants it its roles in the tree on bootstrap and
+    /// in each provider workspace it provisions ([`identity::hub`]). `None`: the hub runs as kcp's
+    /// admin and needs no grant.
+    pub hub_user: Option<String>,
 }
 
 /// Provider controller settings other than the kubeconfig contents.
@@ -98,6 +103,7 @@ impl std::fmt::Debug for Config {
             .field("bootstrap", &self.bootstrap)
             .field("controller", &self.controller)
             .field("mirror", &self.mirror)
+            .field("hub_user", &self.hub_user)
             .finish()
     }
 }
@@ -123,6 +129,7 @@ impl Config {
             bootstrap: BootstrapSettings::default(),
             controller: ControllerSettings::default(),
             mirror: None,
+            hub_user: None,
         }
     }
 }
@@ -278,7 +285,14 @@ impl Reconciler {
     /// Bootstrap, then supervise the controller by leadership. Returns only when `cancel` fires.
     async fn work(&self, mirror: Option<mirror::Mirror>, cancel: CancellationToken) {
         tracing::info!(kcp = %self.factory.server(), "bootstrapping the faros workspace tree");
-        if !bootstrap::bootstrap_until_done(&self.factory, self.config.bootstrap, &cancel).await {
+        if !bootstrap::bootstrap_until_done(
+            &self.factory,
+            self.config.bootstrap,
+            self.config.hub_user.as_deref(),
+            &cancel,
+        )
+        .await
+        {
             return;
         }
         self.state.set_bootstrapped();
@@ -390,6 +404,7 @@ impl Reconciler {
             token_timeout: self.config.controller.token_timeout,
             resync: self.config.controller.resync,
             concurrency: self.config.controller.concurrency,
+            hub_user: self.config.hub_user.clone(),
         }
     }
 

@@ -59,6 +59,11 @@ struct Args {
     /// service account; never $KUBECONFIG.
     #[arg(long, env = "FAROS_MIRROR_KUBECONFIG")]
     mirror_kubeconfig: Option<PathBuf>,
+    /// The hub API's own kcp user (docs/install.md#kcp-identities): its roles are written into the
+    /// tree on bootstrap and into each provider workspace provisioned. Unset or empty: the hub runs
+    /// with kcp's admin kubeconfig and gets no grant.
+    #[arg(long, env = "FAROS_HUB_USER")]
+    hub_user: Option<String>,
     #[command(flatten)]
     log: LogArgs,
 }
@@ -122,6 +127,12 @@ async fn main() -> anyhow::Result<()> {
     config.controller.concurrency = args.concurrency;
     config.controller.resync = Duration::from_secs(args.resync_seconds);
     config.mirror = mirror_config(&args).await?;
+    config.hub_user = args
+        .hub_user
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(str::to_string);
     tracing::info!(?config, "starting");
     faros_hub_reconciler::run(config, faros_core::telemetry::shutdown_signal()).await?;
     Ok(())

@@ -101,13 +101,13 @@ async fn snapshot(factory: &ClientFactory) -> BTreeMap<(String, &'static str, St
 async fn bootstrap_twice_is_identical_and_serves_the_provider_api() {
     let kcp = Kcp::start().await;
     let factory = kcp.factory().await;
-    bootstrap::bootstrap(&factory, BootstrapSettings { wait: WAIT })
+    bootstrap::bootstrap(&factory, BootstrapSettings { wait: WAIT }, None)
         .await
         .unwrap();
     let first = snapshot(&factory).await;
     assert_eq!(first.len(), 6 + 2 + 2 + 2 + 3 + 1 + 1);
 
-    bootstrap::bootstrap(&factory, BootstrapSettings { wait: WAIT })
+    bootstrap::bootstrap(&factory, BootstrapSettings { wait: WAIT }, None)
         .await
         .unwrap();
     let second = snapshot(&factory).await;
@@ -166,7 +166,7 @@ async fn bootstrap_converges_when_kcp_starts_late() {
     let task = {
         let cancel = cancel.clone();
         tokio::spawn(async move {
-            bootstrap::bootstrap_until_done(&factory, BootstrapSettings { wait: WAIT }, &cancel).await
+            bootstrap::bootstrap_until_done(&factory, BootstrapSettings { wait: WAIT }, None, &cancel).await
         })
     };
     // Nothing listens: bootstrap keeps retrying instead of giving up.

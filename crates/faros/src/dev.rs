@@ -136,24 +136,51 @@ async fn hold_until_ready(readiness: Readiness, stop: watch::Receiver<bool>) {
 /// kubeconfig is kept in `<state-dir>/reconciler.kubeconfig` (owner-only, like every credential here).
 async fn reconciler_identity(
     kcp: &Server,
-    admin: &kube::Config,
+    admin: &faros_core::client::ClientFactory,
     state_dir: &std::path::Path,
     token: &str,
 ) -> anyhow::Result<kube::Config> {
     let user = faros_hub_reconciler::identity::DEFAULT_USER;
-    let factory = faros_core::client::ClientFactory::new(admin.clone()).context("a kcp client for the grant")?;
-    let granted = faros_hub_reconciler::identity::grant(&factory, user, READY_TIMEOUT)
+    let granted = faros_hub_reconciler::identity::grant(admin, user, READY_TIMEOUT)
         .await
         .context("granting the reconciler its kcp identity")?;
     tracing::debug!(user, owned = ?granted.owned, "granted the reconciler its kcp identity");
+    own_kubeconfig(kcp, state_dir, "reconciler.kubeconfig", user, token).await
+}
+
+/// Grants the hub API's kcp user what it uses (with `admin`: `root`, and whatever of the faros tree
+/// a previous run left, organizations included; the reconciler grants the rest as it makes it) and
+/// returns its client config; its kubeconfig is kept in `<state-dir>/hub.kubeconfig`.
+async fn hub_identity(
+    kcp: &Server,
+    admin: &faros_core::client::ClientFactory,
+    state_dir: &std::path::Path,
+    token: &str,
+) -> anyhow::Result<kube::Config> {
+    let user = faros_hub_reconciler::identity::hub::DEFAULT_USER;
+    let granted = faros_hub_reconciler::identity::grant_hub(admin, user, READY_TIMEOUT)
+        .await
+        .context("granting the hub API its kcp identity")?;
+    tracing::debug!(user, ?granted, "granted the hub API its kcp identity");
+    own_kubeconfig(kcp, state_dir, "hub.kubeconfig", user, token).await
+}
+
+/// Writes `<state-dir>/<file>`, a kubeconfig for `root` as `user`, and loads it.
+async fn own_kubeconfig(
+    kcp: &Server,
+    state_dir: &std::path::Path,
+    file: &str,
+    user: &str,
+    token: &str,
+) -> anyhow::Result<kube::Config> {
     let yaml = kcp.kubeconfig("root", user, token);
-    let path = state_dir.join("reconciler.kubeconfig");
+    let path = state_dir.join(file);
     faros_embedded_kcp::server::write_private(&path, yaml.as_bytes())
         .with_context(|| format!("writing {}", path.display()))?;
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).context("reading the reconciler kubeconfig")?;
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).with_context(|| format!("reading {file}"))?;
     kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
-        .context("loading the reconciler kubeconfig")
+        .with_context(|| format!("loading {file}"))
 }
 
 impl Stack {
@@ -173,8 +200,9 @@ impl Stack {
         }
         let token_file = args.token_file();
         let dev_user = tokens::ensure_dev_user(&args.state_dir, &token_file)?;
-        // Before kcp starts, so kcp reads it with the rest of the file.
+        // Before kcp starts, so kcp reads them with the rest of the file.
         let reconciler_token = tokens::ensure_reconciler(&args.state_dir, &token_file)?;
+        let hub_token = tokens::ensure_hub(&args.state_dir, &token_file)?;
 
         let mut config = Config::new(&args.state_dir);
         config.listen = args.listen();
@@ -200,7 +228,13 @@ impl Stack {
             .await
             .with_context(|| format!("binding the hub API to port {}", args.hub_port))?;
         let hub_url = format!("https://{}", hub_listener.local_addr()?);
-        let mut hub_config = faros_hub_api::Config::new(admin.clone());
+        // Each component on its own kcp user, not kcp's admin (docs/install.md#kcp-identities): the
+        // admin grants them what they use, here on every start, as `faros grant` does for an
+        // installed platform.
+        let admin_factory =
+            faros_core::client::ClientFactory::new(admin.clone()).context("a kcp client for the grants")?;
+        let hub_kube = hub_identity(&kcp, &admin_factory, &args.state_dir, &hub_token).await?;
+        let mut hub_config = faros_hub_api::Config::new(hub_kube);
         hub_config.tls = Some(faros_hub_api::Tls::Config(kcp.tls_config()));
         hub_config.signing_key_file = Some(args.state_dir.join("hub-signing-key.json"));
         hub_config.token_file = Some(token_file.clone());
@@ -222,11 +256,11 @@ impl Stack {
         faros_embedded_kcp::server::write_private(&args.state_dir.join("ca.crt"), ca_pem.as_bytes())
             .context("writing ca.crt")?;
 
-        // The reconciler writes provider kubeconfigs that reach kcp through the hub's pass-through.
-        // ...as its own kcp user, not kcp's admin (docs/install.md#kcp-identities): the admin grants
-        // it what it uses once, here, as `faros kcp grant` does for an installed platform.
-        let reconciler_kube = reconciler_identity(&kcp, &admin, &args.state_dir, &reconciler_token).await?;
+        // The reconciler writes provider kubeconfigs that reach kcp through the hub's pass-through,
+        // and grants the hub's user its roles in the workspaces it makes.
+        let reconciler_kube = reconciler_identity(&kcp, &admin_factory, &args.state_dir, &reconciler_token).await?;
         let mut reconciler_config = faros_hub_reconciler::Config::new(reconciler_kube);
+        reconciler_config.hub_user = Some(faros_hub_reconciler::identity::hub::DEFAULT_USER.to_string());
         reconciler_config.hub_url = Some(hub_url.clone());
         reconciler_config.ca_pem = Some(ca_pem.clone());
         // One reconciler per state directory: a stable identity lets a restarted (or killed) `faros

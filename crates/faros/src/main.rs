@@ -22,7 +22,8 @@ enum Command {
     Dev(DevArgs),
     /// Serve the embedded kcp alone (the `faros-kcp` chart): no hub, no providers.
     Kcp(faros::kcp::KcpArgs),
-    /// With kcp's admin kubeconfig, once: let the hub reconciler run as its own kcp user.
+    /// With kcp's admin kubeconfig, once: let the hub reconciler (and, with --hub-user, the hub API)
+    /// run as its own kcp user.
     Grant(faros::grant::GrantArgs),
     /// Provider authoring.
     #[command(subcommand)]

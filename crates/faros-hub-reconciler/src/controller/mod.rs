@@ -60,6 +60,8 @@ pub struct Settings {
     pub resync: Duration,
     /// Number of Providers reconciled in parallel.
     pub concurrency: usize,
+    /// The hub API's own kcp user, granted its role in each provider workspace; `None`: none.
+    pub hub_user: Option<String>,
 }
 
 /// Shared by every reconcile of one leadership term.
@@ -261,6 +263,7 @@ mod tests {
             token_timeout: Duration::from_secs(1),
             resync: Duration::from_secs(300),
             concurrency: 1,
+            hub_user: None,
         };
         let ctx = Context::new(factory, settings, Arc::new(Metrics::new()));
         let key = ProviderKey {

@@ -6,7 +6,9 @@
 //! 2. workspace `root:faros:providers:<name>` of type `root:faros:provider`, waited Ready
 //!    (`WorkspaceError`);
 //! 3. in that workspace: namespace `default`, ServiceAccount `provider`, ClusterRoleBinding
-//!    `faros:providers:sa:provider` → `cluster-admin` (`ServiceAccountError`);
+//!    `faros:providers:sa:provider` → `cluster-admin`, and, when the hub API has its own kcp user,
+//!    its role there (`bind` on the exports, token reviews: [`crate::identity::hub::provider_role`])
+//!    (`ServiceAccountError`);
 //! 4. token Secret `provider-token`, waited until kcp fills the token, and the kubeconfig
 //!    (`KubeconfigError`);
 //! 5. the kubeconfig Secret in `root:faros:system:providers`, and removal of the previous one when
@@ -274,6 +276,16 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
             "ensuring provider ServiceAccount in {path}: {e}"
         ))
     })?;
+    if let Some(user) = &ctx.settings.hub_user {
+        let manager = format!("{}/{FIELD_SCOPE}", names::RECONCILER_FIELD_MANAGER);
+        crate::identity::apply_hub_provider(&in_ws, &path, user, &manager)
+            .await
+            .map_err(|e| {
+                step(names::REASON_SERVICE_ACCOUNT_ERROR, Some(&cluster))(format!(
+                    "granting the hub API's kcp user {user:?} its role in {path}: {e}"
+                ))
+            })?;
+    }
 
     let kubeconfig_err = step(names::REASON_KUBECONFIG_ERROR, Some(&cluster));
     let token = ensure_token(&in_ws, name, ctx.settings.token_timeout)

@@ -10,7 +10,14 @@
 //!
 //! Run it again after restoring kcp from a backup made before the identity existed; nothing else
 //! needs it twice. It waits for an existing workspace to be Ready (kcp serves no content before).
+//!
+//! [`grant_hub`] does the same for the hub API's own kcp user ([`hub`]): in `root` token reviews
+//! only; in the faros workspaces that exist, the hub's roles ([`apply_hub_tree`],
+//! [`apply_hub_provider`], which the reconciler also writes itself when it bootstraps the tree
+//! and provisions a provider, given [`crate::Config::hub_user`]); and `cluster-admin` in
+//! organizations and team workspaces that exist (made before the hub had its own identity).
 
+pub mod hub;
 pub mod objects;
 
 use std::time::Duration;
@@ -19,7 +26,8 @@ use faros_core::client::{ClientError, ClientFactory};
 use faros_core::kcp::Workspace;
 use faros_core::names;
 use faros_core::wait::{WaitError, wait_for};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
 use serde::Serialize;
@@ -110,6 +118,16 @@ async fn own_if_present(
     user: &str,
     ready_timeout: Duration,
 ) -> Result<bool, IdentityError> {
+    if !ready_if_present(admin, path, ready_timeout).await? {
+        return Ok(false);
+    }
+    let bindings = Api::<ClusterRoleBinding>::all(client(admin, path)?);
+    apply(&bindings, &objects::owner_binding(user), path).await?;
+    Ok(true)
+}
+
+/// Waits for workspace `path` to be Ready; `false` if it does not exist (or went away meanwhile).
+async fn ready_if_present(admin: &ClientFactory, path: &str, ready_timeout: Duration) -> Result<bool, IdentityError> {
     let (parent, name) = path.rsplit_once(':').unwrap_or((names::ROOT_PATH, path));
     let workspaces: Api<Workspace> = Api::all(client(admin, parent)?);
     let found = workspaces.get_opt(name).await.map_err(|source| IdentityError::Kube {
@@ -131,9 +149,165 @@ async fn own_if_present(
             }
         }
     }
-    let bindings = Api::<ClusterRoleBinding>::all(client(admin, path)?);
-    apply(&bindings, &objects::owner_binding(user), path).await?;
     Ok(true)
+}
+
+/// The names of the workspaces in `parent`.
+async fn children(admin: &ClientFactory, parent: &str) -> Result<Vec<String>, IdentityError> {
+    let list = Api::<Workspace>::all(client(admin, parent)?)
+        .list(&ListParams::default())
+        .await
+        .map_err(|source| IdentityError::Kube {
+            step: format!("listing the workspaces of {parent}"),
+            source,
+        })?;
+    Ok(list.items.into_iter().filter_map(|w| w.metadata.name).collect())
+}
+
+/// What one hub grant wrote, by workspace (parents first).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HubGranted {
+    /// Structural faros workspaces where the hub's roles are now in place.
+    pub tree: Vec<String>,
+    /// Provider workspaces where the hub may bind, review tokens and read the path.
+    pub providers: Vec<String>,
+    /// Organizations and team workspaces where the hub's user is now `cluster-admin`.
+    pub tenants: Vec<String>,
+}
+
+/// Grants kcp user `user` what the hub API uses ([`hub`]), with `admin`'s credentials, in `root`
+/// and in every faros workspace that exists.
+pub async fn grant_hub(
+    admin: &ClientFactory,
+    user: &str,
+    ready_timeout: Duration,
+) -> Result<HubGranted, IdentityError> {
+    if user.trim().is_empty() {
+        return Err(IdentityError::EmptyUser);
+    }
+    let root = client(admin, names::ROOT_PATH)?;
+    apply(
+        &Api::<ClusterRole>::all(root.clone()),
+        &hub::root_role(),
+        names::ROOT_PATH,
+    )
+    .await?;
+    apply(
+        &Api::<ClusterRoleBinding>::all(root),
+        &hub::binding(user),
+        names::ROOT_PATH,
+    )
+    .await?;
+
+    let mut granted = HubGranted::default();
+    for (path, _) in hub::tree_roles() {
+        if ready_if_present(admin, path, ready_timeout).await? {
+            granted.tree.push(path.to_string());
+        }
+    }
+    // Every structural workspace but those missing (the reconciler grants those when it makes them).
+    apply_hub_tree_in(admin, user, objects::FIELD_MANAGER, &granted.tree).await?;
+    if granted.tree.iter().any(|p| p == names::PROVIDERS_PATH) {
+        for name in children(admin, names::PROVIDERS_PATH).await? {
+            let path = format!("{}:{name}", names::PROVIDERS_PATH);
+            if ready_if_present(admin, &path, ready_timeout).await? {
+                apply_hub_provider(&client(admin, &path)?, &path, user, objects::FIELD_MANAGER).await?;
+                granted.providers.push(path);
+            }
+        }
+    }
+    if granted.tree.iter().any(|p| p == names::TENANTS_PATH) {
+        for org in children(admin, names::TENANTS_PATH).await? {
+            let org_path = names::org_workspace_path(&org);
+            if !ready_if_present(admin, &org_path, ready_timeout).await? {
+                continue;
+            }
+            let mut paths = vec![org_path.clone()];
+            for ws in children(admin, &org_path).await? {
+                paths.push(names::team_workspace_path(&org, &ws));
+            }
+            for path in paths {
+                if ready_if_present(admin, &path, ready_timeout).await? {
+                    let bindings = Api::<ClusterRoleBinding>::all(client(admin, &path)?);
+                    apply(&bindings, &hub::owner_binding(user), &path).await?;
+                    granted.tenants.push(path);
+                }
+            }
+        }
+    }
+    Ok(granted)
+}
+
+/// Writes the hub's roles for `user` in every structural faros workspace, as `manager`; the
+/// caller (the reconciler after bootstrapping the tree) is `cluster-admin` there.
+pub async fn apply_hub_tree(factory: &ClientFactory, user: &str, manager: &str) -> Result<(), IdentityError> {
+    let all: Vec<String> = hub::tree_roles().iter().map(|(p, _)| p.to_string()).collect();
+    apply_hub_tree_in(factory, user, manager, &all).await
+}
+
+/// [`apply_hub_tree`] in the workspaces `present` only.
+async fn apply_hub_tree_in(
+    factory: &ClientFactory,
+    user: &str,
+    manager: &str,
+    present: &[String],
+) -> Result<(), IdentityError> {
+    for (path, role) in hub::tree_roles() {
+        if !present.iter().any(|p| p == path) {
+            continue;
+        }
+        let kube = client(factory, path)?;
+        apply_as(&Api::<ClusterRole>::all(kube.clone()), &role, path, manager).await?;
+        apply_as(
+            &Api::<ClusterRoleBinding>::all(kube.clone()),
+            &hub::binding(user),
+            path,
+            manager,
+        )
+        .await?;
+        if path == names::SYSTEM_CONTROLLERS_PATH {
+            // The namespace is the reconciler's (bootstrap makes it); a Role needs it to exist.
+            let ns = Api::<Namespace>::all(kube.clone())
+                .get_opt(names::SYSTEM_NAMESPACE)
+                .await
+                .map_err(|source| IdentityError::Kube {
+                    step: format!("reading namespace {} in {path}", names::SYSTEM_NAMESPACE),
+                    source,
+                })?;
+            if ns.is_some() {
+                let roles: Api<Role> = Api::namespaced(kube.clone(), names::SYSTEM_NAMESPACE);
+                apply_as(&roles, &hub::records_role(), path, manager).await?;
+                let bindings: Api<RoleBinding> = Api::namespaced(kube, names::SYSTEM_NAMESPACE);
+                apply_as(&bindings, &hub::records_binding(user), path, manager).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes the hub's role for `user` in provider workspace `path` (`kube` is a client for it), as
+/// `manager`: the reconciler when it provisions the provider, or the grant.
+pub async fn apply_hub_provider(
+    kube: &kube::Client,
+    path: &str,
+    user: &str,
+    manager: &str,
+) -> Result<(), IdentityError> {
+    apply_as(
+        &Api::<ClusterRole>::all(kube.clone()),
+        &hub::provider_role(),
+        path,
+        manager,
+    )
+    .await?;
+    apply_as(
+        &Api::<ClusterRoleBinding>::all(kube.clone()),
+        &hub::binding(user),
+        path,
+        manager,
+    )
+    .await?;
+    Ok(())
 }
 
 fn client(factory: &ClientFactory, cluster: &str) -> Result<kube::Client, IdentityError> {
@@ -147,15 +321,19 @@ async fn apply<K>(api: &Api<K>, obj: &K, cluster: &str) -> Result<K, IdentityErr
 where
     K: kube::Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
+    apply_as(api, obj, cluster, objects::FIELD_MANAGER).await
+}
+
+/// Server-side applies `obj` in `cluster` with field manager `manager`, forced.
+async fn apply_as<K>(api: &Api<K>, obj: &K, cluster: &str, manager: &str) -> Result<K, IdentityError>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
     let name = obj.meta().name.clone().unwrap_or_default();
-    api.patch(
-        &name,
-        &PatchParams::apply(objects::FIELD_MANAGER).force(),
-        &Patch::Apply(obj),
-    )
-    .await
-    .map_err(|source| IdentityError::Kube {
-        step: format!("applying {} {name} in {cluster}", K::kind(&())),
-        source,
-    })
+    api.patch(&name, &PatchParams::apply(manager).force(), &Patch::Apply(obj))
+        .await
+        .map_err(|source| IdentityError::Kube {
+            step: format!("applying {} {name} in {cluster}", K::kind(&())),
+            source,
+        })
 }

@@ -28,29 +28,50 @@ pub const LABEL_COMPONENT: &str = "app.kubernetes.io/component";
 pub const COMPONENT: &str = "hub-reconciler-identity";
 /// Field manager of the grant's writes (made with an admin identity, never by the reconciler).
 pub const FIELD_MANAGER: &str = "faros-identity-grant";
-const TENANCY_GROUP: &str = "tenancy.kcp.io";
+pub(crate) const TENANCY_GROUP: &str = "tenancy.kcp.io";
+pub(crate) const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// The verbs on `workspaces` in `root`: read (to wait for `root:faros` and learn its logical
 /// cluster) and create (`root:faros`, once). No update, no delete: nothing else in `root` is faros'.
 pub const ROOT_WORKSPACE_VERBS: [&str; 4] = ["get", "list", "watch", "create"];
 
-fn labels() -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (names::LABEL_MANAGED_BY.to_string(), names::MANAGED_BY_FAROS.to_string()),
-        (LABEL_COMPONENT.to_string(), COMPONENT.to_string()),
-    ])
-}
-
-fn meta(name: &str) -> ObjectMeta {
+/// Metadata of a grant object: `name`, labelled as faros' and as `component`'s.
+pub(crate) fn meta_of(name: &str, component: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.into()),
-        labels: Some(labels()),
+        labels: Some(BTreeMap::from([
+            (names::LABEL_MANAGED_BY.to_string(), names::MANAGED_BY_FAROS.to_string()),
+            (LABEL_COMPONENT.to_string(), component.to_string()),
+        ])),
         ..Default::default()
     }
 }
 
-fn strings(v: &[&str]) -> Vec<String> {
+fn meta(name: &str) -> ObjectMeta {
+    meta_of(name, COMPONENT)
+}
+
+pub(crate) fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
+}
+
+/// The RBAC subject of kcp user `user`.
+pub(crate) fn user_subject(user: &str) -> Subject {
+    Subject {
+        kind: "User".into(),
+        name: user.into(),
+        api_group: Some(RBAC_GROUP.into()),
+        namespace: None,
+    }
+}
+
+/// A reference to ClusterRole `name`.
+pub(crate) fn cluster_role_ref(name: &str) -> RoleRef {
+    RoleRef {
+        api_group: Some(RBAC_GROUP.into()),
+        kind: "ClusterRole".into(),
+        name: name.into(),
+    }
 }
 
 /// What the reconciler may do in `root`: enter it, read and create workspaces, and use kcp's
@@ -86,17 +107,8 @@ pub fn root_cluster_role() -> ClusterRole {
 fn binding(user: &str, role: &str) -> ClusterRoleBinding {
     ClusterRoleBinding {
         metadata: meta(ROLE),
-        role_ref: RoleRef {
-            api_group: Some("rbac.authorization.k8s.io".into()),
-            kind: "ClusterRole".into(),
-            name: role.into(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "User".into(),
-            name: user.into(),
-            api_group: Some("rbac.authorization.k8s.io".into()),
-            namespace: None,
-        }]),
+        role_ref: cluster_role_ref(role),
+        subjects: Some(vec![user_subject(user)]),
     }
 }
 

@@ -63,6 +63,16 @@ pub fn ensure_reconciler(state_dir: &Path, token_file: &Path) -> anyhow::Result<
     )
 }
 
+/// The hub API's own kcp identity (docs/install.md#kcp-identities), likewise: its token is kept
+/// in `<state-dir>/hub.token`.
+pub fn ensure_hub(state_dir: &Path, token_file: &Path) -> anyhow::Result<String> {
+    ensure_user(
+        &state_dir.join("hub.token"),
+        token_file,
+        faros_hub_reconciler::identity::hub::DEFAULT_USER,
+    )
+}
+
 /// Loads or creates `user`'s token in `token_path` and (re)adds its line to `token_file` when
 /// missing, keeping every other line.
 fn ensure_user(token_path: &Path, token_file: &Path, user: &str) -> anyhow::Result<String> {
