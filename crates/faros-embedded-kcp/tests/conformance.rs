@@ -206,6 +206,11 @@ async fn garbage_collection_by_owner_references() {
     cms.delete("owner", &DeleteParams::background()).await.unwrap();
     wait_for(cms.clone(), "dependent", |o| o.is_none(), WAIT).await.unwrap();
     wait_for(cms.clone(), "orphaned", |o| o.is_none(), WAIT).await.unwrap();
+    // A dependent written after its owner is gone (a dangling reference) is collected too.
+    let mut late = dep.clone();
+    late.metadata.name = Some("late".into());
+    cms.create(&PostParams::default(), &late).await.unwrap();
+    wait_for(cms.clone(), "late", |o| o.is_none(), WAIT).await.unwrap();
 
     cms.delete("owner2", &DeleteParams::orphan()).await.unwrap();
     wait_for(cms.clone(), "owner2", |o| o.is_none(), WAIT).await.unwrap();

@@ -20,14 +20,14 @@ pub struct Collector {
     dependents: HashMap<(String, String), BTreeSet<ObjectKey>>,
 }
 
+/// How often a collection is retried when the dependent changed between its read and its delete.
+const COLLECT_ATTEMPTS: usize = 5;
+
 fn owner_uids(obj: &Value) -> Vec<String> {
-    Some(meta::owner_references(obj))
-        .map(|refs| {
-            refs.iter()
-                .filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    meta::owner_references(obj)
+        .iter()
+        .filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from))
+        .collect()
 }
 
 impl Collector {
@@ -97,6 +97,12 @@ impl Collector {
             }
             _ => {
                 self.index(key, Some(&event.object), event.prev.as_deref());
+                // A dependent written with owners that are already gone (a dangling reference) is
+                // collected as Kubernetes' collector does when it first sees it.
+                let owners = owner_uids(&event.object);
+                if !owners.is_empty() && event.prev.as_deref().map(owner_uids) != Some(owners) {
+                    self.collect_if_orphaned(state, key).await;
+                }
                 if meta::is_deleting(&event.object) {
                     self.process_finalizers(state, key, &event.object).await;
                 }
@@ -105,22 +111,30 @@ impl Collector {
     }
 
     /// Deletes `dep` when none of its owners exist any more.
+    ///
+    /// The delete is conditional on the state read, so a dependent another writer changed in
+    /// between (a controller updating its status as the owner goes) is read and judged again:
+    /// nothing else would bring it back here, since later events of a dependent whose owners did
+    /// not change do not look at its owners.
     async fn collect_if_orphaned(&mut self, state: &ServerState, dep: &ObjectKey) {
-        let Ok(Some(obj)) = state.store.get(dep) else { return };
-        let refs = meta::owner_references(&obj).to_vec();
-        if refs.is_empty() {
-            return;
-        }
-        for r in &refs {
-            if owner_exists(state, dep, r) {
+        for _ in 0..COLLECT_ATTEMPTS {
+            let Ok(Some(obj)) = state.store.get(dep) else { return };
+            let refs = meta::owner_references(&obj);
+            if refs.is_empty() || refs.iter().any(|r| owner_exists(state, dep, r)) {
                 return;
             }
-        }
-        landed(
-            Client::system(state)
+            match Client::system(state)
                 .delete(&dep.group, &dep.resource, &obj, Some("Background"))
-                .await,
-        );
+                .await
+            {
+                Err(e) if e.code == 409 => continue,
+                other => {
+                    landed(other);
+                    return;
+                }
+            }
+        }
+        tracing::warn!(cluster = %dep.cluster, resource = %dep.resource, name = %dep.name, "orphaned dependent kept changing; not collected");
     }
 
     async fn recheck_owner(&mut self, state: &ServerState, cluster: &str, owner_uid: &str) {
