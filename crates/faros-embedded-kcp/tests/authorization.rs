@@ -300,3 +300,55 @@ async fn self_subject_rules_review_lists_the_callers_rules_inside_workspaces_it_
     );
     assert_eq!(body["status"]["incomplete"], false);
 }
+
+#[tokio::test]
+async fn every_authenticated_user_reads_roots_workspaces_and_nothing_more() {
+    let t = TestServer::start().await;
+    create_ready(&t, "root", "listed", json!({})).await;
+    let ws = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces";
+    // kcp's root binds `system:kcp:tenancy:reader` to system:authenticated.
+    let (code, body) = status_of(&t, BOB_TOKEN, &format!("{ws}/listed")).await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = status_of(&t, BOB_TOKEN, ws).await;
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["metadata"]["name"] == "listed"),
+        "{body}"
+    );
+    for path in [
+        "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspacetypes",
+        "/clusters/root/apis/core.kcp.io/v1alpha1/logicalclusters/cluster",
+    ] {
+        let (code, body) = status_of(&t, BOB_TOKEN, path).await;
+        assert_eq!(code, 200, "{path}: {body}");
+    }
+    // Reading only: no writes in root, and no way into the workspaces it lists.
+    let create = t
+        .http()
+        .post(t.url(ws))
+        .bearer_auth(BOB_TOKEN)
+        .json(
+            &json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "bobs"},
+            "spec": {"type": {"name": "universal", "path": "root"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(create.status().as_u16(), 403);
+    let delete = t
+        .http()
+        .delete(t.url(&format!("{ws}/listed")))
+        .bearer_auth(BOB_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(delete.status().as_u16(), 403);
+    let (code, body) = status_of(&t, BOB_TOKEN, "/clusters/root:listed/api/v1/namespaces").await;
+    assert_eq!(code, 403, "{body}");
+    let (code, body) = status_of(&t, BOB_TOKEN, "/clusters/root/api/v1/namespaces").await;
+    assert_eq!(code, 403, "{body}");
+}

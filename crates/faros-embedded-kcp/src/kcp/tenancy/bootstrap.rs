@@ -1,6 +1,7 @@
 //! What root holds from the start: kcp's built-in WorkspaceTypes (`root:root`, `root:universal`),
-//! the grant to `use` the generic one, root's own type annotation, and root's `tenancy.kcp.io` and
-//! `topology.kcp.io` exports with their schemas and bind grants. Written through the in-process
+//! the grant to `use` the generic one, every authenticated user's read grant on root's workspaces,
+//! root's own type annotation, and root's `tenancy.kcp.io` and `topology.kcp.io` exports with their
+//! schemas and bind grants. Written through the in-process
 //! client; the readers of these types are in `workspace_types`.
 
 use serde_json::{Value, json};
@@ -16,7 +17,14 @@ use crate::store::ObjectKey;
 /// kcp's ClusterRole letting every authenticated user `use` the generic types in root.
 const USE_ROLE: &str = "system:kcp:universal-workspacetype-use";
 
-/// Creates the built-in types, the `use` grant for them, and root's type annotation (idempotent).
+/// kcp's binding in root (its `config/root`) of the bootstrap ClusterRole `system:kcp:tenancy:reader`
+/// (get, list and watch workspaces, workspacetypes and logicalclusters) to every authenticated
+/// user: anyone may enter root (`system:kcp:workspace:access`) and see which workspaces it holds.
+const READER_BINDING: &str = "system:kcp:authenticated:tenancy:reader";
+const READER_ROLE: &str = "system:kcp:tenancy:reader";
+
+/// Creates the built-in types, the `use` grant for them, the read grant on root's workspaces, and
+/// root's type annotation (idempotent).
 pub async fn ensure_builtins(state: &ServerState) {
     ensure_root_apis(state).await;
     for (name, spec) in workspace_types::builtin_specs() {
@@ -50,8 +58,17 @@ pub async fn ensure_builtins(state: &ServerState) {
     let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": USE_ROLE},
         "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": USE_ROLE},
         "subjects": [{"apiGroup": rbac, "kind": "Group", "name": crate::auth::GROUP_AUTHENTICATED}]});
-    for (resource, obj) in [("clusterroles", role), ("clusterrolebindings", binding)] {
-        let key = ObjectKey::new(rbac, resource, "root", "", USE_ROLE);
+    // The reader role is one of kcp's bootstrap ClusterRoles (`auth::bootstrap_roles`): bound, not
+    // created, as kcp does.
+    let reader = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": READER_BINDING},
+        "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": READER_ROLE},
+        "subjects": [{"apiGroup": rbac, "kind": "Group", "name": crate::auth::GROUP_AUTHENTICATED}]});
+    for (resource, obj) in [
+        ("clusterroles", role),
+        ("clusterrolebindings", binding),
+        ("clusterrolebindings", reader),
+    ] {
+        let key = ObjectKey::new(rbac, resource, "root", "", meta::name(&obj).unwrap_or_default());
         if matches!(state.store.get(&key), Ok(Some(_))) {
             continue;
         }
@@ -59,7 +76,7 @@ pub async fn ensure_builtins(state: &ServerState) {
             .create("root", rbac, resource, obj)
             .await
         {
-            tracing::debug!(error = %e, resource, "workspace type use grant not created");
+            tracing::debug!(error = %e, resource, "root grant not created");
         }
     }
     if let Some(mut lc) = crate::kcp::clusters::logical_cluster(state, "root") {
