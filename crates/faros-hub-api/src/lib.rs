@@ -79,7 +79,8 @@ impl std::fmt::Debug for Tls {
 /// Everything the hub API needs; [`Config::new`] fills defaults that work in `faros dev`.
 #[derive(Clone)]
 pub struct Config {
-    /// Admin access to kcp (any `/clusters/<x>` suffix is ignored). The pass-through uses only its
+    /// The hub's kcp identity: its own kcp user with the permissions docs/install.md#kcp-identities
+    /// lists, or kcp's admin (any `/clusters/<x>` suffix is ignored). The pass-through uses only its
     /// server URL and CA, never its credentials.
     pub kube: kube::Config,
     pub listen: SocketAddr,

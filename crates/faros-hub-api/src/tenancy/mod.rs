@@ -78,7 +78,7 @@ impl Tenancy {
         self.access.factory()
     }
 
-    /// An admin kube client for the logical cluster (path or name) `cluster`.
+    /// A kube client with the hub's own kcp identity for the logical cluster (path or name) `cluster`.
     pub fn client(&self, cluster: &str) -> Result<kube::Client, faros_core::status::Status> {
         self.access.client(cluster)
     }

@@ -1,6 +1,7 @@
 //! Creating, listing and deleting organization and team workspaces, and keeping their membership
-//! RBAC in place. All writes use the hub's own (admin) kcp credentials after the caller's right to
-//! ask was checked by the handler.
+//! RBAC in place. All writes use the hub's own kcp identity (`cluster-admin` of the organizations and
+//! team workspaces it creates: docs/install.md#kcp-identities) after the caller's right to ask was
+//! checked by the handler.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! The HTTP handlers and the kcp writes of Enable, Disable and the enabled list.
 //!
-//! All kcp calls run as the hub's admin identity in the tenant workspace, after [`Access`] decided
+//! All kcp calls run as the hub's own kcp identity in the tenant workspace, after [`Access`] decided
 //! the caller may: the caller's own kcp rights are not consulted twice, and a member cannot reach
 //! these writes because the admin check is a SubjectAccessReview for exactly what Enable does.
 //!
