@@ -2,7 +2,7 @@
 //! through the same write pipeline (`write`) as HTTP requests — metadata rules, schema defaulting and
 //! validation, namespace checks, managedFields, kcp admission, the cluster annotation — as the
 //! system actor, which is in `system:masters` and so passes RBAC and kcp's permission checks, and
-//! nothing else.
+//! nothing else — or, for a step kcp takes on a user's behalf, as that user ([`Client::acting_as`]).
 //!
 //! What it must not do: write to the store directly, or skip a pipeline step for convenience. A
 //! write the API would refuse is refused here with the same Status.
@@ -42,6 +42,13 @@ impl<'a> Client<'a> {
                 ..Default::default()
             },
         }
+    }
+
+    /// A client acting as `user`, for what kcp does on a user's behalf: its `system:apibindings`
+    /// initializer binds a workspace's default APIs as the workspace's recorded creator, so kcp
+    /// admission's checks (`bind` on the export) are that user's, not the system's.
+    pub fn acting_as(state: &'a ServerState, user: UserInfo) -> Self {
+        Self { state, actor: user }
     }
 
     fn writer<'w>(&'w self, cluster: &'w str) -> Writer<'w> {

@@ -876,3 +876,99 @@ async fn inactive_logical_clusters_refuse_requests_but_can_be_reactivated() {
     mark(serde_json::Value::Null).await;
     cms.list(&Default::default()).await.unwrap();
 }
+
+/// kcp's `system:apibindings` initializer binds a workspace's default APIs as its creator: one who
+/// may `use` a type but not `bind` an export it names gets no binding, and the workspace stays
+/// Initializing with `APIBindingsInitialized=False` on its LogicalCluster saying why.
+#[tokio::test]
+async fn default_bindings_are_made_as_the_creator() {
+    let t = start().await;
+    let types: Api<WorkspaceType> = Api::all(t.admin().await);
+    types
+        .create(
+            &PostParams::default(),
+            &wstype(
+                "guarded",
+                json!({"extend": {"with": [{"name": "universal", "path": "root"}]},
+                       "defaultAPIBindings": [{"path": "root", "export": "widgets.example.io"}]}),
+            ),
+        )
+        .await
+        .unwrap();
+    common::kcp::grant(
+        t.admin().await,
+        "guarded-creator",
+        "alice",
+        json!([{"apiGroups": ["tenancy.kcp.io"], "resources": ["workspaces"], "verbs": ["create", "get"]},
+               {"apiGroups": ["tenancy.kcp.io"], "resources": ["workspacetypes"], "resourceNames": ["guarded"], "verbs": ["use"]}]),
+    )
+    .await;
+    let alice_ws: Api<Workspace> = Api::all(t.alice().await);
+    alice_ws
+        .create(
+            &PostParams::default(),
+            &ws("gw", json!({"type": {"name": "guarded", "path": "root"}})),
+        )
+        .await
+        .unwrap();
+    let scheduled = wait_for(
+        alice_ws.clone(),
+        "gw",
+        |w| w.and_then(|w| w.spec.cluster.as_ref()).is_some(),
+        WAIT,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let cluster = scheduled.spec.cluster.clone().unwrap();
+    let inner = t.client_as(&cluster, "admin", t.server.admin_token()).await;
+    let lcs: Api<kube::api::DynamicObject> = Api::all_with(
+        inner.clone(),
+        &common::kcp::ar("core.kcp.io", "v1alpha1", "LogicalCluster", "logicalclusters"),
+    );
+    let refused = |lc: &kube::api::DynamicObject| {
+        lc.data["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "APIBindingsInitialized")
+            .cloned()
+    };
+    let lc = wait_for(lcs, "cluster", |lc| lc.and_then(refused).is_some(), WAIT)
+        .await
+        .unwrap()
+        .unwrap();
+    let cond = refused(&lc).unwrap();
+    assert_eq!(
+        (&cond["status"], &cond["reason"], &cond["severity"]),
+        (&json!("False"), &json!("APIBindingErrors"), &json!("Error"))
+    );
+    let widgets = names::default_binding_name(&cluster, "root", "widgets.example.io");
+    assert_eq!(
+        cond["message"],
+        format!(
+            "encountered errors: apibindings.apis.kcp.io \"{widgets}\" is forbidden: unable to create APIBinding: no permission to bind to export root:widgets.example.io"
+        )
+    );
+    // The exports alice may bind (every authenticated user may bind root's tenancy and topology)
+    // are bound; the one she may not is not, and the workspace does not become Ready.
+    let bindings: Api<faros_core::kcp::apis::v1alpha2::APIBinding> = Api::all(inner);
+    let mut listed: Vec<String> = bindings
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|b| b.metadata.name)
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        [
+            names::default_binding_name(&cluster, "root", "tenancy.kcp.io"),
+            names::default_binding_name(&cluster, "root", "topology.kcp.io"),
+        ]
+    );
+    let gw = alice_ws.get("gw").await.unwrap();
+    assert_eq!(phase(&gw).as_deref(), Some("Initializing"));
+}

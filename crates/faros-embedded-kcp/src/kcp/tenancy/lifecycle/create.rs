@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::super::types::{self, TypeInfo};
 use super::super::{names, workspace_types};
 use super::plan;
+use crate::auth::UserInfo;
 use crate::clusters::PATH_ANNOTATION;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
@@ -58,9 +59,30 @@ pub(super) async fn ensure_workspace_admin(state: &ServerState, cluster: &str, o
     }
 }
 
-/// Creates the chain's default APIBindings that are missing; true once every one of them reports
-/// `InitialBindingCompleted=True` (the binding controller binds them).
-pub(super) async fn default_bindings_complete(state: &ServerState, cluster: &str, aliases: &[TypeInfo]) -> bool {
+/// What the `system:apibindings` initializer achieved in one pass.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct DefaultBindings {
+    /// Every default APIBinding reports `InitialBindingCompleted=True`.
+    pub complete: bool,
+    /// The creates that were refused (kcp's `APIBindingsInitialized=False` lists them).
+    pub errors: Vec<String>,
+}
+
+/// Creates the chain's default APIBindings that are missing, as `creator` when the workspace
+/// recorded one (kcp binds as the creator, so a creator without `bind` on an export gets no
+/// binding and the workspace stays Initializing), else as the system; complete once every one of
+/// them reports `InitialBindingCompleted=True` (the binding controller binds them).
+pub(super) async fn default_bindings(
+    state: &ServerState,
+    cluster: &str,
+    aliases: &[TypeInfo],
+    creator: Option<UserInfo>,
+) -> DefaultBindings {
+    let client = match creator {
+        Some(user) => crate::client::Client::acting_as(state, user),
+        None => crate::client::Client::system(state),
+    };
+    let mut errors = Vec::new();
     let mut complete = true;
     for reference in types::default_bindings(aliases) {
         let export_path = reference.path.clone().unwrap_or_default();
@@ -75,18 +97,17 @@ pub(super) async fn default_bindings_complete(state: &ServerState, cluster: &str
                     "metadata": {"name": name, "annotations": {PATH_ANNOTATION: workspace_types::path_of_cluster(state, cluster).unwrap_or_default()}},
                     "spec": {"reference": {"export": {"path": export_path, "name": reference.export}},
                              "permissionClaims": claims}});
-                if let Err(e) = crate::client::Client::system(state)
-                    .create(cluster, "apis.kcp.io", "apibindings", binding)
-                    .await
+                if let Err(e) = client.create(cluster, "apis.kcp.io", "apibindings", binding).await
                     && e.code != 409
                 {
                     tracing::warn!(error = %e, cluster, "cannot create default APIBinding");
+                    errors.push(e.message);
                 }
             }
             Err(_) => complete = false,
         }
     }
-    complete
+    DefaultBindings { complete, errors }
 }
 
 /// kcp pre-accepts every claim of a default export, with its default selector or all objects.

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::super::deletion;
 use super::super::status::{Cond, initializers, set_condition, set_phase};
-use super::create::default_bindings_complete;
+use super::create::default_bindings;
 use super::plan::{self, InitializeStep, Initializer};
 use super::{Next, WsKey, lc_key, mirror_initializers, update, workspace_type};
 use crate::state::ServerState;
@@ -75,7 +75,13 @@ async fn run_initializers(state: &ServerState, ws: &Value, cluster: &str, lc: &V
                 }
                 done
             }
-            Initializer::DefaultBindings => default_bindings_complete(state, cluster, &aliases).await,
+            Initializer::DefaultBindings => {
+                let outcome = default_bindings(state, cluster, &aliases, plan::binding_creator(lc)).await;
+                if !outcome.errors.is_empty() {
+                    return report_binding_errors(state, cluster, lc, &outcome.errors).await;
+                }
+                outcome.complete
+            }
             Initializer::Foreign => false,
         };
         if done {
@@ -86,4 +92,23 @@ async fn run_initializers(state: &ServerState, ws: &Value, cluster: &str, lc: &V
         }
     }
     Next::Idle
+}
+
+/// kcp's `APIBindingsInitialized=False` on the LogicalCluster when default APIBindings could not be
+/// created (the creator may not bind an export): the workspace stays Initializing, and says why.
+async fn report_binding_errors(state: &ServerState, cluster: &str, lc: &Value, errors: &[String]) -> Next {
+    let message = match errors {
+        [one] => format!("encountered errors: {one}"),
+        many => format!("encountered errors: [{}]", many.join(", ")),
+    };
+    let mut updated = lc.clone();
+    let cond = Cond {
+        type_: "APIBindingsInitialized",
+        status: false,
+        reason: "APIBindingErrors",
+        message: &message,
+        severity: "Error",
+    };
+    set_condition(&mut updated, &cond, &crate::objects::now_rfc3339());
+    update(state, &lc_key(cluster), lc, updated, Next::Idle).await
 }

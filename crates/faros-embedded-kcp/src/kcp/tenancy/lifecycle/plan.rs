@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use crate::auth::UserInfo;
 use crate::kcp::tenancy::types::APIBINDINGS_INITIALIZER;
 use crate::objects::meta;
 
@@ -144,6 +145,15 @@ pub fn initializer(name: &str) -> Initializer {
     }
 }
 
+/// Whom kcp's `system:apibindings` initializer binds a workspace's default APIs as: the creator its
+/// LogicalCluster records (`spec.createdBy`). kcp records none for `system:masters` creators and
+/// then cannot bind at all; the embedded kcp binds those as the system (see docs/embedded-kcp.md).
+pub fn binding_creator(lc: &Value) -> Option<UserInfo> {
+    lc.pointer("/spec/createdBy")
+        .and_then(|c| serde_json::from_value::<UserInfo>(c.clone()).ok())
+        .filter(|u| !u.username.is_empty())
+}
+
 /// A default APIBinding is done once it reports `InitialBindingCompleted=True`.
 pub fn binding_completed(binding: &Value) -> bool {
     binding
@@ -247,6 +257,32 @@ mod tests {
         assert_eq!(initializer("root:universal"), Initializer::Universal);
         assert_eq!(initializer(APIBINDINGS_INITIALIZER), Initializer::DefaultBindings);
         assert_eq!(initializer("root:org"), Initializer::Foreign);
+    }
+
+    #[test]
+    fn binding_creator_table() {
+        let rows = [
+            (json!({"spec": {}}), None),
+            (json!({"spec": {"createdBy": {}}}), None),
+            (json!({"spec": {"createdBy": "alice"}}), None),
+            (
+                json!({"spec": {"createdBy": {"username": "alice", "uid": "a1", "groups": ["devs", "system:authenticated"],
+                    "extra": {"scope": ["x"]}}}}),
+                Some(("alice", "a1", vec!["devs", "system:authenticated"], 1)),
+            ),
+        ];
+        for (lc, want) in rows {
+            let got = binding_creator(&lc);
+            let got = got.as_ref().map(|u| {
+                (
+                    u.username.as_str(),
+                    u.uid.as_str(),
+                    u.groups.iter().map(String::as_str).collect(),
+                    u.extra.len(),
+                )
+            });
+            assert_eq!(got, want, "{lc}");
+        }
     }
 
     #[test]
