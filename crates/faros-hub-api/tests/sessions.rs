@@ -948,3 +948,59 @@ async fn mcp_sessions_continue_on_any_replica_and_stay_with_their_caller() {
     b.stop().await;
     kcp.shutdown().await;
 }
+
+/// A membership granted through one replica is honoured at once by another that refused the user
+/// a moment before: a cached refusal is asked again (a cached grant may still outlive a revocation
+/// by the decision TTL, as on one hub).
+#[tokio::test]
+async fn a_membership_granted_on_one_replica_is_honoured_at_once_by_another() {
+    let kcp = SharedKcp::start().await;
+    let a = Replica::start(&kcp, None, None).await;
+    let b = Replica::start(&kcp, None, None).await;
+    team_workspace(&kcp, "acme", "dev").await;
+    let members = "/api/orgs/acme/workspaces/dev/members/bob";
+    let workspace = "/api/orgs/acme/workspaces/dev";
+    let call = |method: reqwest::Method, url: String, token: &'static str, body: Option<Value>| async move {
+        let mut req = http().request(method, url).bearer_auth(token);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.text().await.unwrap())
+    };
+    // Alice (admin) can act once kcp's RBAC has her binding.
+    eventually("alice is admin of acme/dev on A", WAIT, || async {
+        let (status, _) = call(reqwest::Method::GET, a.url(workspace), ALICE_KCP, None).await;
+        (status == 200).then_some(())
+    })
+    .await;
+    let (status, body) = call(reqwest::Method::DELETE, a.url(members), ALICE_KCP, None).await;
+    assert!(matches!(status, 200 | 204), "revoking bob on A: {status} {body}");
+    // B has never seen bob: it asks kcp, which no longer lets him in, and remembers that.
+    eventually("B to refuse bob", WAIT, || async {
+        let (status, _) = call(reqwest::Method::GET, b.url(workspace), BOB_KCP, None).await;
+        (status == 404).then_some(())
+    })
+    .await;
+    let (status, body) = call(
+        reqwest::Method::PUT,
+        a.url(members),
+        ALICE_KCP,
+        Some(json!({"role": "member"})),
+    )
+    .await;
+    assert_eq!(status, 200, "granting bob on A: {body}");
+    // A answers once the grant is in kcp; B at once after that, without waiting out its cache.
+    eventually("A to let bob in", WAIT, || async {
+        let (status, _) = call(reqwest::Method::GET, a.url(workspace), BOB_KCP, None).await;
+        (status == 200).then_some(())
+    })
+    .await;
+    let (status, body) = call(reqwest::Method::GET, b.url(workspace), BOB_KCP, None).await;
+    assert_eq!(status, 200, "B still refused bob after A let him in: {body}");
+
+    a.stop().await;
+    b.stop().await;
+    kcp.shutdown().await;
+}

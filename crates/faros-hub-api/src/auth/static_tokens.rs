@@ -9,6 +9,10 @@
 //! path, at most once per [`StaticTokens::check_every`] and by one request at a time (others go on
 //! with the current tokens): authentication is async here, so the `stat` never blocks a worker, and
 //! no background task has to be tied to the hub's lifetime (a router built for a test reloads too).
+//! A token not in the table is checked against the file at once, whatever the interval: behind a
+//! balancer a user's first request may reach a replica that has just reloaded and the next one a
+//! replica that checked a moment before the token was added, which would refuse it for up to the
+//! interval. Such a miss costs one `stat` (the file is read only when it changed).
 //! A bad edit is logged (file and line) and the previous tokens stay in force.
 
 use std::collections::HashMap;
@@ -131,15 +135,22 @@ impl StaticTokens {
         self.table.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Re-reads the file if it is due for a check and changed since the last one.
-    async fn refresh(&self) {
-        // One request checks; concurrent ones carry on with the tokens they have.
-        let Ok(mut check) = self.check.try_lock() else {
-            return;
+    /// Re-reads the file if it changed since the last check and a check is due (`now`: whatever
+    /// the interval).
+    async fn refresh(&self, now: bool) {
+        let mut check = if now {
+            // A concurrent check may be reading the change this request needs: wait for it.
+            self.check.lock().await
+        } else {
+            // One request checks; concurrent ones carry on with the tokens they have.
+            let Ok(check) = self.check.try_lock() else {
+                return;
+            };
+            if check.at.elapsed() < self.check_every {
+                return;
+            }
+            check
         };
-        if check.at.elapsed() < self.check_every {
-            return;
-        }
         check.at = Instant::now();
         let path = self.path.clone();
         let stamp = tokio::task::spawn_blocking(move || file_stamp(&path))
@@ -170,8 +181,14 @@ impl StaticTokens {
 
     /// The caller `token` authenticates as, if it is in the file.
     pub async fn lookup(&self, token: &str) -> Option<Caller> {
-        self.refresh().await;
-        self.current().get(&digest(token)).cloned()
+        self.refresh(false).await;
+        let digest = digest(token);
+        if let Some(caller) = self.current().get(&digest) {
+            return Some(caller.clone());
+        }
+        // Perhaps added since the last check (see the module doc): look at the file now.
+        self.refresh(true).await;
+        self.current().get(&digest).cloned()
     }
 }
 
@@ -241,6 +258,26 @@ mod tests {
         assert_eq!(tokens.authenticate(&headers(None)).await.unwrap_err().code, 401);
         assert_eq!(tokens.verdict(&bearer("nobody-token")).await, Verdict::NotMine);
         assert!(!format!("{tokens:?}").contains("alice-token"));
+    }
+
+    /// Behind a balancer the replica a user's next request reaches may have checked the file just
+    /// before the user was added: a token missing from the table is looked for in the file at once.
+    #[tokio::test]
+    async fn a_token_added_to_the_file_is_accepted_at_its_first_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.csv");
+        std::fs::write(&path, "alice-token,alice,1\n").unwrap();
+        let tokens = StaticTokens::load(&path)
+            .unwrap()
+            .check_every(Duration::from_secs(3600));
+        assert_eq!(tokens.lookup("carol-token").await, None);
+        std::fs::write(&path, "alice-token,alice,1\ncarol-token,carol,3\n").unwrap();
+        assert_eq!(tokens.lookup("carol-token").await.map(|c| c.user), Some("carol".into()));
+        assert_eq!(tokens.reload_counts().applied, 1);
+        // A miss against an unchanged file reads nothing.
+        assert_eq!(tokens.lookup("nobody-token").await, None);
+        assert_eq!(tokens.lookup("alice-token").await.map(|c| c.user), Some("alice".into()));
+        assert_eq!(tokens.reload_counts().applied, 1);
     }
 
     #[test]

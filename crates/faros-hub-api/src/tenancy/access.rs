@@ -9,7 +9,9 @@
 //! kcp's cluster-name extra keeps a `default/deployer` of one workspace from being taken for the
 //! `default/deployer` another workspace granted admin. Answers are cached briefly per identity and
 //! cluster so a busy portal or MCP client does not cost two kcp round trips per request; the TTL
-//! bounds how long a revoked member keeps access through the hub.
+//! bounds how long a revoked member keeps access through the hub. A refusal is never decided on a
+//! cached answer: a grant made through another hub replica (or with kubectl) invalidates nothing
+//! here, so a cached "not a member" (or "member" where admin is needed) is asked again.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -178,16 +180,29 @@ impl Access {
 
     /// The caller's role in the logical cluster `cluster`, `None` when not a member.
     pub async fn role(&self, caller: &Caller, cluster: &str) -> Result<Option<Role>, Status> {
+        match self.cached_role(caller, cluster) {
+            Some(role) => Ok(role),
+            None => self.review_role(caller, cluster).await,
+        }
+    }
+
+    /// A cached answer of [`Access::role`] younger than the TTL, if any.
+    fn cached_role(&self, caller: &Caller, cluster: &str) -> Option<Option<Role>> {
         let key = DecisionKey {
             user: review_user(caller),
             cluster: cluster.to_string(),
         };
-        if let Ok(d) = self.decisions.lock()
-            && let Some((at, role)) = d.get(&key)
-            && at.elapsed() < self.settings.decision_ttl
-        {
-            return Ok(*role);
-        }
+        let d = self.decisions.lock().ok()?;
+        let (at, role) = d.get(&key)?;
+        (at.elapsed() < self.settings.decision_ttl).then_some(*role)
+    }
+
+    /// The caller's role as kcp answers it now; the answer is cached.
+    async fn review_role(&self, caller: &Caller, cluster: &str) -> Result<Option<Role>, Status> {
+        let key = DecisionKey {
+            user: review_user(caller),
+            cluster: cluster.to_string(),
+        };
         let (member, admin) = tokio::try_join!(
             self.review(caller, cluster, member_attributes()),
             self.review(caller, cluster, admin_attributes()),
@@ -214,7 +229,12 @@ impl Access {
         min: Role,
     ) -> Result<(WorkspaceRef, Role), Status> {
         let target = self.resolve(org, ws).await?;
-        let role = self.role(caller, &target.cluster).await?;
+        let role = match self.cached_role(caller, &target.cluster) {
+            Some(Some(r)) if r >= min => Some(r),
+            // Not cached, or cached short of `min`: perhaps granted since (through another replica),
+            // so a refusal is decided on kcp's answer now.
+            _ => self.review_role(caller, &target.cluster).await?,
+        };
         match role {
             Some(r) if r >= min => Ok((target, r)),
             Some(_) => Err(Status::forbidden(format!(
