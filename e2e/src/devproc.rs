@@ -37,7 +37,13 @@ pub fn target(dev: &DevProcess, destructive: bool) -> External {
 
 /// `target/<profile>/faros`: the test executable lives in `target/<profile>/deps/`.
 fn faros_binary() -> anyhow::Result<PathBuf> {
-    if let Some(bin) = std::env::var_os(ENV_FAROS_BIN) {
+    workspace_binary("faros", ENV_FAROS_BIN, "faros")
+}
+
+/// `target/<profile>/<name>` (or `$env`): a binary of package `package` that `cargo build -p
+/// <package>` (or `cargo test --workspace`) built next to the test executable's `deps/`.
+pub fn workspace_binary(name: &str, env: &str, package: &str) -> anyhow::Result<PathBuf> {
+    if let Some(bin) = std::env::var_os(env) {
         return Ok(PathBuf::from(bin));
     }
     let exe = std::env::current_exe().context("locating the test executable")?;
@@ -45,10 +51,10 @@ fn faros_binary() -> anyhow::Result<PathBuf> {
         .parent()
         .and_then(Path::parent)
         .context("the test executable is not in target/<profile>/deps")?;
-    let bin = profile_dir.join(format!("faros{}", std::env::consts::EXE_SUFFIX));
+    let bin = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     if !bin.is_file() {
         bail!(
-            "{} is not built: run `cargo build -p faros` (or `cargo test --workspace`) first, or set {ENV_FAROS_BIN}",
+            "{} is not built: run `cargo build -p {package}` (or `cargo test --workspace`) first, or set {env}",
             bin.display()
         );
     }

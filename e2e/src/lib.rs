@@ -11,6 +11,7 @@
 //! never on fixed sleeps.
 
 pub mod devproc;
+pub mod replicas;
 pub mod target;
 mod users;
 

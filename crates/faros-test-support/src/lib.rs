@@ -7,9 +7,11 @@
 //! | [`users`] | test users with random tokens, and static token files (`token,user,uid[,"groups"]`) |
 //! | [`https`] | HTTP clients trusting a test platform's CA |
 //! | [`ports`] | a free TCP port on 127.0.0.1 |
+//! | [`child`] | a server as a child process: log file, SIGTERM and exit awaited, killed when dropped |
+//! | [`balancer`] | nginx as a round-robin HTTPS load balancer in front of a server's replicas |
 //! | [`devproc`] | `faros dev` as a child process: started, waited on until it announces itself, killed |
 //! | [`oidc`] | a real OpenID Connect provider (`e2e/oidc`) as a child process, and a headless login through its form |
-//! | [`tools`] | external tools the tests run (helm), found once, with how to install them |
+//! | [`tools`] | external tools the tests run (helm, nginx), found once, with how to install them |
 //!
 //! What it must not do: be a normal dependency of anything (`cargo xtask lint` refuses that: it is
 //! for tests only), depend on a workspace crate other than `faros-core` (so every crate's tests may
@@ -18,6 +20,8 @@
 //! in-process platform (`faros::dev::Stack`) is the e2e harness's (`faros-e2e`), which composes
 //! the components; this crate knows none of them.
 
+pub mod balancer;
+pub mod child;
 pub mod devproc;
 pub mod eventually;
 pub mod https;

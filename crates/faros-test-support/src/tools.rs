@@ -28,3 +28,25 @@ pub fn helm() -> Result<String, Missing> {
         })
     }
 }
+
+/// nginx (Debian's `nginx` or `nginx-light`): `$FAROS_NGINX`, else `/usr/sbin/nginx`, else `nginx` on
+/// the PATH, checked with `nginx -v`.
+pub fn nginx() -> Result<String, Missing> {
+    let path = std::env::var("FAROS_NGINX").unwrap_or_else(|_| {
+        if std::path::Path::new("/usr/sbin/nginx").is_file() {
+            "/usr/sbin/nginx".into()
+        } else {
+            "nginx".into()
+        }
+    });
+    let ok = Command::new(&path).arg("-v").output().is_ok_and(|o| o.status.success());
+    if ok {
+        Ok(path)
+    } else {
+        Err(Missing {
+            tool: "nginx",
+            path,
+            install: "install Debian's nginx (`apt-get install nginx-light`; .ci/run does) or set FAROS_NGINX",
+        })
+    }
+}
