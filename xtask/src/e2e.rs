@@ -142,10 +142,11 @@ impl E2e {
                 let servers = if sharded { 1 + usize::from(self.shards) } else { 0 };
                 let (tokens, ports) = if self.dry_run {
                     let placeholder = (0..6 + 3 * servers).map(|i| 6443 + i as u16).collect::<Vec<_>>();
-                    (tokens::Tokens::placeholder(), placeholder)
+                    (tokens::Tokens::placeholder(tokens::Holders::Kcp), placeholder)
                 } else {
+                    // A fresh kcp every run: fresh tokens too.
                     (
-                        tokens::Tokens::load_or_generate(&work.join("tokens.csv"))?,
+                        tokens::Tokens::generate(tokens::Holders::Kcp)?,
                         free_ports(6 + 3 * servers)?,
                     )
                 };
@@ -217,7 +218,7 @@ impl E2e {
                     .map(|d| d.as_secs().to_string())
                     .unwrap_or_default();
                 let tokens = if self.dry_run {
-                    tokens::Tokens::placeholder()
+                    tokens::Tokens::placeholder(tokens::Holders::Kind)
                 } else {
                     tokens::Tokens::load_or_generate(&work.join("tokens.csv"))?
                 };

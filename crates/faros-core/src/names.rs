@@ -330,6 +330,11 @@ pub fn validate_dns_label(name: &str) -> Result<(), NameError> {
 pub const RECONCILER_FIELD_MANAGER: &str = "faros-hub-reconciler";
 /// Leader-election Lease of the hub reconciler, in [`SYSTEM_NAMESPACE`] of [`SYSTEM_CONTROLLERS_PATH`].
 pub const RECONCILER_LEASE: &str = "faros-hub-reconciler";
+/// The kcp user the hub reconciler authenticates as, unless told otherwise (`faros grant`,
+/// `faros dev`, the e2e harnesses).
+pub const RECONCILER_KCP_USER: &str = "faros-hub-reconciler";
+/// The kcp user the hub API authenticates as, unless told otherwise.
+pub const HUB_KCP_USER: &str = "faros-hub-api";
 
 // ---------------------------------------------------------------------------------------------
 // Tenancy: membership RBAC inside organization and team workspaces

@@ -10,9 +10,11 @@
 //! - one static token file, read by kcp (once, at start: real kcp does not reload it) and the hub:
 //!   kcp's admin (group `system:kcp:admin`), the readiness gates' user and the scenarios' pool
 //!   ([`super::tokens`], `--users-file` mode of the external target);
-//! - the hub and the reconciler get an admin kubeconfig of `root`; the quickstart provider gets the
-//!   kubeconfig from its Provider's Secret in `root:faros:system:providers`, the one the reconciler
-//!   minted, exactly what the chart mounts.
+//! - the hub and the reconciler run as their own kcp users (docs/install.md, "kcp identities"):
+//!   `faros grant` gives them their permissions as kcp's admin once, then each gets a kubeconfig of
+//!   `root` with its own token; the quickstart provider gets the kubeconfig from its Provider's
+//!   Secret in `root:faros:system:providers`, the one the reconciler minted, exactly what the chart
+//!   mounts.
 //!
 //! Every process logs to `<work>/logs/<name>.log`; when a step fails those go to `target/e2e-logs/`.
 //!
@@ -25,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use super::plan::{Action, Cmd, Gate, Plan, Step};
 use super::scenarios;
-use super::tokens::{ADMIN_USER, GATE_USER, Tokens};
+use super::tokens::{ADMIN_USER, GATE_USER, HUB_USER, RECONCILER_USER, Tokens};
 
 pub(crate) use sharded::{Server, Sharded};
 
@@ -152,19 +154,22 @@ impl Input<'_> {
         self.cert(name, &format!("/CN={name}"), "ca", "serving.ext")
     }
 
-    /// kcp's admin kubeconfigs (the admin's token): `root`, and the Providers' workspace for
-    /// applying the Provider and reading its Secret.
-    fn admin_kubeconfigs(&self) -> Vec<Action> {
+    /// The kubeconfigs of kcp: the admin's (`root`, and the Providers' workspace for applying the
+    /// Provider and reading its Secret) and the hub's and the reconciler's own (`root`).
+    fn kcp_kubeconfigs(&self) -> Vec<Action> {
+        use faros_core::names::{ROOT_PATH, SYSTEM_PROVIDERS_PATH};
         [
-            ("admin.kubeconfig", faros_core::names::ROOT_PATH),
-            ("providers.kubeconfig", faros_core::names::SYSTEM_PROVIDERS_PATH),
+            ("admin.kubeconfig", ROOT_PATH, ADMIN_USER),
+            ("providers.kubeconfig", SYSTEM_PROVIDERS_PATH, ADMIN_USER),
+            ("hub.kubeconfig", ROOT_PATH, HUB_USER),
+            ("reconciler.kubeconfig", ROOT_PATH, RECONCILER_USER),
         ]
         .into_iter()
-        .map(|(file, path)| Action::Kubeconfig {
+        .map(|(file, path, user)| Action::Kubeconfig {
             ca: self.file("ca.crt"),
             server: format!("{}/clusters/{path}", self.kcp_url()),
             tls_server_name: None,
-            user: ADMIN_USER.into(),
+            user: user.into(),
             tokens: self.file("tokens.csv"),
             secret: None,
             to: self.file(file),
@@ -196,6 +201,8 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
             "faros-hub-reconciler",
             "-p",
             "faros-provider-quickstart",
+            "-p",
+            "faros",
             "--bins",
         ],
     )));
@@ -257,11 +264,21 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
                     timeout_secs: START_TIMEOUT,
                 },
             ];
-            kcp.extend(input.admin_kubeconfigs());
+            kcp.extend(input.kcp_kubeconfigs());
             steps.push(Step::new("kcp (one shard, embedded etcd)", kcp));
         }
     }
 
+    // The one step run as kcp's admin: the components' own users get their permissions.
+    steps.push(Step::new(
+        "kcp identities of the hub and the reconciler (faros grant, as kcp's admin)",
+        vec![Action::Run(
+            Cmd::new(&faros_bin(input, "faros"), &["grant"])
+                .arg(format!("--kubeconfig={}", input.path("admin.kubeconfig")))
+                .arg(format!("--reconciler-user={RECONCILER_USER}"))
+                .arg(format!("--hub-user={HUB_USER}")),
+        )],
+    ));
     steps.push(Step::new(
         "hub reconciler and hub API (the charts' flags)",
         vec![
@@ -394,7 +411,8 @@ fn faros_bin(input: &Input<'_>, name: &str) -> String {
 /// is no hosting cluster; the provider's kubeconfig is read from kcp instead.
 fn reconciler(input: &Input<'_>) -> Cmd {
     Cmd::new(&faros_bin(input, "faros-hub-reconciler"), &[])
-        .arg(format!("--kubeconfig={}", input.path("admin.kubeconfig")))
+        .arg(format!("--kubeconfig={}", input.path("reconciler.kubeconfig")))
+        .arg(format!("--hub-user={HUB_USER}"))
         .arg(format!("--hub-url={}", input.hub_url()))
         .arg(format!("--ca-file={}", input.path("ca.crt")))
         .arg(format!("--listen=127.0.0.1:{}", input.ports.reconciler))
@@ -413,7 +431,7 @@ fn reconciler(input: &Input<'_>) -> Cmd {
 /// charts/faros-hub-api's args (its default values, static tokens from the shared file).
 fn hub_api(input: &Input<'_>) -> Cmd {
     Cmd::new(&faros_bin(input, "faros-hub-api"), &[])
-        .arg(format!("--kubeconfig={}", input.path("admin.kubeconfig")))
+        .arg(format!("--kubeconfig={}", input.path("hub.kubeconfig")))
         .arg(format!("--listen=127.0.0.1:{}", input.ports.hub))
         .arg(format!("--tls-cert-file={}", input.path("hub.crt")))
         .arg(format!("--tls-key-file={}", input.path("hub.key")))
@@ -482,15 +500,16 @@ mod tests {
 
     #[test]
     fn the_plan_runs_the_charts_processes_against_kcp() {
-        let tokens = Tokens::placeholder();
+        let tokens = Tokens::placeholder(crate::e2e::tokens::Holders::Kcp);
         let text = plan(&input(&tokens, Some("v0.32.3"))).render();
         for want in [
             "cargo xtask kcp build --version v0.32.3",
             "/kcp/kcp start --root-directory=/w/kcp-root --bind-address=127.0.0.1 --secure-port=1",
             "--token-auth-file=/w/tokens.csv",
             "GET https://127.0.0.1:1/readyz is 200",
-            "/bin/faros-hub-reconciler --kubeconfig=/w/admin.kubeconfig --hub-url=https://localhost:4",
-            "/bin/faros-hub-api --kubeconfig=/w/admin.kubeconfig --listen=127.0.0.1:4",
+            "/bin/faros grant --kubeconfig=/w/admin.kubeconfig --reconciler-user=faros-hub-reconciler --hub-user=faros-hub-api",
+            "/bin/faros-hub-reconciler --kubeconfig=/w/reconciler.kubeconfig --hub-user=faros-hub-api --hub-url=https://localhost:4",
+            "/bin/faros-hub-api --kubeconfig=/w/hub.kubeconfig --listen=127.0.0.1:4",
             "kubectl --kubeconfig /w/providers.kubeconfig apply -f providers/quickstart/provider.yaml",
             "get secret quickstart-kubeconfig -o 'jsonpath={.data.kubeconfig}' | base64 -d > /w/quickstart.kubeconfig",
             "FAROS_PROVIDER_KUBECONFIG=/w/quickstart.kubeconfig",

@@ -568,7 +568,7 @@ mod tests {
     /// `FAROS_UPDATE_SNAPSHOTS=1 cargo test -p xtask` rewrites them.
     #[test]
     fn dry_run_plans_match_the_snapshots() {
-        let tokens = Tokens::placeholder();
+        let tokens = Tokens::placeholder(crate::e2e::tokens::Holders::Kind);
         let dir = crate::project_root().join("xtask/src/e2e/snapshots");
         let mut stale = Vec::new();
         for (name, kcp) in [("kind-real.txt", Kcp::Real), ("kind-embedded.txt", Kcp::Embedded)] {
@@ -593,7 +593,7 @@ mod tests {
 
     #[test]
     fn plan_variants() {
-        let tokens = Tokens::placeholder();
+        let tokens = Tokens::placeholder(crate::e2e::tokens::Holders::Kind);
         let lines = |i: &Input<'_>| plan(i).render();
 
         // --reuse creates only when missing and never deletes first.
@@ -653,7 +653,7 @@ mod tests {
     /// Real tokens never reach the printed plan's commands (only files marked private hold them).
     #[test]
     fn tokens_only_in_private_files() {
-        let tokens = Tokens::generate().unwrap();
+        let tokens = Tokens::generate(crate::e2e::tokens::Holders::Kind).unwrap();
         for kcp in [Kcp::Real, Kcp::Embedded] {
             let plan = plan(&input(kcp, Engine::Docker, false, false, &tokens));
             for step in plan.steps.iter().chain(&plan.on_failure).chain(&plan.teardown) {

@@ -18,6 +18,11 @@ pub(crate) const ADMIN_USER: &str = "e2e-admin";
 const ADMIN_GROUP: &str = "system:kcp:admin";
 /// The user the readiness gates read the catalog as.
 pub(crate) const GATE_USER: &str = "e2e-gate";
+/// The hub API's and the hub reconciler's own kcp users (docs/install.md, "kcp identities"), in
+/// the kcp target's token file only: it grants them with `faros grant` and runs each component on
+/// its own kubeconfig.
+pub(crate) const HUB_USER: &str = faros_core::names::HUB_KCP_USER;
+pub(crate) const RECONCILER_USER: &str = faros_core::names::RECONCILER_KCP_USER;
 /// Scenario users: more than one run of every scenario takes.
 const POOL: usize = 16;
 
@@ -33,18 +38,29 @@ pub(crate) struct Tokens {
     entries: Vec<Entry>,
 }
 
-fn users() -> Vec<(String, Option<&'static str>)> {
+/// Whose tokens a token file holds: the kcp target's also has the components' own users.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Holders {
+    Kind,
+    Kcp,
+}
+
+fn users(holders: Holders) -> Vec<(String, Option<&'static str>)> {
     let mut users = vec![
         (ADMIN_USER.to_string(), Some(ADMIN_GROUP)),
         (GATE_USER.to_string(), None),
     ];
+    if holders == Holders::Kcp {
+        users.push((HUB_USER.to_string(), None));
+        users.push((RECONCILER_USER.to_string(), None));
+    }
     users.extend((1..=POOL).map(|i| (format!("e2e-user-{i:02}"), None)));
     users
 }
 
 impl Tokens {
-    fn with(token: impl Fn(&str) -> anyhow::Result<String>) -> anyhow::Result<Self> {
-        let entries = users()
+    fn with(holders: Holders, token: impl Fn(&str) -> anyhow::Result<String>) -> anyhow::Result<Self> {
+        let entries = users(holders)
             .into_iter()
             .map(|(user, group)| {
                 Ok(Entry {
@@ -58,9 +74,9 @@ impl Tokens {
     }
 
     /// Stand-ins for printing a plan.
-    pub(crate) fn placeholder() -> Self {
+    pub(crate) fn placeholder(holders: Holders) -> Self {
         Self {
-            entries: users()
+            entries: users(holders)
                 .into_iter()
                 .map(|(user, group)| Entry {
                     token: format!("<token-of-{user}>"),
@@ -72,19 +88,19 @@ impl Tokens {
     }
 
     /// Fresh random tokens.
-    pub(crate) fn generate() -> anyhow::Result<Self> {
-        Self::with(|_| random_hex(24))
+    pub(crate) fn generate(holders: Holders) -> anyhow::Result<Self> {
+        Self::with(holders, |_| random_hex(24))
     }
 
-    /// The tokens kept in `file` by an earlier run, or fresh ones when there is none.
+    /// The kind target's tokens kept in `file` by an earlier run, or fresh ones when there is none.
     pub(crate) fn load_or_generate(file: &Path) -> anyhow::Result<Self> {
         let text = match std::fs::read_to_string(file) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Self::generate(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Self::generate(Holders::Kind),
             Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
         };
         let parsed = parse_token_file(&text).with_context(|| format!("{}", file.display()))?;
-        Self::with(|user| match parsed.iter().find(|t| t.user == user) {
+        Self::with(Holders::Kind, |user| match parsed.iter().find(|t| t.user == user) {
             Some(t) => Ok(t.token.clone()),
             None => bail!(
                 "{} has no token for {user}: delete the file to generate a new set",
@@ -139,9 +155,12 @@ mod tests {
 
     #[test]
     fn token_files_parse_and_round_trip() {
-        let tokens = Tokens::generate().unwrap();
+        let tokens = Tokens::generate(Holders::Kind).unwrap();
         let parsed = parse_token_file(&tokens.token_file()).unwrap();
         assert_eq!(parsed.len(), POOL + 2);
+        let kcp = parse_token_file(&Tokens::generate(Holders::Kcp).unwrap().token_file()).unwrap();
+        assert_eq!(kcp.len(), POOL + 4);
+        assert!(kcp.iter().any(|t| t.user == HUB_USER) && kcp.iter().any(|t| t.user == RECONCILER_USER));
         let admin = parsed.iter().find(|t| t.user == ADMIN_USER).unwrap();
         assert_eq!(admin.groups, vec![ADMIN_GROUP.to_string()]);
         assert_eq!(parse_token_file(&tokens.users_file()).unwrap().len(), POOL);

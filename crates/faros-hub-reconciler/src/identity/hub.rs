@@ -19,7 +19,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use super::objects::{CLUSTER_ADMIN, TENANCY_GROUP, cluster_role_ref, meta_of, strings, user_subject};
 
 /// The user name the hub API authenticates to kcp as, unless told otherwise.
-pub const DEFAULT_USER: &str = "faros-hub-api";
+pub const DEFAULT_USER: &str = names::HUB_KCP_USER;
 /// Name of every ClusterRole, Role and binding of the hub's grant.
 pub const ROLE: &str = "faros:hub-api";
 /// `app.kubernetes.io/component` of the hub's grant objects.

@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::bootstrap;
 
 /// The user name the reconciler authenticates to kcp as, unless told otherwise.
-pub const DEFAULT_USER: &str = "faros-hub-reconciler";
+pub const DEFAULT_USER: &str = names::RECONCILER_KCP_USER;
 /// Name of the ClusterRole in `root` and of every ClusterRoleBinding of the grant.
 pub const ROLE: &str = "faros:hub-reconciler";
 /// kcp's (and Kubernetes') all-powerful ClusterRole, the one kcp binds a workspace's creator to.

@@ -324,7 +324,7 @@ impl Sharded {
             cmd: Self::front_proxy(input),
             log: input.log("kcp-front-proxy"),
         }];
-        proxy.extend(input.admin_kubeconfigs());
+        proxy.extend(input.kcp_kubeconfigs());
         proxy.extend(self.names().into_iter().map(|name| Action::Wait {
             gate: Gate::Command(kubectl("admin.kubeconfig", &["get", "shard", &name])),
             timeout_secs: START_TIMEOUT,
@@ -377,7 +377,7 @@ mod tests {
     }
 
     fn render(s: &Sharded) -> String {
-        let tokens = Tokens::placeholder();
+        let tokens = Tokens::placeholder(crate::e2e::tokens::Holders::Kcp);
         plan(&Input {
             work: Path::new("/w"),
             logs: Path::new("/logs"),
@@ -448,7 +448,7 @@ mod tests {
             "\"backend\": \"https://127.0.0.1:200\"",
             "\"proxy_client_cert\": \"/w/front-proxy.crt\"",
             "until shards root, shard-1 each host one",
-            "/bin/faros-hub-api --kubeconfig=/w/admin.kubeconfig",
+            "/bin/faros-hub-api --kubeconfig=/w/hub.kubeconfig",
             "cat /w/logs/kcp-shard-1.log > /logs/kcp-shard-1.log",
             "cat /w/logs/kcp-front-proxy.log > /logs/kcp-front-proxy.log",
         ] {
