@@ -245,8 +245,20 @@ pub fn prepare_create(
     if def.group.is_empty() && def.resource == "namespaces" {
         obj["spec"]["finalizers"] = json!(["kubernetes"]);
         obj["status"] = json!({"phase": "Active"});
+        label_namespace_name(obj, &name);
     }
     Ok(())
+}
+
+/// Kubernetes' namespace strategy labels every namespace with its own name on create and update
+/// (`kubernetes.io/metadata.name`), so namespace selectors can pick one by name; a client cannot
+/// remove or change it.
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+fn label_namespace_name(obj: &mut Value, name: &str) {
+    if let Some(labels) = meta::labels_mut(obj) {
+        labels.insert(NAMESPACE_NAME_LABEL.into(), Value::String(name.into()));
+    }
 }
 
 fn strip_cluster_annotation(meta: &mut Map<String, Value>) {
@@ -445,6 +457,7 @@ pub fn prepare_update(
         if let Some(f) = old.pointer("/spec/finalizers") {
             new["spec"]["finalizers"] = f.clone();
         }
+        label_namespace_name(new, &name);
     }
     validate_metadata(def, new)?;
     let deleting = old_meta.contains_key("deletionTimestamp");
@@ -693,6 +706,17 @@ mod tests {
         prepare_create(&d, None, &mut ns, "t").unwrap();
         assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
         assert_eq!(ns["status"]["phase"], "Active");
+        assert_eq!(
+            ns["metadata"]["labels"],
+            json!({"kubernetes.io/metadata.name": "team-a"})
+        );
+        // The label is the server's: an update cannot drop or change it.
+        for labels in [json!({}), json!({"kubernetes.io/metadata.name": "other", "x": "y"})] {
+            let mut edited = ns.clone();
+            edited["metadata"]["labels"] = labels;
+            prepare_update(&d, &ns, &mut edited, WritePart::Main, false).unwrap();
+            assert_eq!(edited["metadata"]["labels"]["kubernetes.io/metadata.name"], "team-a");
+        }
         let DeleteOutcome::Mark(term) = prepare_delete(&d, &ns, None, "t") else {
             panic!("expected mark")
         };

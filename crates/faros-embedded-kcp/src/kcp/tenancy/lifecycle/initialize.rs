@@ -7,7 +7,7 @@ use super::super::deletion;
 use super::super::status::{Cond, initializers, set_condition, set_phase};
 use super::create::default_bindings;
 use super::plan::{self, InitializeStep, Initializer};
-use super::{Next, WsKey, lc_key, mirror_initializers, update, workspace_type};
+use super::{Next, WsKey, lc_key, mirror_initializers, trim_owner, update, workspace_type};
 use crate::state::ServerState;
 
 pub(super) async fn initialize(state: &ServerState, key: &WsKey, ws: &Value) -> Next {
@@ -36,6 +36,7 @@ pub(super) async fn initialize(state: &ServerState, key: &WsKey, ws: &Value) -> 
             };
             set_condition(&mut updated, &cond, &now);
             set_phase(&mut updated, "Ready");
+            trim_owner(&mut updated);
             update(state, &object_key, ws, updated, Next::Idle).await
         }
         InitializeStep::MirrorInitializers => update(state, &object_key, ws, mirrored, Next::Now).await,
@@ -48,6 +49,7 @@ pub(super) async fn initialize(state: &ServerState, key: &WsKey, ws: &Value) -> 
             if let Some(status) = ready["status"].as_object_mut() {
                 status.remove("initializers");
             }
+            trim_owner(&mut ready);
             update(state, &lc_key(&cluster), &lc, ready, Next::Now).await
         }
         InitializeStep::RunInitializers(inits) => run_initializers(state, ws, &cluster, &lc, &inits).await,
@@ -59,11 +61,13 @@ async fn run_initializers(state: &ServerState, ws: &Value, cluster: &str, lc: &V
     let aliases = workspace_type(state, ws).map(|(_, a)| a).unwrap_or_default();
     for init in inits {
         let done = match plan::initializer(init) {
-            // kcp's universal initializer creates namespaces `default` and `kube-system`.
+            // kcp's universal initializer creates namespaces `default` and `kube-system`, marked as
+            // its bootstrap objects that are created once and then left to the workspace's owners.
             Initializer::Universal => {
                 let mut done = true;
                 for name in ["default", "kube-system"] {
-                    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+                    let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": name, "annotations": {"bootstrap.kcp.io/create-only": "true"}},
                         "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
                     done &= match crate::client::Client::system(state)
                         .create(cluster, "", "namespaces", ns)

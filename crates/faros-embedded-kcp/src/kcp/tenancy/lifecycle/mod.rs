@@ -302,6 +302,20 @@ async fn update(state: &ServerState, key: &ObjectKey, ws: &Value, updated: Value
     }
 }
 
+/// kcp's metadata reconcilers on a Ready Workspace or LogicalCluster: the creator annotation keeps
+/// only the user name (see `plan::owner_once_ready`).
+fn trim_owner(obj: &mut Value) {
+    let Some(value) = meta::annotation(obj, faros_core::kcp::ANNOTATION_OWNER).map(String::from) else {
+        return;
+    };
+    if let Some(ann) = meta::annotations_mut(obj) {
+        match plan::owner_once_ready(&value) {
+            Some(trimmed) => ann.insert(faros_core::kcp::ANNOTATION_OWNER.into(), json!(trimmed)),
+            None => ann.remove(faros_core::kcp::ANNOTATION_OWNER),
+        };
+    }
+}
+
 fn set_annotation(obj: &mut Value, name: &str, value: &str) {
     if let Some(ann) = meta::annotations_mut(obj) {
         ann.insert(name.into(), json!(value));

@@ -154,6 +154,19 @@ pub fn binding_creator(lc: &Value) -> Option<UserInfo> {
         .filter(|u| !u.username.is_empty())
 }
 
+/// The creator annotation (`experimental.tenancy.kcp.io/owner`) of a Ready Workspace or
+/// LogicalCluster: kcp trims it to the user name (`{"username":"…"}`) once initialization no longer
+/// needs the whole identity, which the LogicalCluster keeps in `spec.createdBy`. `None`: the value
+/// is no user, and kcp drops the annotation.
+pub fn owner_once_ready(value: &str) -> Option<String> {
+    let user: UserInfo = serde_json::from_str(value).ok()?;
+    serde_json::to_string(&UserInfo {
+        username: user.username,
+        ..Default::default()
+    })
+    .ok()
+}
+
 /// A default APIBinding is done once it reports `InitialBindingCompleted=True`.
 pub fn binding_completed(binding: &Value) -> bool {
     binding
@@ -282,6 +295,23 @@ mod tests {
                 )
             });
             assert_eq!(got, want, "{lc}");
+        }
+    }
+
+    #[test]
+    fn owner_once_ready_table() {
+        let rows = [
+            (
+                r#"{"username":"bob","uid":"bob-uid","groups":["system:authenticated"],"extra":{"a":["b"]}}"#,
+                Some(r#"{"username":"bob"}"#),
+            ),
+            (r#"{"username":"bob"}"#, Some(r#"{"username":"bob"}"#)),
+            (r#"{}"#, Some(r#"{}"#)),
+            (r#""bob""#, None),
+            ("not json", None),
+        ];
+        for (value, want) in rows {
+            assert_eq!(owner_once_ready(value).as_deref(), want, "{value}");
         }
     }
 
