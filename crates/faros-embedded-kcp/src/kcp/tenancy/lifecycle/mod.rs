@@ -12,10 +12,12 @@
 //! 3. the new cluster's default objects, the owner's `workspace-admin` binding, and its
 //!    LogicalCluster `cluster` in phase `Initializing` with the type chain's initializers;
 //! 4. Workspace `spec.cluster`, `spec.URL`, `WorkspaceScheduled`, phase `Initializing`;
-//! 5. built-in initializers (`root:universal`: namespace `default`; `system:apibindings`: default
-//!    APIBindings, done once each reports `InitialBindingCompleted`); others are left to whoever
-//!    owns them (they remove themselves from the LogicalCluster's `status.initializers`);
-//! 6. LogicalCluster `Ready`, then Workspace `Ready` with `WorkspaceInitialized`.
+//! 5. built-in initializers (`root:universal`: namespaces `default` and `kube-system`;
+//!    `system:apibindings`: default APIBindings, made as the recorded creator and done once each
+//!    reports `InitialBindingCompleted`); others are left to whoever owns them (they remove
+//!    themselves from the LogicalCluster's `status.initializers`);
+//! 6. LogicalCluster `Ready`, then Workspace `Ready` with `WorkspaceInitialized` (both keep only the
+//!    creator's user name in their owner annotation from then on).
 //!
 //! Which step a workspace takes is decided by `plan` (IO-free, tested as tables); `schedule` and
 //! `initialize` run the steps of their phase, `create` makes a new cluster's objects; `maintain`
