@@ -33,6 +33,10 @@ pub struct Config {
     pub listen: SocketAddr,
     /// A kcp/kube-apiserver static token file (`token,user,uid,"group1,group2"`).
     pub token_file: Option<PathBuf>,
+    /// More token files of the same format, read and reloaded with `token_file`: tokens that only
+    /// this server accepts, e.g. the faros components' own kcp identities when `token_file` is
+    /// shared with the hub. A token may appear in one file only.
+    pub extra_token_files: Vec<PathBuf>,
     /// Extra DNS names / IPs for the serving certificate.
     pub hostnames: Vec<String>,
     /// The base URL clients reach this server at (kcp's `--shard-base-url`), published in workspace
@@ -65,6 +69,7 @@ impl Config {
             state_dir: state_dir.into(),
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             token_file: None,
+            extra_token_files: Vec::new(),
             hostnames: Vec::new(),
             external_url: None,
             history_capacity: 10_000,
@@ -197,22 +202,26 @@ impl Server {
                 dir.join("service-account.key").display()
             ))
         })?;
-        let mut token_file_stamp = None;
-        let static_tokens = match &config.token_file {
-            Some(path) => {
-                // Stamp before reading: an edit landing in between is then seen by the first poll.
-                token_file_stamp = file_stamp(path);
-                let text = std::fs::read_to_string(path).map_err(|source| ServerError::File {
-                    path: path.clone(),
-                    source,
-                })?;
-                parse_token_file(&text).map_err(|e| ServerError::TokenFile {
-                    path: path.clone(),
-                    message: e.to_string(),
-                })?
-            }
-            None => Vec::new(),
-        };
+        let token_files: Vec<PathBuf> = config
+            .token_file
+            .iter()
+            .chain(&config.extra_token_files)
+            .cloned()
+            .collect();
+        let mut token_file_stamps = Vec::new();
+        let mut static_tokens = Vec::new();
+        for path in &token_files {
+            // Stamp before reading: an edit landing in between is then seen by the first poll.
+            token_file_stamps.push(file_stamp(path));
+            let text = std::fs::read_to_string(path).map_err(|source| ServerError::File {
+                path: path.clone(),
+                source,
+            })?;
+            static_tokens.extend(parse_token_file(&text).map_err(|e| ServerError::TokenFile {
+                path: path.clone(),
+                message: e.to_string(),
+            })?);
+        }
         let authn = Authenticator::new(
             Some(&admin_token),
             &static_tokens,
@@ -291,11 +300,11 @@ impl Server {
         crate::kcp::tenancy::bootstrap(&state).await;
         let mut controllers = vec![tokio::spawn(crate::controllers::run(state.clone(), events_rx))];
         controllers.extend(crate::kcp::spawn_controllers(&state));
-        if let Some(path) = &config.token_file {
-            controllers.push(tokio::spawn(watch_token_file(
+        if !token_files.is_empty() {
+            controllers.push(tokio::spawn(watch_token_files(
                 Arc::downgrade(&state),
-                path.clone(),
-                token_file_stamp,
+                token_files,
+                token_file_stamps,
             )));
         }
 
@@ -438,15 +447,16 @@ impl Server {
     }
 }
 
-/// How often the token file is checked for changes.
+/// How often the token files are checked for changes.
 const TOKEN_FILE_POLL: Duration = Duration::from_secs(1);
 
-/// Re-reads the token file whenever its stamp changes, so users can be added to a running `faros
-/// dev`. A background poll rather than a check on the request path: authentication is synchronous
-/// there and cannot await file IO, and one `stat` a second is free. A bad edit (or a vanished file)
-/// is logged once per change, naming the file and line, and the previous tokens stay in force.
-/// Holds only a weak reference so it never keeps a stopped server's state alive.
-async fn watch_token_file(state: Weak<ServerState>, path: PathBuf, mut stamp: FileStamp) {
+/// Re-reads the token files whenever one's stamp changes, so users can be added to a running `faros
+/// dev`; all of them are applied together, or none. A background poll rather than a check on the
+/// request path: authentication is synchronous there and cannot await file IO, and one `stat` a
+/// second per file is free. A bad edit (or a vanished file) is logged once per change, naming the
+/// files, and the previous tokens stay in force. Holds only a weak reference so it never keeps a
+/// stopped server's state alive.
+async fn watch_token_files(state: Weak<ServerState>, paths: Vec<PathBuf>, mut stamps: Vec<FileStamp>) {
     let mut tick = tokio::time::interval(TOKEN_FILE_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
@@ -454,26 +464,38 @@ async fn watch_token_file(state: Weak<ServerState>, path: PathBuf, mut stamp: Fi
         tick.tick().await;
         let Some(state) = state.upgrade() else { return };
         let current = {
-            let path = path.clone();
-            tokio::task::spawn_blocking(move || file_stamp(&path))
+            let paths = paths.clone();
+            tokio::task::spawn_blocking(move || paths.iter().map(|p| file_stamp(p)).collect::<Vec<_>>())
                 .await
-                .unwrap_or(None)
+                .unwrap_or_default()
         };
-        if current == stamp {
+        if current.len() != paths.len() || current == stamps {
             continue;
         }
-        stamp = current;
-        let text = match tokio::fs::read_to_string(&path).await {
-            Ok(text) => text,
-            Err(e) => {
-                tracing::error!(path = %path.display(), error = %e, "cannot re-read the token file; keeping the previous tokens");
-                continue;
+        stamps = current;
+        let mut texts = Vec::with_capacity(paths.len());
+        for path in &paths {
+            match tokio::fs::read_to_string(path).await {
+                Ok(text) => texts.push(text),
+                Err(e) => {
+                    tracing::error!(path = %path.display(), error = %e, "cannot re-read the token file; keeping the previous tokens");
+                    break;
+                }
             }
-        };
-        match state.authn.reload_static_tokens(&text) {
-            Ok(users) => tracing::info!(path = %path.display(), users, "token file reloaded"),
+        }
+        if texts.len() != paths.len() {
+            continue;
+        }
+        let files = paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        match state.authn.reload_static_token_files(&texts) {
+            Ok(users) => tracing::info!(files, users, "token files reloaded"),
             Err(e) => {
-                tracing::error!(path = %path.display(), error = %e, "token file not reloaded; keeping the previous tokens")
+                tracing::error!(files, error = %e, "token files not reloaded; keeping the previous tokens")
             }
         }
     }

@@ -149,12 +149,23 @@ impl Authenticator {
 
     /// Replaces the static tokens with those of `text` (a re-read token file). On any error the
     /// previous tokens stay in force, so a bad edit never locks every user out.
+    #[cfg(test)]
     pub fn reload_static_tokens(&self, text: &str) -> Result<usize, ReloadError> {
+        self.reload_static_token_files(&[text])
+    }
+
+    /// Replaces the static tokens with those of `texts` (the server's token files, re-read
+    /// together): all of them apply, or none; on any error the previous tokens stay in force, so a
+    /// bad edit never locks every user out.
+    pub fn reload_static_token_files(&self, texts: &[&str]) -> Result<usize, ReloadError> {
         let table = (|| {
-            let tokens = parse_reloaded(text).map_err(|e| match e {
-                ReloadRefused::Empty => ReloadError::Empty,
-                ReloadRefused::Parse(e) => ReloadError::Parse(e),
-            })?;
+            let mut tokens = Vec::new();
+            for text in texts {
+                tokens.extend(parse_reloaded(text).map_err(|e| match e {
+                    ReloadRefused::Empty => ReloadError::Empty,
+                    ReloadRefused::Parse(e) => ReloadError::Parse(e),
+                })?);
+            }
             Ok((tokens.len(), build_table(self.admin_digest, &tokens)?))
         })();
         match table {
@@ -324,5 +335,31 @@ mod tests {
         assert_eq!(authn.reload_static_tokens("# nobody\n"), Ok(0));
         assert_eq!(user("carol-token"), None);
         assert_eq!(user("admin-token").as_deref(), Some("admin"));
+    }
+
+    #[test]
+    fn several_token_files_apply_together_or_not_at_all() {
+        let (authn, _) = authenticator();
+        let user = |token: &str| authn.authenticate(token).map(|a| a.user.username);
+        assert_eq!(
+            authn.reload_static_token_files(&["carol-token,carol,3", "hub-token,faros-hub,h\n# more later"]),
+            Ok(2)
+        );
+        assert_eq!(user("carol-token").as_deref(), Some("carol"));
+        assert_eq!(user("hub-token").as_deref(), Some("faros-hub"));
+        // A token in two files is one token for two users; an empty file is a write in progress.
+        let refused = [
+            (
+                ["carol-token,carol,3", "carol-token,faros-hub,h"],
+                ReloadError::Conflict(AuthnError::DuplicateStatic {
+                    user: "faros-hub".into(),
+                }),
+            ),
+            (["carol-token,carol,3", ""], ReloadError::Empty),
+        ];
+        for (texts, want) in refused {
+            assert_eq!(authn.reload_static_token_files(&texts), Err(want), "{texts:?}");
+            assert_eq!(user("hub-token").as_deref(), Some("faros-hub"), "after {texts:?}");
+        }
     }
 }
