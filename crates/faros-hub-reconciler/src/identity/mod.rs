@@ -20,6 +20,7 @@
 pub mod hub;
 pub mod objects;
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use faros_core::client::{ClientError, ClientFactory};
@@ -87,10 +88,9 @@ pub async fn grant(admin: &ClientFactory, user: &str, ready_timeout: Duration) -
     .await?;
 
     let mut owned = Vec::new();
-    for path in objects::owned_tree() {
-        if own_if_present(admin, &path, user, ready_timeout).await? {
-            owned.push(path);
-        }
+    for path in present_tree(admin, objects::owned_tree(), ready_timeout).await? {
+        own(admin, &path, user).await?;
+        owned.push(path);
     }
     if owned.iter().any(|p| p == names::PROVIDERS_PATH) {
         let list = Api::<Workspace>::all(client(admin, names::PROVIDERS_PATH)?)
@@ -111,6 +111,56 @@ pub async fn grant(admin: &ClientFactory, user: &str, ready_timeout: Duration) -
     Ok(Granted { owned })
 }
 
+/// The workspaces of `paths` that exist, once Ready. Each one's ancestors are asked about first,
+/// and nothing under a missing one: through kcp's front-proxy a path that does not resolve is
+/// refused (403), not reported missing.
+async fn present_tree(
+    admin: &ClientFactory,
+    paths: impl IntoIterator<Item = String>,
+    ready_timeout: Duration,
+) -> Result<Vec<String>, IdentityError> {
+    let mut known: HashMap<String, bool> = HashMap::new();
+    let mut found = Vec::new();
+    for path in paths {
+        let mut present = true;
+        for ancestor in ancestry(&path) {
+            let exists = match known.get(&ancestor) {
+                Some(exists) => *exists,
+                None => {
+                    let exists = ready_if_present(admin, &ancestor, ready_timeout).await?;
+                    known.insert(ancestor, exists);
+                    exists
+                }
+            };
+            if !exists {
+                present = false;
+                break;
+            }
+        }
+        if present {
+            found.push(path);
+        }
+    }
+    Ok(found)
+}
+
+/// The workspaces from `root`'s child down to `path` itself: `root:a:b` → `root:a`, `root:a:b`.
+fn ancestry(path: &str) -> Vec<String> {
+    path.match_indices(':')
+        .skip(1)
+        .map(|(i, _)| path[..i].to_string())
+        .chain(std::iter::once(path.to_string()))
+        .filter(|p| p != names::ROOT_PATH)
+        .collect()
+}
+
+/// Binds `cluster-admin` to `user` in the Ready workspace `path`.
+async fn own(admin: &ClientFactory, path: &str, user: &str) -> Result<(), IdentityError> {
+    let bindings = Api::<ClusterRoleBinding>::all(client(admin, path)?);
+    apply(&bindings, &objects::owner_binding(user), path).await?;
+    Ok(())
+}
+
 /// Binds `cluster-admin` to `user` in workspace `path` once it is Ready; `false` if it does not exist.
 async fn own_if_present(
     admin: &ClientFactory,
@@ -121,8 +171,7 @@ async fn own_if_present(
     if !ready_if_present(admin, path, ready_timeout).await? {
         return Ok(false);
     }
-    let bindings = Api::<ClusterRoleBinding>::all(client(admin, path)?);
-    apply(&bindings, &objects::owner_binding(user), path).await?;
+    own(admin, path, user).await?;
     Ok(true)
 }
 
@@ -199,12 +248,15 @@ pub async fn grant_hub(
     )
     .await?;
 
-    let mut granted = HubGranted::default();
-    for (path, _) in hub::tree_roles() {
-        if ready_if_present(admin, path, ready_timeout).await? {
-            granted.tree.push(path.to_string());
-        }
-    }
+    let mut granted = HubGranted {
+        tree: present_tree(
+            admin,
+            hub::tree_roles().into_iter().map(|(p, _)| p.to_string()),
+            ready_timeout,
+        )
+        .await?,
+        ..HubGranted::default()
+    };
     // Every structural workspace but those missing (the reconciler grants those when it makes them).
     apply_hub_tree_in(admin, user, objects::FIELD_MANAGER, &granted.tree).await?;
     if granted.tree.iter().any(|p| p == names::PROVIDERS_PATH) {
@@ -336,4 +388,24 @@ where
             step: format!("applying {} {name} in {cluster}", K::kind(&())),
             source,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ancestry;
+
+    #[test]
+    fn ancestry_runs_from_roots_child_down_to_the_path() {
+        let cases: &[(&str, &[&str])] = &[
+            ("root", &[]),
+            ("root:faros", &["root:faros"]),
+            (
+                "root:faros:system:controllers",
+                &["root:faros", "root:faros:system", "root:faros:system:controllers"],
+            ),
+        ];
+        for (path, want) in cases {
+            assert_eq!(ancestry(path), *want, "{path}");
+        }
+    }
 }
