@@ -266,10 +266,25 @@ impl Access {
             },
             ..Default::default()
         };
-        let answer = Api::<SubjectAccessReview>::all(client)
+        let answer = match Api::<SubjectAccessReview>::all(client)
             .create(&PostParams::default(), &review)
             .await
-            .map_err(Status::from)?;
+        {
+            Ok(answer) => answer,
+            // The hub's own kcp user may not review access here: a workspace made before the hub
+            // had its own user and never granted to it. Nobody is a member as far as the hub can
+            // tell (closed, and the same answer as for a stranger); kcp's refusal, which names the
+            // hub's user, is for the operator's log, not the caller.
+            Err(kube::Error::Api(e)) if e.code == 403 => {
+                tracing::warn!(
+                    cluster,
+                    message = %e.message,
+                    "the hub's kcp user may not review access in this workspace; grant it with `faros grant --hub-user` (docs/install.md#kcp-identities)"
+                );
+                return Ok(false);
+            }
+            Err(e) => return Err(Status::from(e)),
+        };
         Ok(answer.status.is_some_and(|s| s.allowed && !s.denied.unwrap_or(false)))
     }
 }
