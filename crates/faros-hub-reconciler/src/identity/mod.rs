@@ -70,23 +70,7 @@ pub struct Granted {
 
 /// Grants `user` what the reconciler uses (module docs), with `admin`'s credentials.
 pub async fn grant(admin: &ClientFactory, user: &str, ready_timeout: Duration) -> Result<Granted, IdentityError> {
-    if user.trim().is_empty() {
-        return Err(IdentityError::EmptyUser);
-    }
-    let root = client(admin, names::ROOT_PATH)?;
-    apply(
-        &Api::<ClusterRole>::all(root.clone()),
-        &objects::root_cluster_role(),
-        names::ROOT_PATH,
-    )
-    .await?;
-    apply(
-        &Api::<ClusterRoleBinding>::all(root),
-        &objects::root_binding(user),
-        names::ROOT_PATH,
-    )
-    .await?;
-
+    grant_in_root(admin, user, &objects::root_cluster_role(), &objects::root_binding(user)).await?;
     let mut owned = Vec::new();
     for path in present_tree(admin, objects::owned_tree(), ready_timeout).await? {
         own(admin, &path, user).await?;
@@ -152,6 +136,22 @@ fn ancestry(path: &str) -> Vec<String> {
         .chain(std::iter::once(path.to_string()))
         .filter(|p| p != names::ROOT_PATH)
         .collect()
+}
+
+/// Refuses an empty user name, then writes `user`'s ClusterRole and its binding in `root`.
+async fn grant_in_root(
+    admin: &ClientFactory,
+    user: &str,
+    role: &ClusterRole,
+    binding: &ClusterRoleBinding,
+) -> Result<(), IdentityError> {
+    if user.trim().is_empty() {
+        return Err(IdentityError::EmptyUser);
+    }
+    let root = client(admin, names::ROOT_PATH)?;
+    apply(&Api::<ClusterRole>::all(root.clone()), role, names::ROOT_PATH).await?;
+    apply(&Api::<ClusterRoleBinding>::all(root), binding, names::ROOT_PATH).await?;
+    Ok(())
 }
 
 /// Binds `cluster-admin` to `user` in the Ready workspace `path`.
@@ -231,22 +231,7 @@ pub async fn grant_hub(
     user: &str,
     ready_timeout: Duration,
 ) -> Result<HubGranted, IdentityError> {
-    if user.trim().is_empty() {
-        return Err(IdentityError::EmptyUser);
-    }
-    let root = client(admin, names::ROOT_PATH)?;
-    apply(
-        &Api::<ClusterRole>::all(root.clone()),
-        &hub::root_role(),
-        names::ROOT_PATH,
-    )
-    .await?;
-    apply(
-        &Api::<ClusterRoleBinding>::all(root),
-        &hub::binding(user),
-        names::ROOT_PATH,
-    )
-    .await?;
+    grant_in_root(admin, user, &hub::root_role(), &hub::binding(user)).await?;
 
     let mut granted = HubGranted {
         tree: present_tree(
