@@ -149,9 +149,7 @@ async fn grant_in_root(
         return Err(IdentityError::EmptyUser);
     }
     let root = client(admin, names::ROOT_PATH)?;
-    apply(&Api::<ClusterRole>::all(root.clone()), role, names::ROOT_PATH).await?;
-    apply(&Api::<ClusterRoleBinding>::all(root), binding, names::ROOT_PATH).await?;
-    Ok(())
+    apply_role(&root, role, binding, names::ROOT_PATH, objects::FIELD_MANAGER).await
 }
 
 /// Binds `cluster-admin` to `user` in the Ready workspace `path`.
@@ -294,14 +292,7 @@ async fn apply_hub_tree_in(
             continue;
         }
         let kube = client(factory, path)?;
-        apply_as(&Api::<ClusterRole>::all(kube.clone()), &role, path, manager).await?;
-        apply_as(
-            &Api::<ClusterRoleBinding>::all(kube.clone()),
-            &hub::binding(user),
-            path,
-            manager,
-        )
-        .await?;
+        apply_role(&kube, &role, &hub::binding(user), path, manager).await?;
         if path == names::SYSTEM_CONTROLLERS_PATH {
             // The namespace is the reconciler's (bootstrap makes it); a Role needs it to exist.
             let ns = Api::<Namespace>::all(kube.clone())
@@ -330,20 +321,19 @@ pub async fn apply_hub_provider(
     user: &str,
     manager: &str,
 ) -> Result<(), IdentityError> {
-    apply_as(
-        &Api::<ClusterRole>::all(kube.clone()),
-        &hub::provider_role(),
-        path,
-        manager,
-    )
-    .await?;
-    apply_as(
-        &Api::<ClusterRoleBinding>::all(kube.clone()),
-        &hub::binding(user),
-        path,
-        manager,
-    )
-    .await?;
+    apply_role(kube, &hub::provider_role(), &hub::binding(user), path, manager).await
+}
+
+/// Server-side applies a ClusterRole and its binding in workspace `path` as `manager`.
+async fn apply_role(
+    kube: &kube::Client,
+    role: &ClusterRole,
+    binding: &ClusterRoleBinding,
+    path: &str,
+    manager: &str,
+) -> Result<(), IdentityError> {
+    apply_as(&Api::<ClusterRole>::all(kube.clone()), role, path, manager).await?;
+    apply_as(&Api::<ClusterRoleBinding>::all(kube.clone()), binding, path, manager).await?;
     Ok(())
 }
 
