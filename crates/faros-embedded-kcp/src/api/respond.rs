@@ -197,6 +197,17 @@ pub fn list_repr(
     }
     match repr {
         Representation::Object => {
+            // kube-apiserver writes a built-in kind's list from typed objects, whose items carry no
+            // apiVersion/kind; lists of custom resources (kcp's own kinds are CRDs there) keep them
+            // and always say `continue`, empty on the last page.
+            let items = if typed_builtin(def) {
+                items.into_iter().map(without_type_meta).collect()
+            } else {
+                if cont.is_none() {
+                    metadata["continue"] = json!("");
+                }
+                items
+            };
             json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": metadata, "items": items})
         }
         Representation::PartialMetadata => json!({
@@ -205,6 +216,20 @@ pub fn list_repr(
         }),
         Representation::Table => table(def, items, rv, cont),
     }
+}
+
+/// Whether kube-apiserver serves `def` as a typed built-in kind rather than a custom resource:
+/// exactly the kinds that take strategic merge patches.
+fn typed_builtin(def: &ResourceDef) -> bool {
+    def.strategic_merge
+}
+
+fn without_type_meta(mut obj: Value) -> Value {
+    if let Some(map) = obj.as_object_mut() {
+        map.remove("apiVersion");
+        map.remove("kind");
+    }
+    obj
 }
 
 fn partial(obj: &Value) -> Value {
@@ -323,6 +348,47 @@ pub fn json_path<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_are_shaped_as_kube_apiserver_writes_them() {
+        let builtin = crate::builtin::builtin_resources();
+        let configmaps = builtin.iter().find(|d| d.resource == "configmaps").unwrap();
+        let kcp = crate::kcp::resources::kcp_resources();
+        let bindings = kcp.iter().find(|d| d.resource == "apibindings").unwrap();
+        let item =
+            |kind: &str, api_version: &str| json!({"kind": kind, "apiVersion": api_version, "metadata": {"name": "a"}});
+        let rows = [
+            // Built-in kinds: items without type meta, no `continue` on the last page.
+            (
+                configmaps,
+                item("ConfigMap", "v1"),
+                None,
+                json!({"metadata": {"name": "a"}}),
+                json!({"resourceVersion": "7"}),
+            ),
+            (
+                configmaps,
+                item("ConfigMap", "v1"),
+                Some("next"),
+                json!({"metadata": {"name": "a"}}),
+                json!({"resourceVersion": "7", "continue": "next"}),
+            ),
+            // Custom resources: items keep it, `continue` is always there.
+            (
+                bindings,
+                item("APIBinding", "apis.kcp.io/v1alpha2"),
+                None,
+                item("APIBinding", "apis.kcp.io/v1alpha2"),
+                json!({"resourceVersion": "7", "continue": ""}),
+            ),
+        ];
+        for (def, it, cont, want_item, want_meta) in rows {
+            let list = list_repr(def, vec![it], 7, cont.map(String::from), None, Representation::Object);
+            assert_eq!(list["items"], json!([want_item]), "{}", def.resource);
+            assert_eq!(list["metadata"], want_meta, "{}", def.resource);
+            assert_eq!(list["kind"], def.list_kind.as_str());
+        }
+    }
 
     #[test]
     fn json_path_subset() {
