@@ -35,6 +35,11 @@ pub const ENV_HUB_API_BIN: &str = "FAROS_E2E_HUB_API_BIN";
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// `--shutdown-grace`: what the chart gives in-flight requests on SIGTERM.
 const SHUTDOWN_GRACE_SECS: &str = "20";
+/// `--shutdown-delay`: the chart's preStop sleep. Taking a replica out of nginx's rotation is a
+/// reload, which takes effect when nginx's old workers have finished, as an endpoint removal takes
+/// a moment to reach every kube-proxy: without it a request could still be sent to a replica that
+/// had closed its listener, and a heartbeat POST (which nginx does not send again) got its 502.
+const SHUTDOWN_DELAY_SECS: &str = "1";
 
 /// One replica: how to start it, and the running process.
 pub struct Replica {
@@ -51,8 +56,6 @@ pub struct Replicas {
     http: reqwest::Client,
     /// Replicas out of the balancer's rotation (stopped, or not ready yet).
     down: Vec<SocketAddr>,
-    /// See [`Replicas::serving_when`].
-    serving: Option<(String, String)>,
 }
 
 impl Replicas {
@@ -108,7 +111,6 @@ impl Replicas {
             balancer,
             http: client_trusting(&dev.ca_pem()?)?,
             down: Vec::new(),
-            serving: None,
         };
         for i in 0..count {
             this.start_replica(i).await?;
@@ -143,9 +145,8 @@ impl Replicas {
         target
     }
 
-    /// Starts replica `i` (again), waits until it answers `/readyz` itself and, when `serving`
-    /// (a `GET` with that bearer that must answer 200 on the replica itself, for what `/readyz`
-    /// does not cover) says so, puts it in the balancer's rotation.
+    /// Starts replica `i` (again), waits until it answers `/readyz` itself (as a Service's endpoints
+    /// controller does) and puts it in the balancer's rotation.
     pub async fn start_replica(&mut self, i: usize) -> anyhow::Result<()> {
         let replica = &mut self.replicas[i];
         if replica.process.is_some() {
@@ -161,26 +162,9 @@ impl Replicas {
         if let Err(e) = ready {
             bail!("{e}; its log ends:\n{}", self.log_tail(i));
         }
-        if let Some((path, token)) = self.serving.clone() {
-            let url = format!("https://{}{path}", self.replicas[i].addr);
-            let ready = eventually(&format!("replica {i} to serve {path}"), READY_TIMEOUT, || async {
-                let r = http.get(&url).bearer_auth(&token).send().await?;
-                Ok((r.status() == 200 && r.text().await?.contains("\"ready\":true")).then_some(()))
-            })
-            .await;
-            if let Err(e) = ready {
-                bail!("{e}; its log ends:\n{}", self.log_tail(i));
-            }
-        }
         self.down.retain(|a| *a != self.replicas[i].addr);
         self.balancer.set_down(&self.down)?;
         Ok(())
-    }
-
-    /// Also wait, before a started replica joins the rotation, until `GET path` with `token` on it
-    /// answers 200 with a body naming something `"ready":true` (see [`Replicas::start_replica`]).
-    pub fn serving_when(&mut self, path: &str, token: &str) {
-        self.serving = Some((path.to_string(), token.to_string()));
     }
 
     /// Takes replica `i` out of the balancer's rotation, then SIGTERM (what a rolling update does:
@@ -257,7 +241,9 @@ fn replica_spec(bin: &Path, log: PathBuf, files: &ReplicaFiles, addr: SocketAddr
         .arg("--allow-upstream")
         .arg("127.0.0.0/8")
         .arg("--shutdown-grace")
-        .arg(SHUTDOWN_GRACE_SECS);
+        .arg(SHUTDOWN_GRACE_SECS)
+        .arg("--shutdown-delay")
+        .arg(SHUTDOWN_DELAY_SECS);
     if std::env::var_os("FAROS_LOG_LEVEL").is_none() {
         spec = spec.env("FAROS_LOG_LEVEL", "warn");
     }

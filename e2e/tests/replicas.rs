@@ -218,10 +218,8 @@ async fn rolling_restart_under_load(
     mcp: &RunningService<RoleClient, Listener>,
 ) {
     let workspaces = format!("/api/orgs/{org}/workspaces");
-    // A replica's /readyz does not wait for its first probe of
-    // quickstart's backend (until then it answers the backend proxy 503 "not ready"): the
-    // harness puts a restarted replica back in rotation once it also lists quickstart Ready.
-    hubs.serving_when("/api/providers", &alice.token);
+    // A restarted replica rejoins once its /readyz answers, which waits for its first probes of
+    // the providers' backends (before them the backend proxy would answer quickstart "not ready").
     let provider_token = p.provider_token("quickstart").await.unwrap();
     let stop = AtomicBool::new(false);
     let tenant = [("X-Faros-Org", org), ("X-Faros-Workspace", "dev")];
@@ -257,7 +255,11 @@ async fn rolling_restart_under_load(
                 .peer()
                 .call_tool(CallToolRequestParams::new("quickstart__list_greetings"))
                 .await
-                .map_err(anyhow::Error::from)?;
+                .map_err(|e| match closed_in_flight(&e) {
+                    // Sent again at once, as a client may (the call is a read).
+                    true => Failed::RetryAfter(Duration::ZERO, format!("tools/call: {e}")),
+                    false => Failed::Error(e.into()),
+                })?;
             if r.is_error == Some(true) {
                 return Err(Failed::Error(anyhow::anyhow!("tools/call: {:?}", r.content)));
             }
@@ -302,7 +304,7 @@ async fn rolling_restart_under_load(
     let tallies = [rest, tools, backend, beats];
     for t in &tallies {
         eprintln!(
-            "{}: {} requests, {} failed, {} retried after Retry-After, longest {:.0?}",
+            "{}: {} requests, {} failed, {} retried as the protocol allows, longest {:.0?}",
             t.what,
             t.requests,
             t.failures.len(),
@@ -331,7 +333,8 @@ struct Tally {
     what: &'static str,
     requests: u64,
     /// Answers that said to come back (503 with Retry-After: the replica reached is starting or
-    /// stopping), repeated after the time they named, as the protocol has clients do.
+    /// stopping), repeated after the time they named, as the protocol has clients do; and MCP
+    /// requests that failed in flight ([`closed_in_flight`]), sent again.
     retries: u64,
     failures: Vec<String>,
     longest: Duration,
@@ -347,6 +350,14 @@ impl From<anyhow::Error> for Failed {
     fn from(e: anyhow::Error) -> Self {
         Failed::Error(e)
     }
+}
+
+/// Whether a request failed in flight the way MCP's streamable HTTP defines: its response stream
+/// closed before the response and could not be resumed (the replica holding it stopped; another
+/// one answers the resume 405), which rmcp's client reports as a closed transport for that request.
+fn closed_in_flight(e: &rmcp::ServiceError) -> bool {
+    matches!(e, rmcp::ServiceError::McpError(d)
+        if d.data.as_ref().is_some_and(|d| d.get("io.modelcontextprotocol/transportClosed").is_some()))
 }
 
 /// `Err` unless `r` has status `want`; a 503 with `retryAfterSeconds` is [`Failed::RetryAfter`].

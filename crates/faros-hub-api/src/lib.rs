@@ -425,11 +425,15 @@ impl Hub {
         phases.draining.cancel();
         tokio::time::sleep(self.config.shutdown_delay).await;
         tracing::info!("hub API shutting down");
-        // MCP sessions' event streams end (clients reconnect, on another replica, which restores
-        // the session from the records); they would otherwise hold the grace period.
-        self.state.mcp.shutdown();
+        self.state.mcp.end_streams();
         cancel.cancel();
         let _ = serving.await;
+        // MCP sessions end only now. At stop the server already ends their standalone streams
+        // (SSE opened by a GET: clients reconnect to another replica, which restores the session
+        // from its record); a tool call in flight answers on its POST's own stream, which must
+        // outlive stop for the grace period: ending the sessions at stop cut those streams, and
+        // the client's resume on another replica (which never had the stream) could not be answered.
+        self.state.mcp.shutdown();
         while background.join_next().await.is_some() {}
         Ok(())
     }

@@ -30,11 +30,13 @@ async fn readyz(State(st): State<AppState>) -> Response {
     if let Some(why) = st.tree.held() {
         return Status::unavailable(why).into_response();
     }
-    if st.registry.is_synced() {
-        "ok".into_response()
-    } else {
-        Status::unavailable("the catalog registry has not synced with kcp yet").into_response()
+    if !st.registry.is_synced() {
+        return Status::unavailable("the catalog registry has not synced with kcp yet").into_response();
     }
+    if !st.registry.first_probes_done() {
+        return Status::unavailable("the first health probes of the providers' backends are running").into_response();
+    }
+    "ok".into_response()
 }
 
 async fn metrics(State(st): State<AppState>) -> Response {

@@ -627,3 +627,48 @@ async fn a_session_belongs_to_its_workspace_and_caller() {
     assert_eq!(resp.status().as_u16(), 404, "{}", resp.text().await.unwrap());
     let _ = client.cancel().await;
 }
+
+/// A client resuming a request's response stream (GET with `Last-Event-ID`) where that stream is
+/// not held (its replica stopped; here: a stream that never was) is answered 405, the spec's answer
+/// for "no event stream here", so rmcp's client fails the request instead of resuming forever; the
+/// session itself goes on.
+#[tokio::test]
+async fn resuming_a_response_stream_this_replica_does_not_hold_is_405() {
+    let h = McpHub::start().await;
+    h.directory.set_enabled(CLUSTER_OPS, &[]);
+    let http = http();
+    let resp = http
+        .post(h.url("acme", "ops"))
+        .bearer_auth(BOB)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+        }))
+        .send()
+        .await
+        .unwrap();
+    let session_id = resp.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    let get = |last_event_id: &'static str| {
+        http.get(h.url("acme", "ops"))
+            .bearer_auth(BOB)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &session_id)
+            .header("mcp-protocol-version", "2025-06-18")
+            .header("last-event-id", last_event_id)
+            .send()
+    };
+    let resp = get("0/41").await.unwrap();
+    assert_eq!(resp.status().as_u16(), 405, "{}", resp.text().await.unwrap());
+    let resp = http
+        .post(h.url("acme", "ops"))
+        .bearer_auth(BOB)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session_id)
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 202, "the session goes on");
+}

@@ -565,6 +565,61 @@ async fn readiness_endpoint_waits_for_the_registry() {
     assert_eq!((code, body["reason"].as_str().unwrap()), (404, "NotFound"));
 }
 
+/// A replica behind a Service: synced but its first backend probes not made, it would answer the
+/// backend proxy "not probed yet" (503) for a provider Ready on every other replica, so it is not
+/// ready. Once every backend has a result (healthy or not) it is, and a provider registered later
+/// does not take it out again.
+#[tokio::test]
+async fn readiness_waits_for_the_first_backend_probes() {
+    let hub = TestHub::start("https://127.0.0.1:1", |_| {}).await;
+    let http = http();
+    hub.registry().expect_sources(1);
+    let candidate = |name: &str| Candidate {
+        cluster: format!("cluster-{name}"),
+        path: Some(format!("root:faros:providers:{name}")),
+        source: "vw".into(),
+        entry: entry(name, None, Some(format!("http://{name}.example"))),
+    };
+    hub.registry()
+        .replace_source("vw", vec![candidate("q"), candidate("r")]);
+    let (code, body) = status_of(http.get(hub.url("/readyz")).send().await.unwrap()).await;
+    assert_eq!(code, 503);
+    assert!(body["message"].as_str().unwrap().contains("probes"), "{body}");
+    healthy(&hub, "q");
+    assert_eq!(
+        http.get(hub.url("/readyz")).send().await.unwrap().status(),
+        503,
+        "r not probed"
+    );
+    let r = hub
+        .registry()
+        .get("r")
+        .unwrap()
+        .endpoints
+        .backend
+        .clone()
+        .unwrap()
+        .to_string();
+    hub.registry()
+        .set_health("r", &r, BackendHealth::Unhealthy("connection refused".into()));
+    assert_eq!(
+        http.get(hub.url("/readyz")).send().await.unwrap().status(),
+        200,
+        "r probed, down"
+    );
+    register(
+        &hub,
+        "cluster-s",
+        "root:faros:providers:s",
+        entry("s", None, Some("http://s.example".into())),
+    );
+    assert_eq!(
+        http.get(hub.url("/readyz")).send().await.unwrap().status(),
+        200,
+        "latched"
+    );
+}
+
 /// The review's M1: provider URLs are no relay into loopback, cloud metadata or the hub itself.
 #[tokio::test]
 async fn provider_urls_cannot_reach_loopback_or_metadata() {

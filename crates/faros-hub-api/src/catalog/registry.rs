@@ -123,6 +123,8 @@ pub struct Registry {
     upstreams: Arc<UpstreamPolicy>,
     dirty: Notify,
     changes: watch::Sender<u64>,
+    /// Latched by [`Registry::first_probes_done`].
+    first_probes: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Registry {
@@ -140,6 +142,7 @@ impl Registry {
             upstreams: Arc::new(UpstreamPolicy::default()),
             dirty: Notify::new(),
             changes: watch::channel(0).0,
+            first_probes: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -198,6 +201,22 @@ impl Registry {
     pub fn is_synced(&self) -> bool {
         let inner = self.read();
         inner.expected_sources > 0 && inner.synced.len() >= inner.expected_sources
+    }
+
+    /// True once the registry has synced and every backend it declared then has a probe result,
+    /// healthy or not: before, a provider that is Ready everywhere else reads "not probed yet" here
+    /// (the backend proxy answers 503), so `/readyz` waits for it. Latched: a backend registered
+    /// later is probed at once, and a replica already serving does not leave its Service for it.
+    pub fn first_probes_done(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        if self.first_probes.load(Ordering::Acquire) {
+            return true;
+        }
+        let done = self.is_synced() && self.unprobed().is_empty();
+        if done {
+            self.first_probes.store(true, Ordering::Release);
+        }
+        done
     }
 
     /// Inserts or replaces one candidate and re-elects its name.

@@ -120,6 +120,8 @@ pub struct Federation {
     /// Where sessions are kept for other replicas and restarts (none: this process only).
     records: OnceLock<Records>,
     pub(super) shutdown: CancellationToken,
+    /// Cancelled at stop ([`Federation::end_streams`]), before [`Federation::shutdown`].
+    streams_end: CancellationToken,
 }
 
 impl std::fmt::Debug for Federation {
@@ -158,6 +160,7 @@ impl Federation {
             sessions: Mutex::new(HashMap::new()),
             records: OnceLock::new(),
             shutdown: CancellationToken::new(),
+            streams_end: CancellationToken::new(),
         }))
     }
 
@@ -166,8 +169,16 @@ impl Federation {
         let _ = self.records.set(records);
     }
 
-    /// Ends every MCP session (their SSE streams would otherwise hold graceful shutdown open).
+    /// At stop: ends what only notifies (`list_changed` watchers, so a stateless
+    /// `subscriptions/listen` stream ends and its client listens on another replica), while
+    /// sessions keep answering the requests in flight for the grace period.
+    pub fn end_streams(&self) {
+        self.streams_end.cancel();
+    }
+
+    /// Ends every MCP session; once the server has stopped ([`Federation::end_streams`] first).
     pub fn shutdown(&self) {
+        self.streams_end.cancel();
         self.shutdown.cancel();
     }
 
@@ -265,7 +276,7 @@ impl Federation {
         loop {
             let tick = tokio::select! {
                 _ = &mut cancelled => return,
-                _ = self.shutdown.cancelled() => return,
+                _ = self.streams_end.cancelled() => return,
                 r = rx.changed() => { if r.is_err() { return } false }
                 _ = reread.tick() => true,
             };

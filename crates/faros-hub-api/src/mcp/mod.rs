@@ -13,7 +13,8 @@
 //!
 //! - Sessions are kept in the hub's shared records ([`store`]) so any replica continues them, and
 //!   every replica watches APIBindings ([`bindings`]) so list_changed follows an Enable made
-//!   anywhere.
+//!   anywhere; a request's response stream resumed on a replica that does not hold it fails the
+//!   request instead of leaving it unanswered ([`resume`]).
 //!
 //! Which providers a workspace enabled, and whether the caller may enter it, come through the
 //! [`Directory`] seam so this module never talks to kcp itself.
@@ -23,6 +24,7 @@ pub mod describe;
 pub mod directory;
 pub mod federation;
 pub mod naming;
+pub mod resume;
 pub mod routes;
 pub mod server;
 pub mod store;

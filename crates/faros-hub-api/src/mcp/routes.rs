@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use tower::ServiceExt;
 
-use super::{Federation, WorkspaceCtx};
+use super::{Federation, WorkspaceCtx, resume};
 use crate::auth::{Caller, missing_credentials};
 
 /// The endpoint's route.
@@ -35,8 +35,14 @@ async fn handle(State(fed): State<Arc<Federation>>, Path((org, ws)): Path<(Strin
     };
     let ctx = Arc::new(WorkspaceCtx { caller, target });
     let service = fed.service_for(&ctx);
-    match service.oneshot(req).await {
+    let resume = resume::resumes_a_request_stream(req.method(), req.headers());
+    let resp = match service.oneshot(req).await {
         Ok(resp) => resp.map(Body::new),
         Err(never) => match never {},
+    };
+    if resume {
+        resume::unless_unreplayable(resp).await
+    } else {
+        resp
     }
 }
