@@ -51,3 +51,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "faros-kcp.adminKubeconfigSecret" -}}
 {{- default (printf "%s-admin-kubeconfig" (include "faros-kcp.fullname" .)) .Values.adminKubeconfig.secretName }}
 {{- end }}
+
+{{- define "faros-kcp.hubKubeconfigSecret" -}}
+{{- default (printf "%s-hub-kubeconfig" (include "faros-kcp.fullname" .)) .Values.componentKubeconfigs.hubSecretName }}
+{{- end }}
+
+{{- define "faros-kcp.reconcilerKubeconfigSecret" -}}
+{{- default (printf "%s-reconciler-kubeconfig" (include "faros-kcp.fullname" .)) .Values.componentKubeconfigs.reconcilerSecretName }}
+{{- end }}

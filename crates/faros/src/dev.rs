@@ -47,7 +47,8 @@ pub struct Stack {
     /// The CA that signs both kcp's and the hub's serving certificates.
     pub ca_pem: String,
     pub state_dir: PathBuf,
-    /// The static token file shared by kcp and the hub.
+    /// The static token file shared by kcp and the hub (people; the components' own users are in
+    /// [`crate::identities::TOKEN_FILE`], which only kcp reads).
     pub token_file: PathBuf,
     /// The dev user's name and token.
     pub dev_user: tokens::DevUser,
@@ -200,13 +201,15 @@ impl Stack {
         }
         let token_file = args.token_file();
         let dev_user = tokens::ensure_dev_user(&args.state_dir, &token_file)?;
-        // Before kcp starts, so kcp reads them with the rest of the file.
-        let reconciler_token = tokens::ensure_reconciler(&args.state_dir, &token_file)?;
-        let hub_token = tokens::ensure_hub(&args.state_dir, &token_file)?;
+        // The components' own users in a file only kcp reads (the hub must not take their tokens
+        // from callers), written before kcp starts so kcp reads it with the rest.
+        let identities = crate::identities::ensure(&args.state_dir)?;
+        crate::identities::unshare(&token_file, &identities)?;
 
         let mut config = Config::new(&args.state_dir);
         config.listen = args.listen();
         config.token_file = Some(token_file.clone());
+        config.extra_token_files = vec![identities.token_file.clone()];
         config.max_body_bytes = args.kcp_max_body_bytes;
         config.history_capacity = args.kcp_watch_history;
         config.group_commit = !args.kcp_no_group_commit;
@@ -233,7 +236,7 @@ impl Stack {
         // installed platform.
         let admin_factory =
             faros_core::client::ClientFactory::new(admin.clone()).context("a kcp client for the grants")?;
-        let hub_kube = hub_identity(&kcp, &admin_factory, &args.state_dir, &hub_token).await?;
+        let hub_kube = hub_identity(&kcp, &admin_factory, &args.state_dir, &identities.hub).await?;
         let mut hub_config = faros_hub_api::Config::new(hub_kube);
         hub_config.tls = Some(faros_hub_api::Tls::Config(kcp.tls_config()));
         hub_config.signing_key_file = Some(args.state_dir.join("hub-signing-key.json"));
@@ -258,7 +261,8 @@ impl Stack {
 
         // The reconciler writes provider kubeconfigs that reach kcp through the hub's pass-through,
         // and grants the hub's user its roles in the workspaces it makes.
-        let reconciler_kube = reconciler_identity(&kcp, &admin_factory, &args.state_dir, &reconciler_token).await?;
+        let reconciler_kube =
+            reconciler_identity(&kcp, &admin_factory, &args.state_dir, &identities.reconciler).await?;
         let mut reconciler_config = faros_hub_reconciler::Config::new(reconciler_kube);
         reconciler_config.hub_user = Some(faros_hub_reconciler::identity::hub::DEFAULT_USER.to_string());
         reconciler_config.hub_url = Some(hub_url.clone());

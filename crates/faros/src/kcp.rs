@@ -1,14 +1,21 @@
 //! `faros kcp`: the embedded kcp served alone, for clusters without real kcp (the `faros-kcp` Helm
 //! chart runs it as a one-replica StatefulSet). `faros dev` composes the same server in process.
 //!
-//! Besides serving, it hands its admin kubeconfig to the components that need it: as a file
+//! Besides serving, it hands its admin kubeconfig to whoever needs it: as a file
 //! (`--admin-kubeconfig-file`) and/or as a Secret in the hosting cluster
 //! (`--admin-kubeconfig-secret`), the way kcp's own chart and operator publish an admin kubeconfig.
 //! The kubeconfig's server is the external URL (`--external-url`, e.g. the Service's DNS name), and
 //! its CA is the server's own generated CA, whose serving certificate covers every `--hostname`.
 //!
+//! With `--hub-kubeconfig-secret` / `--reconciler-kubeconfig-secret` it also mints the hub API's and
+//! the hub reconciler's own kcp users (docs/install.md#kcp-identities): their tokens are made once
+//! and kept in the state directory, listed in a token file only this server reads
+//! ([`crate::identities`]); on every start it grants them what `faros grant --hub-user` grants (it
+//! is admin of itself), then publishes a kubeconfig Secret per component, so neither pod needs the
+//! admin kubeconfig.
+//!
 //! What it must not do: run the hub or anything else (that is `faros dev`), or write to the hosting
-//! cluster beyond that one Secret.
+//! cluster beyond the Secrets it is told to publish.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -16,14 +23,19 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
+use faros_core::names::{HUB_KCP_USER, RECONCILER_KCP_USER};
 use faros_embedded_kcp::{Config, Server};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 
-/// Field manager of the admin kubeconfig Secret.
+/// Field manager of the kubeconfig Secrets.
 const FIELD_MANAGER: &str = "faros-kcp";
-/// Longest pause between attempts to publish the admin kubeconfig Secret.
+/// Longest pause between attempts to grant the components or publish a kubeconfig Secret.
 const PUBLISH_RETRY_MAX: Duration = Duration::from_secs(30);
+/// Longest wait of one grant for an existing faros workspace to be Ready (as `faros grant`'s default).
+const GRANT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Key of the kubeconfig in each component's Secret.
+pub const COMPONENT_KUBECONFIG_KEY: &str = "kubeconfig";
 
 #[derive(Args, Debug, Clone)]
 pub struct KcpArgs {
@@ -60,7 +72,8 @@ pub struct KcpArgs {
     /// Publish the admin kubeconfig as this Secret in the hosting cluster (created or updated).
     #[arg(long, env = "FAROS_KCP_ADMIN_KUBECONFIG_SECRET")]
     pub admin_kubeconfig_secret: Option<String>,
-    /// Namespace of that Secret. Default: the namespace of the pod's ServiceAccount.
+    /// Namespace of the Secrets this server publishes (the admin's and the components'). Default:
+    /// the namespace of the pod's ServiceAccount.
     #[arg(long, env = "FAROS_KCP_ADMIN_KUBECONFIG_SECRET_NAMESPACE")]
     pub admin_kubeconfig_secret_namespace: Option<String>,
     /// Key of the kubeconfig in that Secret (kcp's chart and operator use `admin.kubeconfig`).
@@ -70,6 +83,14 @@ pub struct KcpArgs {
         default_value = "admin.kubeconfig"
     )]
     pub admin_kubeconfig_secret_key: String,
+    /// Mint the hub API's own kcp user (`faros-hub-api`), grant it as `faros grant --hub-user`
+    /// does, and publish its kubeconfig as this Secret (key `kubeconfig`) in the hosting cluster.
+    #[arg(long, env = "FAROS_KCP_HUB_KUBECONFIG_SECRET")]
+    pub hub_kubeconfig_secret: Option<String>,
+    /// Mint the hub reconciler's own kcp user (`faros-hub-reconciler`), grant it as `faros grant`
+    /// does, and publish its kubeconfig as this Secret (key `kubeconfig`) in the hosting cluster.
+    #[arg(long, env = "FAROS_KCP_RECONCILER_KUBECONFIG_SECRET")]
+    pub reconciler_kubeconfig_secret: Option<String>,
     /// Kubeconfig of the hosting cluster, for publishing the Secret. Default: the in-cluster
     /// ServiceAccount (never `$KUBECONFIG`, so a stray variable cannot redirect it).
     #[arg(long, env = "FAROS_HOSTING_KUBECONFIG")]
@@ -80,11 +101,19 @@ pub struct KcpArgs {
 }
 
 impl KcpArgs {
+    /// Whether the components' own kcp users are minted (either of their Secrets is asked for).
+    pub fn mints_components(&self) -> bool {
+        self.hub_kubeconfig_secret.is_some() || self.reconciler_kubeconfig_secret.is_some()
+    }
+
     /// The embedded kcp's configuration; checks the external URL.
     pub fn server_config(&self) -> anyhow::Result<Config> {
         let mut config = Config::new(&self.state_dir);
         config.listen = self.listen;
         config.token_file = self.token_file.clone();
+        if self.mints_components() {
+            config.extra_token_files = vec![self.state_dir.join(crate::identities::TOKEN_FILE)];
+        }
         config.max_body_bytes = self.max_body_bytes;
         config.history_capacity = self.watch_history;
         // As fast as kcp: no pause between workspace phases.
@@ -123,6 +152,14 @@ fn external_host(url: &str) -> anyhow::Result<String> {
 
 /// Serves until SIGINT/SIGTERM.
 pub async fn run(args: KcpArgs) -> anyhow::Result<()> {
+    let identities = if args.mints_components() {
+        // The state directory is the server's (owner-only); made here because the token file must
+        // exist before the server reads it.
+        faros_embedded_kcp::state_dir::secure(&args.state_dir)?;
+        Some(crate::identities::ensure(&args.state_dir)?)
+    } else {
+        None
+    };
     let server = Server::start(args.server_config()?)
         .await
         .context("starting the embedded kcp")?;
@@ -132,32 +169,103 @@ pub async fn run(args: KcpArgs) -> anyhow::Result<()> {
             .with_context(|| format!("writing --admin-kubeconfig-file {}", path.display()))?;
         tracing::info!(path = %path.display(), "admin kubeconfig written");
     }
-    let publisher = match &args.admin_kubeconfig_secret {
-        Some(name) => {
-            let target = SecretTarget::resolve(&args, name).await?;
-            Some(tokio::spawn(target.publish_until_done(kubeconfig)))
+    // What goes to the hosting cluster, retried until it lands; served alongside until SIGTERM.
+    // (Not spawned: the grants' futures are not `Send` for every lifetime, as `spawn` needs.)
+    let mut admin_secret = None;
+    let mut components = None;
+    if args.admin_kubeconfig_secret.is_some() || identities.is_some() {
+        let hosting = Hosting::resolve(&args).await?;
+        if let Some(name) = &args.admin_kubeconfig_secret {
+            admin_secret = Some(hosting.target(name, &args.admin_kubeconfig_secret_key, "admin"));
         }
-        None => None,
+        if let Some(ids) = identities {
+            let admin = server
+                .admin_config("root")
+                .await
+                .context("loading the admin kubeconfig")?;
+            let admin = faros_core::client::ClientFactory::new(admin).context("a kcp client for the grants")?;
+            let mut targets = Vec::new();
+            for (secret, user, token) in [
+                (&args.hub_kubeconfig_secret, HUB_KCP_USER, &ids.hub),
+                (&args.reconciler_kubeconfig_secret, RECONCILER_KCP_USER, &ids.reconciler),
+            ] {
+                if let Some(name) = secret {
+                    let target = hosting.target(name, COMPONENT_KUBECONFIG_KEY, user);
+                    targets.push((target, server.kubeconfig("root", user, token)));
+                }
+            }
+            components = Some((admin, targets));
+        }
+    }
+    let publish = async {
+        let admin = async {
+            if let Some(target) = admin_secret {
+                target.publish_until_done(kubeconfig).await;
+            }
+        };
+        let components = async {
+            if let Some((admin, targets)) = components {
+                grant_until_done(&admin).await;
+                for (target, kubeconfig) in targets {
+                    target.publish_until_done(kubeconfig).await;
+                }
+            }
+        };
+        tokio::join!(admin, components);
+        std::future::pending::<()>().await
     };
     tracing::info!(url = %server.url(), "faros kcp is serving");
-    faros_core::telemetry::shutdown_signal().await;
-    if let Some(task) = publisher {
-        task.abort();
+    tokio::select! {
+        () = faros_core::telemetry::shutdown_signal() => {}
+        () = publish => {}
     }
     server.shutdown().await;
     Ok(())
 }
 
-/// Where the admin kubeconfig Secret goes.
-struct SecretTarget {
-    api: Api<Secret>,
-    namespace: String,
-    name: String,
-    key: String,
+/// Grants both components' users what they use, as `faros grant --hub-user` does (idempotent, so on
+/// every start: organizations made since are covered), retrying with backoff until it succeeds;
+/// their kubeconfigs are published only after, so a component never starts on a user not granted yet.
+async fn grant_until_done(admin: &faros_core::client::ClientFactory) {
+    use faros_hub_reconciler::identity;
+    let mut delay = Duration::from_millis(500);
+    loop {
+        let granted = async {
+            identity::grant(admin, RECONCILER_KCP_USER, GRANT_TIMEOUT)
+                .await
+                .context("granting the reconciler's kcp user")?;
+            identity::grant_hub(admin, HUB_KCP_USER, GRANT_TIMEOUT)
+                .await
+                .context("granting the hub API's kcp user")?;
+            anyhow::Ok(())
+        }
+        .await;
+        match granted {
+            Ok(()) => {
+                tracing::info!(
+                    reconciler = RECONCILER_KCP_USER,
+                    hub = HUB_KCP_USER,
+                    "granted the components their kcp users"
+                );
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = format!("{e:#}"), retry_in = ?delay, "cannot grant the components their kcp users yet");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(PUBLISH_RETRY_MAX);
+            }
+        }
+    }
 }
 
-impl SecretTarget {
-    async fn resolve(args: &KcpArgs, name: &str) -> anyhow::Result<Self> {
+/// The hosting cluster's API and the namespace the Secrets go to.
+struct Hosting {
+    client: kube::Client,
+    namespace: String,
+}
+
+impl Hosting {
+    async fn resolve(args: &KcpArgs) -> anyhow::Result<Self> {
         let config = match &args.hosting_kubeconfig {
             Some(path) => {
                 let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -167,7 +275,7 @@ impl SecretTarget {
                     .with_context(|| format!("loading --hosting-kubeconfig {}", path.display()))?
             }
             None => kube::Config::incluster().context(
-                "--admin-kubeconfig-secret needs the hosting cluster's API: run in a pod with a \
+                "publishing kubeconfig Secrets needs the hosting cluster's API: run in a pod with a \
                  ServiceAccount token, or pass --hosting-kubeconfig",
             )?,
         };
@@ -176,14 +284,32 @@ impl SecretTarget {
             .clone()
             .unwrap_or_else(|| config.default_namespace.clone());
         let client = kube::Client::try_from(config).context("building the hosting cluster client")?;
-        Ok(Self {
-            api: Api::namespaced(client, &namespace),
-            namespace,
-            name: name.to_string(),
-            key: args.admin_kubeconfig_secret_key.clone(),
-        })
+        Ok(Self { client, namespace })
     }
 
+    /// Where the kubeconfig of `user` goes: Secret `name`, under `key`.
+    fn target(&self, name: &str, key: &str, user: &str) -> SecretTarget {
+        SecretTarget {
+            api: Api::namespaced(self.client.clone(), &self.namespace),
+            namespace: self.namespace.clone(),
+            name: name.to_string(),
+            key: key.to_string(),
+            user: user.to_string(),
+        }
+    }
+}
+
+/// Where one kubeconfig Secret goes.
+struct SecretTarget {
+    api: Api<Secret>,
+    namespace: String,
+    name: String,
+    key: String,
+    /// Whose kubeconfig it is, for the log.
+    user: String,
+}
+
+impl SecretTarget {
     fn secret(&self, kubeconfig: &str) -> Secret {
         let mut secret = Secret::default();
         secret.metadata.name = Some(self.name.clone());
@@ -215,11 +341,11 @@ impl SecretTarget {
         loop {
             match self.api.patch(&self.name, &params, &Patch::Apply(&secret)).await {
                 Ok(_) => {
-                    tracing::info!(namespace = %self.namespace, name = %self.name, key = %self.key, "admin kubeconfig Secret published");
+                    tracing::info!(namespace = %self.namespace, name = %self.name, key = %self.key, user = %self.user, "kubeconfig Secret published");
                     return;
                 }
                 Err(e) => {
-                    tracing::warn!(namespace = %self.namespace, name = %self.name, error = %e, retry_in = ?delay, "cannot publish the admin kubeconfig Secret yet");
+                    tracing::warn!(namespace = %self.namespace, name = %self.name, user = %self.user, error = %e, retry_in = ?delay, "cannot publish the kubeconfig Secret yet");
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(PUBLISH_RETRY_MAX);
                 }
@@ -276,6 +402,19 @@ mod tests {
             assert!(
                 text.contains("--external-url") && text.contains(needle),
                 "{url}: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn component_secrets_add_the_kcp_only_token_file() {
+        assert!(parse(&[]).server_config().unwrap().extra_token_files.is_empty());
+        for flag in ["--hub-kubeconfig-secret", "--reconciler-kubeconfig-secret"] {
+            let config = parse(&["--state-dir", "/s", flag, "x"]).server_config().unwrap();
+            assert_eq!(
+                config.extra_token_files,
+                [PathBuf::from("/s").join(crate::identities::TOKEN_FILE)],
+                "{flag}"
             );
         }
     }

@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod dev;
 pub mod grant;
+pub mod identities;
 pub mod kcp;
 pub mod oidc;
 pub mod scaffold;

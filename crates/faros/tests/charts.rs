@@ -19,7 +19,7 @@
 //! Needs `helm` (or `FAROS_HELM`) and `kubernetes-validate` on PATH; `.ci/run` installs both.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -333,11 +333,53 @@ fn umbrella_defaults_wire_the_components_together() {
             .filter_map(|v| v["secret"]["secretName"].as_str().map(str::to_string))
             .collect()
     };
-    // The hub and the reconciler read the admin kubeconfig faros-kcp publishes.
-    let published = arg("r-faros-kcp", "--admin-kubeconfig-secret");
-    assert!(secret_volumes("r-faros-hub-api").contains(&published));
-    assert!(secret_volumes("r-faros-hub-reconciler").contains(&published));
+    // The hub and the reconciler each read the kubeconfig of their own kcp user faros-kcp mints and
+    // publishes (docs/install.md#kcp-identities), under the key faros-kcp writes, and never the admin
+    // kubeconfig or each other's; the reconciler grants the hub's user as it provisions.
+    let admin = arg("r-faros-kcp", "--admin-kubeconfig-secret");
+    let own = [
+        ("r-faros-hub-api", arg("r-faros-kcp", "--hub-kubeconfig-secret")),
+        (
+            "r-faros-hub-reconciler",
+            arg("r-faros-kcp", "--reconciler-kubeconfig-secret"),
+        ),
+    ];
+    for (pod, secret) in &own {
+        let mounted = secret_volumes(pod);
+        assert!(mounted.contains(secret), "{pod} does not mount {secret}: {mounted:?}");
+        for other in own.iter().map(|(_, s)| s).chain([&admin]).filter(|s| *s != secret) {
+            assert!(!mounted.contains(other), "{pod} mounts {other}");
+        }
+        let kubeconfig = pods[*pod]["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["secret"]["secretName"] == secret.as_str())
+            .unwrap();
+        assert_eq!(
+            kubeconfig["secret"]["items"][0]["key"],
+            faros::kcp::COMPONENT_KUBECONFIG_KEY,
+            "{pod}"
+        );
+    }
+    assert_eq!(
+        arg("r-faros-hub-reconciler", "--hub-user"),
+        faros_core::names::HUB_KCP_USER
+    );
     assert_eq!(arg("r-faros-kcp", "--admin-kubeconfig-secret-namespace"), NAMESPACE);
+    // faros-kcp may change only the Secrets it publishes.
+    let role = kind(&docs, "Role")
+        .find(|r| r["metadata"]["name"] == "r-faros-kcp")
+        .unwrap();
+    let named: BTreeSet<String> = role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["resourceNames"].as_array().cloned().unwrap_or_default())
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect();
+    let published: BTreeSet<String> = own.iter().map(|(_, s)| s.clone()).chain([admin.clone()]).collect();
+    assert_eq!(named, published, "{role}");
     // The reconciler mirrors into a providers namespace of its own (never the release namespace, whose
     // Secrets its Role would then read), which the chart creates and where quickstart runs and mounts
     // `<provider>-kubeconfig`, the hub's CA (`ca.crt`) included.

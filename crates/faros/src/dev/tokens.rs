@@ -3,7 +3,8 @@
 //! `faros dev` authenticates people with one kcp token file (default `<state-dir>/tokens.csv`),
 //! read by the embedded kcp and the hub alike and reloaded when edited, so adding a line adds a user
 //! everywhere. The dev user's token is generated once, kept in `<state-dir>/dev-user.token`, and
-//! (re)added to the token file when missing so the printed token always works.
+//! (re)added to the token file when missing so the printed token always works. The components' own
+//! kcp users are not in it: the hub reads it too ([`crate::identities`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -36,10 +37,7 @@ impl std::fmt::Debug for DevUser {
     }
 }
 
-/// The token-file line of a user.
-pub fn line(token: &str, user: &str) -> String {
-    format!("{token},{user},{user}\n")
-}
+pub use crate::identities::line;
 
 /// Loads or creates the dev token and makes sure `token_file` lists it. A token file that does not
 /// parse is an error naming the file and line; nothing is overwritten.
@@ -53,38 +51,10 @@ pub fn ensure_dev_user(state_dir: &Path, token_file: &Path) -> anyhow::Result<De
     })
 }
 
-/// The reconciler's own kcp identity (docs/install.md#kcp-identities): a user of the token file,
-/// never the admin. Its token is kept in `<state-dir>/reconciler.token`.
-pub fn ensure_reconciler(state_dir: &Path, token_file: &Path) -> anyhow::Result<String> {
-    ensure_user(
-        &state_dir.join("reconciler.token"),
-        token_file,
-        faros_hub_reconciler::identity::DEFAULT_USER,
-    )
-}
-
-/// The hub API's own kcp identity (docs/install.md#kcp-identities), likewise: its token is kept
-/// in `<state-dir>/hub.token`.
-pub fn ensure_hub(state_dir: &Path, token_file: &Path) -> anyhow::Result<String> {
-    ensure_user(
-        &state_dir.join("hub.token"),
-        token_file,
-        faros_hub_reconciler::identity::hub::DEFAULT_USER,
-    )
-}
-
 /// Loads or creates `user`'s token in `token_path` and (re)adds its line to `token_file` when
 /// missing, keeping every other line.
 fn ensure_user(token_path: &Path, token_file: &Path, user: &str) -> anyhow::Result<String> {
-    let token = match std::fs::read_to_string(token_path) {
-        Ok(t) if !t.trim().is_empty() => t.trim().to_string(),
-        Ok(_) | Err(_) => {
-            let t = faros_embedded_kcp::generate_token();
-            faros_embedded_kcp::server::write_private(token_path, t.as_bytes())
-                .with_context(|| format!("writing {}", token_path.display()))?;
-            t
-        }
-    };
+    let token = crate::identities::load_or_create_token(token_path)?;
     let existing = match std::fs::read_to_string(token_file) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,

@@ -262,11 +262,18 @@ fn available(r: &Rendered) -> BTreeSet<(String, String, String)> {
             .find(|o| o["metadata"]["name"] == pod_name.as_str() && o["spec"]["template"].is_object())
             .unwrap();
         for (_, c) in containers(pod) {
-            if let Some(secret) = flag(c, "--admin-kubeconfig-secret") {
-                let namespace = flag(c, "--admin-kubeconfig-secret-namespace")
-                    .map(str::to_string)
-                    .unwrap_or_else(|| ns(owner));
-                have.insert(("Secret".into(), namespace, secret.to_string()));
+            // `faros kcp` publishes the admin kubeconfig and each component's, all in one namespace.
+            for published in [
+                "--admin-kubeconfig-secret",
+                "--hub-kubeconfig-secret",
+                "--reconciler-kubeconfig-secret",
+            ] {
+                if let Some(secret) = flag(c, published) {
+                    let namespace = flag(c, "--admin-kubeconfig-secret-namespace")
+                        .map(str::to_string)
+                        .unwrap_or_else(|| ns(owner));
+                    have.insert(("Secret".into(), namespace, secret.to_string()));
+                }
             }
             if let Some(namespace) = flag(c, "--mirror-namespace") {
                 for secret in provider_secret_names() {
