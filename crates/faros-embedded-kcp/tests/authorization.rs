@@ -73,7 +73,8 @@ async fn discovery_needs_workspace_access() {
         assert_eq!(code, 403, "{path}: {body}");
         assert_eq!(body["reason"], "Forbidden", "{path}");
         let message = body["message"].as_str().unwrap();
-        assert!(message.contains("workspace access not permitted"), "{path}: {message}");
+        // kcp anonymises every authorizer's reason.
+        assert!(message.ends_with(": access denied"), "{path}: {message}");
         assert!(message.contains("User \"bob\""), "{path}: {message}");
         // The admin still sees it.
         assert_eq!(status_of(&t, &t.admin_token(), path).await.0, 200, "{path}");
@@ -103,12 +104,7 @@ async fn required_groups_gate_a_workspace_and_are_inherited() {
         other => panic!("bob entered a gated workspace: {other:?}"),
     };
     assert_eq!(err.code, 403);
-    assert!(
-        err.message
-            .contains("user is not a member of required groups: devs,testers;admins"),
-        "{}",
-        err.message
-    );
+    assert!(err.message.ends_with(": access denied"), "{}", err.message);
     let lc = status_of(
         &t,
         &t.admin_token(),
@@ -214,8 +210,10 @@ async fn workspace_admins_cannot_write_workspace_status() {
         other => panic!("a workspace admin wrote workspace status: {other:?}"),
     };
     assert_eq!(err.code, 403, "{}", err.message);
+    // kcp's system policy refuses it; the reason is anonymised like every authorizer's.
     assert!(
-        err.message.contains("workspaces/status is read-only"),
+        err.message.contains("cannot update resource \"workspaces/status\"")
+            && err.message.ends_with(": access denied"),
         "{}",
         err.message
     );

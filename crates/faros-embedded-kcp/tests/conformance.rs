@@ -569,6 +569,7 @@ async fn too_old_resource_version_makes_kube_runtime_relist() {
 
 #[tokio::test]
 async fn token_review_sar_and_rbac_denials() {
+    // Denials end in kcp's anonymised reason, as kcp v0.32 answers (e2e/kcp-diff/recorded/).
     let t = TestServer::start().await;
     let admin = t.admin().await;
     let alice = t.alice().await;
@@ -577,12 +578,12 @@ async fn token_review_sar_and_rbac_denials() {
     assert_eq!(err.code, 403);
     assert_eq!(
         err.message,
-        "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""
+        "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\": access denied"
     );
     let err = api_err(alice_cms.get("x").await.unwrap_err());
     assert_eq!(
         err.message,
-        "configmaps \"x\" is forbidden: User \"alice\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"default\""
+        "configmaps \"x\" is forbidden: User \"alice\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"default\": access denied"
     );
 
     // A group binding grants access immediately.
@@ -599,7 +600,7 @@ async fn token_review_sar_and_rbac_denials() {
     );
     assert_eq!(
         err.message,
-        "configmaps is forbidden: User \"alice\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"default\""
+        "configmaps is forbidden: User \"alice\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"default\": access denied"
     );
 
     // SelfSubjectAccessReview (kubectl auth can-i) and SubjectAccessReview.

@@ -288,7 +288,7 @@ async fn creators_get_access_and_others_are_forbidden() {
     assert_eq!(err.code, 403);
     assert_eq!(
         err.message,
-        "configmaps is forbidden: User \"bob\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\": workspace access not permitted"
+        "configmaps is forbidden: User \"bob\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\": access denied"
     );
     let alice_theirs: Api<ConfigMap> =
         Api::namespaced(t.client_as("root:theirs", "alice", USER_TOKEN).await, "default");

@@ -9,13 +9,32 @@ use faros_core::status::Status;
 use super::{Attributes, UserInfo, Verb};
 use crate::state::ServerState;
 
+/// The reason of every denial, whichever check made it: kcp decorates each authorizer of its chain
+/// (required groups, workspace content, system CRDs, bootstrap, local and global RBAC) with
+/// anonymization, so a caller learns only that it was refused; the reason goes to the log.
+pub const ACCESS_DENIED: &str = "access denied";
+
+/// A 403 for `attrs` with kcp's anonymised reason; the real one is logged for the operator.
+fn denied(attrs: &Attributes<'_>, cluster: &str, why: &str) -> Status {
+    tracing::debug!(
+        user = %attrs.user.username,
+        verb = attrs.verb,
+        resource = attrs.resource,
+        path = attrs.path,
+        cluster,
+        why,
+        "request denied"
+    );
+    super::forbidden_status(attrs, ACCESS_DENIED)
+}
+
 /// kcp's workspace content authorizer: the logical cluster must exist and be serving, and the user
 /// needs the `access` verb on `/` inside it, before ordinary RBAC applies.
 pub fn authorize_content(state: &ServerState, cluster: &str, attrs: &Attributes<'_>) -> Result<(), Status> {
     if cluster == "*" || attrs.user.in_group(super::GROUP_MASTERS) {
         return Ok(());
     }
-    let deny = || Err(super::forbidden_status(attrs, "workspace access not permitted"));
+    let deny = || Err(denied(attrs, cluster, "workspace access not permitted"));
     let (serving, required_groups) = {
         let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
         match clusters.get(cluster) {
@@ -29,7 +48,7 @@ pub fn authorize_content(state: &ServerState, cluster: &str, attrs: &Attributes<
     if let Some(value) = required_groups
         && !super::required_groups::satisfied(&value, attrs.user)
     {
-        return Err(super::forbidden_status(attrs, &super::required_groups::denial(&value)));
+        return Err(denied(attrs, cluster, &super::required_groups::denial(&value)));
     }
     // ServiceAccounts of the cluster itself are always admitted (kcp's service-account authorizer).
     let own_sa = attrs.user.cluster_name() == Some(cluster) && attrs.user.service_account().is_some();
@@ -53,11 +72,13 @@ pub fn authorize(state: &ServerState, cluster: &str, attrs: &Attributes<'_>) -> 
     }
     authorize_content(state, cluster, attrs)?;
     if let Some(reason) = super::system_policy::denial(attrs) {
-        return Err(super::forbidden_status(attrs, &reason));
+        return Err(denied(attrs, cluster, &reason));
     }
     let rbac = state.rbac.read().unwrap_or_else(|p| p.into_inner());
     match rbac.authorize(cluster, attrs) {
         super::Decision::Allow => Ok(()),
-        super::Decision::Deny { reason } => Err(super::forbidden_status(attrs, &reason)),
+        super::Decision::Deny { reason } => {
+            Err(denied(attrs, cluster, if reason.is_empty() { "RBAC" } else { &reason }))
+        }
     }
 }
