@@ -6,7 +6,10 @@
 //! kcp itself) answers `503` with `Retry-After` and a
 //! Status naming what the hub waits for ([`startup_pending`]), never a `404` for a workspace or
 //! provider that is about to exist. After the tree, the catalog's first sync: before it, a provider's
-//! heartbeat would find no CatalogEntry.
+//! heartbeat would find no CatalogEntry. `/readyz` then also waits for the first health probes of the
+//! providers' backends ([`crate::catalog::registry::Registry::first_probes_done`]): routes are served
+//! meanwhile, but a Service should not send a replica traffic its backend proxy would refuse as "not
+//! probed yet" for a provider every other replica serves.
 //!
 //! An embedder may hold tenant routes back longer ([`TreeGate::hold`]): `faros dev` does until its
 //! demo tenant exists and its quickstart is Ready, so what its README promises ("503 with
