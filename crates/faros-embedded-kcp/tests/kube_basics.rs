@@ -291,11 +291,28 @@ async fn null_labels_and_missing_spec_are_accepted_where_kcp_accepts_them() {
         .await
         .unwrap_or_else(|e| panic!("{kind} {version} without spec: {e}"));
     }
-    // APIBindings and Workspaces do require it, as kcp's CRDs say.
-    for (group, version, kind, plural) in [
-        ("apis.kcp.io", "v1alpha2", "APIBinding", "apibindings"),
-        ("tenancy.kcp.io", "v1alpha1", "Workspace", "workspaces"),
-    ] {
+    // A Workspace requires it but kcp's CRD defaults it to `{}` first, so one without is created
+    // (kcp v0.32 answers 201, e2e/kcp-diff/recorded/).
+    let workspaces: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ar("tenancy.kcp.io", "v1alpha1", "Workspace", "workspaces"),
+    );
+    let ws = workspaces
+        .create(
+            &PostParams::default(),
+            &dynamic(
+                json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "no-spec"}}),
+            ),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("Workspace without spec: {e}"));
+    assert!(
+        ws.data.get("spec").is_some_and(serde_json::Value::is_object),
+        "{:?}",
+        ws.data
+    );
+    // APIBindings do require it, as kcp's CRD says.
+    for (group, version, kind, plural) in [("apis.kcp.io", "v1alpha2", "APIBinding", "apibindings")] {
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar(group, version, kind, plural));
         let err = api_err(
             api.create(

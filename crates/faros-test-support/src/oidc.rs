@@ -19,8 +19,9 @@ use tokio::process::{Child, Command};
 
 use crate::https;
 
-/// How long the IdP may take to answer its discovery document.
-const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the IdP may take to answer its discovery document (node starting oidc-provider took
+/// over 30 s once on 2 cores busy with builds).
+const START_TIMEOUT: Duration = Duration::from_secs(90);
 
 #[derive(Debug, thiserror::Error)]
 pub enum IdpError {

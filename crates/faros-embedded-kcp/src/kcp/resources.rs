@@ -88,10 +88,16 @@ pub fn kcp_resources() -> Vec<ResourceDef> {
         d.categories = vec!["kcp".into()];
         // Our Rust types make `spec` required where kcp's CRDs do not: an object without it must
         // be accepted as kcp accepts it.
-        if !SPEC_REQUIRED.contains(&d.resource.as_str())
-            && let Some(schema) = std::sync::Arc::get_mut(&mut d.schema)
-        {
-            schema.required.retain(|f| f != "spec");
+        if let Some(schema) = std::sync::Arc::get_mut(&mut d.schema) {
+            if !SPEC_REQUIRED.contains(&d.resource.as_str()) {
+                schema.required.retain(|f| f != "spec");
+            }
+            // Required, but defaulted first: created without `spec`, it is accepted.
+            if SPEC_DEFAULTED.contains(&d.resource.as_str())
+                && let Some(spec) = schema.properties.get_mut("spec")
+            {
+                spec.default = Some(serde_json::json!({}));
+            }
         }
     }
     defs
@@ -99,6 +105,8 @@ pub fn kcp_resources() -> Vec<ResourceDef> {
 
 /// The kcp resources whose CRD requires `spec` (kcp `config/crds`).
 const SPEC_REQUIRED: &[&str] = &["workspaces", "apibindings", "partitions", "partitionsets"];
+/// Those of them whose CRD defaults `spec` to `{}` (kcp `config/crds`: the Workspace).
+const SPEC_DEFAULTED: &[&str] = &["workspaces"];
 
 #[cfg(test)]
 mod tests {

@@ -19,9 +19,18 @@ pub const TOPOLOGY_EXPORT: &str = "topology.kcp.io";
 /// The prefix of the APIResourceSchema names (`<prefix>.<plural>.<group>`).
 const SCHEMA_PREFIX: &str = "embedded";
 
+/// How a root API's schema treats a missing `spec`, as kcp's CRD for it does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SpecRule {
+    /// Required, defaulted to `{}` first (kcp's Workspace: created without `spec`, it is 201).
+    DefaultedEmpty,
+    /// Optional.
+    Optional,
+}
+
 /// An APIResourceSchema `spec` from a generated CRD: the same names, scope and versions, with the
 /// CRD's `openAPIV3Schema` as the version schema.
-fn schema_spec_from_crd<K: CustomResourceExt>(spec_required: bool) -> Value {
+fn schema_spec_from_crd<K: CustomResourceExt>(rule: SpecRule) -> Value {
     let crd = serde_json::to_value(K::crd()).unwrap_or_default();
     let spec = crd.get("spec").cloned().unwrap_or_default();
     let versions: Vec<Value> = spec
@@ -35,8 +44,15 @@ fn schema_spec_from_crd<K: CustomResourceExt>(spec_required: bool) -> Value {
                 .pointer("/schema/openAPIV3Schema")
                 .cloned()
                 .unwrap_or_else(|| json!({"type": "object"}));
-            if !spec_required && let Some(req) = schema.get_mut("required").and_then(Value::as_array_mut) {
+            if rule == SpecRule::Optional
+                && let Some(req) = schema.get_mut("required").and_then(Value::as_array_mut)
+            {
                 req.retain(|f| f != "spec");
+            }
+            if rule == SpecRule::DefaultedEmpty
+                && let Some(spec) = schema.pointer_mut("/properties/spec").and_then(Value::as_object_mut)
+            {
+                spec.insert("default".into(), json!({}));
             }
             if let Some(map) = v.as_object_mut() {
                 map.insert("schema".into(), schema);
@@ -99,8 +115,14 @@ fn schema_specs() -> Vec<(&'static str, Value)> {
             "description": "Count of the partitions belonging the PartitionSet"}]),
     );
     vec![
-        (TENANCY_EXPORT, schema_spec_from_crd::<Workspace>(true)),
-        (TENANCY_EXPORT, schema_spec_from_crd::<WorkspaceType>(false)),
+        (
+            TENANCY_EXPORT,
+            schema_spec_from_crd::<Workspace>(SpecRule::DefaultedEmpty),
+        ),
+        (
+            TENANCY_EXPORT,
+            schema_spec_from_crd::<WorkspaceType>(SpecRule::Optional),
+        ),
         (TOPOLOGY_EXPORT, partition),
         (TOPOLOGY_EXPORT, partition_set),
     ]
