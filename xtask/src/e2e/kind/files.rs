@@ -101,12 +101,18 @@ pub(crate) fn faros_values(kcp: Kcp, tag: &str, build: &str) -> String {
             None,
         ),
     };
-    let kcp_ref = kcp_secret
-        .map(|s| format!("  kcp:\n    kubeconfigSecret: {s}\n"))
-        .unwrap_or_default();
+    // On real kcp both run on its admin kubeconfig (the Secret's key is `admin.kubeconfig`), and
+    // the reconciler grants no hub user; the embedded kcp publishes each one's own kubeconfig,
+    // which the umbrella's defaults mount.
+    let kcp_ref = |extra: &str| {
+        kcp_secret
+            .map(|s| format!("  kcp:\n    kubeconfigSecret: {s}\n    kubeconfigKey: admin.kubeconfig\n{extra}"))
+            .unwrap_or_default()
+    };
+    let (hub_kcp, reconciler_kcp) = (kcp_ref(""), kcp_ref("    hubUser: \"\"\n"));
     format!(
         "{kcp_section}faros-hub-api:
-{}{kcp_ref}  publicURL: https://localhost:{HUB_HOST_PORT}
+{}{hub_kcp}  publicURL: https://localhost:{HUB_HOST_PORT}
   service:
     type: NodePort
     nodePort: {HUB_NODE_PORT}
@@ -117,7 +123,7 @@ pub(crate) fn faros_values(kcp: Kcp, tag: &str, build: &str) -> String {
     staticTokens:
       existingSecret: {TOKENS_SECRET}
 faros-hub-reconciler:
-{}{kcp_ref}  mirror:
+{}{reconciler_kcp}  mirror:
     enabled: true
 faros-provider-quickstart:
   enabled: false
