@@ -194,6 +194,29 @@ impl Balancer {
     }
 }
 
+/// nginx's master stops its workers only when it is stopped itself: killed outright (as a dropped
+/// [`ChildProcess`] is), it leaves them serving, orphaned. So the master gets SIGTERM (fast
+/// shutdown, workers included) and a bounded wait before the child's own kill.
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let Some(pid) = self.process.pid() else { return };
+        let _ = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(pid.to_string())
+            .status();
+        let deadline = std::time::Instant::now() + STOP_TIMEOUT;
+        while std::time::Instant::now() < deadline {
+            if !matches!(self.process.exited(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// How long a dropped balancer's nginx may take to stop its workers and exit.
+const STOP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 #[cfg(test)]
 mod tests {
     use super::*;
