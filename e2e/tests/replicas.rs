@@ -28,16 +28,12 @@ use std::time::{Duration, Instant};
 
 use faros_e2e::replicas::Replicas;
 use faros_e2e::{Platform, Target, WAIT, devproc, eventually};
+use faros_test_support::mcp_client::{self, Notifications};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use reqwest::Method;
-use rmcp::model::{CallToolRequestParams, ClientConfig};
-use rmcp::service::{NotificationContext, RoleClient, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::model::CallToolRequestParams;
 use serde_json::json;
-use tokio::sync::mpsc;
 
 const REPLICAS: usize = 3;
 /// The portal session cookie.
@@ -111,16 +107,16 @@ async fn run(p: &Platform, hubs: &mut Replicas) {
     }
     let (mcp, mut changed) = connect(p, &org, &alice.token).await;
     assert_eq!(
-        tool_names(&mcp).await,
+        mcp_client::tool_names(&mcp).await.unwrap(),
         Vec::<String>::new(),
         "dev has not enabled quickstart"
     );
     let quickstart_tools = ["quickstart__create_greeting", "quickstart__list_greetings"];
-    drain(&mut changed);
+    changed.drain();
     enable(p, &org, &alice.token).await;
     next_list_changed(&mut changed, "quickstart was enabled").await;
     tools_become(&mcp, &quickstart_tools).await;
-    drain(&mut changed);
+    changed.drain();
     let r = p
         .call(
             Method::POST,
@@ -133,7 +129,7 @@ async fn run(p: &Platform, hubs: &mut Replicas) {
     assert!(matches!(r.status, 200 | 202 | 204), "disable: {} {}", r.status, r.text);
     next_list_changed(&mut changed, "quickstart was disabled").await;
     tools_become(&mcp, &[]).await;
-    drain(&mut changed);
+    changed.drain();
     enable(p, &org, &alice.token).await;
     next_list_changed(&mut changed, "quickstart was enabled again").await;
     tools_become(&mcp, &quickstart_tools).await;
@@ -193,7 +189,7 @@ async fn rolling_restart_under_load(
     org: &str,
     alice: &faros_e2e::User,
     cookie: &str,
-    mcp: &RunningService<RoleClient, Listener>,
+    mcp: &mcp_client::Client,
 ) {
     let workspaces = format!("/api/orgs/{org}/workspaces");
     // A restarted replica rejoins once its /readyz answers, which waits for its first probes of
@@ -490,71 +486,21 @@ async fn enable(p: &Platform, org: &str, token: &str) {
 }
 
 /// An MCP client that reports `notifications/tools/list_changed`.
-struct Listener(mpsc::UnboundedSender<()>);
-
-impl ClientHandler for Listener {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.0.send(());
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::default()
-    }
-}
-
-async fn connect(
-    p: &Platform,
-    org: &str,
-    token: &str,
-) -> (RunningService<RoleClient, Listener>, mpsc::UnboundedReceiver<()>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let transport = StreamableHttpClientTransport::with_client(
-        p.http.clone(),
-        StreamableHttpClientTransportConfig::with_uri(p.hub(&faros_core::names::mcp_path(org, "dev")))
-            .auth_header(token.to_string()),
-    );
-    (Listener(tx).serve(transport).await.unwrap(), rx)
-}
-
-async fn tool_names(client: &RunningService<RoleClient, Listener>) -> Vec<String> {
-    let mut names: Vec<String> = client
-        .peer()
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
-    names.sort();
-    names
+async fn connect(p: &Platform, org: &str, token: &str) -> (mcp_client::Client, Notifications) {
+    let url = p.hub(&faros_core::names::mcp_path(org, "dev"));
+    mcp_client::connect(p.http.clone(), &url, token).await.unwrap()
 }
 
 /// Waits for a `tools/list_changed`.
-async fn next_list_changed(rx: &mut mpsc::UnboundedReceiver<()>, what: &str) {
-    tokio::time::timeout(WAIT, rx.recv())
-        .await
-        .unwrap_or_else(|_| panic!("no tools/list_changed after {what}"))
-        .expect("the MCP client stopped");
-}
-
-/// Drops the notifications received so far, so the next one awaited follows what comes next.
-fn drain(rx: &mut mpsc::UnboundedReceiver<()>) {
-    while rx.try_recv().is_ok() {}
+async fn next_list_changed(changed: &mut Notifications, what: &str) {
+    changed.next(WAIT).await.unwrap_or_else(|e| panic!("after {what}: {e}"));
 }
 
 /// Waits until `tools/list` answers `want` (a notification may come before every replica's watch
 /// has seen the change that caused it).
-async fn tools_become(client: &RunningService<RoleClient, Listener>, want: &[&str]) {
+async fn tools_become(client: &mcp_client::Client, want: &[&str]) {
     eventually(&format!("tools/list to answer {want:?}"), WAIT, || async {
-        let mut names: Vec<String> = client
-            .peer()
-            .list_all_tools()
-            .await?
-            .into_iter()
-            .map(|t| t.name.to_string())
-            .collect();
-        names.sort();
-        Ok((names == want).then_some(()))
+        Ok((mcp_client::tool_names(client).await? == want).then_some(()))
     })
     .await
     .unwrap();

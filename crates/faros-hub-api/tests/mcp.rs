@@ -23,19 +23,17 @@ use faros_hub_api::mcp::{Directory, Federation, McpSettings};
 use faros_hub_api::tenancy::WorkspaceRef;
 use faros_hub_api::{Config, Hub};
 use faros_sdk::identity::IdentityVerifier;
+use faros_test_support::mcp_client::{self, Notifications};
 use futures::future::BoxFuture;
 use http::request::Parts;
 use pretty_assertions::assert_eq;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleClient, RoleServer, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ErrorData, ServerHandler, ServiceExt};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 const BOB: &str = "bob-token";
 const CLUSTER_DEV: &str = "c-dev";
@@ -275,41 +273,15 @@ impl McpHub {
 
 // ----- clients -----------------------------------------------------------------------------------
 
-/// A client that reports `notifications/tools/list_changed`.
-struct Listener(mpsc::UnboundedSender<()>);
-
-impl ClientHandler for Listener {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.0.send(());
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::default()
-    }
+async fn connect(url: &str, token: &str) -> (mcp_client::Client, Notifications) {
+    mcp_client::connect(reqwest::Client::new(), url, token).await.unwrap()
 }
 
-async fn connect(url: &str, token: &str) -> (RunningService<RoleClient, Listener>, mpsc::UnboundedReceiver<()>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
-    );
-    (Listener(tx).serve(transport).await.unwrap(), rx)
+async fn tool_names(client: &mcp_client::Client) -> Vec<String> {
+    mcp_client::tool_names(client).await.unwrap()
 }
 
-async fn tool_names(client: &RunningService<RoleClient, Listener>) -> Vec<String> {
-    let mut names: Vec<String> = client
-        .peer()
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
-    names.sort();
-    names
-}
-
-async fn call(client: &RunningService<RoleClient, Listener>, name: &str) -> Result<CallToolResult, rmcp::ServiceError> {
+async fn call(client: &mcp_client::Client, name: &str) -> Result<CallToolResult, rmcp::ServiceError> {
     let mut args = serde_json::Map::new();
     args.insert("n".into(), 1.into());
     client
@@ -322,11 +294,11 @@ fn text(result: &CallToolResult) -> String {
     result.content[0].as_text().unwrap().text.clone()
 }
 
-async fn next_list_changed(rx: &mut mpsc::UnboundedReceiver<()>, what: &str) {
-    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+async fn next_list_changed(changed: &mut Notifications, what: &str) {
+    changed
+        .next(Duration::from_secs(10))
         .await
-        .unwrap_or_else(|_| panic!("no tools/list_changed after {what}"))
-        .expect("listener alive");
+        .unwrap_or_else(|e| panic!("after {what}: {e}"));
 }
 
 // ----- tests -------------------------------------------------------------------------------------
@@ -521,7 +493,7 @@ async fn sessions_hear_when_readiness_or_bindings_change_the_tool_set() {
     h.hub.registry().remove("c-alpha", "alpha");
     next_list_changed(&mut changed, "alpha was deregistered").await;
     assert_eq!(tool_names(&client).await, Vec::<String>::new());
-    assert!(changed.try_recv().is_err(), "exactly one list_changed per change");
+    assert!(!changed.try_next(), "exactly one list_changed per change");
     let _ = client.cancel().await;
     drop(h.fed);
 }

@@ -6,6 +6,7 @@
 //! | [`kubeconfig`] | kube configs and clients from kubeconfig YAML or files |
 //! | [`users`] | test users with random tokens, and static token files (`token,user,uid[,"groups"]`) |
 //! | [`https`] | HTTP clients trusting a test platform's CA |
+//! | [`mcp_client`] | an MCP session over streamable HTTP as hosts open one, with its `tools/list_changed` notifications |
 //! | [`ports`] | a free TCP port on 127.0.0.1 |
 //! | [`child`] | a server as a child process: log file, SIGTERM and exit awaited, killed when dropped |
 //! | [`balancer`] | nginx as a round-robin HTTPS load balancer in front of a server's replicas |
@@ -26,6 +27,7 @@ pub mod devproc;
 pub mod eventually;
 pub mod https;
 pub mod kubeconfig;
+pub mod mcp_client;
 pub mod oidc;
 pub mod ports;
 pub mod tools;

@@ -4,38 +4,18 @@
 //! Runs on every target.
 
 use faros_e2e::{Platform, WAIT, eventually, kubectl};
+use faros_test_support::mcp_client;
 use reqwest::Method;
-use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
 
-async fn tool_names(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> Vec<String> {
-    let mut names: Vec<String> = client
-        .peer()
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
-    names.sort();
-    names
+async fn tool_names(client: &mcp_client::Client) -> Vec<String> {
+    mcp_client::tool_names(client).await.unwrap()
 }
 
-async fn connect(
-    p: &Platform,
-    org: &str,
-    ws: &str,
-    token: &str,
-) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+async fn connect(p: &Platform, org: &str, ws: &str, token: &str) -> mcp_client::Client {
     let url = p.hub(&faros_core::names::mcp_path(org, ws));
-    let transport = StreamableHttpClientTransport::with_client(
-        p.http.clone(),
-        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.to_string()),
-    );
-    ().serve(transport).await.unwrap()
+    mcp_client::connect(p.http.clone(), &url, token).await.unwrap().0
 }
 
 fn text_of(result: &rmcp::model::CallToolResult) -> String {
