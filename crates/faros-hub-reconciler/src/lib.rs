@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod mirror;
 pub mod registrar;
 pub mod status;
+pub mod tree;
 
 pub use mirror::MirrorConfig;
 

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 /// `(cluster, kind, name) -> resourceVersion` of every object bootstrap writes.
 async fn snapshot(factory: &ClientFactory) -> BTreeMap<(String, &'static str, String), String> {
     let mut out = BTreeMap::new();
-    for ws in bootstrap::workspace_tree() {
+    for ws in faros_hub_reconciler::tree::workspace_tree() {
         let api: Api<Workspace> = Api::all(factory.cluster(ws.parent).unwrap());
         let got = api.get(ws.name).await.unwrap();
         out.insert(

@@ -16,7 +16,7 @@ use faros_core::names;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::bootstrap;
+use crate::tree;
 
 /// The user name the reconciler authenticates to kcp as, unless told otherwise.
 pub const DEFAULT_USER: &str = names::RECONCILER_KCP_USER;
@@ -126,7 +126,7 @@ pub fn owner_binding(user: &str) -> ClusterRoleBinding {
 /// The structural faros workspaces the reconciler owns, parents first (provider workspaces, in
 /// `root:faros:providers`, are listed at grant time).
 pub fn owned_tree() -> Vec<String> {
-    bootstrap::workspace_tree().iter().map(|w| w.path()).collect()
+    tree::workspace_tree().iter().map(|w| w.path()).collect()
 }
 
 #[cfg(test)]
