@@ -121,33 +121,23 @@ impl ResourceDef {
         }
     }
 
-    /// The verbs advertised in discovery.
+    /// The verbs advertised in discovery: a terminating logical cluster's resources take
+    /// everything but create.
     pub fn verbs(&self) -> Vec<&'static str> {
-        let verbs: &[Verb] = if self.create_only {
-            &[Verb::Create]
-        } else if self.terminating {
-            &TERMINATING_VERBS
-        } else {
-            &ALL_VERBS
-        };
-        verbs.iter().map(|v| v.as_str()).collect()
+        if self.create_only {
+            return vec![Verb::Create.as_str()];
+        }
+        ALL_VERBS
+            .iter()
+            .filter(|v| !(self.terminating && **v == Verb::Create))
+            .map(|v| v.as_str())
+            .collect()
     }
 }
 
 /// The verbs of an ordinary resource, in discovery's (alphabetical) order.
 pub const ALL_VERBS: [Verb; 8] = [
     Verb::Create,
-    Verb::Delete,
-    Verb::DeleteCollection,
-    Verb::Get,
-    Verb::List,
-    Verb::Patch,
-    Verb::Update,
-    Verb::Watch,
-];
-
-/// The verbs of a resource of a terminating logical cluster: everything but create.
-const TERMINATING_VERBS: [Verb; 7] = [
     Verb::Delete,
     Verb::DeleteCollection,
     Verb::Get,
@@ -363,5 +353,45 @@ impl ResourceDef {
             resource: plural,
             kind,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::ResourceDef;
+
+    #[test]
+    fn discovery_verbs_per_state() {
+        let spec = json!({"group": "example.io", "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"}});
+        let version = json!({"name": "v1", "schema": {"openAPIV3Schema": {"type": "object"}}});
+        let all = vec![
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ];
+        let cases: [(bool, bool, Vec<&str>); 4] = [
+            (false, false, all.clone()),
+            (false, true, all[1..].to_vec()),
+            (true, false, vec!["create"]),
+            (true, true, vec!["create"]),
+        ];
+        for (create_only, terminating, want) in cases {
+            let mut def = ResourceDef::from_crd_like(&spec, &version, "/schema").unwrap();
+            def.create_only = create_only;
+            def.terminating = terminating;
+            assert_eq!(
+                def.verbs(),
+                want,
+                "create_only {create_only}, terminating {terminating}"
+            );
+        }
     }
 }
