@@ -163,7 +163,7 @@ impl Replicas {
             bail!("{e}; its log ends:\n{}", self.log_tail(i));
         }
         self.down.retain(|a| *a != self.replicas[i].addr);
-        self.balancer.set_down(&self.down)?;
+        self.balancer.set_down(&self.down).await?;
         Ok(())
     }
 
@@ -174,7 +174,7 @@ impl Replicas {
             bail!("replica {i} is not running");
         };
         self.down.push(self.replicas[i].addr);
-        self.balancer.set_down(&self.down)?;
+        self.balancer.set_down(&self.down).await?;
         process
             .terminate()
             .await?

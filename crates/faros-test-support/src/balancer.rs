@@ -16,7 +16,8 @@
 //! nginx (open source) has no active health checks, so the test plays the part of Kubernetes'
 //! endpoints controller: [`Balancer::set_down`] takes a replica out of rotation (before it is
 //! stopped) and puts it back (once its `/readyz` answers), by rewriting the config and reloading
-//! nginx (SIGHUP: new workers take the new config, old ones finish their requests).
+//! nginx (SIGHUP: new workers take the new config, old ones finish their requests), and waits
+//! until the old workers have been told to quit (their idle client connections closed).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -170,8 +171,9 @@ impl Balancer {
     }
 
     /// Takes the upstreams in `down` out of rotation and puts every other one in, by rewriting
-    /// the config and reloading nginx. Requests nginx is handling finish on the old config.
-    pub fn set_down(&self, down: &[SocketAddr]) -> Result<(), BalancerError> {
+    /// the config and reloading nginx, and returns once the reload has taken effect (see
+    /// [`reloaded`]). Requests nginx is handling finish on the old config.
+    pub async fn set_down(&self, down: &[SocketAddr]) -> Result<(), BalancerError> {
         let conf = self.dir.join("nginx.conf");
         std::fs::write(&conf, nginx_config(&self.settings, down, &self.dir)).map_err(|source| {
             BalancerError::Write {
@@ -179,13 +181,23 @@ impl Balancer {
                 source,
             }
         })?;
-        if let Some(pid) = self.process.pid() {
-            let _ = std::process::Command::new("kill")
-                .arg("-HUP")
-                .arg(pid.to_string())
-                .status();
-        }
-        Ok(())
+        let Some(master) = self.process.pid() else {
+            return Ok(());
+        };
+        let before = workers(master);
+        let _ = std::process::Command::new("kill")
+            .arg("-HUP")
+            .arg(master.to_string())
+            .status();
+        eventually("nginx to reload its config", RELOAD_TIMEOUT, || {
+            let before = &before;
+            async move { Ok(reloaded(before, &workers(master)).then_some(())) }
+        })
+        .await
+        .map_err(|source| BalancerError::Timeout {
+            source,
+            log: self.process.log_tail(),
+        })
     }
 
     /// The last lines of nginx's log (upstream errors and retries are logged as warnings).
@@ -212,6 +224,54 @@ impl Drop for Balancer {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
+}
+
+/// How long [`Balancer::set_down`] waits for nginx's reload (a bad config never takes effect).
+const RELOAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One of nginx's worker processes: its pid and whether it is shutting down (a worker of an
+/// earlier config, finishing its requests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Worker {
+    pub pid: u32,
+    pub shutting_down: bool,
+}
+
+/// Whether a reload has taken effect, from the workers before it and now: some worker serves and
+/// every serving one is new, so every worker of the old config has been told to quit, and such a
+/// worker closes its idle client connections at once (it retitles itself "worker process is
+/// shutting down" first). nginx's master tells them only after starting the new workers and a
+/// pause, so returning at SIGHUP would leave a client's kept-alive connection to close under its
+/// next request, a request a client may not replay (an MCP call). IO-free.
+pub fn reloaded(before: &[Worker], now: &[Worker]) -> bool {
+    let mut serving = now.iter().filter(|w| !w.shutting_down).peekable();
+    serving.peek().is_some() && serving.all(|w| !before.iter().any(|b| b.pid == w.pid))
+}
+
+/// The worker processes of nginx's master `master`, from `/proc` (its children and their titles).
+fn workers(master: u32) -> Vec<Worker> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| parent(*pid) == Some(master))
+        .map(|pid| {
+            let title = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            Worker {
+                pid,
+                shutting_down: String::from_utf8_lossy(&title).contains("shutting down"),
+            }
+        })
+        .collect()
+}
+
+/// A process's parent, from `/proc/<pid>/stat` (the field after the state, which follows the
+/// parenthesised command name; the name may itself hold spaces and parentheses).
+fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// How long a dropped balancer's nginx may take to stop its workers and exit.
@@ -251,5 +311,37 @@ mod tests {
         assert!(!conf.contains("non_idempotent"), "{conf}");
         // Upstream keep-alive would hand a request to a connection a stopping replica closes.
         assert!(!conf.contains("keepalive"), "{conf}");
+    }
+
+    #[test]
+    fn a_reload_has_taken_effect_once_every_serving_worker_is_new() {
+        let serving = |pid| Worker {
+            pid,
+            shutting_down: false,
+        };
+        let quitting = |pid| Worker {
+            pid,
+            shutting_down: true,
+        };
+        let before = [serving(10)];
+        for (now, want, why) in [
+            (vec![serving(10)], false, "the signal not handled yet"),
+            (
+                vec![serving(10), serving(11)],
+                false,
+                "a new worker, the old one not told to quit",
+            ),
+            (vec![quitting(10), serving(11)], true, "the old one shutting down"),
+            (vec![serving(11)], true, "the old one gone"),
+            (vec![quitting(10)], false, "no worker serving"),
+            (vec![], false, "no worker at all"),
+        ] {
+            assert_eq!(reloaded(&before, &now), want, "{why}: {now:?}");
+        }
+        // A worker still shutting down from an earlier reload is not one to wait for.
+        assert!(reloaded(
+            &[quitting(9), serving(10)],
+            &[quitting(9), quitting(10), serving(11)]
+        ));
     }
 }
