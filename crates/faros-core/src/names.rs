@@ -335,6 +335,10 @@ pub const RECONCILER_LEASE: &str = "faros-hub-reconciler";
 pub const RECONCILER_KCP_USER: &str = "faros-hub-reconciler";
 /// The kcp user the hub API authenticates as, unless told otherwise.
 pub const HUB_KCP_USER: &str = "faros-hub-api";
+/// The kcp group of the components' own users (the hub API's and the reconciler's). The hub
+/// refuses every caller in it: a component's credential is for kcp, never a way into the hub,
+/// whose authorization of a caller would then be the component's own standing in kcp.
+pub const COMPONENTS_GROUP: &str = "faros:components";
 
 // ---------------------------------------------------------------------------------------------
 // Tenancy: membership RBAC inside organization and team workspaces
@@ -355,6 +359,9 @@ pub const MEMBERSHIP_DIRECT: &str = "direct";
 pub const MEMBERSHIP_INHERITED: &str = "inherited";
 /// Annotation holding the member's username (names are hashed: usernames are not DNS names).
 pub const ANNOTATION_USER: &str = "faros.sh/user";
+/// Annotation holding the group a membership binding grants to (an identity provider's group, as
+/// the token's groups claim names it with `--oidc-groups-prefix`).
+pub const ANNOTATION_GROUP: &str = "faros.sh/group";
 /// Annotation holding a display name on tenant workspaces.
 pub const ANNOTATION_DISPLAY_NAME: &str = "faros.sh/display-name";
 /// Annotation recording who created an organization or workspace.

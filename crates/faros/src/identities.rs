@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use faros_core::names::{HUB_KCP_USER, RECONCILER_KCP_USER};
+use faros_core::names::{COMPONENTS_GROUP, HUB_KCP_USER, RECONCILER_KCP_USER};
 use faros_core::token_file::parse_token_file;
 
 /// The components' token file, in the state directory.
@@ -46,12 +46,18 @@ pub fn line(token: &str, user: &str) -> String {
     format!("{token},{user},{user}\n")
 }
 
+/// The token-file line of a component's user: in [`COMPONENTS_GROUP`], which the hub refuses as
+/// a caller.
+fn component_line(token: &str, user: &str) -> String {
+    format!("{token},{user},{user},\"{COMPONENTS_GROUP}\"\n")
+}
+
 /// The components' token file's text.
 fn file_text(reconciler: &str, hub: &str) -> String {
     format!(
         "{HEADER}{}{}",
-        line(reconciler, RECONCILER_KCP_USER),
-        line(hub, HUB_KCP_USER)
+        component_line(reconciler, RECONCILER_KCP_USER),
+        component_line(hub, HUB_KCP_USER)
     )
 }
 
@@ -155,13 +161,18 @@ mod tests {
         let users: Vec<_> = parse_token_file(&std::fs::read_to_string(&first.token_file).unwrap())
             .unwrap()
             .into_iter()
-            .map(|t| (t.token, t.user))
+            .map(|t| (t.token, t.user, t.groups))
             .collect();
+        let components = vec![COMPONENTS_GROUP.to_string()];
         assert_eq!(
             users,
             [
-                (first.reconciler.clone(), RECONCILER_KCP_USER.to_string()),
-                (first.hub.clone(), HUB_KCP_USER.to_string())
+                (
+                    first.reconciler.clone(),
+                    RECONCILER_KCP_USER.to_string(),
+                    components.clone()
+                ),
+                (first.hub.clone(), HUB_KCP_USER.to_string(), components)
             ]
         );
         #[cfg(unix)]

@@ -34,12 +34,10 @@ fn owner_of(crb: &ClusterRoleBinding) -> String {
     crb.subjects.as_ref().unwrap()[0].name.clone()
 }
 
-/// What the dev user's portal shows of the demo workspace: 200 while the hub may serve it.
 /// The components' own tokens live in `component-tokens.csv`, which only the embedded kcp reads
-/// (owner-only, like every credential in the state directory): kcp takes them, and the token file
-/// the hub reads as its static table (people) does not list them. (The hub still authenticates any
-/// bearer kcp accepts through its TokenReview fallback, these included: refusing the components'
-/// users as callers is the hub's rule to add.)
+/// (owner-only, like every credential in the state directory): kcp takes them, the token file the
+/// hub reads as its static table (people) does not list them, and the hub, which would otherwise
+/// authenticate them through its TokenReview fallback, refuses their group with 401.
 async fn component_tokens_are_kcps_own(dev: &devproc::DevProcess) {
     let https = dev.https().unwrap();
     for file in [
@@ -56,6 +54,18 @@ async fn component_tokens_are_kcps_own(dev: &devproc::DevProcess) {
             .status()
             .as_u16();
         assert_eq!(status, 200, "kcp refuses {file}");
+        let refused = https
+            .get(format!("{}/api/me", dev.hub))
+            .bearer_auth(token.trim())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status().as_u16(), 401, "the hub takes {file} as a caller");
+        let body: serde_json::Value = refused.json().await.unwrap();
+        assert!(
+            body["message"].as_str().unwrap().contains(names::COMPONENTS_GROUP),
+            "{body}"
+        );
     }
     let shared = std::fs::read_to_string(&dev.token_file).unwrap();
     for user in [hub::DEFAULT_USER, names::RECONCILER_KCP_USER] {
@@ -70,6 +80,7 @@ async fn component_tokens_are_kcps_own(dev: &devproc::DevProcess) {
     }
 }
 
+/// What the dev user's portal shows of the demo workspace: 200 while the hub may serve it.
 async fn demo_enabled(dev: &devproc::DevProcess) -> u16 {
     dev.https()
         .unwrap()

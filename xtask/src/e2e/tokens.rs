@@ -51,8 +51,8 @@ fn users(holders: Holders) -> Vec<(String, Option<&'static str>)> {
         (GATE_USER.to_string(), None),
     ];
     if holders == Holders::Kcp {
-        users.push((HUB_USER.to_string(), None));
-        users.push((RECONCILER_USER.to_string(), None));
+        users.push((HUB_USER.to_string(), Some(faros_core::names::COMPONENTS_GROUP)));
+        users.push((RECONCILER_USER.to_string(), Some(faros_core::names::COMPONENTS_GROUP)));
     }
     users.extend((1..=POOL).map(|i| (format!("e2e-user-{i:02}"), None)));
     users
