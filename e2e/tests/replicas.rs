@@ -3,8 +3,13 @@
 //!
 //! 1. The scenarios through the balancer's URL (all but provider deletion, which would take the
 //!    quickstart the load below needs).
-//! 2. A portal session (token sign-in) and an MCP session, whose requests land on every replica:
-//!    initialize, tools/list, tools/call, and `tools/list_changed` after an Enable and a Disable.
+//!    Beside them, the portal's browser walk (`e2e/browser/portal.test.mjs`, Chromium): its cookie
+//!    session, made on one replica, is honoured by every other (the walk's requests go round the
+//!    replicas; one that refused the cookie would send the walk back to sign-in).
+//! 2. A portal session (token sign-in) and three MCP sessions, whose requests land on every
+//!    replica: rmcp's client and the official Python and TypeScript SDKs (`e2e/mcp-sdk`), each
+//!    through initialize, tools/list, tools/call, and `tools/list_changed` after an Enable and a
+//!    Disable.
 //! 3. A rolling restart under load: each replica in turn gets SIGTERM, is waited for until it
 //!    exited, started again and waited for until ready, while loops read the REST API with the
 //!    session cookie, call a tool on the one MCP session, go through the backend proxy to
@@ -16,23 +21,32 @@
 //! 4. Every replica stopped, then all started again: the session cookie and the MCP session made
 //!    before still work (they are records in kcp, not replica memory).
 //!
-//! Needs nginx (Debian's; `.ci/run` installs it) and the `faros` and `faros-hub-api` binaries
-//! (`cargo test --workspace` builds both). With `FAROS_E2E_TARGET=external` it stays out of the way.
+//! Needs nginx and chromium (Debian's), `npm ci` in `e2e/browser` and `e2e/mcp-sdk`, the Python
+//! SDK (`pip install mcp`; `.ci/run` installs all of them, pinned) and the `faros` and
+//! `faros-hub-api` binaries (`cargo test --workspace` builds both). With
+//! `FAROS_E2E_TARGET=external` it stays out of the way.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
+#[path = "replicas/portal.rs"]
+mod portal;
 mod scenarios;
+#[path = "replicas/sdk.rs"]
+mod sdk;
 
 use std::panic::AssertUnwindSafe;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use faros_e2e::replicas::Replicas;
 use faros_e2e::{Platform, Target, WAIT, devproc, eventually};
+use faros_test_support::devproc::DevProcess;
 use faros_test_support::mcp_client::{self, Notifications};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use reqwest::Method;
 use rmcp::model::CallToolRequestParams;
+use sdk::{Sdk, SdkClient};
 use serde_json::json;
 
 const REPLICAS: usize = 3;
@@ -57,7 +71,9 @@ async fn three_hub_replicas_behind_a_balancer_are_one_hub_through_rolling_restar
     let mut hubs = Replicas::start(&dev, REPLICAS, dir.path()).await.unwrap();
     let p = Platform::external(&hubs.target(&dev, false)).await.unwrap();
 
-    let result = AssertUnwindSafe(run(&p, &mut hubs)).catch_unwind().await;
+    let result = AssertUnwindSafe(run(&p, &mut hubs, &dev, dir.path()))
+        .catch_unwind()
+        .await;
     if let Err(panic) = result {
         eprintln!(
             "the replicas test failed; logs end:\n{}\n--- faros dev:\n{}",
@@ -69,8 +85,9 @@ async fn three_hub_replicas_behind_a_balancer_are_one_hub_through_rolling_restar
     p.stop().await;
 }
 
-async fn run(p: &Platform, hubs: &mut Replicas) {
-    // 1. The scenarios, each request going to the next replica.
+async fn run(p: &Platform, hubs: &mut Replicas, dev: &DevProcess, dir: &Path) {
+    // 1. The scenarios, each request going to the next replica, and beside them (two users at
+    // once, as a hub serves them) the portal's browser walk.
     let steps: Vec<(&str, BoxFuture<'_, ()>)> = vec![
         ("tenant lifecycle", scenarios::lifecycle::run(p).boxed()),
         ("membership matrix", scenarios::tenancy::run(p).boxed()),
@@ -78,14 +95,36 @@ async fn run(p: &Platform, hubs: &mut Replicas) {
         ("security", scenarios::security::run(p).boxed()),
         ("GitOps", scenarios::gitops::run(p).boxed()),
     ];
-    for (name, scenario) in steps {
+    let scenarios = async {
+        for (name, scenario) in steps {
+            let started = Instant::now();
+            scenario.await;
+            eprintln!(
+                "scenario `{name}` passed behind {REPLICAS} replicas in {:.1?}",
+                started.elapsed()
+            );
+        }
+    };
+    let hubs_now: &Replicas = hubs;
+    let walk = async {
         let started = Instant::now();
-        scenario.await;
+        // Only the walk asks for portal pages and /api/session (sign-in, sign-out).
+        let before = counts(hubs_now, &["portal"]).await;
+        let failures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/portal-failures/replicas");
+        portal::walk(dev, hubs_now.url(), &failures).await.unwrap();
+        let after = counts(hubs_now, &["portal"]).await;
+        for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+            assert!(
+                a[0] > b[0],
+                "replica {i} served no portal request of the walk ({b:?}, then {a:?})"
+            );
+        }
         eprintln!(
-            "scenario `{name}` passed behind {REPLICAS} replicas in {:.1?}",
+            "the portal's browser walk passed behind {REPLICAS} replicas in {:.1?}",
             started.elapsed()
         );
-    }
+    };
+    tokio::join!(scenarios, walk);
 
     // 2. A tenant, a portal session and an MCP session spread over the replicas.
     let alice = p.add_user("alice").await.unwrap();
@@ -98,6 +137,7 @@ async fn run(p: &Platform, hubs: &mut Replicas) {
             .unwrap();
         assert_eq!(r.status, 201, "{path} {name}: {}", r.text);
     }
+    let started = Instant::now();
     let before = counts(hubs, &["tenancy", "mcp"]).await;
     let cookie = sign_in(p, &alice.token).await;
     for _ in 0..2 * REPLICAS {
@@ -111,12 +151,26 @@ async fn run(p: &Platform, hubs: &mut Replicas) {
         Vec::<String>::new(),
         "dev has not enabled quickstart"
     );
+    // The official SDKs' sessions beside rmcp's, on the same workspace and Enables.
+    let url = p.hub(&faros_core::names::mcp_path(&org, "dev"));
+    let mut sdks = Vec::new();
+    for sdk in Sdk::ALL {
+        let client = SdkClient::start(sdk, &url, &alice.token, &dev.ca_path(), dir)
+            .await
+            .unwrap();
+        assert_eq!(client.list().await.unwrap(), Vec::<String>::new(), "{}", sdk.name());
+        sdks.push(client);
+    }
     let quickstart_tools = ["quickstart__create_greeting", "quickstart__list_greetings"];
     changed.drain();
+    sdks.iter_mut().for_each(SdkClient::drain);
     enable(p, &org, &alice.token).await;
     next_list_changed(&mut changed, "quickstart was enabled").await;
+    sdks_list_changed(&mut sdks, "quickstart was enabled").await;
     tools_become(&mcp, &quickstart_tools).await;
+    sdk_tools_become(&sdks, &quickstart_tools).await;
     changed.drain();
+    sdks.iter_mut().for_each(SdkClient::drain);
     let r = p
         .call(
             Method::POST,
@@ -128,11 +182,28 @@ async fn run(p: &Platform, hubs: &mut Replicas) {
         .unwrap();
     assert!(matches!(r.status, 200 | 202 | 204), "disable: {} {}", r.status, r.text);
     next_list_changed(&mut changed, "quickstart was disabled").await;
+    sdks_list_changed(&mut sdks, "quickstart was disabled").await;
     tools_become(&mcp, &[]).await;
+    sdk_tools_become(&sdks, &[]).await;
     changed.drain();
+    sdks.iter_mut().for_each(SdkClient::drain);
     enable(p, &org, &alice.token).await;
     next_list_changed(&mut changed, "quickstart was enabled again").await;
+    sdks_list_changed(&mut sdks, "quickstart was enabled again").await;
     tools_become(&mcp, &quickstart_tools).await;
+    sdk_tools_become(&sdks, &quickstart_tools).await;
+    for client in sdks {
+        let name = client.sdk.name();
+        let text = client
+            .call("quickstart__create_greeting", json!({"name": name}))
+            .await
+            .unwrap();
+        assert!(text.contains(name), "{name}: the greeting it created: {text}");
+        client.close().await.unwrap();
+        eprintln!(
+            "{name}: initialize, tools/list, tools/call and tools/list_changed after an Enable and a Disable passed behind {REPLICAS} replicas"
+        );
+    }
     let created = mcp
         .peer()
         .call_tool(
@@ -149,6 +220,10 @@ async fn run(p: &Platform, hubs: &mut Replicas) {
             "replica {i} served no cookie request or no MCP request (tenancy, mcp before {b:?}, after {a:?})"
         );
     }
+    eprintln!(
+        "a cookie session and three MCP sessions (rmcp, Python SDK, TypeScript SDK) through an Enable, a Disable and an Enable in {:.1?}",
+        started.elapsed()
+    );
 
     // 3. Rolling restart under load.
     rolling_restart_under_load(p, hubs, &org, &alice, &cookie, &mcp).await;
@@ -494,6 +569,28 @@ async fn connect(p: &Platform, org: &str, token: &str) -> (mcp_client::Client, N
 /// Waits for a `tools/list_changed`.
 async fn next_list_changed(changed: &mut Notifications, what: &str) {
     changed.next(WAIT).await.unwrap_or_else(|e| panic!("after {what}: {e}"));
+}
+
+/// Waits for a `tools/list_changed` on every SDK client's session.
+async fn sdks_list_changed(sdks: &mut [SdkClient], what: &str) {
+    for client in sdks {
+        client
+            .next_list_changed(WAIT)
+            .await
+            .unwrap_or_else(|e| panic!("after {what}: {e}"));
+    }
+}
+
+/// [`tools_become`] for every SDK client.
+async fn sdk_tools_become(sdks: &[SdkClient], want: &[&str]) {
+    for client in sdks {
+        let what = format!("{}'s tools/list to answer {want:?}", client.sdk.name());
+        eventually(&what, WAIT, || async {
+            Ok((client.list().await? == want).then_some(()))
+        })
+        .await
+        .unwrap();
+    }
 }
 
 /// Waits until `tools/list` answers `want` (a notification may come before every replica's watch
