@@ -109,3 +109,92 @@ umbrella chart's providers namespace, where the reconciler mirrors kubeconfigs),
 - name: FAROS_LOG_LEVEL
   value: {{ .Values.log.level | quote }}
 {{- end }}
+
+{{/*
+An image reference from an `image`-shaped dict: `registry` (else `global.imageRegistry`) in place of the
+repository's registry and path, as `cargo xtask images --registry` pushes (`<registry>/<last segment>`);
+pinned by `digest` when set, else tagged (`tag`, else the chart's appVersion).
+Called with (list $ .Values.image).
+*/}}
+{{- define "faros-provider-quickstart.imageRef" -}}
+{{- $root := index . 0 }}
+{{- $image := index . 1 }}
+{{- $registry := $image.registry | default (dig "imageRegistry" "" ($root.Values.global | default dict)) }}
+{{- $repository := $image.repository }}
+{{- if $registry }}
+{{- $repository = printf "%s/%s" (trimSuffix "/" $registry) (base $repository) }}
+{{- end }}
+{{- if $image.digest }}
+{{- printf "%s@%s" $repository $image.digest }}
+{{- else }}
+{{- printf "%s:%s" $repository (toString ($image.tag | default $root.Chart.AppVersion)) }}
+{{- end }}
+{{- end }}
+
+{{/* Pod spec fields every workload of the chart shares: priority, security context, spread, placement. */}}
+{{- define "faros-provider-quickstart.podPlacement" -}}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.topologySpreadConstraints }}
+{{- /* A constraint without a selector spreads this chart's pods. */}}
+topologySpreadConstraints:
+{{- range . }}
+{{- $c := deepCopy . }}
+{{- if not (hasKey $c "labelSelector") }}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" (include "faros-provider-quickstart.selectorLabels" $ | fromYaml)) }}
+{{- end }}
+  - {{- toYaml $c | nindent 4 }}
+{{- end }}
+{{- end }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The PodDisruptionBudget's budget: `minAvailable` when set, else `maxUnavailable`. */}}
+{{- define "faros-provider-quickstart.disruptionBudget" -}}
+{{- if not (kindIs "invalid" .Values.podDisruptionBudget.minAvailable) }}
+minAvailable: {{ .Values.podDisruptionBudget.minAvailable }}
+{{- else }}
+maxUnavailable: {{ .Values.podDisruptionBudget.maxUnavailable }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of the `helm test` Pod: the chart's, but never its workload's selector. */}}
+{{- define "faros-provider-quickstart.testLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ printf "%s-test" (include "faros-provider-quickstart.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: test
+app.kubernetes.io/part-of: faros
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Where the `helm test` Pod runs: the workload's priority, security context and node placement. */}}
+{{- define "faros-provider-quickstart.testPlacement" -}}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}

@@ -38,13 +38,17 @@ use serde_json::{Value, json};
 mod argocd_health;
 #[path = "charts/gitops_docs.rs"]
 mod gitops_docs;
+#[path = "charts/knobs.rs"]
+mod knobs;
 #[path = "charts/wiring.rs"]
 mod wiring;
 
 const NAMESPACE: &str = "faros";
 const RELEASE: &str = "r";
-/// The Kubernetes version rendered manifests are validated against.
-const KUBERNETES_VERSION: &str = "1.32.0";
+/// The Kubernetes versions rendered manifests are validated against (`kubernetes-validate` bundles
+/// their schemas): the oldest the charts declare (`kubeVersion`; the hub's preStop `sleep` needs
+/// 1.30), one between, and the newest the pinned `kubernetes-validate` knows.
+const KUBERNETES_VERSIONS: [&str; 3] = ["1.30.0", "1.33.0", "1.37.0"];
 /// Kinds from CRDs that `kubernetes-validate` has no schema for.
 const CRD_KINDS: [&str; 4] = ["Certificate", "Issuer", "ServiceMonitor", "TLSRoute"];
 const WAIT: Duration = Duration::from_secs(90);
@@ -252,6 +256,25 @@ fn check_in_cluster_urls(file: &str, docs: &[Value], own: &str) {
     }
 }
 
+/// `yaml` validates offline against the Kubernetes schemas of every version of
+/// [`KUBERNETES_VERSIONS`]; only the CRD kinds have none.
+fn validate(dir: &Path, label: &str, yaml: &str) {
+    let rendered = dir.join("rendered.yaml");
+    std::fs::write(&rendered, yaml).unwrap();
+    for version in KUBERNETES_VERSIONS {
+        let (ok, text) = run(Command::new("kubernetes-validate")
+            .args(["--strict", "--quiet", "-k", version])
+            .arg(&rendered));
+        assert!(ok, "kubernetes-validate -k {version} {label}:\n{text}");
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            assert!(
+                line.contains("Couldn't find schema") && CRD_KINDS.iter().any(|k| line.contains(&format!("kind {k} "))),
+                "kubernetes-validate -k {version} {label}: {line}"
+            );
+        }
+    }
+}
+
 #[test]
 fn every_chart_lints_renders_and_validates_for_every_ci_values_file() {
     let copy = charts();
@@ -272,19 +295,7 @@ fn every_chart_lints_renders_and_validates_for_every_ci_values_file() {
                 yaml == again,
                 "{file}: two renders differ (lookup or random generation in a template)"
             );
-            let rendered = copy.path().join("rendered.yaml");
-            std::fs::write(&rendered, yaml).unwrap();
-            let (ok, text) = run(Command::new("kubernetes-validate")
-                .args(["--strict", "--quiet", "-k", KUBERNETES_VERSION])
-                .arg(&rendered));
-            assert!(ok, "kubernetes-validate {file}:\n{text}");
-            for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                assert!(
-                    line.contains("Couldn't find schema")
-                        && CRD_KINDS.iter().any(|k| line.contains(&format!("kind {k} "))),
-                    "kubernetes-validate {file}: {line}"
-                );
-            }
+            validate(copy.path(), &file, &yaml);
             for (name, pod) in pod_specs(&docs) {
                 check_locked_down(&file, &name, pod);
             }

@@ -5,7 +5,8 @@
 //! sequence; its `helm install` commands are rendered with `helm template` (same release names,
 //! namespaces, `--set` and `-f`). A chart README's `helm install` must be a command of such a
 //! sequence, so the per-chart instructions are the tested ones. In every sequence, each
-//! `<service>.<namespace>.svc:<port>` a container is handed (flag or env) must be a rendered Service
+//! `<service>.<namespace>.svc:<port>` a container (of a workload or a `helm test` Pod) is handed
+//! (flag or env) must be a rendered Service
 //! with that port, and each Secret or ConfigMap a pod mounts (non-optional) must be rendered, be
 //! published at runtime by a rendered pod (faros-kcp's admin kubeconfig, the reconciler's mirrored
 //! provider kubeconfigs), or be created by a documented `kubectl create secret` of the same document.
@@ -305,8 +306,16 @@ pub fn check(r: &Rendered) {
         })
         .collect();
     let mut checked = 0;
-    for o in r.objects.iter().filter(|o| o["spec"]["template"]["spec"].is_object()) {
-        let pod = &o["spec"]["template"]["spec"];
+    // Workloads' pod templates, and the `helm test` Pods, which must reach the same Services.
+    let pods = r.objects.iter().filter_map(|o| {
+        let pod = if o["kind"] == "Pod" {
+            &o["spec"]
+        } else {
+            &o["spec"]["template"]["spec"]
+        };
+        pod.is_object().then_some((o, pod))
+    });
+    for (o, pod) in pods {
         let what = format!(
             "{}: {} {}/{}",
             r.label,
