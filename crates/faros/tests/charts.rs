@@ -10,13 +10,15 @@
 //!    Secrets the platform itself publishes) or from the image (the Dockerfile's `COPY`); each
 //!    long-running container must report ready on its rendered probe. The quickstart's init container
 //!    must publish its CatalogEntry with in-cluster URLs. A renamed flag or a moved mount path fails it.
+//!    Then every chart's `helm test` Pod runs its curl, as rendered, against the running components.
 //!
 //! The contract test substitutes two things a pod gets from its node: the in-cluster ServiceAccount
 //! (a second `faros kcp` stands in for the hosting cluster's API, passed as `FAROS_HOSTING_KUBECONFIG`
 //! and `FAROS_MIRROR_KUBECONFIG`), and cluster DNS (the values point the URLs clients dial at
 //! `localhost`; the in-cluster defaults are checked by test 1 instead).
 //!
-//! Needs `helm` (or `FAROS_HELM`) and `kubernetes-validate` on PATH; `.ci/run` installs both.
+//! Needs `helm` (or `FAROS_HELM`) and `kubernetes-validate` on PATH (`.ci/run` installs both), and
+//! curl (the `helm test` Pods' command).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -663,6 +665,56 @@ impl Node {
         })
     }
 
+    /// Runs a `helm test` Pod's one container to completion: its volumes materialised, the curl it
+    /// runs with the rendered arguments, mount paths replaced by the materialised files, and every
+    /// in-cluster host it dials resolved to 127.0.0.1. It must succeed.
+    async fn run_test_pod(&self, pod: &Value) {
+        let name = pod["metadata"]["name"].as_str().unwrap();
+        let namespace = pod["metadata"]["namespace"].as_str().unwrap_or(NAMESPACE);
+        let spec = &pod["spec"];
+        let c = &spec["containers"][0];
+        assert_eq!(c["command"], json!(["curl"]), "{name}");
+        let pod_dir = self.dir.join(name);
+        let mut mounts = Vec::new();
+        for m in c["volumeMounts"].as_array().into_iter().flatten() {
+            let volume = spec["volumes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["name"] == m["name"])
+                .unwrap_or_else(|| panic!("{name}: no volume {}", m["name"]));
+            let path = m["mountPath"].as_str().unwrap().to_string();
+            let dir = pod_dir.join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(&dir).unwrap();
+            for (file, bytes) in self.volume_files(namespace, volume).await.unwrap() {
+                std::fs::write(dir.join(file), bytes).unwrap();
+            }
+            mounts.push((path, dir));
+        }
+        let mut args: Vec<String> = Vec::new();
+        for a in c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()) {
+            let local = mounts.iter().find_map(|(base, dir)| {
+                a.strip_prefix(base.as_str())
+                    .map(|rest| format!("{}{rest}", dir.display()))
+            });
+            if let Some((service, ns, port)) = wiring::in_cluster_address(a) {
+                args.extend(["--resolve".to_string(), format!("{service}.{ns}.svc:{port}:127.0.0.1")]);
+            }
+            args.push(local.unwrap_or_else(|| a.to_string()));
+        }
+        let out = tokio::process::Command::new("curl")
+            .args(&args)
+            .output()
+            .await
+            .unwrap_or_else(|e| panic!("{name}: running curl: {e}"));
+        assert!(
+            out.status.success(),
+            "helm test Pod {name} failed (curl {args:?}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Runs one pod: its volumes materialised under the node directory, init containers to
     /// completion, then its containers until their readiness probes pass.
     async fn run_pod(&self, name: &str, namespace: &str, pod: &Value) -> Vec<Running> {
@@ -824,10 +876,13 @@ async fn wait_ready(proc: &mut Running, c: &Value) {
 /// The Secret cert-manager would write for a serving `Certificate` from a CA issuer: `tls.crt`,
 /// `tls.key` and `ca.crt`, covering the Certificate's DNS names.
 fn issue_like_cert_manager(certificate: &Value) -> Value {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate().unwrap();
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    // A subject of its own: with rcgen's default for both, the leaf's issuer would equal its subject
+    // and OpenSSL-based clients (curl) would take it for self-signed.
+    ca.distinguished_name.push(DnType::CommonName, "contract-test-ca");
     let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
     let names: Vec<String> = certificate["spec"]["dnsNames"]
         .as_array()
@@ -836,10 +891,10 @@ fn issue_like_cert_manager(certificate: &Value) -> Value {
         .map(|n| n.as_str().unwrap().to_string())
         .collect();
     let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(names)
-        .unwrap()
-        .signed_by(&key, &Issuer::new(ca, ca_key))
-        .unwrap();
+    let mut leaf = CertificateParams::new(names).unwrap();
+    leaf.distinguished_name
+        .push(DnType::CommonName, certificate["spec"]["secretName"].as_str().unwrap());
+    let cert = leaf.signed_by(&key, &Issuer::new(ca, ca_key)).unwrap();
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     json!({
         "apiVersion": "v1",
@@ -1005,6 +1060,16 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
     }
     let names: Vec<&str> = running.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names.len(), 4, "{names:?}");
+
+    // `helm test`: each chart's test Pod, its curl run as rendered against the running components
+    // (its Service names resolved to this host, as cluster DNS would to the Service).
+    let tests: Vec<&Value> = kind(&docs, "Pod")
+        .filter(|p| p["metadata"]["annotations"]["helm.sh/hook"] == "test")
+        .collect();
+    assert_eq!(tests.len(), 4, "one helm test Pod per component");
+    for pod in tests {
+        node.run_test_pod(pod).await;
+    }
 
     // The init container published the CatalogEntry with the chart's in-cluster URLs.
     let entry_url = admin_kubeconfig.replace(
