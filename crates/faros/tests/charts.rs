@@ -905,6 +905,30 @@ fn issue_like_cert_manager(certificate: &Value) -> Value {
     })
 }
 
+/// The Secret the hub replicas share their signing key through, in the contract.
+const SIGNING_KEY_SECRET: &str = "faros-hub-signing-key";
+
+/// The signing key file docs/install.md tells operators to make for more than one hub replica: the
+/// `openssl` and `jq` lines of its block, run with bash in `dir`.
+fn documented_signing_key(dir: &Path) -> Vec<u8> {
+    let text = std::fs::read_to_string(root().join("docs/install.md")).unwrap();
+    let block = text
+        .split("```")
+        .find(|b| b.starts_with("sh\n") && b.contains("openssl genpkey"))
+        .expect("docs/install.md has no block making the hub's signing key");
+    let script: String = block
+        .replace("\\\n", " ")
+        .lines()
+        .filter(|l| l.starts_with("openssl ") || l.starts_with("jq "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (ok, out) = run(Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(dir));
+    assert!(ok, "the documented signing key commands failed:\n{script}\n{out}");
+    std::fs::read(dir.join("signing-key.json")).unwrap()
+}
+
 /// The last lines of every container log under `dir`, for failure messages.
 fn node_logs(dir: &Path) -> String {
     let mut out = String::new();
@@ -962,7 +986,8 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
         format!(
             "faros-kcp: {{service: {{port: {kcp}}}, externalURL: 'https://localhost:{kcp}'}}\n\
              global: {{faros: {{hub: {{port: {hub}}}}}}}\n\
-             faros-hub-api: {{tls: {{extraDNSNames: [localhost]}}, metrics: {{port: {hub_metrics}}}}}\n\
+             faros-hub-api: {{tls: {{extraDNSNames: [localhost]}}, metrics: {{port: {hub_metrics}}}, \
+             replicaCount: 2, signingKey: {{existingSecret: {SIGNING_KEY_SECRET}}}}}\n\
              faros-hub-reconciler: {{hub: {{url: 'https://localhost:{hub}'}}, metricsPort: {rec}}}\n\
              faros-provider-quickstart: {{enabled: true, hub: {{url: 'https://localhost:{hub}'}}, service: {{port: {qs}}}}}\n"
         ),
@@ -984,7 +1009,14 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
             .unwrap();
     }
     let namespace = |doc: &Value| doc["metadata"]["namespace"].as_str().unwrap_or(NAMESPACE).to_string();
-    for doc in kind(&docs, "Secret").chain(issued.iter()) {
+    // The hub replicas' shared signing key, made as docs/install.md says (the hub must load it).
+    let signing_key = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": SIGNING_KEY_SECRET, "namespace": NAMESPACE},
+        "data": {"signing-key.json": base64::engine::general_purpose::STANDARD.encode(documented_signing_key(&node_dir))},
+    });
+    for doc in kind(&docs, "Secret").chain(issued.iter()).chain([&signing_key]) {
         let secret: Secret = serde_json::from_value(doc.clone()).unwrap();
         Api::<Secret>::namespaced(hosting.clone(), &namespace(doc))
             .create(&PostParams::default(), &secret)
