@@ -70,6 +70,13 @@ pub struct Conversion {
 impl ResourceDef {
     /// The storage key of object `name` of this resource in `cluster` (the namespace is dropped for
     /// cluster-scoped resources).
+    /// Whether kube-apiserver serves this as a typed built-in kind rather than a custom resource
+    /// (kcp's own kinds and bound APIs are custom resources there): exactly the kinds that take
+    /// strategic merge patches.
+    pub fn typed_builtin(&self) -> bool {
+        self.strategic_merge
+    }
+
     pub fn key(&self, cluster: &str, namespace: Option<&str>, name: &str) -> crate::store::ObjectKey {
         crate::store::ObjectKey {
             group: self.group.clone(),

@@ -86,7 +86,9 @@ async fn early_and_late_errors_are_status_json_on_http1_and_http2_for_bodies_of_
         },
         Case {
             method: Method::POST,
-            path: "/no/such/route",
+            // A resource the core group does not have (a path outside the API is Go's plain-text
+            // 404, as from kcp: not a Status).
+            path: "/api/v1/namespaces/default/things",
             authenticated: true,
             code: 404,
             code_over_limit: 404,

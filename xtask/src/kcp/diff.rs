@@ -50,6 +50,10 @@ pub struct Diff {
     /// The faros binary serving `faros kcp` (default: target/debug/faros, built first).
     #[arg(long)]
     faros_binary: Option<PathBuf>,
+    /// Write both normalised answers of every step that is not `same` to
+    /// target/kcp-diff/<script>/answers/, to read a difference whole (the table shows the first).
+    #[arg(long)]
+    dump: bool,
 }
 
 impl Diff {
@@ -111,7 +115,11 @@ impl Diff {
                 std::fs::create_dir_all(&recordings)?;
                 recorded::write(&recordings, script, PINNED_VERSION, &kcp_outcomes)?;
             }
-            rows.extend(report::rows(script, &kcp_outcomes, &embedded_outcomes));
+            let script_rows = report::rows(script, &kcp_outcomes, &embedded_outcomes);
+            if self.dump {
+                dump(&dir.join("answers"), &script_rows, &kcp_outcomes, &embedded_outcomes)?;
+            }
+            rows.extend(script_rows);
         }
         print!("{}", report::terminal(&rows));
         // The ratchet's view, so a regression shows before `cargo test` does.
@@ -133,4 +141,30 @@ impl Diff {
         }
         Ok(())
     }
+}
+
+/// `<dir>/<step number>.kcp.json` and `.embedded.json` for each step not `same` (a fresh `dir`).
+fn dump(
+    dir: &Path,
+    rows: &[report::Row],
+    kcp: &[compare::Outcome],
+    embedded: &[compare::Outcome],
+) -> anyhow::Result<()> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)?;
+    for (i, row) in rows.iter().enumerate() {
+        if row.verdict == compare::Verdict::Same {
+            continue;
+        }
+        for (side, outcomes) in [("kcp", kcp), ("embedded", embedded)] {
+            let text = match outcomes.get(i) {
+                Some(Ok(answer)) => serde_json::to_string_pretty(answer)?,
+                Some(Err(why)) => why.clone(),
+                None => "step not run".into(),
+            };
+            std::fs::write(dir.join(format!("{:02}.{side}.json", i + 1)), text)?;
+        }
+    }
+    eprintln!("wrote the differing answers to {}", dir.display());
+    Ok(())
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
-use faros_core::status::Status;
+use faros_core::status::{Status, StatusDetails};
 use http::{HeaderMap, Method, StatusCode};
 use serde_json::json;
 
@@ -47,11 +47,41 @@ pub fn verb(method: &Method, path: &ResourcePath, params: &Params) -> Result<Ver
         Method::DELETE if path.name.is_some() => Verb::Delete,
         Method::DELETE => Verb::DeleteCollection,
         _ => {
-            return Err(Status::method_not_allowed(
-                "the server does not allow this method on the requested resource".to_string(),
-            ));
+            return Err(
+                Status::method_not_allowed("the server does not allow this method on the requested resource")
+                    .with_details(StatusDetails::default()),
+            );
         }
     })
+}
+
+/// kube-apiserver's 404 for a path no API handler claims: a group/version not served in the
+/// cluster, a custom resource's unknown resource, subresource or scope (kcp serves its own kinds
+/// and bound APIs as custom resources), a path outside the API. Go's `http.NotFound`: plain text,
+/// not a Status, which clients report as such.
+pub fn page_not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [(http::header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "404 page not found\n",
+    )
+        .into_response()
+}
+
+/// kube-apiserver's 404 Status for a typed built-in group/version that has no such resource
+/// (its generic server response: empty `details` included).
+pub fn resource_not_found() -> Status {
+    Status::not_found_message("the server could not find the requested resource").with_details(StatusDetails::default())
+}
+
+/// The 404 of a request for `def` (or, without one, for its group/version in `cluster`) that no
+/// handler serves: a Status where kube-apiserver's typed handlers answer, plain text where a
+/// custom resource's handler hands the request on ([`page_not_found`]).
+fn unserved(typed_builtin: bool) -> Result<Response, Status> {
+    match typed_builtin {
+        true => Err(resource_not_found()),
+        false => Ok(page_not_found()),
+    }
 }
 
 /// Entry point for every API request (after the health routes).
@@ -136,9 +166,7 @@ async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Statu
         Target::NonResource(p) => {
             let attrs = Attributes::non_resource(&user, Verb::Get.as_str(), &p);
             authorize(state, &cluster, &attrs)?;
-            Err(Status::not_found_message(
-                "the server could not find the requested resource",
-            ))
+            Ok(page_not_found())
         }
     }
 }
@@ -258,24 +286,23 @@ async fn resource(ctx: RequestContext, rp: ResourcePath, body: Body) -> Result<R
             .lookup(&ctx.cluster, &rp.group, &rp.version, &rp.resource)
     };
     let Some(def) = lookup else {
-        return Err(Status::not_found_message(
-            "the server could not find the requested resource",
-        ));
+        // A typed built-in group/version answers for its unknown resources; anything else is
+        // not served at all.
+        let served = |d: &ResourceDef| d.group == rp.group && d.version == rp.version && d.typed_builtin();
+        let typed = match ctx.is_wildcard() {
+            true => crate::builtin::builtin_resources().iter().any(served),
+            false => state.registry.resources(&ctx.cluster).iter().any(|d| served(d)),
+        };
+        return unserved(typed);
     };
     if !def.namespaced && rp.namespace.is_some() {
-        return Err(Status::not_found_message(
-            "the server could not find the requested resource",
-        ));
+        return unserved(def.typed_builtin());
     }
     match rp.subresource.as_deref() {
         None => {}
         Some("status") if def.status_subresource => {}
         Some("finalize") if def.group.is_empty() && def.resource == "namespaces" => {}
-        Some(_) => {
-            return Err(Status::not_found_message(
-                "the server could not find the requested resource",
-            ));
-        }
+        Some(_) => return unserved(def.typed_builtin()),
     }
     serve_resource(ctx, def, rp, body, true).await
 }

@@ -65,7 +65,10 @@ pub async fn serve(
             .map(String::from)
             .ok_or_else(not_found)?
     };
-    let view = crate::kcp::apis::export_view(state, &export_cluster, export_name).ok_or_else(not_found)?;
+    // kcp's virtual workspace has no handler for an export that does not exist.
+    let Some(view) = crate::kcp::apis::export_view(state, &export_cluster, export_name) else {
+        return Ok(super::page_not_found());
+    };
     let path = request::parse(&format!("/{tail}"))?;
     if !path.explicit_cluster {
         return Err(not_found());

@@ -30,11 +30,14 @@ fn patch_kind(content_type: &str, def: &ResourceDef) -> Result<PatchKind, Status
         "application/apply-patch+yaml" | "application/apply-patch+json" | "application/apply-patch+cbor" => {
             Ok(PatchKind::Apply)
         }
-        _ => Err(Status::unsupported_media_type(if def.strategic_merge {
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json"
-        } else {
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
-        })),
+        // A typed built-in's route refuses the content type before the patch handler sees it
+        // (go-restful's generic 415); a custom resource's patch handler names what it takes, the
+        // apply type twice as kcp's apiserver lists it.
+        _ if def.typed_builtin() => Err(Status::unsupported_media_type("415: Unsupported Media Type")
+            .with_details(faros_core::status::StatusDetails::default())),
+        _ => Err(Status::unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/apply-patch+yaml",
+        )),
     }
 }
 
@@ -81,7 +84,17 @@ pub async fn patch(
         match kind {
             PatchKind::Merge => patch::merge_patch(&mut new, &patch_body),
             PatchKind::Json => {
-                patch::json_patch(&mut new, &patch_body).map_err(|e| Status::failure(422, "Invalid", e.to_string()))?
+                // kube-apiserver answers a JSON patch that does not apply with its generic 422,
+                // which drops the reason; the reason is logged here, as it is not there.
+                patch::json_patch(&mut new, &patch_body).map_err(|e| {
+                    tracing::debug!(error = %e, "JSON patch does not apply");
+                    Status::failure(
+                        422,
+                        "Invalid",
+                        "the server rejected our request due to an error in our request",
+                    )
+                    .with_details(faros_core::status::StatusDetails::default())
+                })?
             }
             PatchKind::Strategic => {
                 new = patch::strategic_merge_patch(&old, &patch_body, &def.schema)
