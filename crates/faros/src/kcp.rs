@@ -14,11 +14,17 @@
 //! is admin of itself), then publishes a kubeconfig Secret per component, so neither pod needs the
 //! admin kubeconfig.
 //!
+//! With `--hub-signing-key-secret` it also makes the hub API's identity-assertion signing key, once,
+//! in the state directory (by the hub's own key store, so in the format of the hub's
+//! `--signing-key-file`), and publishes it on every start as a Secret, key `signing-key.json`: every
+//! hub replica mounts it and signs with the one key providers trust. No chart can make that Secret
+//! itself without a random value at render time, which GitOps tools would see change on every render.
+//!
 //! What it must not do: run the hub or anything else (that is `faros dev`), or write to the hosting
 //! cluster beyond the Secrets it is told to publish.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -28,14 +34,18 @@ use faros_embedded_kcp::{Config, Server};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 
-/// Field manager of the kubeconfig Secrets.
+/// Field manager of the Secrets this server publishes.
 const FIELD_MANAGER: &str = "faros-kcp";
-/// Longest pause between attempts to grant the components or publish a kubeconfig Secret.
+/// Longest pause between attempts to grant the components or publish a Secret.
 const PUBLISH_RETRY_MAX: Duration = Duration::from_secs(30);
 /// Longest wait of one grant for an existing faros workspace to be Ready (as `faros grant`'s default).
 const GRANT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Key of the kubeconfig in each component's Secret.
 pub const COMPONENT_KUBECONFIG_KEY: &str = "kubeconfig";
+/// Key of the hub's signing key file in its Secret (the hub chart's `signingKey.key` default).
+pub const HUB_SIGNING_KEY_KEY: &str = "signing-key.json";
+/// The hub's signing key file in the state directory (the name `faros dev` gives it in its own).
+pub const HUB_SIGNING_KEY_FILE: &str = "hub-signing-key.json";
 
 #[derive(Args, Debug, Clone)]
 pub struct KcpArgs {
@@ -91,6 +101,11 @@ pub struct KcpArgs {
     /// does, and publish its kubeconfig as this Secret (key `kubeconfig`) in the hosting cluster.
     #[arg(long, env = "FAROS_KCP_RECONCILER_KUBECONFIG_SECRET")]
     pub reconciler_kubeconfig_secret: Option<String>,
+    /// Make the hub API's identity-assertion signing key once (in the state directory, in the format
+    /// of the hub's `--signing-key-file`) and publish it as this Secret (key `signing-key.json`) in
+    /// the hosting cluster, for every hub replica to mount.
+    #[arg(long, env = "FAROS_KCP_HUB_SIGNING_KEY_SECRET")]
+    pub hub_signing_key_secret: Option<String>,
     /// Kubeconfig of the hosting cluster, for publishing the Secret. Default: the in-cluster
     /// ServiceAccount (never `$KUBECONFIG`, so a stray variable cannot redirect it).
     #[arg(long, env = "FAROS_HOSTING_KUBECONFIG")]
@@ -150,15 +165,30 @@ fn external_host(url: &str) -> anyhow::Result<String> {
     Ok(host.trim_start_matches('[').trim_end_matches(']').to_string())
 }
 
+/// The hub's signing key file, made in `state_dir` on the first call and the same bytes on every
+/// later one. The hub's own key store makes it, so it is exactly what the hub's `--signing-key-file`
+/// loads (an ES256 PKCS#8 key and the retired public keys, owner-only on disk).
+pub fn hub_signing_key(state_dir: &Path) -> anyhow::Result<Vec<u8>> {
+    let path = state_dir.join(HUB_SIGNING_KEY_FILE);
+    faros_hub_api::keys::KeyStore::load_or_create(&path).context("making the hub's signing key")?;
+    std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+}
+
 /// Serves until SIGINT/SIGTERM.
 pub async fn run(args: KcpArgs) -> anyhow::Result<()> {
-    let identities = if args.mints_components() {
+    if args.mints_components() || args.hub_signing_key_secret.is_some() {
         // The state directory is the server's (owner-only); made here because the token file must
-        // exist before the server reads it.
+        // exist before the server reads it, and the signing key is made beside it.
         faros_embedded_kcp::state_dir::secure(&args.state_dir)?;
+    }
+    let identities = if args.mints_components() {
         Some(crate::identities::ensure(&args.state_dir)?)
     } else {
         None
+    };
+    let signing_key = match &args.hub_signing_key_secret {
+        Some(_) => Some(hub_signing_key(&args.state_dir)?),
+        None => None,
     };
     let server = Server::start(args.server_config()?)
         .await
@@ -172,11 +202,15 @@ pub async fn run(args: KcpArgs) -> anyhow::Result<()> {
     // What goes to the hosting cluster, retried until it lands; served alongside until SIGTERM.
     // (Not spawned: the grants' futures are not `Send` for every lifetime, as `spawn` needs.)
     let mut admin_secret = None;
+    let mut key_secret = None;
     let mut components = None;
-    if args.admin_kubeconfig_secret.is_some() || identities.is_some() {
+    if args.admin_kubeconfig_secret.is_some() || identities.is_some() || signing_key.is_some() {
         let hosting = Hosting::resolve(&args).await?;
         if let Some(name) = &args.admin_kubeconfig_secret {
-            admin_secret = Some(hosting.target(name, &args.admin_kubeconfig_secret_key, "admin"));
+            admin_secret = Some(hosting.target(name, &args.admin_kubeconfig_secret_key, "the admin kubeconfig"));
+        }
+        if let (Some(name), Some(key)) = (&args.hub_signing_key_secret, signing_key) {
+            key_secret = Some((hosting.target(name, HUB_SIGNING_KEY_KEY, "the hub's signing key"), key));
         }
         if let Some(ids) = identities {
             let admin = server
@@ -190,8 +224,8 @@ pub async fn run(args: KcpArgs) -> anyhow::Result<()> {
                 (&args.reconciler_kubeconfig_secret, RECONCILER_KCP_USER, &ids.reconciler),
             ] {
                 if let Some(name) = secret {
-                    let target = hosting.target(name, COMPONENT_KUBECONFIG_KEY, user);
-                    targets.push((target, server.kubeconfig("root", user, token)));
+                    let target = hosting.target(name, COMPONENT_KUBECONFIG_KEY, &format!("the kubeconfig of {user}"));
+                    targets.push((target, server.kubeconfig("root", user, token).into_bytes()));
                 }
             }
             components = Some((admin, targets));
@@ -200,7 +234,13 @@ pub async fn run(args: KcpArgs) -> anyhow::Result<()> {
     let publish = async {
         let admin = async {
             if let Some(target) = admin_secret {
-                target.publish_until_done(kubeconfig).await;
+                target.publish_until_done(kubeconfig.into_bytes()).await;
+            }
+        };
+        // Not after the grants: the key is the hub's whatever its kcp user may do.
+        let key = async {
+            if let Some((target, key)) = key_secret {
+                target.publish_until_done(key).await;
             }
         };
         let components = async {
@@ -211,7 +251,7 @@ pub async fn run(args: KcpArgs) -> anyhow::Result<()> {
                 }
             }
         };
-        tokio::join!(admin, components);
+        tokio::join!(admin, key, components);
         std::future::pending::<()>().await
     };
     tracing::info!(url = %server.url(), "faros kcp is serving");
@@ -275,7 +315,7 @@ impl Hosting {
                     .with_context(|| format!("loading --hosting-kubeconfig {}", path.display()))?
             }
             None => kube::Config::incluster().context(
-                "publishing kubeconfig Secrets needs the hosting cluster's API: run in a pod with a \
+                "publishing Secrets needs the hosting cluster's API: run in a pod with a \
                  ServiceAccount token, or pass --hosting-kubeconfig",
             )?,
         };
@@ -287,30 +327,30 @@ impl Hosting {
         Ok(Self { client, namespace })
     }
 
-    /// Where the kubeconfig of `user` goes: Secret `name`, under `key`.
-    fn target(&self, name: &str, key: &str, user: &str) -> SecretTarget {
+    /// Where `what` goes: Secret `name`, under `key`.
+    fn target(&self, name: &str, key: &str, what: &str) -> SecretTarget {
         SecretTarget {
             api: Api::namespaced(self.client.clone(), &self.namespace),
             namespace: self.namespace.clone(),
             name: name.to_string(),
             key: key.to_string(),
-            user: user.to_string(),
+            what: what.to_string(),
         }
     }
 }
 
-/// Where one kubeconfig Secret goes.
+/// Where one published Secret goes.
 struct SecretTarget {
     api: Api<Secret>,
     namespace: String,
     name: String,
     key: String,
-    /// Whose kubeconfig it is, for the log.
-    user: String,
+    /// What it holds, for the log (never the value).
+    what: String,
 }
 
 impl SecretTarget {
-    fn secret(&self, kubeconfig: &str) -> Secret {
+    fn secret(&self, value: &[u8]) -> Secret {
         let mut secret = Secret::default();
         secret.metadata.name = Some(self.name.clone());
         secret.metadata.namespace = Some(self.namespace.clone());
@@ -322,30 +362,24 @@ impl SecretTarget {
             .into(),
         );
         secret.type_ = Some("Opaque".into());
-        secret.data = Some(
-            [(
-                self.key.clone(),
-                k8s_openapi::ByteString(kubeconfig.as_bytes().to_vec()),
-            )]
-            .into(),
-        );
+        secret.data = Some([(self.key.clone(), k8s_openapi::ByteString(value.to_vec()))].into());
         secret
     }
 
     /// Applies the Secret, retrying with backoff until it lands: the API or the Role may come up
     /// after this pod, and the components waiting on the Secret have nothing else to go on.
-    async fn publish_until_done(self, kubeconfig: String) {
-        let secret = self.secret(&kubeconfig);
+    async fn publish_until_done(self, value: Vec<u8>) {
+        let secret = self.secret(&value);
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let mut delay = Duration::from_millis(500);
         loop {
             match self.api.patch(&self.name, &params, &Patch::Apply(&secret)).await {
                 Ok(_) => {
-                    tracing::info!(namespace = %self.namespace, name = %self.name, key = %self.key, user = %self.user, "kubeconfig Secret published");
+                    tracing::info!(namespace = %self.namespace, name = %self.name, key = %self.key, what = %self.what, "Secret published");
                     return;
                 }
                 Err(e) => {
-                    tracing::warn!(namespace = %self.namespace, name = %self.name, user = %self.user, error = %e, retry_in = ?delay, "cannot publish the kubeconfig Secret yet");
+                    tracing::warn!(namespace = %self.namespace, name = %self.name, what = %self.what, error = %e, retry_in = ?delay, "cannot publish the Secret yet");
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(PUBLISH_RETRY_MAX);
                 }
@@ -417,6 +451,42 @@ mod tests {
                 "{flag}"
             );
         }
+    }
+
+    #[test]
+    fn the_signing_key_secret_alone_mints_no_component_user() {
+        let args = parse(&["--state-dir", "/s", "--hub-signing-key-secret", "k"]);
+        assert_eq!(args.hub_signing_key_secret.as_deref(), Some("k"));
+        assert!(!args.mints_components());
+        assert!(args.server_config().unwrap().extra_token_files.is_empty());
+    }
+
+    #[test]
+    fn the_hub_signing_key_is_made_once_and_is_what_the_hub_loads() {
+        let state = tempfile::tempdir().unwrap();
+        let first = hub_signing_key(state.path()).unwrap();
+        // Every start publishes the same key: replicas and providers' cached JWKS stay valid.
+        assert_eq!(hub_signing_key(state.path()).unwrap(), first);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(state.path().join(HUB_SIGNING_KEY_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "the key file is owner-only: {mode:o}");
+        }
+        // What a hub replica mounts from the Secret, loaded as its `--signing-key-file`.
+        let mounted = tempfile::tempdir().unwrap();
+        let path = mounted.path().join(HUB_SIGNING_KEY_KEY);
+        std::fs::write(&path, &first).unwrap();
+        let file: serde_json::Value = serde_json::from_slice(&first).unwrap();
+        let kid = file["current"]["kid"].as_str().unwrap();
+        for _replica in 0..2 {
+            let store = faros_hub_api::keys::KeyStore::load_or_create(&path).unwrap();
+            assert_eq!(store.jwks().keys[0].kid, kid);
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), first, "loading does not rewrite it");
     }
 
     #[test]
