@@ -3,7 +3,10 @@
 // Exit code 0 = every step passed.
 //
 // FAROS_HUB_URL, FAROS_IDP_URL (the test IdP, e2e/oidc: alice/wonderland in groups dev and ops;
-// carol, whom the IdP has disabled), FAROS_PORTAL_FAILURES (where failure screenshots go).
+// carol, whom the IdP has disabled), FAROS_IDP_USERS (the IdP's users file, re-read on every use:
+// the walk edits it to take alice out of a group or disable her), FAROS_ID_TOKEN_TTL (seconds the
+// IdP's ID tokens live), FAROS_PORTAL_FAILURES (where failure screenshots go). The hub's workspace
+// demo/default grants its member role to IdP group `dev`.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -13,6 +16,10 @@ import { browser, page, until, assert, steps, cleanupProfiles } from './lib.mjs'
 const HUB = need('FAROS_HUB_URL').replace(/\/$/, '');
 const IDP = need('FAROS_IDP_URL').replace(/\/$/, '');
 const STATE_COOKIE = '__Secure-faros-oidc';
+const USERS = need('FAROS_IDP_USERS');
+const TTL_MS = Number(need('FAROS_ID_TOKEN_TTL')) * 1000;
+// The hub accepts an ID token this long past its expiry (faros_core::oidc::LEEWAY_SECONDS).
+const LEEWAY_MS = 30 * 1000;
 
 function need(name) {
   const v = process.env[name];
@@ -29,10 +36,55 @@ pg.on('request', (r) => {
   if (r.url().startsWith(`${HUB}/api/session/oidc/callback`)) callbacks.push(r.url());
 });
 
+/** Changes a user in the IdP's users file (written whole, then renamed: the IdP never reads half). */
+function setUser(username, change) {
+  const users = JSON.parse(fs.readFileSync(USERS, 'utf8'));
+  const user = users.find((u) => u.username === username);
+  Object.assign(user, change);
+  fs.writeFileSync(`${USERS}.walk`, JSON.stringify(users));
+  fs.renameSync(`${USERS}.walk`, USERS);
+}
+
+/** Polls `check` (node side) until it returns a value; fails naming `what` after `timeout`. */
+async function waitFor(what, check, timeout = 60000) {
+  const deadline = Date.now() + timeout;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      const v = await check();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => { setTimeout(r, 200); });
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
+}
+
+/** The workspaces /api/me lists for the signed-in user, as `org/ws`. */
+async function workspaces() {
+  return pg.evaluate(async () => {
+    const r = await fetch('/api/me', { credentials: 'same-origin' });
+    if (r.status !== 200) return null;
+    const me = await r.json();
+    return me.organizations.flatMap((o) => o.workspaces.map((w) => `${o.name}/${w.name}`));
+  });
+}
+
+/** Waits until a request renews the session's ID token past `after`; the new expiry (ms). */
+async function renewedAfter(after) {
+  return waitFor('the session to renew its ID token', async () => {
+    const s = await session();
+    assert(s.status === 200, `the session lives on: ${s.status} ${s.body}`);
+    const t = Date.parse(s.body.tokenExpiresAt);
+    return t > after ? t : null;
+  });
+}
+
 async function session() {
   return pg.evaluate(async () => {
     const r = await fetch('/api/session', { credentials: 'same-origin' });
-    return { status: r.status, body: r.status === 200 ? await r.json() : null };
+    return { status: r.status, body: r.status === 200 ? await r.json() : await r.text() };
   });
 }
 
@@ -94,6 +146,40 @@ const ok = await steps([
     assert(!cookies.some((c) => c.name === STATE_COOKIE), 'the flow cookie is cleared');
   }],
 
+  ['the session carries a short-lived ID token and the group-granted workspace', async () => {
+    const s = await session();
+    const left = Date.parse(s.body.tokenExpiresAt) - Date.now();
+    assert(left > 0 && left <= TTL_MS + 2000, `an ID token of ${TTL_MS} ms: ${JSON.stringify(s.body)}`);
+    assert(s.body.groups.includes('dev'), JSON.stringify(s.body));
+    // Not a direct member: IdP group `dev` holds the workspace's member role.
+    await waitFor('demo/default in /api/me', async () => (await workspaces())?.includes('demo/default'));
+    await pg.goto(`${HUB}/portal/orgs/demo/workspaces/default/catalog`);
+    await until(pg, 'the workspace in the switcher', () => document.getElementById('ws-select')?.value === 'default');
+  }],
+
+  ['the session outlives its ID token through refresh', async () => {
+    const first = Date.parse((await session()).body.tokenExpiresAt);
+    let current = first;
+    // Renewal after renewal (each one observed as a new expiry) until the first token is refused.
+    while (Date.now() <= first + LEEWAY_MS + 1000) current = await renewedAfter(current);
+    await pg.reload();
+    await until(pg, 'the portal still signed in', () => document.getElementById('signed-in-user')?.textContent.includes('alice@example.com'));
+    assert((await workspaces())?.includes('demo/default'), 'the workspace after the first token expired');
+  }],
+
+  ['the IdP takes alice out of group dev: the workspace goes with her next token', async () => {
+    const before = Date.parse((await session()).body.tokenExpiresAt);
+    setUser('alice', { groups: ['ops'] });
+    await waitFor('demo/default to leave /api/me', async () => {
+      const ws = await workspaces();
+      return ws && !ws.includes('demo/default');
+    });
+    const s = await session();
+    assert(Date.parse(s.body.tokenExpiresAt) > before, 'access ended with a renewal');
+    assert(!s.body.groups.includes('dev'), JSON.stringify(s.body.groups));
+    setUser('alice', { groups: ['dev', 'ops'] });
+  }],
+
   ['a replayed callback is refused', async () => {
     const replay = new URL(callbacks[0]);
     // Even with the flow's cookie back in place, the sign-in's state was taken once.
@@ -103,23 +189,27 @@ const ok = await steps([
     await refusedWith('already used');
   }],
 
-  ['the IdP session outlives a portal sign-out: sign-in again needs no form', async () => {
-    await pg.goto(`${HUB}/portal/signin`);
-    await pg.click('#signin-oidc');
+  ['sign-out performed RP-initiated logout: signing in again needs the IdP form', async () => {
+    // portalSignOut went through the IdP's end_session_endpoint and back to the sign-in page.
+    await toIdpForm();
+    await submitIdpForm('alice', 'wonderland');
     const me = await signedIn();
     assert(me.user === 'alice@example.com', JSON.stringify(me));
   }],
 
-  ['sign-out, then RP-initiated logout at the IdP ends its session too', async () => {
-    await portalSignOut();
+  ['the IdP disables alice: her session ends at the next renewal', async () => {
+    setUser('alice', { disabled: true });
+    await waitFor('the session to end', async () => (await session()).status === 401);
+    await pg.reload();
+    await pg.waitForURL(/\/portal\/signin/);
+    setUser('alice', { disabled: false });
+    // Her session at the IdP outlived the hub's (the IdP only refuses her tokens): end it there,
+    // with the IdP's logout for this client, so the next sign-in shows the form again.
     const doc = await (await ctx.request.get(`${IDP}/.well-known/openid-configuration`)).json();
-    assert(doc.end_session_endpoint, 'the IdP offers end_session');
     const logout = new URL(doc.end_session_endpoint);
     logout.search = new URLSearchParams({ client_id: 'faros-portal', post_logout_redirect_uri: `${HUB}/portal/signin?signedOut=1` }).toString();
     await pg.goto(logout.toString());
     await pg.waitForURL(/\/portal\/signin\?signedOut=1/);
-    // Now the IdP asks for credentials again.
-    await toIdpForm();
   }],
 
   ['a wrong state is refused', async () => {

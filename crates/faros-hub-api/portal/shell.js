@@ -68,12 +68,19 @@ async function createWorkspace(org = state.org) {
 }
 
 async function signOut() {
+  let ended = null;
   try {
-    await api('DELETE', '/api/session', undefined, { quiet401: true });
+    ended = await api('DELETE', '/api/session', undefined, { quiet401: true });
   } catch { /* the cookie is cleared either way */ }
   markSignedIn(false);
   state.session = null;
   state.me = null;
+  // An OIDC session: the identity provider ends its own session too (RP-initiated logout) and
+  // sends the browser back to the sign-in page.
+  if (ended?.logoutUrl && /^https:\/\//.test(ended.logoutUrl)) {
+    location.assign(ended.logoutUrl);
+    return;
+  }
   navigate('/portal/signin?signedOut=1', { replace: true });
 }
 

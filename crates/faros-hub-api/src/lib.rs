@@ -283,14 +283,19 @@ impl Hub {
         };
         mcp.use_records(record_store.clone());
         let oidc_login = match &config.oidc {
-            Some(settings) => Some(Arc::new(portal::login::OidcLogin::new(
-                settings.clone(),
-                auth::oidc::http_client(settings, config.connect_timeout)?,
-                config.tenancy.public_url.clone(),
-                record_store.clone(),
-            ))),
+            Some(settings) => Some(Arc::new(
+                portal::login::OidcLogin::new(
+                    settings.clone(),
+                    auth::oidc::http_client(settings, config.connect_timeout)?,
+                    config.tenancy.public_url.clone(),
+                    record_store.clone(),
+                )
+                .with_authenticator(authn.clone()),
+            )),
             None => None,
         };
+        // OIDC sessions renew their ID tokens through the sign-in flow's client.
+        let refresher = oidc_login.clone().map(|l| l as Arc<dyn portal::renew::Refresher>);
         let state = Arc::new(state::Shared {
             registry,
             tree: Arc::default(),
@@ -306,7 +311,8 @@ impl Hub {
             mcp,
             sessions: Arc::new(
                 portal::Sessions::new(record_store.clone(), config.session)
-                    .with_public_url(config.tenancy.public_url.as_deref()),
+                    .with_public_url(config.tenancy.public_url.as_deref())
+                    .with_refresher(refresher),
             ),
             oidc_login,
         });

@@ -4,8 +4,10 @@
 //! [`Idp::start`] writes a test CA, a serving certificate, the users and clients into a temporary
 //! directory, starts `node idp.mjs`, and returns once the discovery document answers over TLS.
 //! [`Idp::login`] walks the authorization-code + PKCE flow through the login form headlessly
-//! (`e2e/oidc/login.mjs`), as a browser would, and returns the token response. Users are re-read
-//! by the IdP on every use, so [`Idp::set_user`] disables or changes one at once.
+//! (`e2e/oidc/login.mjs`), as a browser would, and returns the token response. [`Idp::sign_in_via`]
+//! walks a relying party's own flow (the hub's `/api/session/oidc`) through the login form the same
+//! way and returns where the relying party's callback sent the browser, with its cookies. Users are
+//! re-read by the IdP on every use, so [`Idp::set_user`] disables or changes one at once.
 //!
 //! Needs `npm ci --prefix e2e/oidc` (done by `.ci/run`); without it [`Idp::start`] says so.
 
@@ -128,6 +130,57 @@ pub struct Tokens {
     pub access_token: String,
     pub refresh_token: Option<String>,
     pub expires_in: Option<u64>,
+}
+
+/// Where a relying party's sign-in flow ended ([`Idp::sign_in_via`]).
+#[derive(Clone, Debug)]
+pub struct SignedIn {
+    /// The `Location` the relying party's callback answered with.
+    pub location: String,
+    /// The cookies the relying party set during the flow (`name` → `value`; cleared ones absent).
+    pub cookies: std::collections::BTreeMap<String, String>,
+    /// Every URL of the relying party's origin the browser was sent to, in order (the callback
+    /// among them, to replay it).
+    pub visited: Vec<String>,
+}
+
+impl SignedIn {
+    /// `name=value` of cookie `name`, for a `Cookie` header.
+    pub fn cookie(&self, name: &str) -> Option<String> {
+        self.cookies.get(name).map(|v| format!("{name}={v}"))
+    }
+}
+
+/// A cookie jar of one browser: per host, name → value (host-only cookies; paths ignored, which
+/// only sends a flow's cookies to more of its own host's paths).
+#[derive(Default)]
+struct Jar(std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>);
+
+impl Jar {
+    fn take(&mut self, url: &reqwest::Url, resp: &reqwest::Response) {
+        let host = url.host_str().unwrap_or_default().to_string();
+        for line in resp.headers().get_all(reqwest::header::SET_COOKIE) {
+            let Ok(line) = line.to_str() else { continue };
+            let mut parts = line.split(';');
+            let Some((name, value)) = parts.next().and_then(|p| p.split_once('=')) else {
+                continue;
+            };
+            let cleared = parts.any(|a| a.trim().eq_ignore_ascii_case("max-age=0"));
+            let jar = self.0.entry(host.clone()).or_default();
+            if cleared || value.is_empty() {
+                jar.remove(name.trim());
+            } else {
+                jar.insert(name.trim().to_string(), value.trim().to_string());
+            }
+        }
+    }
+
+    fn header(&self, url: &reqwest::Url) -> String {
+        self.0
+            .get(url.host_str().unwrap_or_default())
+            .map(|c| c.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; "))
+            .unwrap_or_default()
+    }
 }
 
 /// The running IdP; killed when dropped.
@@ -253,6 +306,12 @@ impl Idp {
         self.dir.path().join("ca.pem")
     }
 
+    /// The users file the IdP re-reads on every use (a test process of its own may rewrite it,
+    /// whole and by rename, as [`Idp::set_user`] does).
+    pub fn users_file(&self) -> PathBuf {
+        self.dir.path().join("users.json")
+    }
+
     /// An HTTP client trusting the IdP.
     pub fn client(&self) -> Result<reqwest::Client, IdpError> {
         https::client_trusting(self.ca_pem.as_bytes()).map_err(|e| IdpError::Http(e.to_string()))
@@ -341,6 +400,111 @@ impl Idp {
         let redirect = client.redirect_uris.first().map(String::as_str).unwrap_or_default();
         self.run_rp(&[&self.issuer, client_id, redirect, username, password])
             .await
+    }
+
+    /// Walks a relying party's sign-in as a browser would: GET `start` (which redirects to the
+    /// IdP), the IdP's login form with `username`/`password`, and the redirects back, until the
+    /// relying party's `callback` path answers; returns that answer's `Location` and the cookies
+    /// the relying party set. `Err(Refused)` with the IdP's message when the form refuses the user.
+    pub async fn sign_in_via(
+        &self,
+        start: &str,
+        callback: &str,
+        username: &str,
+        password: &str,
+    ) -> Result<SignedIn, IdpError> {
+        self.sign_in_via_with(start, callback, username, password, || ()).await
+    }
+
+    /// [`Idp::sign_in_via`], calling `before_callback` just before the browser reaches the
+    /// relying party's callback (a test lets the sign-in expire there).
+    pub async fn sign_in_via_with(
+        &self,
+        start: &str,
+        callback: &str,
+        username: &str,
+        password: &str,
+        before_callback: impl FnOnce(),
+    ) -> Result<SignedIn, IdpError> {
+        let mut before_callback = Some(before_callback);
+        let http = |e: reqwest::Error| IdpError::Http(e.to_string());
+        let client = crate::https::builder_trusting(self.ca_pem.as_bytes())
+            .map_err(|e| IdpError::Http(e.to_string()))?
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(crate::https::TIMEOUT)
+            .build()
+            .map_err(http)?;
+        let start_url = reqwest::Url::parse(start).map_err(|e| IdpError::Http(e.to_string()))?;
+        let rp_host = start_url.host_str().unwrap_or_default().to_string();
+        let rp_origin = start_url.origin().ascii_serialization();
+        let mut jar = Jar::default();
+        let mut visited = Vec::new();
+        let mut next = start_url;
+        let mut form: Option<(String, String)> = None;
+        for _ in 0..30 {
+            if next.origin().ascii_serialization() == rp_origin
+                && next.path() == callback
+                && let Some(hook) = before_callback.take()
+            {
+                hook();
+            }
+            let req = match form.take() {
+                Some((user, pass)) => {
+                    let enc = |v: &str| {
+                        v.bytes()
+                            .map(|b| match b {
+                                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                                    (b as char).to_string()
+                                }
+                                _ => format!("%{b:02X}"),
+                            })
+                            .collect::<String>()
+                    };
+                    client
+                        .post(next.clone())
+                        .header("content-type", "application/x-www-form-urlencoded")
+                        .body(format!("username={}&password={}", enc(&user), enc(&pass)))
+                }
+                None => client.get(next.clone()),
+            };
+            let resp = req.header("cookie", jar.header(&next)).send().await.map_err(http)?;
+            jar.take(&next, &resp);
+            if next.origin().ascii_serialization() == rp_origin {
+                visited.push(next.to_string());
+            }
+            let location: Option<String> = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            if next.origin().ascii_serialization() == rp_origin && next.path() == callback {
+                return Ok(SignedIn {
+                    location: location.unwrap_or_default(),
+                    cookies: jar.0.remove(&rp_host).unwrap_or_default(),
+                    visited,
+                });
+            }
+            match location {
+                Some(l) => next = next.join(l.as_str()).map_err(|e| IdpError::Http(e.to_string()))?,
+                None => {
+                    // The IdP's login form: submit it (once), or it refused the user.
+                    let status = resp.status();
+                    let page = resp.text().await.map_err(http)?;
+                    if let Some(error) = page.split("id=\"error\"").nth(1) {
+                        let text = error.split('>').nth(1).and_then(|t| t.split('<').next());
+                        return Err(IdpError::Refused(format!("{status}: {}", text.unwrap_or_default())));
+                    }
+                    if !page.contains("name=\"username\"") || next.path().ends_with("/login") {
+                        return Err(IdpError::Http(format!("unexpected page at {next}: {status}")));
+                    }
+                    next = next
+                        .join(&format!("{}/login", next.path().trim_end_matches('/')))
+                        .map_err(|e| IdpError::Http(e.to_string()))?;
+                    form = Some((username.to_string(), password.to_string()));
+                }
+            }
+        }
+        Err(IdpError::Http("too many redirects".into()))
     }
 
     /// The refresh-token grant.

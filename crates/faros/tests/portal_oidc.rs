@@ -1,8 +1,11 @@
 //! The portal's OIDC sign-in in a real browser against a real identity provider: `faros dev
 //! --oidc-…` as a child process, the test IdP (`e2e/oidc`, panva's oidc-provider) with its own TLS,
 //! and Debian's chromium driven by Playwright (`e2e/browser/oidc.test.mjs`): the redirect, the IdP's
-//! login form, the callback, the session, sign-out and the IdP's RP-initiated logout; bad paths:
-//! a wrong password, a wrong state, a replayed callback, an expired login, a user the IdP disabled.
+//! login form, the callback, the session, a session that outlives its short-lived ID token through
+//! refresh, a workspace granted to the user's IdP group (and gone once the IdP drops the group),
+//! sign-out with the IdP's RP-initiated logout; bad paths: a wrong password, a wrong state, a
+//! replayed callback, an expired login, a user the IdP disabled (at sign-in, and mid-session: the
+//! next renewal ends the session).
 //!
 //! Needs chromium, `npm ci --prefix e2e/browser` and `npm ci --prefix e2e/oidc` (what `.ci/run`
 //! does); without them the test fails saying so.
@@ -15,6 +18,9 @@ use browser::{prerequisites, repo_root};
 use std::process::{Command, Stdio};
 
 use faros_test_support::oidc::{Idp, IdpClient, IdpUser, Ttls};
+
+/// Seconds an ID token lives (renewed after half of it).
+const ID_TOKEN_TTL: u64 = 6;
 
 #[test]
 fn oidc_sign_in_in_a_real_browser() {
@@ -30,7 +36,12 @@ fn oidc_sign_in_in_a_real_browser() {
         .block_on(Idp::start(
             vec![IdpUser::new("alice", "wonderland", &["dev", "ops"]), disabled],
             Vec::new(),
-            Ttls::default(),
+            // Short ID tokens: the walk outlives several of them.
+            Ttls {
+                id_token: ID_TOKEN_TTL,
+                access_token: ID_TOKEN_TTL,
+                ..Ttls::default()
+            },
         ))
         .unwrap();
     let state = tempfile::tempdir().unwrap();
@@ -58,6 +69,20 @@ fn oidc_sign_in_in_a_real_browser() {
     }))
     .unwrap();
 
+    // `faros dev`'s workspace demo/default, granted to IdP group `dev` by its admin.
+    let status = rt.block_on(async {
+        dev.https()
+            .unwrap()
+            .put(format!("{hub}/api/orgs/demo/workspaces/default/groups/dev"))
+            .bearer_auth(dev.dev_token().unwrap())
+            .json(&serde_json::json!({"role": "member"}))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    assert_eq!(status, 200, "granting group dev the workspace");
+
     let failures = root.join("target/portal-failures");
     std::fs::create_dir_all(&failures).unwrap();
     let out = Command::new("node")
@@ -65,6 +90,8 @@ fn oidc_sign_in_in_a_real_browser() {
         .current_dir(&browser_dir)
         .env("FAROS_HUB_URL", &hub)
         .env("FAROS_IDP_URL", idp.issuer())
+        .env("FAROS_IDP_USERS", idp.users_file())
+        .env("FAROS_ID_TOKEN_TTL", ID_TOKEN_TTL.to_string())
         .env("FAROS_CHROMIUM", &chromium)
         .env("FAROS_PORTAL_FAILURES", &failures)
         .stdout(Stdio::inherit())

@@ -9,7 +9,15 @@
 //! provider's redirect back). They wait as a [`crate::records`] record sealed under the `state`, so
 //! the callback may land on any replica (and after a restart); it is taken once, on whichever
 //! replica the callback reaches first.
+//!
+//! The flow asks for `offline_access` (with `prompt=consent`, which OpenID Connect requires for
+//! it) and `groups` when the provider's discovery lists them: the refresh token stays in the
+//! sealed session record and renews the ID token ([`super::renew`], through [`OidcLogin`]'s
+//! [`Refresher`]). Sign-out ends the hub session and, when the provider has an
+//! `end_session_endpoint`, hands the portal the provider's logout URL (RP-initiated logout with
+//! `id_token_hint` and `post_logout_redirect_uri`), so signing in again asks for credentials.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -19,13 +27,15 @@ use axum::routing::get;
 use axum::{Extension, Json, Router, middleware};
 use base64::Engine;
 use faros_core::status::Status;
+use futures::future::BoxFuture;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::session::{self, SessionAuth};
-use crate::auth::{Caller, CredentialSource, OidcSettings, require_caller};
+use super::renew::{Refresher, RenewError, Renewed};
+use super::session::{self, OidcGrant, SessionAuth};
+use crate::auth::{Authenticator, Caller, CredentialSource, OidcSettings, bearer_token, require_caller};
 use crate::proxy::UpstreamPool;
 use crate::records::{Kind, Records};
 use crate::state::AppState;
@@ -39,6 +49,8 @@ const PENDING_TTL: Duration = Duration::from_secs(600);
 /// The OIDC flow's state cookie; scoped to the flow's path.
 const STATE_COOKIE: &str = "__Secure-faros-oidc";
 const CALLBACK: &str = "/api/session/oidc/callback";
+/// Where the provider sends the browser after RP-initiated logout.
+const SIGNED_OUT: &str = "/portal/signin?signedOut=1";
 
 /// The session API routes.
 pub fn routes(st: AppState) -> Router<AppState> {
@@ -53,20 +65,28 @@ pub fn routes(st: AppState) -> Router<AppState> {
         .merge(authed)
 }
 
-fn session_body(caller: &Caller, expires: Option<jiff::Timestamp>) -> Value {
+fn session_body(caller: &Caller, expires: Option<jiff::Timestamp>, token_expires: Option<jiff::Timestamp>) -> Value {
     json!({
         "user": caller.user,
         "groups": caller.groups,
         "expiresAt": expires.map(|t| t.to_string()),
+        // An OIDC session's current ID token; renewed before then.
+        "tokenExpiresAt": token_expires.map(|t| t.to_string()),
     })
 }
 
 /// Starts a session for a proven credential: 201 with the user and a `Set-Cookie`.
-async fn start_session(st: &AppState, credential: String, caller: &Caller) -> Result<(HeaderValue, Value), Status> {
-    let (value, s) = st.sessions.create(credential, caller.user.clone()).await?;
+async fn start_session(
+    st: &AppState,
+    credential: String,
+    caller: &Caller,
+    oidc: Option<OidcGrant>,
+) -> Result<(HeaderValue, Value), Status> {
+    let token_expires = oidc.as_ref().map(|g| g.expires);
+    let (value, s) = st.sessions.create_with(credential, caller.user.clone(), oidc).await?;
     let cookie = session::set_cookie(&value, st.sessions.settings().ttl);
     tracing::info!(user = %caller.user, source = ?caller.source, "portal session started");
-    Ok((cookie, session_body(caller, Some(s.expires))))
+    Ok((cookie, session_body(caller, Some(s.expires), token_expires)))
 }
 
 fn bearer_headers(token: &str) -> Result<HeaderMap, Status> {
@@ -103,7 +123,7 @@ async fn sign_in_inner(st: &AppState, req: Request) -> Result<Response, Status> 
         .ok_or_else(|| Status::bad_request("expected JSON {\"token\": \"…\"}"))?
         .to_string();
     let caller = st.authn.authenticate(&bearer_headers(&token)?).await?;
-    let (cookie, body) = start_session(st, token, &caller).await?;
+    let (cookie, body) = start_session(st, token, &caller, None).await?;
     let mut resp = (StatusCode::CREATED, Json(body)).into_response();
     resp.headers_mut().insert(header::SET_COOKIE, cookie);
     resp.headers_mut()
@@ -113,23 +133,57 @@ async fn sign_in_inner(st: &AppState, req: Request) -> Result<Response, Status> 
 
 /// `GET /api/session`: who is signed in, and until when (`null` for bearer clients).
 async fn whoami(Extension(caller): Extension<Caller>, auth: Option<Extension<SessionAuth>>) -> Response {
-    let mut resp = Json(session_body(&caller, auth.map(|a| a.expires))).into_response();
+    let (expires, token_expires) = match auth {
+        Some(Extension(a)) => (Some(a.expires), a.credential_expires),
+        None => (None, None),
+    };
+    let mut resp = Json(session_body(&caller, expires, token_expires)).into_response();
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     resp
 }
 
 /// `DELETE /api/session`: ends the session (its CSRF proof was checked by the front door) and
-/// clears the cookie; without a live session only the cookie is cleared.
-async fn sign_out(State(st): State<AppState>, auth: Option<Extension<SessionAuth>>) -> Response {
-    if let Some(Extension(auth)) = auth
-        && let Err(status) = st.sessions.remove(&auth).await
-    {
-        // The session would live on: the browser keeps its cookie and may try again.
-        return status.into_response();
+/// clears the cookie; without a live session only the cookie is cleared. For an OIDC session whose
+/// provider offers RP-initiated logout, 200 `{"logoutUrl"}`: the portal goes there next, the
+/// provider ends its own session and sends the browser back to the sign-in page. Otherwise 204.
+async fn sign_out(
+    State(st): State<AppState>,
+    auth: Option<Extension<SessionAuth>>,
+    uri: http::Uri,
+    headers: HeaderMap,
+) -> Response {
+    let mut logout = None;
+    if let Some(Extension(auth)) = auth {
+        if let Err(status) = st.sessions.remove(&auth).await {
+            // The session would live on: the browser keeps its cookie and may try again.
+            return status.into_response();
+        }
+        // The front door put the session's ID token into the request as its bearer.
+        if let (Some(login), Some(_), Some(id_token)) =
+            (&st.oidc_login, auth.credential_expires, bearer_token(&headers))
+        {
+            let authority = uri
+                .authority()
+                .map(|a| a.as_str().to_string())
+                .or_else(|| headers.get(header::HOST)?.to_str().ok().map(str::to_string));
+            match login
+                .logout_url(id_token, &headers, authority, st.settings.public_proto)
+                .await
+            {
+                Ok(url) => logout = url,
+                // The hub session has ended; the provider's stays (signing in again may skip its form).
+                Err(status) => tracing::warn!(reason = %status.message, "no RP-initiated logout at sign-out"),
+            }
+        }
     }
-    let mut resp = StatusCode::NO_CONTENT.into_response();
+    let mut resp = match logout {
+        Some(url) => Json(json!({ "logoutUrl": url })).into_response(),
+        None => StatusCode::NO_CONTENT.into_response(),
+    };
     resp.headers_mut().insert(header::SET_COOKIE, session::clear_cookie());
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     resp
 }
 
@@ -161,6 +215,43 @@ pub struct OidcLogin {
     public_url: Option<String>,
     /// Sign-ins in flight ([`Kind::Oidc`]).
     records: Records,
+    /// Verifies renewed ID tokens (the hub's chain: the same checks as every bearer).
+    authn: Option<Arc<dyn Authenticator>>,
+}
+
+/// What the provider's discovery document says the flow needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoints {
+    pub authorization: String,
+    pub token: String,
+    pub end_session: Option<String>,
+    /// `scopes_supported`, if listed.
+    pub scopes: Option<Vec<String>>,
+}
+
+/// The scopes a sign-in asks for, and whether it must ask for consent: `groups` and
+/// `offline_access` only when the provider lists them (an unknown scope may fail the sign-in);
+/// `offline_access` is granted only with `prompt=consent` (OpenID Connect Core 11).
+pub fn scopes(supported: Option<&[String]>) -> (String, bool) {
+    let offers = |s: &str| supported.is_some_and(|list| list.iter().any(|x| x == s));
+    let mut scopes = vec!["openid", "email", "profile"];
+    if offers("groups") {
+        scopes.push("groups");
+    }
+    let offline = offers("offline_access");
+    if offline {
+        scopes.push("offline_access");
+    }
+    (scopes.join(" "), offline)
+}
+
+/// A token endpoint's answer to a refresh: refused (final) or not reachable (transient).
+fn refresh_error(status: Option<StatusCode>, detail: String) -> RenewError {
+    match status {
+        // RFC 6749 5.2: invalid_grant and friends are 400 (401 for client authentication).
+        Some(s) if s == StatusCode::BAD_REQUEST || s == StatusCode::UNAUTHORIZED => RenewError::Refused(detail),
+        _ => RenewError::Unavailable(detail),
+    }
 }
 
 impl std::fmt::Debug for OidcLogin {
@@ -207,12 +298,28 @@ pub fn safe_return(path: Option<&str>) -> String {
     }
 }
 
-/// The `nonce` claim of a JWT (already verified by the authenticator).
-fn jwt_nonce(token: &str) -> Option<String> {
+/// The claims of a JWT (already verified by the authenticator).
+fn jwt_claims(token: &str) -> Option<Value> {
     let payload = token.split('.').nth(1)?;
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).ok()?;
-    let claims: Value = serde_json::from_slice(&bytes).ok()?;
-    claims.get("nonce")?.as_str().map(str::to_string)
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The `nonce` claim of a JWT (already verified by the authenticator).
+fn jwt_nonce(token: &str) -> Option<String> {
+    jwt_claims(token)?.get("nonce")?.as_str().map(str::to_string)
+}
+
+/// The `iat` and `exp` of a verified ID token (`iat` defaults to `now`).
+fn jwt_lifetime(token: &str, now: jiff::Timestamp) -> Option<(jiff::Timestamp, jiff::Timestamp)> {
+    let claims = jwt_claims(token)?;
+    let at = |name: &str| {
+        claims
+            .get(name)?
+            .as_i64()
+            .and_then(|s| jiff::Timestamp::from_second(s).ok())
+    };
+    Some((at("iat").unwrap_or(now), at("exp")?))
 }
 
 impl OidcLogin {
@@ -222,6 +329,78 @@ impl OidcLogin {
             http,
             public_url,
             records,
+            authn: None,
+        }
+    }
+
+    /// Verifies renewed ID tokens with `authn` (without it, sessions are not renewed).
+    pub fn with_authenticator(mut self, authn: Arc<dyn Authenticator>) -> Self {
+        self.authn = Some(authn);
+        self
+    }
+
+    /// The provider's logout URL for a session holding `id_token`, if it offers RP-initiated logout.
+    async fn logout_url(
+        &self,
+        id_token: &str,
+        headers: &HeaderMap,
+        authority: Option<String>,
+        proto: &str,
+    ) -> Result<Option<String>, Status> {
+        let Some(end_session) = self.discovery().await?.end_session else {
+            return Ok(None);
+        };
+        let back = format!("{}{SIGNED_OUT}", self.base_url(headers, authority, proto)?);
+        let query = form_encode(&[
+            ("id_token_hint", id_token),
+            ("post_logout_redirect_uri", &back),
+            ("client_id", &self.settings.client_id),
+        ]);
+        let sep = if end_session.contains('?') { '&' } else { '?' };
+        Ok(Some(format!("{end_session}{sep}{query}")))
+    }
+
+    /// The refresh-token grant at the token endpoint.
+    async fn refresh_tokens(&self, refresh_token: &str) -> Result<Value, RenewError> {
+        let unavailable = |e: String| RenewError::Unavailable(e);
+        let endpoints = self.discovery().await.map_err(|s| unavailable(s.message))?;
+        let form = form_encode(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+            ("client_id", &self.settings.client_id),
+        ]);
+        let req = http::Request::post(&endpoints.token)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::ACCEPT, "application/json")
+            .body(Body::from(form))
+            .map_err(|e| unavailable(e.to_string()))?;
+        let fetch = async {
+            let resp = self
+                .http
+                .request(req)
+                .await
+                .map_err(|e| refresh_error(None, e.to_string()))?;
+            let status = resp.status();
+            let body = Limited::new(resp.into_body(), MAX_IDP_BODY)
+                .collect()
+                .await
+                .map_err(|e| refresh_error(None, e.to_string()))?
+                .to_bytes();
+            let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            if !status.is_success() {
+                // The error code and description only: the body never holds the token.
+                let what = ["error", "error_description"]
+                    .iter()
+                    .filter_map(|k| parsed.get(*k)?.as_str())
+                    .collect::<Vec<_>>()
+                    .join(": ");
+                return Err(refresh_error(Some(status), format!("status {status}: {what}")));
+            }
+            Ok(parsed)
+        };
+        match tokio::time::timeout(self.settings.fetch_timeout, fetch).await {
+            Ok(r) => r,
+            Err(_) => Err(unavailable("the token endpoint timed out".into())),
         }
     }
 
@@ -250,7 +429,7 @@ impl OidcLogin {
         }
     }
 
-    async fn discovery(&self) -> Result<(String, String), Status> {
+    async fn discovery(&self) -> Result<Endpoints, Status> {
         let url = format!(
             "{}/.well-known/openid-configuration",
             self.settings.issuer_url.trim_end_matches('/')
@@ -266,11 +445,23 @@ impl OidcLogin {
                 .map(str::to_string)
                 .ok_or_else(|| Status::unavailable(format!("the identity provider's discovery has no {name}")))
         };
-        Ok((field("authorization_endpoint")?, field("token_endpoint")?))
+        Ok(Endpoints {
+            authorization: field("authorization_endpoint")?,
+            token: field("token_endpoint")?,
+            end_session: doc
+                .get("end_session_endpoint")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            scopes: doc
+                .get("scopes_supported")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect()),
+        })
     }
 
-    fn redirect_uri(&self, req_headers: &HeaderMap, authority: Option<String>, proto: &str) -> Result<String, Status> {
-        let base = match &self.public_url {
+    /// The hub's public URL, else the origin the request reached it at.
+    fn base_url(&self, req_headers: &HeaderMap, authority: Option<String>, proto: &str) -> Result<String, Status> {
+        Ok(match &self.public_url {
             Some(u) => u.trim_end_matches('/').to_string(),
             None => {
                 let host = authority
@@ -278,8 +469,11 @@ impl OidcLogin {
                     .ok_or_else(|| Status::bad_request("no Host header"))?;
                 format!("{proto}://{host}")
             }
-        };
-        Ok(format!("{base}{CALLBACK}"))
+        })
+    }
+
+    fn redirect_uri(&self, req_headers: &HeaderMap, authority: Option<String>, proto: &str) -> Result<String, Status> {
+        Ok(format!("{}{CALLBACK}", self.base_url(req_headers, authority, proto)?))
     }
 }
 
@@ -316,21 +510,28 @@ async fn oidc_start_inner(
     headers: &HeaderMap,
     authority: Option<String>,
 ) -> Result<Response, Status> {
-    let (authorize, _) = login.discovery().await?;
+    let endpoints = login.discovery().await?;
+    let authorize = endpoints.authorization;
+    let (scope, consent) = scopes(endpoints.scopes.as_deref());
     let state = random_b64(32)?;
     let verifier = random_b64(32)?;
     let nonce = random_b64(16)?;
     let redirect_uri = login.redirect_uri(headers, authority, st.settings.public_proto)?;
-    let query = form_encode(&[
+    let challenge = pkce_challenge(&verifier);
+    let mut params = vec![
         ("response_type", "code"),
-        ("client_id", &login.settings.client_id),
-        ("redirect_uri", &redirect_uri),
-        ("scope", "openid email profile"),
-        ("state", &state),
-        ("nonce", &nonce),
-        ("code_challenge", &pkce_challenge(&verifier)),
+        ("client_id", login.settings.client_id.as_str()),
+        ("redirect_uri", redirect_uri.as_str()),
+        ("scope", scope.as_str()),
+        ("state", state.as_str()),
+        ("nonce", nonce.as_str()),
+        ("code_challenge", challenge.as_str()),
         ("code_challenge_method", "S256"),
-    ]);
+    ];
+    if consent {
+        params.push(("prompt", "consent"));
+    }
+    let query = form_encode(&params);
     let sep = if authorize.contains('?') { '&' } else { '?' };
     let location = format!("{authorize}{sep}{query}");
     let pending = Pending {
@@ -421,7 +622,7 @@ async fn finish(
     code: String,
     pending: Pending,
 ) -> Result<(HeaderValue, String), Status> {
-    let (_, token_endpoint) = login.discovery().await?;
+    let token_endpoint = login.discovery().await?.token;
     let form = form_encode(&[
         ("grant_type", "authorization_code"),
         ("code", &code),
@@ -447,8 +648,54 @@ async fn finish(
     if jwt_nonce(&id_token).as_deref() != Some(pending.nonce.as_str()) {
         return Err(Status::unauthorized("the ID token's nonce does not match this sign-in"));
     }
-    let (cookie, _) = start_session(st, id_token, &caller).await?;
+    let grant = jwt_lifetime(&id_token, login.records.now()).map(|(issued, expires)| OidcGrant {
+        refresh_token: tokens.get("refresh_token").and_then(Value::as_str).map(str::to_string),
+        issued,
+        expires,
+        renewing_until: None,
+    });
+    let (cookie, _) = start_session(st, id_token, &caller, grant).await?;
     Ok((cookie, pending.return_to))
+}
+
+impl Refresher for OidcLogin {
+    fn refresh<'a>(&'a self, refresh_token: &'a str, user: &'a str) -> BoxFuture<'a, Result<Renewed, RenewError>> {
+        Box::pin(async move {
+            let Some(authn) = &self.authn else {
+                return Err(RenewError::Unavailable("no authenticator for renewed tokens".into()));
+            };
+            let tokens = self.refresh_tokens(refresh_token).await?;
+            let id_token = tokens
+                .get("id_token")
+                .and_then(Value::as_str)
+                .ok_or_else(|| RenewError::Refused("the refresh answer holds no ID token".into()))?
+                .to_string();
+            let headers = bearer_headers(&id_token).map_err(|s| RenewError::Refused(s.message))?;
+            let caller = match authn.authenticate(&headers).await {
+                Ok(caller) => caller,
+                Err(status) if status.code == 401 => return Err(RenewError::Refused(status.message)),
+                Err(status) => return Err(RenewError::Unavailable(status.message)),
+            };
+            // The same person, by the same issuer: a token for someone else never continues a session.
+            if caller.source != CredentialSource::Oidc || caller.user != user {
+                return Err(RenewError::Refused("the renewed ID token names another user".into()));
+            }
+            let (issued, expires) = jwt_lifetime(&id_token, self.records.now())
+                .ok_or_else(|| RenewError::Refused("the renewed ID token has no exp".into()))?;
+            Ok(Renewed {
+                id_token,
+                refresh_token: tokens.get("refresh_token").and_then(Value::as_str).map(str::to_string),
+                issued,
+                expires,
+            })
+        })
+    }
+
+    fn lease(&self) -> Duration {
+        // Longer than a discovery fetch plus the token request plus the key fetch verifying the
+        // new token, each bounded by the fetch timeout.
+        self.settings.fetch_timeout * 3 + Duration::from_secs(5)
+    }
 }
 
 #[cfg(test)]
@@ -484,6 +731,55 @@ mod tests {
         ] {
             assert_eq!(safe_return(input), want, "{input:?}");
         }
+    }
+
+    #[test]
+    fn scopes_follow_discovery() {
+        let list = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        for (supported, want) in [
+            (None, ("openid email profile", false)),
+            (Some(list(&["openid", "email"])), ("openid email profile", false)),
+            (
+                Some(list(&["openid", "offline_access", "groups"])),
+                ("openid email profile groups offline_access", true),
+            ),
+            (Some(list(&["groups"])), ("openid email profile groups", false)),
+        ] {
+            let (scope, consent) = scopes(supported.as_deref());
+            assert_eq!((scope.as_str(), consent), want, "{supported:?}");
+        }
+    }
+
+    #[test]
+    fn refresh_errors_are_final_only_when_the_provider_refused() {
+        for (status, refused) in [
+            (Some(StatusCode::BAD_REQUEST), true),
+            (Some(StatusCode::UNAUTHORIZED), true),
+            (Some(StatusCode::INTERNAL_SERVER_ERROR), false),
+            (Some(StatusCode::SERVICE_UNAVAILABLE), false),
+            (None, false),
+        ] {
+            let e = refresh_error(status, "x".into());
+            assert_eq!(matches!(e, RenewError::Refused(_)), refused, "{status:?}");
+        }
+    }
+
+    #[test]
+    fn lifetimes_are_read_from_the_payload() {
+        let now = jiff::Timestamp::from_second(100).unwrap();
+        let token = |claims: &str| {
+            format!(
+                "h.{}.s",
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(claims.as_bytes())
+            )
+        };
+        let at = |s| jiff::Timestamp::from_second(s).unwrap();
+        assert_eq!(
+            jwt_lifetime(&token(r#"{"iat":10,"exp":70}"#), now),
+            Some((at(10), at(70)))
+        );
+        assert_eq!(jwt_lifetime(&token(r#"{"exp":70}"#), now), Some((now, at(70))));
+        assert_eq!(jwt_lifetime(&token(r#"{"iat":10}"#), now), None);
     }
 
     #[test]

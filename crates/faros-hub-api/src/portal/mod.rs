@@ -5,8 +5,10 @@
 //!   build step; every path under `/portal/` that is not an asset is the page, whose client-side
 //!   router draws it (deep links and reloads work).
 //! - [`session`]: the browser session cookie, turned into a bearer by the front door, and CSRF.
-//! - [`login`]: `/api/session` (sign-in with a token, session info, sign-out) and the OIDC
-//!   authorization-code flow with PKCE.
+//! - [`login`]: `/api/session` (sign-in with a token, session info, sign-out with the identity
+//!   provider's RP-initiated logout) and the OIDC authorization-code flow with PKCE.
+//! - [`renew`]: OIDC sessions renew their ID token with the refresh token before it expires, once
+//!   across replicas.
 //! - [`headers`]: the security and cache headers of every portal response.
 //! - [`frame`]: the sandboxed document provider UIs run in, on an opaque origin of its own.
 //!
@@ -18,6 +20,7 @@ pub mod assets;
 pub mod frame;
 pub mod headers;
 pub mod login;
+pub mod renew;
 pub mod session;
 
 use axum::Router;

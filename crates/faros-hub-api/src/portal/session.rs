@@ -9,10 +9,15 @@
 //! under another digest of it: every replica honours it, it survives restarts, a sign-out on one
 //! replica ends it on all of them, and what kcp stores is neither the cookie nor the credential.
 //!
+//! An OIDC session also keeps the identity provider's refresh token in its sealed record (never in
+//! the cookie, never sent to the browser), and renews its ID token before it expires
+//! ([`super::renew`]): such a session lasts its own lifetime, not the ID token's.
+//!
 //! Cookie-authenticated requests that change state must pass [`csrf_check`]: an `Origin` equal to
 //! the hub's own origin plus the [`CSRF_HEADER`], which a cross-site HTML form cannot send. Requests
 //! with their own `Authorization` header never look at cookies (the CLI and API path is unchanged).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
@@ -20,6 +25,7 @@ use faros_core::status::Status;
 use http::{HeaderMap, HeaderValue, Method, header};
 use jiff::Timestamp;
 
+use super::renew::{self, Refresher};
 use crate::records::{Kind, Records};
 
 /// The session cookie. `__Host-`: the browser accepts it only with `Secure`, `Path=/` and no
@@ -37,8 +43,9 @@ const COOKIE_LEN: usize = 43;
 /// How long sessions live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SessionSettings {
-    /// Lifetime of a session from sign-in (the cookie's `Max-Age`). An OIDC session also ends when
-    /// its ID token expires: the token is re-verified on every request.
+    /// Lifetime of a session from sign-in (the cookie's `Max-Age`). An OIDC session's ID token is
+    /// re-verified on every request and renewed with its refresh token before it expires; a
+    /// session without a refresh token (the IdP granted none) ends when its ID token does.
     pub ttl: Duration,
 }
 
@@ -51,28 +58,77 @@ impl Default for SessionSettings {
 }
 
 /// One signed-in browser.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Session {
     /// The credential the user proved; sent on as the bearer. Never logged.
     pub credential: String,
     pub user: String,
     pub expires: Timestamp,
+    /// For an OIDC sign-in: the refresh token and the ID token's lifetime.
+    pub oidc: Option<OidcGrant>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("user", &self.user)
+            .field("expires", &self.expires)
+            .field("oidc", &self.oidc)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What an OIDC session keeps besides its ID token, sealed with it in the session record.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OidcGrant {
+    /// Spent (and rotated) to renew the ID token. Never leaves the sealed record.
+    pub refresh_token: Option<String>,
+    /// The current ID token's `iat` and `exp`.
+    pub issued: Timestamp,
+    pub expires: Timestamp,
+    /// A renewal is in flight until then (claimed by one request on one replica, [`renew`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renewing_until: Option<Timestamp>,
+}
+
+impl std::fmt::Debug for OidcGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OidcGrant")
+            .field("refresh_token", &self.refresh_token.as_ref().map(|_| "<redacted>"))
+            .field("issued", &self.issued)
+            .field("expires", &self.expires)
+            .field("renewing_until", &self.renewing_until)
+            .finish()
+    }
 }
 
 /// What a session record holds (sealed).
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Stored {
-    credential: String,
-    user: String,
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Stored {
+    pub(crate) credential: String,
+    pub(crate) user: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) oidc: Option<OidcGrant>,
 }
 
 /// The hub's sessions, kept as [`Kind::Session`] records.
-#[derive(Debug)]
 pub struct Sessions {
     records: Records,
     settings: SessionSettings,
     /// The origin of the hub's configured public URL, also accepted by the CSRF check.
     pub public_origin: Option<String>,
+    /// Renews OIDC sessions' ID tokens (the hub has an OIDC issuer).
+    refresher: Option<Arc<dyn Refresher>>,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("settings", &self.settings)
+            .field("public_origin", &self.public_origin)
+            .field("renews", &self.refresher.is_some())
+            .finish()
+    }
 }
 
 /// A request that came with a valid session cookie (request extension, set by [`apply`]).
@@ -81,9 +137,11 @@ pub struct SessionAuth {
     /// The session's record name (a digest of the cookie, not the cookie).
     pub name: String,
     pub expires: Timestamp,
+    /// When the session's credential expires, for an OIDC session (it is renewed before then).
+    pub credential_expires: Option<Timestamp>,
 }
 
-fn unavailable(e: crate::records::StoreError) -> Status {
+pub(crate) fn unavailable(e: crate::records::StoreError) -> Status {
     tracing::warn!(error = %e, "session store unavailable");
     Status::unavailable("the session store is unavailable; try again").retry_after(1)
 }
@@ -94,7 +152,14 @@ impl Sessions {
             records,
             settings,
             public_origin: None,
+            refresher: None,
         }
+    }
+
+    /// Renews OIDC sessions through `refresher` ([`renew`]).
+    pub fn with_refresher(mut self, refresher: Option<Arc<dyn Refresher>>) -> Self {
+        self.refresher = refresher;
+        self
     }
 
     /// Also accepts `public_url`'s origin as the hub's own (the hub behind a proxy or ingress).
@@ -109,12 +174,22 @@ impl Sessions {
 
     /// Starts a session; returns the cookie value (random, 256 bits) and the session.
     pub async fn create(&self, credential: String, user: String) -> Result<(String, Session), Status> {
+        self.create_with(credential, user, None).await
+    }
+
+    /// Starts a session that may carry an OIDC grant (its refresh token).
+    pub async fn create_with(
+        &self,
+        credential: String,
+        user: String,
+        oidc: Option<OidcGrant>,
+    ) -> Result<(String, Session), Status> {
         let mut raw = [0u8; 32];
         aws_lc_rs::rand::fill(&mut raw).map_err(|_| Status::internal("no randomness for a session"))?;
         let value = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw);
         let span = jiff::SignedDuration::try_from(self.settings.ttl).unwrap_or(jiff::SignedDuration::MAX);
         let expires = self.records.now().checked_add(span).unwrap_or(Timestamp::MAX);
-        let stored = Stored { credential, user };
+        let stored = Stored { credential, user, oidc };
         self.records
             .put(Kind::Session, &value, &stored, expires)
             .await
@@ -123,8 +198,25 @@ impl Sessions {
             credential: stored.credential,
             user: stored.user,
             expires,
+            oidc: stored.oidc,
         };
         Ok((value, session))
+    }
+
+    fn found(value: &str, s: Stored, expires: Timestamp) -> (SessionAuth, Session) {
+        (
+            SessionAuth {
+                name: crate::records::seal::name(Kind::Session, value),
+                expires,
+                credential_expires: s.oidc.as_ref().map(|g| g.expires),
+            },
+            Session {
+                credential: s.credential,
+                user: s.user,
+                expires,
+                oidc: s.oidc,
+            },
+        )
     }
 
     /// The live session behind a cookie value. `Err` only when the store cannot answer.
@@ -137,19 +229,28 @@ impl Sessions {
             .get::<Stored>(Kind::Session, value)
             .await
             .map_err(unavailable)?;
-        Ok(found.map(|(s, expires)| {
-            (
-                SessionAuth {
-                    name: crate::records::seal::name(Kind::Session, value),
-                    expires,
-                },
-                Session {
-                    credential: s.credential,
-                    user: s.user,
-                    expires,
-                },
-            )
-        }))
+        Ok(found.map(|(s, expires)| Self::found(value, s, expires)))
+    }
+
+    /// [`Sessions::lookup`], with the ID token of an OIDC session renewed first when it is due
+    /// ([`renew`]); `None` also when the renewal was refused (the session has ended).
+    pub async fn lookup_renewed(&self, value: &str) -> Result<Option<(SessionAuth, Session)>, Status> {
+        let Some((auth, session)) = self.lookup(value).await? else {
+            return Ok(None);
+        };
+        let (Some(refresher), Some(grant)) = (&self.refresher, &session.oidc) else {
+            return Ok(Some((auth, session)));
+        };
+        if renew::decide(self.records.now(), grant) == renew::Step::Keep {
+            return Ok(Some((auth, session)));
+        }
+        // In a task of its own: a request the client abandons must not abandon a claimed renewal
+        // halfway (the refresh token spent at the IdP, the new one never written).
+        let (records, handle, refresher) = (self.records.clone(), value.to_string(), refresher.clone());
+        let renewed = tokio::spawn(async move { renew::renew(&records, &handle, refresher.as_ref()).await })
+            .await
+            .map_err(|e| Status::internal(format!("renewing the session: {e}")))??;
+        Ok(renewed.map(|v| Self::found(value, v.value, v.expires)))
     }
 
     /// Ends a session (sign-out) on every replica.
@@ -308,7 +409,7 @@ pub async fn apply<B>(sessions: &Sessions, scheme: &str, req: &mut http::Request
     if req.headers().contains_key(header::AUTHORIZATION) {
         return Ok(());
     }
-    let Some((auth, session)) = sessions.lookup(&value).await? else {
+    let Some((auth, session)) = sessions.lookup_renewed(&value).await? else {
         // Unknown or expired: the request goes on without credentials and authenticated routes
         // answer 401, which sends the portal back to sign-in.
         return Ok(());

@@ -298,6 +298,43 @@ impl Backend for KcpBackend {
     fn delete<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(self.delete_now(name))
     }
+
+    fn get_versioned<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<(Raw, String)>, StoreError>> {
+        Box::pin(async move {
+            if Self::tombstoned(&self.read(), name) {
+                return Ok(None);
+            }
+            // From kcp: the cache may lag another replica's write by the watch's delay.
+            let Some(secret) = self.secrets.get_opt(name).await? else {
+                return Ok(None);
+            };
+            let version = secret.metadata.resource_version.clone().unwrap_or_default();
+            Ok(raw_of(&secret).map(|raw| (raw, version)))
+        })
+    }
+
+    fn replace<'a>(
+        &'a self,
+        kind: Kind,
+        name: &'a str,
+        raw: Raw,
+        version: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(async move {
+            let mut secret = secret_of(kind, name, raw);
+            // kcp refuses the update (409) unless the Secret is still at this version.
+            secret.metadata.resource_version = Some(version.to_string());
+            match self.secrets.replace(name, &PostParams::default(), &secret).await {
+                Ok(written) => {
+                    // This replica sees its own write at once, not only once the watch says so.
+                    self.apply(&written);
+                    Ok(Some(written.metadata.resource_version.unwrap_or_default()))
+                }
+                Err(e) if is_status(&e, 409) || is_status(&e, 404) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
 }
 
 #[cfg(test)]

@@ -96,6 +96,26 @@ pub trait Backend: Send + Sync + 'static {
     fn take<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Raw>, StoreError>>;
     /// Removes the record `name` (no error if it is gone already).
     fn delete<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// The record `name` as the store of record holds it now (never a cache: a caller about to
+    /// [`Backend::replace`] it must see the latest version), with that version.
+    fn get_versioned<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<(Raw, String)>, StoreError>>;
+    /// Replaces the record `name` if it is still at `version`: the new version, or `None` when it
+    /// changed meanwhile or is gone (another replica won; re-read and decide again).
+    fn replace<'a>(
+        &'a self,
+        kind: Kind,
+        name: &'a str,
+        raw: Raw,
+        version: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
+}
+
+/// A record's value with its expiry and the version a [`Records::replace`] must name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Versioned<T> {
+    pub value: T,
+    pub expires: Timestamp,
+    pub version: String,
 }
 
 /// The sealed JSON of a record: the value and its authoritative expiry.
@@ -177,6 +197,41 @@ impl Records {
         Ok(self.unseal(handle, &name, raw))
     }
 
+    /// The live value stored for `handle` as the store of record holds it now, with its version.
+    pub async fn get_versioned<T: DeserializeOwned>(
+        &self,
+        kind: Kind,
+        handle: &str,
+    ) -> Result<Option<Versioned<T>>, StoreError> {
+        let name = seal::name(kind, handle);
+        let Some((raw, version)) = self.backend.get_versioned(&name).await? else {
+            return Ok(None);
+        };
+        Ok(self.unseal(handle, &name, Some(raw)).map(|(value, expires)| Versioned {
+            value,
+            expires,
+            version,
+        }))
+    }
+
+    /// Replaces the value for `handle` if the record is still at `version` (compare-and-swap):
+    /// the new version, or `None` when another writer changed or removed it first.
+    pub async fn replace<T: Serialize>(
+        &self,
+        kind: Kind,
+        handle: &str,
+        value: &T,
+        expires: Timestamp,
+        version: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let name = seal::name(kind, handle);
+        let plain = serde_json::to_vec(&Envelope { expires, value })?;
+        let sealed = seal::seal(handle, &name, &plain)?;
+        self.backend
+            .replace(kind, &name, Raw { sealed, expires }, version)
+            .await
+    }
+
     /// Removes the record for `handle`.
     pub async fn delete(&self, kind: Kind, handle: &str) -> Result<(), StoreError> {
         self.delete_named(&seal::name(kind, handle)).await
@@ -238,5 +293,53 @@ mod tests {
         );
         records.delete(Kind::Session, "h").await.unwrap();
         records.delete(Kind::Session, "h").await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn replace_is_compare_and_swap() {
+        let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00Z".parse().unwrap()));
+        let records = Records::in_process(clock.clone());
+        let later = clock.now() + jiff::SignedDuration::from_secs(60);
+        assert_eq!(records.get_versioned::<String>(Kind::Session, "h").await.unwrap(), None);
+        records.put(Kind::Session, "h", &"v1".to_string(), later).await.unwrap();
+        let v1 = records
+            .get_versioned::<String>(Kind::Session, "h")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((v1.value.as_str(), v1.expires), ("v1", later));
+        // Two writers read v1; the first replace wins, the second sees the conflict.
+        let v2 = records
+            .replace(Kind::Session, "h", &"v2".to_string(), later, &v1.version)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_ne!(v2, v1.version);
+        assert_eq!(
+            records
+                .replace(Kind::Session, "h", &"lost".to_string(), later, &v1.version)
+                .await
+                .unwrap(),
+            None
+        );
+        let now = records
+            .get_versioned::<String>(Kind::Session, "h")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((now.value.as_str(), now.version), ("v2", v2.clone()));
+        assert_eq!(
+            records.get::<String>(Kind::Session, "h").await.unwrap().unwrap().0,
+            "v2"
+        );
+        records.delete(Kind::Session, "h").await.unwrap();
+        assert_eq!(
+            records
+                .replace(Kind::Session, "h", &"gone".to_string(), later, &v2)
+                .await
+                .unwrap(),
+            None,
+            "a removed record is not brought back"
+        );
     }
 }

@@ -1,4 +1,7 @@
-//! `/api/orgs/{org}[/workspaces/{ws}]/members[/{user}]`: membership as ClusterRoleBindings.
+//! `/api/orgs/{org}[/workspaces/{ws}]/members[/{user}]`: membership as ClusterRoleBindings; and
+//! `…/groups[/{group}]`: a role granted to an identity provider's group, held by whoever's token
+//! says they are in it (kcp decides on each request's groups, so a user the IdP removes from the
+//! group loses the role with their next token).
 //!
 //! Members may read the list; admins change it. Changing an organization's admins re-materializes
 //! them into every team workspace of the org. The last direct admin of an organization cannot be
@@ -12,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use faros_core::status::Status;
 
 use super::access::{Role, WorkspaceRef};
-use super::rbac::Membership;
+use super::rbac::{GroupMembership, Membership};
 use super::spaces;
 use crate::auth::Caller;
 use crate::state::AppState;
@@ -20,6 +23,11 @@ use crate::state::AppState;
 #[derive(serde::Serialize)]
 pub struct MemberList {
     pub items: Vec<Membership>,
+}
+
+#[derive(serde::Serialize)]
+pub struct GroupList {
+    pub items: Vec<GroupMembership>,
 }
 
 #[derive(serde::Deserialize)]
@@ -40,6 +48,73 @@ fn validate_user(user: &str) -> Result<(), Status> {
         )));
     }
     Ok(())
+}
+
+fn validate_group(group: &str) -> Result<(), Status> {
+    if group.is_empty() || group.len() > 256 || group.chars().any(char::is_control) {
+        return Err(Status::bad_request(format!(
+            "group {group:?}: must be 1-256 printable characters"
+        )));
+    }
+    // `system:authenticated` and friends would grant the role to everyone of a kind.
+    if group.starts_with("system:") {
+        return Err(Status::bad_request(format!(
+            "group {group:?}: system groups cannot be granted workspace roles"
+        )));
+    }
+    Ok(())
+}
+
+async fn list_groups(st: &AppState, caller: &Caller, org: &str, ws: Option<&str>) -> Result<Json<GroupList>, Status> {
+    let (target, _) = st.tenancy.access.require(caller, org, ws, Role::Member).await?;
+    Ok(Json(GroupList {
+        items: spaces::groups(&st.tenancy, &target.cluster).await?,
+    }))
+}
+
+async fn put_group(
+    st: &AppState,
+    caller: &Caller,
+    org: &str,
+    ws: Option<&str>,
+    group: &str,
+    bytes: &[u8],
+) -> Result<Response, Status> {
+    validate_group(group)?;
+    let req: PutMember =
+        serde_json::from_slice(bytes).map_err(|e| Status::bad_request(format!("invalid request body: {e}")))?;
+    let (target, _) = st.tenancy.access.require(caller, org, ws, Role::Admin).await?;
+    spaces::set_group(&st.tenancy, &target.cluster, group, req.role).await?;
+    if target.workspace.is_none() {
+        spaces::propagate_org_admins(&st.tenancy, &target).await?;
+    }
+    tracing::info!(%org, workspace = ?ws, %group, role = req.role.as_str(), by = %caller.user, "group role set");
+    Ok(Json(GroupMembership {
+        group: group.to_string(),
+        role: req.role,
+        inherited: false,
+    })
+    .into_response())
+}
+
+async fn remove_group(
+    st: &AppState,
+    caller: &Caller,
+    org: &str,
+    ws: Option<&str>,
+    group: &str,
+) -> Result<Response, Status> {
+    validate_group(group)?;
+    let (target, _) = st.tenancy.access.require(caller, org, ws, Role::Admin).await?;
+    let removed = spaces::remove_group(&st.tenancy, &target.cluster, group).await?;
+    if target.workspace.is_none() {
+        spaces::propagate_org_admins(&st.tenancy, &target).await?;
+    }
+    if !removed {
+        return Err(Status::not_found_message(format!("{group:?} has no direct role here")));
+    }
+    tracing::info!(%org, workspace = ?ws, %group, by = %caller.user, "group role removed");
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn list(st: &AppState, caller: &Caller, org: &str, ws: Option<&str>) -> Result<Json<MemberList>, Status> {
@@ -157,6 +232,56 @@ pub async fn delete_ws(
     remove(&st, &c, &org, Some(&ws), &user).await
 }
 
+pub async fn list_groups_org(
+    State(st): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path(org): Path<String>,
+) -> Result<Json<GroupList>, Status> {
+    list_groups(&st, &c, &org, None).await
+}
+
+pub async fn list_groups_ws(
+    State(st): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path((org, ws)): Path<(String, String)>,
+) -> Result<Json<GroupList>, Status> {
+    list_groups(&st, &c, &org, Some(&ws)).await
+}
+
+pub async fn put_group_org(
+    State(st): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path((org, group)): Path<(String, String)>,
+    bytes: axum::body::Bytes,
+) -> Result<Response, Status> {
+    put_group(&st, &c, &org, None, &group, &bytes).await
+}
+
+pub async fn put_group_ws(
+    State(st): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path((org, ws, group)): Path<(String, String, String)>,
+    bytes: axum::body::Bytes,
+) -> Result<Response, Status> {
+    put_group(&st, &c, &org, Some(&ws), &group, &bytes).await
+}
+
+pub async fn delete_group_org(
+    State(st): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path((org, group)): Path<(String, String)>,
+) -> Result<Response, Status> {
+    remove_group(&st, &c, &org, None, &group).await
+}
+
+pub async fn delete_group_ws(
+    State(st): State<AppState>,
+    Extension(c): Extension<Caller>,
+    Path((org, ws, group)): Path<(String, String, String)>,
+) -> Result<Response, Status> {
+    remove_group(&st, &c, &org, Some(&ws), &group).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +296,20 @@ mod tests {
             ("a\nb", false),
         ] {
             assert_eq!(validate_user(u).is_ok(), ok, "{u:?}");
+        }
+    }
+
+    #[test]
+    fn group_names() {
+        for (g, ok) in [
+            ("dev", true),
+            ("oidc:ops", true),
+            ("", false),
+            ("system:authenticated", false),
+            ("system:masters", false),
+            ("a\tb", false),
+        ] {
+            assert_eq!(validate_group(g).is_ok(), ok, "{g:?}");
         }
     }
 }

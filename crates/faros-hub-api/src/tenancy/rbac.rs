@@ -5,6 +5,9 @@
 //! resources of each enabled provider, which Enable adds as its own labelled ClusterRole). A
 //! membership is one ClusterRoleBinding per user, named from a hash of the username because
 //! usernames (`oidc:alice@example.com`) are not object names; the annotation keeps the readable name.
+//! A role may also be granted to a group (an identity provider's group, from the token's groups
+//! claim): one binding per group with a `Group` subject, so every member of the group holds the role
+//! for as long as their token says they are in it — kcp decides on the groups of each request.
 
 use std::collections::BTreeMap;
 
@@ -127,12 +130,49 @@ pub fn inherited_binding_name(user: &str) -> String {
     format!("faros:org-admin:{}", user_hash(user))
 }
 
+/// Name of the binding granting a role to `group`.
+pub fn group_binding_name(group: &str) -> String {
+    format!("faros:group:{}", user_hash(group))
+}
+
+/// Name of the binding that makes org-admin group `group` an admin of a team workspace.
+pub fn inherited_group_binding_name(group: &str) -> String {
+    format!("faros:org-admin-group:{}", user_hash(group))
+}
+
+/// What a binding's subject is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SubjectKind {
+    User,
+    Group,
+}
+
+impl SubjectKind {
+    fn kind(self) -> &'static str {
+        match self {
+            Self::User => "User",
+            Self::Group => "Group",
+        }
+    }
+
+    fn annotation(self) -> &'static str {
+        match self {
+            Self::User => names::ANNOTATION_USER,
+            Self::Group => names::ANNOTATION_GROUP,
+        }
+    }
+}
+
 fn binding(name: String, user: &str, role: Role, membership: &str) -> ClusterRoleBinding {
+    subject_binding(name, SubjectKind::User, user, role, membership)
+}
+
+fn subject_binding(name: String, kind: SubjectKind, who: &str, role: Role, membership: &str) -> ClusterRoleBinding {
     ClusterRoleBinding {
         metadata: ObjectMeta {
             name: Some(name),
             labels: Some(labels(&[(names::LABEL_MEMBERSHIP, membership)])),
-            annotations: Some(BTreeMap::from([(names::ANNOTATION_USER.to_string(), user.to_string())])),
+            annotations: Some(BTreeMap::from([(kind.annotation().to_string(), who.to_string())])),
             ..Default::default()
         },
         role_ref: RoleRef {
@@ -142,11 +182,55 @@ fn binding(name: String, user: &str, role: Role, membership: &str) -> ClusterRol
         },
         subjects: Some(vec![Subject {
             api_group: Some(RBAC_GROUP.into()),
-            kind: "User".into(),
-            name: user.into(),
+            kind: kind.kind().into(),
+            name: who.into(),
             namespace: None,
         }]),
     }
+}
+
+/// Every member of `group` is a direct `role` of the workspace.
+pub fn group_binding(group: &str, role: Role) -> ClusterRoleBinding {
+    subject_binding(
+        group_binding_name(group),
+        SubjectKind::Group,
+        group,
+        role,
+        names::MEMBERSHIP_DIRECT,
+    )
+}
+
+/// Every member of org-admin group `group` is an admin of a team workspace of that org.
+pub fn inherited_group_binding(group: &str) -> ClusterRoleBinding {
+    subject_binding(
+        inherited_group_binding_name(group),
+        SubjectKind::Group,
+        group,
+        Role::Admin,
+        names::MEMBERSHIP_INHERITED,
+    )
+}
+
+/// One group's role as read back from a binding.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GroupMembership {
+    pub group: String,
+    pub role: Role,
+    /// `true` for org-admin groups listed in a team workspace (managed at the organization).
+    pub inherited: bool,
+}
+
+/// The group membership a faros binding expresses; `None` for any other binding.
+pub fn group_membership_of(b: &ClusterRoleBinding) -> Option<GroupMembership> {
+    let labels = b.metadata.labels.as_ref()?;
+    let inherited = match labels.get(names::LABEL_MEMBERSHIP).map(String::as_str) {
+        Some(names::MEMBERSHIP_DIRECT) => false,
+        Some(names::MEMBERSHIP_INHERITED) => true,
+        _ => return None,
+    };
+    let role = role_of(&b.role_ref.name)?;
+    let group = b.metadata.annotations.as_ref()?.get(names::ANNOTATION_GROUP)?.clone();
+    Some(GroupMembership { group, role, inherited })
 }
 
 /// `user` is a direct `role` of the workspace.
@@ -247,6 +331,39 @@ mod tests {
         let mut other_role = member_binding("dave", Role::Admin);
         other_role.role_ref.name = "cluster-admin".into();
         assert_eq!(membership_of(&other_role), None);
+    }
+
+    #[test]
+    fn group_memberships_round_trip_and_are_not_user_memberships() {
+        let b = group_binding("oidc:dev", Role::Member);
+        assert_eq!(b.metadata.name.clone().unwrap(), group_binding_name("oidc:dev"));
+        assert_ne!(group_binding_name("alice"), member_binding_name("alice"));
+        let subject = &b.subjects.clone().unwrap()[0];
+        assert_eq!((subject.kind.as_str(), subject.name.as_str()), ("Group", "oidc:dev"));
+        assert_eq!(
+            group_membership_of(&b),
+            Some(GroupMembership {
+                group: "oidc:dev".into(),
+                role: Role::Member,
+                inherited: false
+            })
+        );
+        assert_eq!(membership_of(&b), None, "a group is not listed as a user");
+        assert_eq!(group_membership_of(&member_binding("alice", Role::Admin)), None);
+        let inherited = inherited_group_binding("ops");
+        assert_eq!(
+            group_membership_of(&inherited),
+            Some(GroupMembership {
+                group: "ops".into(),
+                role: Role::Admin,
+                inherited: true
+            })
+        );
+        assert_ne!(
+            inherited.metadata.name.unwrap(),
+            inherited_binding_name("ops"),
+            "a user and a group of one name are different subjects"
+        );
     }
 
     #[test]

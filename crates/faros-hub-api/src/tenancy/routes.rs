@@ -30,6 +30,14 @@ pub fn router() -> Router<AppState> {
             "/api/orgs/{org}/workspaces/{ws}/members/{user}",
             put(members::put_ws).delete(members::delete_ws),
         )
+        .route(
+            "/api/orgs/{org}/groups/{group}",
+            put(members::put_group_org).delete(members::delete_group_org),
+        )
+        .route(
+            "/api/orgs/{org}/workspaces/{ws}/groups/{group}",
+            put(members::put_group_ws).delete(members::delete_group_ws),
+        )
         .route_layer(middleware::from_fn(users_only));
     let any_principal = Router::new()
         .route("/api/me", get(me::me))
@@ -45,6 +53,8 @@ pub fn router() -> Router<AppState> {
             get(orgs::get_workspace).delete(orgs::delete_workspace),
         )
         .route("/api/orgs/{org}/workspaces/{ws}/members", get(members::list_ws))
+        .route("/api/orgs/{org}/groups", get(members::list_groups_org))
+        .route("/api/orgs/{org}/workspaces/{ws}/groups", get(members::list_groups_ws))
         .route(
             "/api/orgs/{org}/workspaces/{ws}/kubeconfig",
             get(kubeconfig::kubeconfig),

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::Tenancy;
 use super::access::{Role, WorkspaceRef};
-use super::rbac::{self, Membership};
+use super::rbac::{self, GroupMembership, Membership};
 
 /// Field manager of everything the hub API applies.
 pub const FIELD_MANAGER: &str = "faros-hub-api";
@@ -261,6 +261,8 @@ pub async fn create_team_workspace(
     apply_roles(t, &cluster).await?;
     let admins = org_admins(t, org).await?;
     sync_inherited(t, &cluster, &admins).await?;
+    let groups = org_admin_groups(t, org).await?;
+    sync_inherited_groups(t, &cluster, &groups).await?;
     t.access.invalidate();
     Ok((ws, created))
 }
@@ -361,14 +363,67 @@ pub async fn org_admins(t: &Tenancy, org: &WorkspaceRef) -> Result<Vec<String>, 
         .collect())
 }
 
-/// Re-materializes the org's admins into each of its Ready team workspaces.
+/// Grants every member of `group` the direct `role` in `cluster`.
+pub async fn set_group(t: &Tenancy, cluster: &str, group: &str, role: Role) -> Result<(), Status> {
+    put_binding(t, cluster, rbac::group_binding(group, role)).await?;
+    t.access.invalidate();
+    Ok(())
+}
+
+/// Removes `group`'s direct role in `cluster`; `false` when it had none.
+pub async fn remove_group(t: &Tenancy, cluster: &str, group: &str) -> Result<bool, Status> {
+    let removed = delete_binding(t, cluster, &rbac::group_binding_name(group)).await?;
+    t.access.invalidate();
+    Ok(removed)
+}
+
+/// Group roles expressed by bindings in `cluster`, sorted by group.
+pub async fn groups(t: &Tenancy, cluster: &str) -> Result<Vec<GroupMembership>, Status> {
+    let list = Api::<ClusterRoleBinding>::all(t.client(cluster)?)
+        .list(&ListParams::default().labels(&rbac::membership_selector()))
+        .await
+        .map_err(Status::from)?;
+    let mut out: Vec<GroupMembership> = list.items.iter().filter_map(rbac::group_membership_of).collect();
+    out.sort_by(|a, b| (&a.group, a.inherited).cmp(&(&b.group, b.inherited)));
+    Ok(out)
+}
+
+/// The groups granted admin of an organization directly.
+pub async fn org_admin_groups(t: &Tenancy, org: &WorkspaceRef) -> Result<Vec<String>, Status> {
+    Ok(groups(t, &org.cluster)
+        .await?
+        .into_iter()
+        .filter(|g| g.role == Role::Admin && !g.inherited)
+        .map(|g| g.group)
+        .collect())
+}
+
+/// Makes the inherited admin groups of team workspace `cluster` exactly `org_groups`.
+pub async fn sync_inherited_groups(t: &Tenancy, cluster: &str, org_groups: &[String]) -> Result<(), Status> {
+    let current = groups(t, cluster).await?;
+    for g in current.iter().filter(|g| g.inherited) {
+        if !org_groups.contains(&g.group) {
+            delete_binding(t, cluster, &rbac::inherited_group_binding_name(&g.group)).await?;
+        }
+    }
+    for group in org_groups {
+        if !current.iter().any(|g| g.inherited && &g.group == group) {
+            put_binding(t, cluster, rbac::inherited_group_binding(group)).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Re-materializes the org's admins (users and groups) into each of its Ready team workspaces.
 pub async fn propagate_org_admins(t: &Tenancy, org: &WorkspaceRef) -> Result<(), Status> {
     let admins = org_admins(t, org).await?;
+    let admin_groups = org_admin_groups(t, org).await?;
     for ws in children(t, &org.path).await? {
         let Some(cluster) = ws.spec.cluster.clone().filter(|_| ws.is_ready()) else {
             continue;
         };
         sync_inherited(t, &cluster, &admins).await?;
+        sync_inherited_groups(t, &cluster, &admin_groups).await?;
     }
     t.access.invalidate();
     Ok(())

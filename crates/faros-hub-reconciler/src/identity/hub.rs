@@ -128,14 +128,15 @@ pub fn tree_roles() -> Vec<(&'static str, ClusterRole)> {
 }
 
 /// In namespace `faros-system` of `root:faros:system:controllers`: the hub's records (portal and
-/// MCP sessions, OIDC sign-ins in flight) as Secrets. The reconciler makes the namespace.
+/// MCP sessions, OIDC sign-ins in flight) as Secrets. The reconciler makes the namespace. `update`:
+/// an OIDC session's renewal replaces its record under its resourceVersion.
 pub fn records_role() -> Role {
     let mut metadata = meta_of(ROLE, COMPONENT);
     metadata.namespace = Some(names::SYSTEM_NAMESPACE.into());
     Role {
         metadata,
         rules: Some(vec![resource(
-            &["get", "list", "watch", "create", "delete"],
+            &["get", "list", "watch", "create", "update", "delete"],
             "",
             &["secrets"],
             &[],
@@ -256,7 +257,7 @@ mod tests {
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                 "metadata": {"name": "faros:hub-api", "namespace": "faros-system",
                     "labels": {"app.kubernetes.io/managed-by": "faros", "app.kubernetes.io/component": "hub-api-identity"}},
-                "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create", "delete"]}]})
+                "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create", "update", "delete"]}]})
         );
     }
 
