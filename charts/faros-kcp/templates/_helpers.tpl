@@ -74,6 +74,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default (printf "%s-reconciler-kubeconfig" (include "faros-kcp.fullname" .)) .Values.componentKubeconfigs.reconcilerSecretName }}
 {{- end }}
 
+{{- define "faros-kcp.hubSigningKeySecret" -}}
+{{- default (printf "%s-hub-signing-key" (include "faros-kcp.fullname" .)) .Values.hubSigningKey.secretName }}
+{{- end }}
+
 {{/*
 An image reference from an `image`-shaped dict: `registry` (else `global.imageRegistry`) in place of the
 repository's registry and path, as `cargo xtask images --registry` pushes (`<registry>/<last segment>`);

@@ -21,7 +21,7 @@ enum Command {
     /// Run everything in one process on an embedded kcp (state survives restarts).
     Dev(DevArgs),
     /// Serve the embedded kcp alone (the `faros-kcp` chart): no hub, no providers.
-    Kcp(faros::kcp::KcpArgs),
+    Kcp(Box<faros::kcp::KcpArgs>),
     /// With kcp's admin kubeconfig, once: let the hub reconciler (and, with --hub-user, the hub API)
     /// run as its own kcp user.
     Grant(faros::grant::GrantArgs),
@@ -43,7 +43,7 @@ async fn main() -> anyhow::Result<()> {
     install_crypto_provider();
     match cli.command {
         Command::Dev(args) => dev::run(args).await,
-        Command::Kcp(args) => faros::kcp::run(args).await,
+        Command::Kcp(args) => faros::kcp::run(*args).await,
         Command::Grant(args) => faros::grant::run(args).await,
         Command::Provider(ProviderCommand::New(args)) => {
             let dir = faros::scaffold::run(&args)?;

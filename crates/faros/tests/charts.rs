@@ -380,6 +380,37 @@ fn umbrella_defaults_wire_the_components_together() {
         faros_core::names::HUB_KCP_USER
     );
     assert_eq!(arg("r-faros-kcp", "--admin-kubeconfig-secret-namespace"), NAMESPACE);
+    // Two hub replicas, under a PodDisruptionBudget, sign with the one key faros-kcp makes and
+    // publishes (no template renders a key, so every render is the same); the hub reads it under the
+    // key faros-kcp writes.
+    let signing_key = arg("r-faros-kcp", "--hub-signing-key-secret");
+    let hub = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "r-faros-hub-api")
+        .unwrap();
+    assert_eq!(hub["spec"]["replicas"], 2);
+    assert!(
+        kind(&docs, "PodDisruptionBudget").any(|p| p["metadata"]["name"] == "r-faros-hub-api"),
+        "no PodDisruptionBudget over the hub"
+    );
+    assert!(
+        secret_volumes("r-faros-hub-api").contains(&signing_key),
+        "{signing_key}"
+    );
+    assert!(
+        arg("r-faros-hub-api", "--signing-key-file").ends_with(&format!("/{}", faros::kcp::HUB_SIGNING_KEY_KEY)),
+        "the hub reads another key of {signing_key}"
+    );
+    let render = || {
+        template(
+            &copy.path().join("charts/faros"),
+            &[],
+            &["faros-provider-quickstart.enabled=true"],
+        )
+        .unwrap()
+        .0
+    };
+    assert!(render() == render(), "two renders of the defaults differ");
     // faros-kcp may change only the Secrets it publishes.
     let role = kind(&docs, "Role")
         .find(|r| r["metadata"]["name"] == "r-faros-kcp")
@@ -391,7 +422,11 @@ fn umbrella_defaults_wire_the_components_together() {
         .flat_map(|r| r["resourceNames"].as_array().cloned().unwrap_or_default())
         .map(|n| n.as_str().unwrap().to_string())
         .collect();
-    let published: BTreeSet<String> = own.iter().map(|(_, s)| s.clone()).chain([admin.clone()]).collect();
+    let published: BTreeSet<String> = own
+        .iter()
+        .map(|(_, s)| s.clone())
+        .chain([admin.clone(), signing_key.clone()])
+        .collect();
     assert_eq!(named, published, "{role}");
     // The reconciler mirrors into a providers namespace of its own (never the release namespace, whose
     // Secrets its Role would then read), which the chart creates and where quickstart runs and mounts
@@ -905,11 +940,8 @@ fn issue_like_cert_manager(certificate: &Value) -> Value {
     })
 }
 
-/// The Secret the hub replicas share their signing key through, in the contract.
-const SIGNING_KEY_SECRET: &str = "faros-hub-signing-key";
-
-/// The signing key file docs/install.md tells operators to make for more than one hub replica: the
-/// `openssl` and `jq` lines of its block, run with bash in `dir`.
+/// The signing key file docs/install.md tells operators to make for the hub replicas when no
+/// faros-kcp publishes one (real kcp): the `openssl` and `jq` lines of its block, run with bash in `dir`.
 fn documented_signing_key(dir: &Path) -> Vec<u8> {
     let text = std::fs::read_to_string(root().join("docs/install.md")).unwrap();
     let block = text
@@ -927,6 +959,22 @@ fn documented_signing_key(dir: &Path) -> Vec<u8> {
         .current_dir(dir));
     assert!(ok, "the documented signing key commands failed:\n{script}\n{out}");
     std::fs::read(dir.join("signing-key.json")).unwrap()
+}
+
+#[test]
+fn the_documented_signing_key_is_one_the_hub_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = documented_signing_key(dir.path());
+    let path = dir.path().join("mounted.json");
+    std::fs::write(&path, &bytes).unwrap();
+    let store = faros_hub_api::keys::KeyStore::load_or_create(&path)
+        .unwrap_or_else(|e| panic!("the hub refuses the key docs/install.md makes: {e}"));
+    assert_eq!(store.jwks().keys[0].kid, "hub-1");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the hub replaced the documented key"
+    );
 }
 
 /// The last lines of every container log under `dir`, for failure messages.
@@ -986,8 +1034,7 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
         format!(
             "faros-kcp: {{service: {{port: {kcp}}}, externalURL: 'https://localhost:{kcp}'}}\n\
              global: {{faros: {{hub: {{port: {hub}}}}}}}\n\
-             faros-hub-api: {{tls: {{extraDNSNames: [localhost]}}, metrics: {{port: {hub_metrics}}}, \
-             replicaCount: 2, signingKey: {{existingSecret: {SIGNING_KEY_SECRET}}}}}\n\
+             faros-hub-api: {{tls: {{extraDNSNames: [localhost]}}, metrics: {{port: {hub_metrics}}}}}\n\
              faros-hub-reconciler: {{hub: {{url: 'https://localhost:{hub}'}}, metricsPort: {rec}}}\n\
              faros-provider-quickstart: {{enabled: true, hub: {{url: 'https://localhost:{hub}'}}, service: {{port: {qs}}}}}\n"
         ),
@@ -1009,14 +1056,7 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
             .unwrap();
     }
     let namespace = |doc: &Value| doc["metadata"]["namespace"].as_str().unwrap_or(NAMESPACE).to_string();
-    // The hub replicas' shared signing key, made as docs/install.md says (the hub must load it).
-    let signing_key = json!({
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": SIGNING_KEY_SECRET, "namespace": NAMESPACE},
-        "data": {"signing-key.json": base64::engine::general_purpose::STANDARD.encode(documented_signing_key(&node_dir))},
-    });
-    for doc in kind(&docs, "Secret").chain(issued.iter()).chain([&signing_key]) {
+    for doc in kind(&docs, "Secret").chain(issued.iter()) {
         let secret: Secret = serde_json::from_value(doc.clone()).unwrap();
         Api::<Secret>::namespaced(hosting.clone(), &namespace(doc))
             .create(&PostParams::default(), &secret)
@@ -1173,6 +1213,48 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
         .await
         .unwrap();
     assert_eq!(metrics.status(), 200);
+
+    // The umbrella's two hub replicas sign with the key faros-kcp published: each, started from the
+    // rendered pod (one after the other, as they listen on the same ports here), serves it first in
+    // its JWKS.
+    let published = Api::<Secret>::namespaced(hosting.clone(), NAMESPACE)
+        .get("r-faros-kcp-hub-signing-key")
+        .await
+        .unwrap();
+    let file: Value = serde_json::from_slice(&published.data.unwrap()[faros::kcp::HUB_SIGNING_KEY_KEY].0).unwrap();
+    let kid = file["current"]["kid"].as_str().unwrap().to_string();
+    let served_kid = || async {
+        let jwks: Value = http
+            .get(format!("https://127.0.0.1:{hub}{}", faros_core::identity::JWKS_PATH))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        jwks["keys"][0]["kid"].as_str().unwrap().to_string()
+    };
+    assert_eq!(served_kid().await, kid, "the first hub replica");
+    let hub_pod = pod_specs(&docs)
+        .into_iter()
+        .find(|(name, _)| name == "r-faros-hub-api")
+        .unwrap()
+        .1
+        .clone();
+    assert_eq!(
+        docs.iter()
+            .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "r-faros-hub-api")
+            .unwrap()["spec"]["replicas"],
+        2
+    );
+    let first = running
+        .iter()
+        .position(|r| r.name.starts_with("r-faros-hub-api/"))
+        .unwrap();
+    let mut first = running.remove(first);
+    first.child.kill().await.unwrap();
+    running.extend(node.run_pod("r-faros-hub-api-2", NAMESPACE, &hub_pod).await);
+    assert_eq!(served_kid().await, kid, "the second hub replica");
 
     for mut r in running {
         let _ = r.child.kill().await;

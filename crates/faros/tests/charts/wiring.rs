@@ -8,8 +8,8 @@
 //! `<service>.<namespace>.svc:<port>` a container (of a workload or a `helm test` Pod) is handed
 //! (flag or env) must be a rendered Service
 //! with that port, and each Secret or ConfigMap a pod mounts (non-optional) must be rendered, be
-//! published at runtime by a rendered pod (faros-kcp's admin kubeconfig, the reconciler's mirrored
-//! provider kubeconfigs), or be created by a documented `kubectl create secret` of the same document.
+//! published at runtime by a rendered pod (faros-kcp's admin and component kubeconfigs and the hub's
+//! signing key, the reconciler's mirrored provider kubeconfigs), or be created by a documented `kubectl create secret` of the same document.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -263,11 +263,13 @@ fn available(r: &Rendered) -> BTreeSet<(String, String, String)> {
             .find(|o| o["metadata"]["name"] == pod_name.as_str() && o["spec"]["template"].is_object())
             .unwrap();
         for (_, c) in containers(pod) {
-            // `faros kcp` publishes the admin kubeconfig and each component's, all in one namespace.
+            // `faros kcp` publishes the admin kubeconfig, each component's and the hub's signing key,
+            // all in one namespace.
             for published in [
                 "--admin-kubeconfig-secret",
                 "--hub-kubeconfig-secret",
                 "--reconciler-kubeconfig-secret",
+                "--hub-signing-key-secret",
             ] {
                 if let Some(secret) = flag(c, published) {
                     let namespace = flag(c, "--admin-kubeconfig-secret-namespace")
