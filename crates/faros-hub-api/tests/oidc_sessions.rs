@@ -37,7 +37,9 @@ struct Kcp {
 }
 
 impl Kcp {
-    async fn start() -> Self {
+    /// An embedded kcp; with `oidc`, it also authenticates the issuer's ID tokens itself (what
+    /// `kubectl` through the hub's kcp pass-through meets).
+    async fn start(oidc: Option<OidcSettings>) -> Self {
         init_tracing_and_crypto();
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
@@ -47,6 +49,7 @@ impl Kcp {
         .unwrap();
         let mut config = faros_embedded_kcp::Config::new(dir.path().join("state"));
         config.token_file = Some(dir.path().join("tokens.csv"));
+        config.oidc = oidc;
         let server = faros_embedded_kcp::Server::start(config).await.unwrap();
         let mut kcp = Self {
             server,
@@ -196,7 +199,6 @@ async fn renewed(replica: &Replica, cookie: &str, after: Timestamp) -> Timestamp
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn oidc_sessions_renew_once_across_replicas_follow_idp_groups_and_end_when_refused() {
-    let kcp = Kcp::start().await;
     let mut idp = Idp::start(
         vec![IdpUser::new("alice", "wonderland", &["dev"])],
         Vec::new(),
@@ -208,6 +210,7 @@ async fn oidc_sessions_renew_once_across_replicas_follow_idp_groups_and_end_when
     )
     .await
     .unwrap();
+    let kcp = Kcp::start(Some(settings(&idp))).await;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let a = Replica::start(&kcp, settings(&idp), clock.clone()).await;
     let b = Replica::start(&kcp, settings(&idp), clock).await;
@@ -272,6 +275,14 @@ async fn oidc_sessions_renew_once_across_replicas_follow_idp_groups_and_end_when
         (s == 200).then_some(())
     })
     .await;
+    // kcp itself, through the hub's pass-through with the session's ID token (kubectl's path):
+    // the same group binding lets her list in the workspace.
+    let through_kcp = "/clusters/root:faros:tenants:acme:dev/api/v1/namespaces";
+    eventually("kcp to let alice list in acme/dev", WAIT, || async {
+        let (s, _) = a.get(&cookie, through_kcp).await;
+        (s == 200).then_some(())
+    })
+    .await;
     let (_, me) = b.get(&cookie, "/api/me").await;
     let orgs = me["organizations"].as_array().unwrap();
     assert!(
@@ -314,6 +325,8 @@ async fn oidc_sessions_renew_once_across_replicas_follow_idp_groups_and_end_when
         (s == 404).then_some(())
     })
     .await;
+    let (s, body) = a.get(&cookie, through_kcp).await;
+    assert_eq!(s, 403, "kcp refuses her new token too: {body}");
     let (s, me) = a.get(&cookie, "/api/session").await;
     assert_eq!(s, 200, "still signed in: {me}");
     assert!(token_expiry(&me) > before, "access ended with a renewal: {me}");
@@ -349,8 +362,24 @@ async fn oidc_sessions_renew_once_across_replicas_follow_idp_groups_and_end_when
         .unwrap();
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
-    let logout = reqwest::Url::parse(body["logoutUrl"].as_str().unwrap()).unwrap();
+    // A one-time hub path: the IdP's logout URL carries the ID token, which page scripts never see.
+    let parked = body["logoutUrl"].as_str().unwrap().to_string();
+    assert!(parked.starts_with("/api/session/oidc/logout?h="), "{body}");
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let follow = |path: String| {
+        let (client, url) = (no_redirects.clone(), b.url(&path));
+        async move {
+            let resp = client.get(url).send().await.unwrap();
+            assert_eq!(resp.status(), 303);
+            resp.headers()["location"].to_str().unwrap().to_string()
+        }
+    };
+    let logout = reqwest::Url::parse(&follow(parked.clone()).await).unwrap();
     assert!(logout.as_str().starts_with(idp.issuer()), "{logout}");
+    assert_eq!(follow(parked).await, "/portal/signin?signedOut=1", "followed once only");
     let q: std::collections::HashMap<_, _> = logout.query_pairs().into_owned().collect();
     assert_eq!(
         q.get("post_logout_redirect_uri").map(String::as_str),
@@ -376,7 +405,7 @@ async fn oidc_sessions_renew_once_across_replicas_follow_idp_groups_and_end_when
 /// that took longer than its TTL (the login state has expired).
 #[tokio::test]
 async fn oidc_sign_in_refuses_a_wrong_state_a_replay_and_an_expired_login() {
-    let kcp = Kcp::start().await;
+    let kcp = Kcp::start(None).await;
     let mut idp = Idp::start(
         vec![IdpUser::new("alice", "wonderland", &["dev"])],
         Vec::new(),

@@ -14,8 +14,11 @@
 //! it) and `groups` when the provider's discovery lists them: the refresh token stays in the
 //! sealed session record and renews the ID token ([`super::renew`], through [`OidcLogin`]'s
 //! [`Refresher`]). Sign-out ends the hub session and, when the provider has an
-//! `end_session_endpoint`, hands the portal the provider's logout URL (RP-initiated logout with
-//! `id_token_hint` and `post_logout_redirect_uri`), so signing in again asks for credentials.
+//! `end_session_endpoint`, sends the browser through the provider's logout (RP-initiated logout
+//! with `id_token_hint` and `post_logout_redirect_uri`), so signing in again asks for credentials.
+//! The logout URL carries the ID token, which page scripts must never see: the portal gets a
+//! one-time hub path ([`LOGOUT`]) whose record holds the URL, and the hub redirects the top-level
+//! navigation there.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,6 +54,10 @@ const STATE_COOKIE: &str = "__Secure-faros-oidc";
 const CALLBACK: &str = "/api/session/oidc/callback";
 /// Where the provider sends the browser after RP-initiated logout.
 const SIGNED_OUT: &str = "/portal/signin?signedOut=1";
+/// The one-time redirect to the provider's logout, `?h=<handle>`.
+pub const LOGOUT: &str = "/api/session/oidc/logout";
+/// How long a sign-out's redirect to the provider waits to be followed.
+const LOGOUT_TTL: Duration = Duration::from_secs(60);
 
 /// The session API routes.
 pub fn routes(st: AppState) -> Router<AppState> {
@@ -62,6 +69,7 @@ pub fn routes(st: AppState) -> Router<AppState> {
         .route("/api/session/options", get(options))
         .route("/api/session/oidc", get(oidc_start))
         .route(CALLBACK, get(oidc_callback))
+        .route(LOGOUT, get(oidc_logout))
         .merge(authed)
 }
 
@@ -145,8 +153,9 @@ async fn whoami(Extension(caller): Extension<Caller>, auth: Option<Extension<Ses
 
 /// `DELETE /api/session`: ends the session (its CSRF proof was checked by the front door) and
 /// clears the cookie; without a live session only the cookie is cleared. For an OIDC session whose
-/// provider offers RP-initiated logout, 200 `{"logoutUrl"}`: the portal goes there next, the
-/// provider ends its own session and sends the browser back to the sign-in page. Otherwise 204.
+/// provider offers RP-initiated logout, 200 `{"logoutUrl": "/api/session/oidc/logout?h=…"}`: the
+/// portal navigates there, the hub redirects to the provider's logout, the provider ends its own
+/// session and sends the browser back to the sign-in page. Otherwise 204.
 async fn sign_out(
     State(st): State<AppState>,
     auth: Option<Extension<SessionAuth>>,
@@ -167,11 +176,16 @@ async fn sign_out(
                 .authority()
                 .map(|a| a.as_str().to_string())
                 .or_else(|| headers.get(header::HOST)?.to_str().ok().map(str::to_string));
-            match login
+            let parked = match login
                 .logout_url(id_token, &headers, authority, st.settings.public_proto)
                 .await
             {
-                Ok(url) => logout = url,
+                Ok(Some(url)) => login.park_logout(url).await.map(Some),
+                Ok(None) => Ok(None),
+                Err(status) => Err(status),
+            };
+            match parked {
+                Ok(path) => logout = path,
                 // The hub session has ended; the provider's stays (signing in again may skip its form).
                 Err(status) => tracing::warn!(reason = %status.message, "no RP-initiated logout at sign-out"),
             }
@@ -182,6 +196,36 @@ async fn sign_out(
         None => StatusCode::NO_CONTENT.into_response(),
     };
     resp.headers_mut().insert(header::SET_COOKIE, session::clear_cookie());
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// A sign-out's redirect to the provider's logout, until the browser follows it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct LogoutRedirect {
+    url: String,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct LogoutParams {
+    h: Option<String>,
+}
+
+/// `GET /api/session/oidc/logout?h=…`: 302 to the provider's logout parked by the sign-out (once);
+/// an unknown or used handle goes to the signed-out page.
+async fn oidc_logout(State(st): State<AppState>, Query(p): Query<LogoutParams>) -> Response {
+    let found = match (&st.oidc_login, p.h.filter(|h| h.len() == 43)) {
+        (Some(login), Some(h)) => login
+            .records
+            .take::<LogoutRedirect>(Kind::Oidc, &format!("logout:{h}"))
+            .await
+            .ok()
+            .flatten()
+            .map(|(r, _)| r.url),
+        _ => None,
+    };
+    let mut resp = Redirect::to(found.as_deref().unwrap_or(SIGNED_OUT)).into_response();
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     resp
@@ -358,6 +402,26 @@ impl OidcLogin {
         ]);
         let sep = if end_session.contains('?') { '&' } else { '?' };
         Ok(Some(format!("{end_session}{sep}{query}")))
+    }
+
+    /// Keeps `url` (it holds the ID token) for the browser's next navigation: the hub path that
+    /// redirects there once.
+    async fn park_logout(&self, url: String) -> Result<String, Status> {
+        let handle = random_b64(32)?;
+        let expires = self.records.now() + jiff::SignedDuration::try_from(LOGOUT_TTL).unwrap_or_default();
+        self.records
+            .put(
+                Kind::Oidc,
+                &format!("logout:{handle}"),
+                &LogoutRedirect { url },
+                expires,
+            )
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "cannot keep the sign-out's logout redirect");
+                Status::unavailable("the session store is unavailable")
+            })?;
+        Ok(format!("{LOGOUT}?h={handle}"))
     }
 
     /// The refresh-token grant at the token endpoint.
