@@ -226,7 +226,9 @@ impl Status {
         Self::failure(415, "UnsupportedMediaType", message)
     }
 
-    /// 422 Invalid: `<Kind> "<name>" is invalid: <causes>`.
+    /// 422 Invalid: `<Kind>.<group> "<name>" is invalid: <causes>`, the kind qualified by its group
+    /// (bare for the core group) as kube-apiserver's `NewInvalid` writes it; causes with the same
+    /// text appear once in the message (its aggregate) and each in the details.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<StatusCause>) -> Self {
         let detail = causes
             .iter()
@@ -237,13 +239,27 @@ impl Status {
                     format!("{}: {}", c.field, c.message)
                 }
             })
-            .collect::<Vec<_>>();
+            .fold(Vec::<String>::new(), |mut seen, d| {
+                if !seen.contains(&d) {
+                    seen.push(d);
+                }
+                seen
+            });
         let detail = if detail.len() == 1 {
             detail[0].clone()
         } else {
             format!("[{}]", detail.join(", "))
         };
-        Self::failure(422, "Invalid", format!("{kind} \"{name}\" is invalid: {detail}")).with_details(StatusDetails {
+        let qualified_kind = match group {
+            "" => kind.to_string(),
+            g => format!("{kind}.{g}"),
+        };
+        Self::failure(
+            422,
+            "Invalid",
+            format!("{qualified_kind} \"{name}\" is invalid: {detail}"),
+        )
+        .with_details(StatusDetails {
             name: name.into(),
             group: group.into(),
             kind: kind.into(),
@@ -372,5 +388,16 @@ mod tests {
             }],
         );
         assert_eq!(s.message, "ConfigMap \"x\" is invalid: metadata.name: Required value");
+        let cause = |field: &str| StatusCause {
+            reason: "FieldValueForbidden".into(),
+            message: "Forbidden: no".into(),
+            field: field.into(),
+        };
+        let s = Status::invalid("example.io", "Widget", "w", vec![cause("a"), cause("a"), cause("b")]);
+        assert_eq!(
+            s.message,
+            "Widget.example.io \"w\" is invalid: [a: Forbidden: no, b: Forbidden: no]"
+        );
+        assert_eq!(s.details.unwrap().causes.len(), 3, "every cause stays in the details");
     }
 }

@@ -22,8 +22,9 @@ use crate::write::{FieldValidation, Writer};
 
 /// The user name the in-process controllers write as.
 pub const SYSTEM_USER: &str = "system:embedded-kcp:controllers";
-/// The field manager recorded for controller writes.
-pub const SYSTEM_MANAGER: &str = "embedded-kcp";
+/// The field manager recorded for controller writes: kcp's, whose controllers write with its
+/// user agent (`kcp/<version>`), so managedFields and apply conflicts name the same owner on both.
+pub const SYSTEM_MANAGER: &str = "kcp";
 
 /// A client for in-process writers.
 pub struct Client<'a> {

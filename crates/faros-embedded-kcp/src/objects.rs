@@ -250,6 +250,22 @@ pub fn prepare_create(
     Ok(())
 }
 
+/// What kube-apiserver's field manager compares a created object with, so that the creator owns
+/// what it sent (and what decoding defaulted) and nothing else: the typed zero value of a built-in
+/// kind, whose `spec` and `status` structs are always present (so the creator owns fields inside
+/// them, not the structs themselves), plus what the create strategy sets after the field manager
+/// ran, which no manager owns (a Namespace's finalizers and phase). A custom resource's zero value
+/// is empty. IO-free.
+pub fn create_baseline(def: &ResourceDef) -> Value {
+    if !def.typed_builtin() {
+        return json!({});
+    }
+    if def.group.is_empty() && def.resource == "namespaces" {
+        return json!({"spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+    }
+    json!({"spec": {}, "status": {}})
+}
+
 /// Kubernetes' namespace strategy labels every namespace with its own name on create and update
 /// (`kubernetes.io/metadata.name`), so namespace selectors can pick one by name; a client cannot
 /// remove or change it.

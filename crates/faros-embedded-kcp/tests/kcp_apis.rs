@@ -62,7 +62,7 @@ async fn binding_references_and_slice_exports_are_immutable_and_checked() {
     assert_eq!(e.code, 422);
     assert_eq!(
         e.message,
-        "APIBinding \"b\" is invalid: spec.reference: Invalid value: \"object\": APIExport reference must not be changed"
+        "APIBinding.apis.kcp.io \"b\" is invalid: spec.reference: Invalid value: \"object\": APIExport reference must not be changed"
     );
 
     // Endpoint slices: a missing export (or workspace) is the same 403 as a missing permission.

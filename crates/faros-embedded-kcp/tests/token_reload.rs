@@ -72,7 +72,7 @@ async fn token_file_edits_apply_while_serving_and_bad_edits_keep_old_users() {
         json!({
             "authenticated": true,
             "user": {"username": "carol", "uid": "carol-uid", "groups": ["ops", "system:authenticated"]},
-            "audiences": []
+            "audiences": ["https://kcp.default.svc"]
         })
     );
 

@@ -69,6 +69,27 @@ pub async fn create(
         }
         other => return Err(Status::not_found_message(format!("no review handler for {other}"))),
     };
+    // What kube's review storages answer: SelfSubjectReview and SelfSubjectRulesReview are new
+    // objects (the former stamped with its creation time); the others echo the request, which
+    // the create handler has given its managedFields like any created object.
+    match def.resource.as_str() {
+        "selfsubjectreviews" => {
+            review["metadata"] = json!({"creationTimestamp": crate::objects::now_rfc3339()});
+        }
+        "selfsubjectrulesreviews" => {
+            review["metadata"] = json!({});
+            review["spec"] = json!({});
+        }
+        _ => crate::patch::managed_fields::update_managed_fields(
+            Some(&crate::objects::create_baseline(def)),
+            &mut review,
+            &super::write::manager(ctx),
+            &def.schema,
+            None,
+            &def.api_version(),
+            &crate::objects::now_rfc3339(),
+        ),
+    }
     review["status"] = status;
     Ok(super::respond::json_response(http::StatusCode::CREATED, &review))
 }
@@ -123,14 +144,30 @@ async fn token_review(ctx: &RequestContext, review: &Value) -> Value {
         Ok(v) => {
             headers.insert(http::header::AUTHORIZATION, v);
         }
-        Err(_) => return json!({"authenticated": false, "error": "invalid token"}),
+        Err(_) => return unauthenticated("invalid token"),
     }
     match super::authenticate(&ctx.state, &headers).await {
         Ok(user) => {
-            json!({"authenticated": true, "user": user, "audiences": review.pointer("/spec/audiences").cloned().unwrap_or(json!([]))})
+            // Every token this server takes is audience-agnostic (token file, legacy
+            // ServiceAccount tokens, OIDC checked against its own client id), so, as kube does
+            // for those, the token is good for the audiences asked for, or for the server's own.
+            let audiences = match review.pointer("/spec/audiences") {
+                Some(Value::Array(asked)) if !asked.is_empty() => Value::Array(asked.clone()),
+                _ => json!([API_AUDIENCE]),
+            };
+            json!({"authenticated": true, "user": user, "audiences": audiences})
         }
-        Err(_) => json!({"authenticated": false, "error": "invalid bearer token"}),
+        Err(_) => unauthenticated("invalid bearer token"),
     }
+}
+
+/// The audience kcp's API serves by default (`--api-audiences`, from its ServiceAccount issuer).
+const API_AUDIENCE: &str = "https://kcp.default.svc";
+
+/// A refused TokenReview's status as kube-apiserver writes it: `authenticated` false is omitted,
+/// the user is present and empty.
+fn unauthenticated(error: &str) -> Value {
+    json!({"user": {}, "error": error})
 }
 
 fn subject(review: &Value) -> Result<UserInfo, Status> {
@@ -142,13 +179,14 @@ fn subject(review: &Value) -> Result<UserInfo, Status> {
         .map(|a| a.iter().filter_map(|g| g.as_str().map(String::from)).collect())
         .unwrap_or_default();
     if user.is_empty() && groups.is_empty() {
+        // kube's validation names no kind here (its message starts ".authorization.k8s.io").
         return Err(Status::invalid(
             "authorization.k8s.io",
-            "SubjectAccessReview",
+            "",
             "",
             vec![faros_core::status::StatusCause {
-                reason: "FieldValueRequired".into(),
-                message: "Required value: at least one of user or group must be specified".into(),
+                reason: "FieldValueInvalid".into(),
+                message: "Invalid value: \"\": at least one of user or group must be specified".into(),
                 field: "spec.user".into(),
             }],
         ));
@@ -218,7 +256,8 @@ fn access_review(
         resource_request,
     };
     Ok(match authorize(&ctx.state, &ctx.cluster, &attrs) {
-        Ok(()) => json!({"allowed": true, "reason": "allowed by RBAC"}),
-        Err(_) => json!({"allowed": false}),
+        // kcp's authorizer chain says only this much either way (the RBAC rule is not named).
+        Ok(()) => json!({"allowed": true, "reason": "access granted"}),
+        Err(_) => json!({"allowed": false, "reason": "access denied"}),
     })
 }

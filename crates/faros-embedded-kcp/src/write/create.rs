@@ -49,7 +49,16 @@ pub async fn create(
         check_namespace(w, def, ns.unwrap_or_default(), &name)?;
     }
     if let Some(m) = managed {
-        patch::managed_fields::update_managed_fields(None, &mut obj, m, &def.schema, None, &def.api_version(), &now);
+        let baseline = objects::create_baseline(def);
+        patch::managed_fields::update_managed_fields(
+            Some(&baseline),
+            &mut obj,
+            m,
+            &def.schema,
+            None,
+            &def.api_version(),
+            &now,
+        );
     }
     kcp_admit(w, def, Operation::Create, None, None, &mut obj)?;
     stamp_cluster(&mut obj, w.cluster);

@@ -19,6 +19,7 @@ pub struct Empty {}
 pub struct Identity {
     /// Defaulted by kcp to `kcp-system/<export name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-map-type" = "atomic"))]
     pub secret_ref: Option<SecretReference>,
 }
 
@@ -106,6 +107,7 @@ pub struct BoundAPIResource {
     pub resource: String,
     pub schema: BoundAPIResourceSchema,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
     pub storage_versions: Option<Vec<String>>,
     #[serde(flatten)]
     #[schemars(skip)]

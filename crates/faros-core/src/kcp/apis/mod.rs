@@ -4,6 +4,12 @@
 //! APIExport and APIBinding exist in two versions. kcp stores v1alpha2 and converts on the fly;
 //! [`conversion`] does the same mapping (with kcp's park-annotations for lossy fields) so the
 //! embedded server can serve both and round-trip v1alpha1 clients. Hub code uses [`v1alpha2`].
+//!
+//! The schemas carry kcp's list and map markers (`x-kubernetes-list-type`, `…-list-map-keys`,
+//! `x-kubernetes-map-type`) and defaults where kcp's CRDs have them, because they decide
+//! server-side apply's merges and managedFields: a list kcp keys by name merges item by item, and
+//! is owned so, on both servers. Permission claims keep the default (atomic) for now: their keys
+//! need kcp's key defaults (`group`, `identityHash`) in the schema first.
 
 mod common;
 pub mod conversion;

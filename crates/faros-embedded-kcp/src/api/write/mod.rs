@@ -74,7 +74,7 @@ fn content_type(ctx: &RequestContext) -> String {
 }
 
 /// The field manager of a non-apply write: `fieldManager`, else the user agent's product name.
-fn manager(ctx: &RequestContext) -> String {
+pub(in crate::api) fn manager(ctx: &RequestContext) -> String {
     if let Some(m) = ctx.params.field_manager() {
         return m.chars().take(128).collect();
     }

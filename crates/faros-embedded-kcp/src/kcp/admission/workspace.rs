@@ -306,8 +306,9 @@ mod tests {
             let err = check_name(bad).unwrap_err();
             assert_eq!(err.code, 422, "{bad}");
             assert!(
-                err.message
-                    .starts_with(&format!("Workspace \"{bad}\" is invalid: metadata.name: ")),
+                err.message.starts_with(&format!(
+                    "Workspace.tenancy.kcp.io \"{bad}\" is invalid: metadata.name: "
+                )),
                 "{}",
                 err.message
             );

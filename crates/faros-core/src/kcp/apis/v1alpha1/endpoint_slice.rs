@@ -44,6 +44,7 @@ pub struct APIExportEndpointSliceStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["url"]))]
     pub endpoints: Option<Vec<APIExportEndpoint>>,
     /// Label selector string from the partition; `""` when there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]

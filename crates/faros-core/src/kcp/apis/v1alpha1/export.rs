@@ -28,6 +28,7 @@ use crate::kcp::apis::common::is_false;
 pub struct APIExportSpec {
     /// APIResourceSchema names, all CRD-backed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
     pub latest_resource_schemas: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,

@@ -34,9 +34,11 @@ pub struct APIResourceSchemaSpec {
     pub group: String,
     pub names: CustomResourceDefinitionNames,
     pub scope: ResourceScope,
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub versions: Vec<APIResourceVersion>,
     /// `DNS1123Subdomain` (default) or `PathSegmentName`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "DNS1123Subdomain"))]
     pub name_validation: Option<String>,
     /// Required when there is more than one version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,11 +67,12 @@ pub struct APIResourceVersion {
     pub deprecation_warning: Option<String>,
     /// The OpenAPI v3 schema itself, **not** wrapped in `{openAPIV3Schema: ...}`. kcp's CRD keeps it
     /// verbatim (`x-kubernetes-preserve-unknown-fields`), so a server must not prune it.
-    #[schemars(schema_with = "preserved_object")]
+    #[schemars(schema_with = "preserved_object", extend("x-kubernetes-map-type" = "atomic"))]
     pub schema: serde_json::Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subresources: Option<CustomResourceSubresources>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub additional_printer_columns: Option<Vec<CustomResourceColumnDefinition>>,
     /// Unreleased in kcp v0.32.3 (main only).
     #[serde(default, skip_serializing_if = "Option::is_none")]

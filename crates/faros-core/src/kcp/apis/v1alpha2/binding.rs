@@ -47,6 +47,7 @@ pub struct APIBindingStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_export_cluster_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["group", "resource"]))]
     pub bound_resources: Option<Vec<BoundAPIResource>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<APIBindingPhase>,

@@ -24,6 +24,7 @@ use crate::kcp::Extra;
 pub struct APIExportSpec {
     /// The exported resources; a list-map keyed by (`name`, `group`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name", "group"]))]
     pub resources: Option<Vec<ResourceSchema>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,
