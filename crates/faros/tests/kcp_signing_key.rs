@@ -102,8 +102,10 @@ async fn the_published_signing_key_is_made_once_and_loads_in_the_hub() {
 
     // Someone edits the Secret while the server is down; the next start puts the same key back.
     publisher.kill().await.unwrap();
-    let mut edited = Secret::default();
-    edited.data = Some([(HUB_SIGNING_KEY_KEY.to_string(), ByteString(b"{}".to_vec()))].into());
+    let edited = Secret {
+        data: Some([(HUB_SIGNING_KEY_KEY.to_string(), ByteString(b"{}".to_vec()))].into()),
+        ..Default::default()
+    };
     secrets
         .patch(SECRET, &PatchParams::apply("someone").force(), &Patch::Apply(&edited))
         .await
