@@ -227,7 +227,11 @@ pub(crate) async fn renew(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use std::sync::Arc;
+
     use super::*;
+    use crate::catalog::clock::{Clock, ManualClock};
+    use crate::portal::session::{SessionSettings, Sessions};
 
     fn at(s: i64) -> Timestamp {
         Timestamp::from_second(1_800_000_000 + s).unwrap()
@@ -240,6 +244,101 @@ mod tests {
             expires: at(expires),
             renewing_until: renewing_until.map(at),
         }
+    }
+
+    /// An IdP that rotates refresh tokens and, like oidc-provider, revokes the grant when a spent
+    /// one comes back.
+    #[derive(Default)]
+    struct RotatingIdp {
+        state: std::sync::Mutex<IdpState>,
+        clock: std::sync::OnceLock<Arc<ManualClock>>,
+    }
+
+    #[derive(Default)]
+    struct IdpState {
+        current: String,
+        spent: Vec<String>,
+        revoked: bool,
+        grants: usize,
+    }
+
+    impl Refresher for RotatingIdp {
+        fn refresh<'a>(&'a self, refresh_token: &'a str, _user: &'a str) -> BoxFuture<'a, Result<Renewed, RenewError>> {
+            Box::pin(async move {
+                // Let the other requests run while this one is at the IdP.
+                for _ in 0..5 {
+                    tokio::task::yield_now().await;
+                }
+                let mut st = self.state.lock().unwrap();
+                if st.spent.iter().any(|t| t == refresh_token) {
+                    st.revoked = true;
+                }
+                if st.revoked || st.current != refresh_token {
+                    return Err(RenewError::Refused("invalid_grant".into()));
+                }
+                st.spent.push(refresh_token.to_string());
+                st.grants += 1;
+                st.current = format!("rt{}", st.grants);
+                let now = self.clock.get().unwrap().now();
+                Ok(Renewed {
+                    id_token: format!("id{}", st.grants),
+                    refresh_token: Some(st.current.clone()),
+                    issued: now,
+                    expires: now + SignedDuration::from_secs(60),
+                })
+            })
+        }
+
+        fn lease(&self) -> Duration {
+            Duration::from_secs(30)
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_requests_spend_a_rotating_refresh_token_once() {
+        let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00Z".parse().unwrap()));
+        let records = Records::in_process(clock.clone());
+        let sessions = Sessions::new(records.clone(), SessionSettings::default());
+        let idp = RotatingIdp::default();
+        idp.clock.set(clock.clone()).ok();
+        idp.state.lock().unwrap().current = "rt0".into();
+        let now = clock.now();
+        let grant = OidcGrant {
+            refresh_token: Some("rt0".into()),
+            issued: now,
+            expires: now + SignedDuration::from_secs(60),
+            renewing_until: None,
+        };
+        let (handle, _) = sessions
+            .create_with("id0".into(), "alice".into(), Some(grant))
+            .await
+            .unwrap();
+        for round in 1..=3 {
+            // Within the skew (30 s of a 60 s token): due.
+            clock.advance(Duration::from_secs(45));
+            let racers = (0..16).map(|_| renew(&records, &handle, &idp));
+            for got in futures::future::join_all(racers).await {
+                let got = got.unwrap().expect("the session lives on");
+                assert!(
+                    got.value.credential == format!("id{round}") || got.value.credential == format!("id{}", round - 1),
+                    "round {round}: {}",
+                    got.value.credential
+                );
+            }
+            let st = idp.state.lock().unwrap();
+            assert_eq!((st.grants, st.revoked), (round, false), "round {round}: one spend");
+            drop(st);
+            let (_, s) = sessions.lookup(&handle).await.unwrap().unwrap();
+            assert_eq!(s.credential, format!("id{round}"));
+            let g = s.oidc.unwrap();
+            assert_eq!(g.refresh_token, Some(format!("rt{round}")), "the rotated token is kept");
+            assert_eq!(g.renewing_until, None, "the lease is released");
+        }
+        // The IdP refuses (the user was disabled): the session ends.
+        idp.state.lock().unwrap().revoked = true;
+        clock.advance(Duration::from_secs(45));
+        assert!(renew(&records, &handle, &idp).await.unwrap().is_none());
+        assert!(sessions.lookup(&handle).await.unwrap().is_none(), "the record is gone");
     }
 
     #[test]
