@@ -325,9 +325,11 @@ mod tests {
                     got.value.credential
                 );
             }
-            let st = idp.state.lock().unwrap();
-            assert_eq!((st.grants, st.revoked), (round, false), "round {round}: one spend");
-            drop(st);
+            let (grants, revoked) = {
+                let st = idp.state.lock().unwrap();
+                (st.grants, st.revoked)
+            };
+            assert_eq!((grants, revoked), (round, false), "round {round}: one spend");
             let (_, s) = sessions.lookup(&handle).await.unwrap().unwrap();
             assert_eq!(s.credential, format!("id{round}"));
             let g = s.oidc.unwrap();
