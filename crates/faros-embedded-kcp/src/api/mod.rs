@@ -118,6 +118,25 @@ async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Statu
     if let (false, Some(own)) = (path.explicit_cluster, user.cluster_name()) {
         path.cluster = own.to_string();
     }
+    // kcp serves wildcard requests to privileged users only (everyone else uses virtual
+    // workspaces); its authorizer refuses a resource request as any other it denies.
+    if path.cluster == "*"
+        && !user.in_group(crate::auth::GROUP_MASTERS)
+        && let Target::Resource(rp) = &path.target
+    {
+        let params = Params::parse(parts.uri.query());
+        let verb = verb(&parts.method, rp, &params)?;
+        let attrs = Attributes {
+            subresource: rp.subresource.as_deref().unwrap_or_default(),
+            name: rp.name.as_deref().unwrap_or_default(),
+            namespace: rp.namespace.as_deref().unwrap_or_default(),
+            ..Attributes::resource(&user, verb.as_str(), &rp.group, &rp.resource)
+        };
+        return Err(crate::auth::rbac::forbidden_status(
+            &attrs,
+            crate::auth::authorize::ACCESS_DENIED,
+        ));
+    }
     let cluster = resolve_cluster(state, &path.cluster, &user)?;
     let local = parts
         .uri
@@ -146,7 +165,20 @@ async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Statu
                 visible: None,
                 claim: None,
             };
-            resource(ctx, rp, body).await
+            let (group, resource_name, name) = (rp.group.clone(), rp.resource.clone(), rp.name.clone());
+            // kube's admission and storage refusals are NewForbidden(resource, name): a 403
+            // always names what it refused, whichever check wrote its message.
+            resource(ctx, rp, body)
+                .await
+                .map_err(|status| match status.code == 403 && status.details.is_none() {
+                    true => status.with_details(StatusDetails {
+                        group,
+                        kind: resource_name,
+                        name: name.unwrap_or_default(),
+                        ..Default::default()
+                    }),
+                    false => status,
+                })
         }
         // Discovery is then readable by every user with access, like Kubernetes' system:discovery role.
         Target::LegacyVersions => Ok(discovery::legacy_versions()),
@@ -430,6 +462,10 @@ pub fn ok(body: &serde_json::Value) -> Response {
 
 /// The JSON `Status` Kubernetes returns for a successful delete of built-in kinds.
 pub fn success_status(def: &ResourceDef, name: &str, uid: &str) -> serde_json::Value {
-    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-           "details": {"name": name, "group": def.group, "kind": def.resource, "uid": uid}})
+    let mut details = json!({"name": name, "kind": def.resource, "uid": uid});
+    // Go omits the core group's empty name.
+    if !def.group.is_empty() {
+        details["group"] = json!(def.group);
+    }
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
 }

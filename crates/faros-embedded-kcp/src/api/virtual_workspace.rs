@@ -129,12 +129,16 @@ pub async fn serve(
             let served = find(state, &view, &rp).ok_or_else(not_found)?;
             let live = crate::kcp::apis::live_export(state, &export_cluster, export_name).ok_or_else(not_found)?;
             let (def, visible, claim) = scope(&view, live, &served, &cluster, verb)?;
+            // kcp's virtual workspace forwards the request to the shard with its own client, so a
+            // write without `fieldManager` is recorded as kcp's (its user agent), not the caller's.
+            let mut headers = parts.headers;
+            headers.insert(http::header::USER_AGENT, http::HeaderValue::from_static("kcp"));
             let ctx = RequestContext {
                 state: state.clone(),
                 user,
                 cluster,
                 params,
-                headers: parts.headers,
+                headers,
                 method: parts.method,
                 visible: Some(visible),
                 claim,
