@@ -9,25 +9,68 @@
 #
 # Build them with `cargo xtask images` (`--dry-run` prints the exact commands). Every target shares
 # the one `builder` stage, so building all four targets runs `cargo build` once: the later builds
-# hit the layer cache.
+# hit the layer cache. The binaries are built with the workspace's `image` profile (release, thin
+# LTO, stripped; see Cargo.toml) by `cargo auditable`.
 
 ARG RUST_IMAGE=rust:1.95-bookworm
 # glibc: the binaries link it (aws-lc-rs), and bookworm's matches distroless' debian12.
 ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
 
 FROM ${RUST_IMAGE} AS builder
-WORKDIR /src
-COPY . .
-# The cache mounts keep the registry and target dir between builds; they are not part of the
-# layer, so the binaries are copied out to /out.
+# cargo-auditable embeds each binary's dependency tree (crate names, versions, sources) in a
+# `.dep-v0` section, so scanners (trivy, grype, syft, cargo audit bin) can tell what a shipped binary
+# contains without the repository. Pinned and --locked: the tool that links our binaries is built
+# from a known dependency tree. First, so changing the workspace never reinstalls it.
+ARG CARGO_AUDITABLE_VERSION=0.7.7
 RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,target=/usr/local/cargo/git,sharing=locked \
-    --mount=type=cache,target=/src/target,sharing=locked \
-    cargo build --release --locked \
+    cargo install --locked "cargo-auditable@${CARGO_AUDITABLE_VERSION}"
+WORKDIR /src
+
+# The dependency layer: the workspace manifests and lock file only (one COPY per workspace member;
+# a test in xtask/src/images.rs keeps this list equal to `cargo metadata`'s), with stub sources,
+# so the crates.io dependencies compile in a layer that only a manifest or Cargo.lock change
+# invalidates. Its target/ is part of the layer (no cache mount), so a CI builder exporting its
+# cache (`--cache-to`) carries the compiled dependencies too.
+COPY Cargo.toml Cargo.lock ./
+COPY crates/faros/Cargo.toml crates/faros/
+COPY crates/faros-core/Cargo.toml crates/faros-core/
+COPY crates/faros-embedded-kcp/Cargo.toml crates/faros-embedded-kcp/
+COPY crates/faros-hub-api/Cargo.toml crates/faros-hub-api/
+COPY crates/faros-hub-reconciler/Cargo.toml crates/faros-hub-reconciler/
+COPY crates/faros-runtime/Cargo.toml crates/faros-runtime/
+COPY crates/faros-sdk/Cargo.toml crates/faros-sdk/
+COPY crates/faros-test-support/Cargo.toml crates/faros-test-support/
+COPY providers/quickstart/Cargo.toml providers/quickstart/
+COPY xtask/Cargo.toml xtask/
+COPY e2e/Cargo.toml e2e/
+# Every member gets an empty lib.rs and main.rs (whichever its manifest names, it finds); the stubs
+# are removed again so the sources copied next are the only ones.
+RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
+    --mount=type=cache,target=/usr/local/cargo/git,sharing=locked \
+    set -eu; \
+    members=$(find . -mindepth 2 -name Cargo.toml -exec dirname {} \;); \
+    for member in $members; do \
+        mkdir -p "$member/src"; \
+        : > "$member/src/lib.rs"; \
+        echo 'fn main() {}' > "$member/src/main.rs"; \
+    done; \
+    cargo auditable build --profile image --locked \
+        -p faros -p faros-hub-api -p faros-hub-reconciler -p faros-provider-quickstart; \
+    for member in $members; do rm -r "$member/src"; done
+
+# The sources. COPY keeps the files' own modification times, which are older than the stub build
+# above, so cargo would take the stub-built workspace crates for fresh: touching every workspace
+# source makes them rebuild (dependencies live outside /src and stay built).
+COPY . .
+RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
+    --mount=type=cache,target=/usr/local/cargo/git,sharing=locked \
+    find . -path ./target -prune -o -name '*.rs' -exec touch {} + \
+    && cargo auditable build --profile image --locked \
         -p faros -p faros-hub-api -p faros-hub-reconciler -p faros-provider-quickstart \
     && mkdir -p /out \
-    && cp target/release/faros target/release/faros-hub-api target/release/faros-hub-reconciler \
-        target/release/faros-provider-quickstart /out/
+    && cp target/image/faros target/image/faros-hub-api target/image/faros-hub-reconciler \
+        target/image/faros-provider-quickstart /out/
 
 # What every image shares: the base, the non-root user and the OCI labels that do not depend on
 # the component. Nothing this file adds is writable by that user (COPY makes root-owned files), so

@@ -6,10 +6,17 @@
 //! [`choose_engine`] turns what was found on the machine into an engine or one message naming what
 //! is missing. `--dry-run` prints the plan (shell-quoted, one command per line) and needs no engine.
 //!
+//! With `--push`, every image is pushed only after all of them built, and each push leaves its
+//! digest in a file under [`OUT_DIR`] ([`digests`] reads those and writes `digests.json`). Docker
+//! pushes with `docker buildx build --push`, which attaches an SPDX SBOM and a provenance
+//! attestation to each image; podman pushes with `podman push --digestfile`.
+//!
 //! This task never compiles Rust itself (the Dockerfile's builder stage does, once for all images)
 //! and never decides image contents (the Dockerfile does; the tests below keep the two in step).
 //! The component list and [`image_ref`] are shared with whatever deploys the images (the planned
 //! `cargo xtask e2e --target kind`).
+
+mod digests;
 
 use std::fmt;
 use std::path::Path;
@@ -23,6 +30,9 @@ use xshell::{Shell, cmd};
 pub(crate) const DEFAULT_REGISTRY: &str = "ghcr.io/faroshq";
 /// The Dockerfile every image is built from, relative to the project root (also the build context).
 pub(crate) const DOCKERFILE: &str = "Dockerfile";
+/// Where pushes leave their digest files and where `digests.json` is written, relative to the
+/// project root (inside target/, so outside the build context).
+pub(crate) const OUT_DIR: &str = "target/images";
 /// The package whose version is the default tag and the `org.opencontainers.image.version` label.
 const VERSION_PACKAGE: &str = "faros";
 
@@ -63,9 +73,14 @@ impl Component {
     }
 }
 
+/// `<registry>/<component>`.
+pub(crate) fn repository(registry: &str, component: Component) -> String {
+    format!("{}/{}", registry.trim_end_matches('/'), component.name())
+}
+
 /// `<registry>/<component>:<tag>`.
 pub(crate) fn image_ref(registry: &str, component: Component, tag: &str) -> String {
-    format!("{}/{}:{tag}", registry.trim_end_matches('/'), component.name())
+    format!("{}:{tag}", repository(registry, component))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -134,24 +149,53 @@ impl Images {
             .context("running cargo metadata for the workspace version")?;
         let version = package_version(&metadata, VERSION_PACKAGE)?;
         let revision = revision(&sh)?;
-        let steps = self.plan(engine, &version, &revision)?;
+        let plan = self.plan(engine, &version, &revision)?;
         if self.dry_run {
-            for step in &steps {
-                println!("{step}");
+            for line in plan.dry_run() {
+                println!("{line}");
             }
             return Ok(());
         }
-        for step in &steps {
+        let out = root.join(OUT_DIR);
+        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+        // A digest file left by an earlier run must not pass for this run's push.
+        for push in &plan.pushes {
+            let file = root.join(&push.file);
+            if file.exists() {
+                std::fs::remove_file(&file).with_context(|| format!("removing {}", file.display()))?;
+            }
+        }
+        for step in &plan.steps {
             sh.cmd(&step.program)
                 .args(&step.args)
                 .run()
                 .with_context(|| format!("`{step}` failed"))?;
         }
+        if plan.pushes.is_empty() {
+            return Ok(());
+        }
+        let mut pushed = Vec::new();
+        for push in &plan.pushes {
+            let text = std::fs::read_to_string(root.join(&push.file))
+                .with_context(|| format!("reading the digest of {} from {}", push.image, push.file))?;
+            pushed.push(digests::Pushed {
+                name: push.component.name().into(),
+                repository: push.repository.clone(),
+                tag: push.tag.clone(),
+                digest: digests::parse(push.format, &push.file, &text)?,
+            });
+        }
+        let file = root.join(DIGESTS_FILE);
+        std::fs::write(&file, digests::render(&pushed)).with_context(|| format!("writing {}", file.display()))?;
+        for image in &pushed {
+            println!("pushed {}", image.pinned());
+        }
+        println!("digests written to {DIGESTS_FILE}");
         Ok(())
     }
 
     /// The plan for these flags, after checking them.
-    fn plan(&self, engine: Engine, version: &str, revision: &str) -> anyhow::Result<Vec<Step>> {
+    fn plan(&self, engine: Engine, version: &str, revision: &str) -> anyhow::Result<Plan> {
         let tag = self.tag.as_deref().unwrap_or(version);
         check_tag(tag)?;
         check_registry(&self.registry)?;
@@ -160,7 +204,7 @@ impl Images {
         } else {
             self.components.clone()
         };
-        Ok(plan(&PlanInput {
+        let input = PlanInput {
             engine,
             registry: &self.registry,
             tag,
@@ -168,8 +212,83 @@ impl Images {
             revision,
             components: &components,
             push: self.push,
-        }))
+        };
+        Ok(Plan {
+            steps: plan(&input),
+            pushes: pushes(&input),
+        })
     }
+}
+
+/// `digests.json`, relative to the project root.
+const DIGESTS_FILE: &str = "target/images/digests.json";
+
+/// The commands, and where each push leaves its digest.
+pub(crate) struct Plan {
+    pub steps: Vec<Step>,
+    pub pushes: Vec<Push>,
+}
+
+impl Plan {
+    /// What `--dry-run` prints: the commands, then (with pushes) what happens to their digests.
+    fn dry_run(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.steps.iter().map(ToString::to_string).collect();
+        if !self.pushes.is_empty() {
+            let files: Vec<&str> = self.pushes.iter().map(|p| p.file.as_str()).collect();
+            lines.push(format!(
+                "# then the digests in {} are written to {DIGESTS_FILE}",
+                files.join(" ")
+            ));
+        }
+        lines
+    }
+}
+
+/// One image push and the file its digest lands in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Push {
+    pub component: Component,
+    pub repository: String,
+    pub tag: String,
+    pub image: String,
+    /// Relative to the project root.
+    pub file: String,
+    pub format: digests::DigestFormat,
+}
+
+/// The pushes a plan makes, in push order (empty without `push`).
+pub(crate) fn pushes(input: &PlanInput<'_>) -> Vec<Push> {
+    if !input.push {
+        return Vec::new();
+    }
+    unique(input.components)
+        .into_iter()
+        .map(|component| {
+            let (suffix, format) = match input.engine {
+                Engine::Docker => ("metadata.json", digests::DigestFormat::BuildxMetadata),
+                Engine::Podman => ("digest", digests::DigestFormat::DigestFile),
+            };
+            Push {
+                component,
+                repository: repository(input.registry, component),
+                tag: input.tag.into(),
+                image: image_ref(input.registry, component, input.tag),
+                file: format!("{OUT_DIR}/{}.{suffix}", component.name()),
+                format,
+            }
+        })
+        .collect()
+}
+
+/// The components in the order given, once each.
+fn unique(components: &[Component]) -> Vec<Component> {
+    let mut once: Vec<Component> = Vec::new();
+    for component in components {
+        if !once.contains(component) {
+            once.push(*component);
+        }
+    }
+    once
 }
 
 /// Everything a plan depends on.
@@ -203,46 +322,64 @@ impl fmt::Display for Step {
 
 /// Every build, then (with `push`) every push: a failing build never leaves a half-pushed set.
 /// Components are built in the order given, once each.
+///
+/// Docker pushes by building again with `buildx build --push` (every layer is cached by then):
+/// only a build can attach the SBOM and provenance attestations, and `--metadata-file` records the
+/// pushed digest. Podman has no attestations; `push --digestfile` records the digest.
 pub(crate) fn plan(input: &PlanInput<'_>) -> Vec<Step> {
-    let mut components: Vec<Component> = Vec::new();
-    for component in input.components {
-        if !components.contains(component) {
-            components.push(*component);
-        }
-    }
     let program = input.engine.program().to_string();
-    let images: Vec<(Component, String)> = components
-        .iter()
-        .map(|c| (*c, image_ref(input.registry, *c, input.tag)))
-        .collect();
-    let mut steps: Vec<Step> = images
-        .iter()
-        .map(|(component, image)| Step {
+    let build_args = |component: Component| -> Vec<String> {
+        [
+            "--target",
+            component.name(),
+            "-t",
+            &image_ref(input.registry, component, input.tag),
+            "--build-arg",
+            &format!("VERSION={}", input.version),
+            "--build-arg",
+            &format!("REVISION={}", input.revision),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let context = [String::from("-f"), DOCKERFILE.into(), ".".into()];
+    let mut steps: Vec<Step> = unique(input.components)
+        .into_iter()
+        .map(|component| Step {
             program: program.clone(),
-            args: [
-                "build",
-                "--target",
-                component.name(),
-                "-t",
-                image,
-                "--build-arg",
-                &format!("VERSION={}", input.version),
-                "--build-arg",
-                &format!("REVISION={}", input.revision),
-                "-f",
-                DOCKERFILE,
-                ".",
-            ]
-            .map(String::from)
-            .to_vec(),
+            args: std::iter::once("build".to_string())
+                .chain(build_args(component))
+                .chain(context.clone())
+                .collect(),
         })
         .collect();
-    if input.push {
-        steps.extend(images.iter().map(|(_, image)| Step {
+    steps.extend(pushes(input).into_iter().map(|push| {
+        let args = match input.engine {
+            Engine::Docker => ["buildx", "build"]
+                .map(String::from)
+                .into_iter()
+                .chain(build_args(push.component))
+                .chain(
+                    [
+                        "--sbom=true",
+                        "--provenance=mode=max",
+                        "--metadata-file",
+                        &push.file,
+                        "--push",
+                    ]
+                    .map(String::from),
+                )
+                .chain(context.clone())
+                .collect(),
+            Engine::Podman => ["push", "--digestfile", &push.file, &push.image]
+                .map(String::from)
+                .to_vec(),
+        };
+        Step {
             program: program.clone(),
-            args: vec!["push".into(), image.clone()],
-        }));
-    }
+            args,
+        }
+    }));
     steps
 }
 
@@ -367,7 +504,7 @@ pub(crate) fn shell_quote(word: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, BTreeSet};
 
     use clap::Parser;
 
@@ -383,6 +520,14 @@ mod tests {
         format!(
             "{engine} build --target {component} -t {image} --build-arg VERSION={version} --build-arg \
              REVISION={revision} -f Dockerfile ."
+        )
+    }
+
+    fn buildx_push(component: &str, image: &str, version: &str, revision: &str) -> String {
+        format!(
+            "docker buildx build --target {component} -t {image} --build-arg VERSION={version} --build-arg \
+             REVISION={revision} --sbom=true --provenance=mode=max --metadata-file \
+             target/images/{component}.metadata.json --push -f Dockerfile ."
         )
     }
 
@@ -471,10 +616,25 @@ mod tests {
                         "0.1.0",
                         "abc-dirty",
                     ),
-                    "docker push localhost:5000/faros/faros-kcp:dev".into(),
-                    "docker push localhost:5000/faros/faros-hub-api:dev".into(),
-                    "docker push localhost:5000/faros/faros-hub-reconciler:dev".into(),
-                    "docker push localhost:5000/faros/faros-provider-quickstart:dev".into(),
+                    buildx_push("faros-kcp", "localhost:5000/faros/faros-kcp:dev", "0.1.0", "abc-dirty"),
+                    buildx_push(
+                        "faros-hub-api",
+                        "localhost:5000/faros/faros-hub-api:dev",
+                        "0.1.0",
+                        "abc-dirty",
+                    ),
+                    buildx_push(
+                        "faros-hub-reconciler",
+                        "localhost:5000/faros/faros-hub-reconciler:dev",
+                        "0.1.0",
+                        "abc-dirty",
+                    ),
+                    buildx_push(
+                        "faros-provider-quickstart",
+                        "localhost:5000/faros/faros-provider-quickstart:dev",
+                        "0.1.0",
+                        "abc-dirty",
+                    ),
                 ],
             },
             Case {
@@ -501,8 +661,10 @@ mod tests {
                         REV,
                     ),
                     build("podman", "faros-kcp", "ghcr.io/faroshq/faros-kcp:0.1.0", "0.1.0", REV),
-                    "podman push ghcr.io/faroshq/faros-provider-quickstart:0.1.0".into(),
-                    "podman push ghcr.io/faroshq/faros-kcp:0.1.0".into(),
+                    "podman push --digestfile target/images/faros-provider-quickstart.digest \
+                     ghcr.io/faroshq/faros-provider-quickstart:0.1.0"
+                        .into(),
+                    "podman push --digestfile target/images/faros-kcp.digest ghcr.io/faroshq/faros-kcp:0.1.0".into(),
                 ],
             },
             Case {
@@ -527,13 +689,14 @@ mod tests {
         }
     }
 
-    /// The real command line, parsed by the real `Cli`, planned without an engine.
+    /// The real command line, parsed by the real `Cli`, planned without an engine: what
+    /// `--dry-run` prints.
     fn cli_plan(args: &[&str], engine: Engine) -> anyhow::Result<Vec<String>> {
         let argv = ["cargo xtask", "images"].iter().chain(args);
         let crate::Command::Images(images) = crate::Cli::try_parse_from(argv)?.command else {
             panic!("`images` parsed as another command");
         };
-        Ok(lines(&images.plan(engine, "0.1.0", REV)?))
+        Ok(images.plan(engine, "0.1.0", REV)?.dry_run())
     }
 
     #[test]
@@ -576,9 +739,71 @@ mod tests {
                     "0.1.0",
                     REV
                 ),
-                "podman push quay.io/me/faros-hub-api:v1_rc.2".into(),
+                "podman push --digestfile target/images/faros-hub-api.digest quay.io/me/faros-hub-api:v1_rc.2".into(),
+                "# then the digests in target/images/faros-hub-api.digest are written to \
+                 target/images/digests.json"
+                    .into(),
             ]
         );
+
+        let docker_push = cli_plan(
+            &[
+                "--dry-run",
+                "--push",
+                "--component",
+                "faros-kcp",
+                "--component",
+                "faros-hub-api",
+            ],
+            Engine::Docker,
+        )
+        .unwrap();
+        assert_eq!(
+            docker_push,
+            [
+                build("docker", "faros-kcp", "ghcr.io/faroshq/faros-kcp:0.1.0", "0.1.0", REV),
+                build(
+                    "docker",
+                    "faros-hub-api",
+                    "ghcr.io/faroshq/faros-hub-api:0.1.0",
+                    "0.1.0",
+                    REV
+                ),
+                buildx_push("faros-kcp", "ghcr.io/faroshq/faros-kcp:0.1.0", "0.1.0", REV),
+                buildx_push("faros-hub-api", "ghcr.io/faroshq/faros-hub-api:0.1.0", "0.1.0", REV),
+                "# then the digests in target/images/faros-kcp.metadata.json \
+                 target/images/faros-hub-api.metadata.json are written to target/images/digests.json"
+                    .into(),
+            ]
+        );
+    }
+
+    #[test]
+    fn pushes_record_where_each_digest_lands() {
+        let input = PlanInput {
+            engine: Engine::Podman,
+            registry: "localhost:5000/",
+            tag: "dev",
+            version: "0.1.0",
+            revision: REV,
+            components: &[Component::HubApi],
+            push: true,
+        };
+        assert_eq!(
+            pushes(&input),
+            [Push {
+                component: Component::HubApi,
+                repository: "localhost:5000/faros-hub-api".into(),
+                tag: "dev".into(),
+                image: "localhost:5000/faros-hub-api:dev".into(),
+                file: "target/images/faros-hub-api.digest".into(),
+                format: digests::DigestFormat::DigestFile,
+            }]
+        );
+        assert!(pushes(&PlanInput { push: false, ..input }).is_empty());
+        // The digest files stay out of the build context, so writing them never invalidates it.
+        let ignore = std::fs::read_to_string(crate::project_root().join(".dockerignore")).unwrap();
+        assert!(OUT_DIR.starts_with("target/") && ignore.lines().any(|l| l == "target/"));
     }
 
     #[test]
@@ -825,7 +1050,10 @@ mod tests {
         let root = crate::project_root();
         let builder = file.stage("builder").expect("a `builder` stage");
         let build = builder.all("RUN").collect::<Vec<_>>().join(" ");
-        assert!(build.contains("cargo build --release --locked"), "{build}");
+        assert!(
+            build.contains("cargo auditable build --profile image --locked"),
+            "{build}"
+        );
 
         for component in Component::ALL {
             let name = component.name();
@@ -889,7 +1117,7 @@ mod tests {
             assert!(copied, "{name}: {} is not copied from the builder", entry[0]);
             let bin = entry[0].rsplit('/').next().unwrap();
             assert!(
-                build.contains(&format!("target/release/{bin}")),
+                build.contains(&format!("target/image/{bin}")),
                 "{name}: {bin} not copied to /out"
             );
 
@@ -933,6 +1161,185 @@ mod tests {
                 .unwrap_or_else(|| panic!("no global ARG {arg}=…"));
             let tag = value.rsplit_once(':').map(|(_, tag)| tag);
             assert!(tag.is_some_and(|t| t != "latest"), "{arg}={value} is not pinned by tag");
+        }
+    }
+
+    /// Every workspace member's manifest, relative to `root`, from `cargo metadata --no-deps`.
+    fn workspace_manifests(metadata: &str, root: &str) -> BTreeSet<String> {
+        let metadata: serde_json::Value = serde_json::from_str(metadata).unwrap();
+        let members: Vec<&str> = metadata["workspace_members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m.as_str())
+            .collect();
+        metadata["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| members.contains(&p["id"].as_str().unwrap_or_default()))
+            .map(|p| {
+                let path = p["manifest_path"].as_str().unwrap();
+                let relative = path.strip_prefix(root).unwrap_or(path);
+                relative.trim_start_matches('/').to_string()
+            })
+            .collect()
+    }
+
+    /// (source, destination) of COPY instructions.
+    type Copies = Vec<(String, String)>;
+
+    /// The dependency layer's manifest COPYs: (source, destination) before the first `COPY . .`.
+    fn dependency_layer(stage: &Stage) -> Copies {
+        stage
+            .instructions
+            .iter()
+            .take_while(|(k, rest)| !(k == "COPY" && rest == ". ."))
+            .filter(|(k, _)| k == "COPY")
+            .flat_map(|(_, rest)| {
+                let words: Vec<&str> = rest.split_whitespace().collect();
+                let (dest, sources) = words.split_last().unwrap();
+                sources
+                    .iter()
+                    .map(|s| (s.to_string(), dest.to_string()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// What the dependency layer copies that is not a workspace manifest in place, and what it
+    /// misses (`Cargo.lock` and the root manifest included).
+    fn layer_problems(copies: &[(String, String)], manifests: &BTreeSet<String>) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut copied = BTreeSet::new();
+        for (source, dest) in copies {
+            let dir = source.rsplit_once('/').map_or("./", |(dir, _)| dir);
+            let in_place = dest.trim_end_matches('/') == dir.trim_end_matches('/') || (dest == "./" && dir == "./");
+            if !in_place {
+                problems.push(format!(
+                    "COPY {source} lands in {dest}, not beside where cargo looks for it"
+                ));
+            }
+            copied.insert(source.clone());
+        }
+        for needed in manifests.iter().map(String::as_str).chain(["Cargo.lock"]) {
+            if !copied.contains(needed) {
+                problems.push(format!("{needed} is not copied into the dependency layer"));
+            }
+        }
+        for source in &copied {
+            if source != "Cargo.lock" && !manifests.contains(source) {
+                problems.push(format!("{source} is not a workspace manifest"));
+            }
+        }
+        problems
+    }
+
+    #[test]
+    fn dependency_layer_problems() {
+        let manifests: BTreeSet<String> = ["Cargo.toml", "crates/a/Cargo.toml", "xtask/Cargo.toml"]
+            .map(String::from)
+            .into();
+        let copies =
+            |pairs: &[(&str, &str)]| -> Copies { pairs.iter().map(|(s, d)| (s.to_string(), d.to_string())).collect() };
+        let all = [
+            ("Cargo.toml", "./"),
+            ("Cargo.lock", "./"),
+            ("crates/a/Cargo.toml", "crates/a/"),
+            ("xtask/Cargo.toml", "xtask/"),
+        ];
+        let cases: [(&str, Copies, Vec<&str>); 4] = [
+            ("complete", copies(&all), vec![]),
+            (
+                "a new crate",
+                copies(&all[..3]),
+                vec!["xtask/Cargo.toml is not copied into the dependency layer"],
+            ),
+            (
+                "flattened by a wrong destination, and no lock file",
+                copies(&[
+                    ("Cargo.toml", "./"),
+                    ("crates/a/Cargo.toml", "crates/"),
+                    ("xtask/Cargo.toml", "xtask"),
+                ]),
+                vec![
+                    "COPY crates/a/Cargo.toml lands in crates/, not beside where cargo looks for it",
+                    "Cargo.lock is not copied into the dependency layer",
+                ],
+            ),
+            (
+                "a removed crate still copied",
+                copies(&[&all[..], &[("crates/gone/Cargo.toml", "crates/gone/")]].concat()),
+                vec!["crates/gone/Cargo.toml is not a workspace manifest"],
+            ),
+        ];
+        for (name, copies, want) in cases {
+            assert_eq!(layer_problems(&copies, &manifests), want, "{name}");
+        }
+    }
+
+    /// A new workspace member cannot silently fall out of the dependency layer (cargo would refuse
+    /// the workspace there), and the layer is built before the sources are copied.
+    #[test]
+    fn dependency_layer_copies_every_workspace_manifest() {
+        let root = crate::project_root();
+        let sh = Shell::new().unwrap();
+        sh.change_dir(&root);
+        let metadata = cmd!(sh, "cargo metadata --no-deps --format-version 1")
+            .quiet()
+            .read()
+            .unwrap();
+        let mut manifests = workspace_manifests(&metadata, root.to_str().unwrap());
+        assert!(manifests.contains("crates/faros/Cargo.toml"), "{manifests:?}");
+        manifests.insert("Cargo.toml".into()); // the workspace root, a virtual manifest
+        let file = dockerfile();
+        let builder = file.stage("builder").unwrap();
+        let problems = layer_problems(&dependency_layer(builder), &manifests);
+        assert!(problems.is_empty(), "{problems:#?}");
+
+        // Order: the tool, the manifests, a build of them, then the sources and the real build.
+        let order: Vec<&str> = builder
+            .instructions
+            .iter()
+            .filter_map(|(k, rest)| match (k.as_str(), rest.as_str()) {
+                ("RUN", r) if r.contains("cargo install --locked") => Some("install"),
+                ("RUN", r) if r.contains("cargo auditable build") && r.contains("cp target/image/") => Some("build"),
+                ("RUN", r) if r.contains("cargo auditable build") => Some("dependencies"),
+                ("COPY", ". .") => Some("sources"),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(order, ["install", "dependencies", "sources", "build"]);
+
+        // cargo-auditable pinned to an exact version.
+        let pinned = builder
+            .all("ARG")
+            .find_map(|a| a.strip_prefix("CARGO_AUDITABLE_VERSION="))
+            .expect("ARG CARGO_AUDITABLE_VERSION=<version>");
+        assert!(
+            pinned.split('.').count() == 3 && pinned.split('.').all(|p| p.parse::<u32>().is_ok()),
+            "{pinned}"
+        );
+        let install = builder.all("RUN").find(|r| r.contains("cargo install")).unwrap();
+        assert!(
+            install.contains("cargo-auditable@${CARGO_AUDITABLE_VERSION}"),
+            "{install}"
+        );
+    }
+
+    /// The profile the Dockerfile builds with exists and strips the binaries.
+    #[test]
+    fn image_profile_is_declared() {
+        let manifest = std::fs::read_to_string(crate::project_root().join("Cargo.toml")).unwrap();
+        let section = manifest
+            .split("\n[")
+            .find(|s| s.starts_with("profile.image]"))
+            .expect("[profile.image] in the workspace Cargo.toml");
+        for line in ["inherits = \"release\"", "strip = \"symbols\""] {
+            assert!(
+                section.lines().any(|l| l.trim() == line),
+                "[profile.image] lacks {line}"
+            );
         }
     }
 
