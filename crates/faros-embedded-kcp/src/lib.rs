@@ -13,7 +13,7 @@
 //!   (merge, JSON, strategic, server-side apply), `selector`, `objects` (metadata rules),
 //!   `registry`/`builtin` (what is served), `clusters` (the logical cluster index: name ⇄ path, phase).
 //! - `auth` (tokens, RBAC, the authorization decision), `state` (the shared server state and its
-//!   commit hook).
+//!   commit hook), `item_cache` (representations derived per stored object state, for lists).
 //! - `write` (the one write pipeline: metadata rules, schema, managedFields, kcp admission, commit)
 //!   and `client` (the in-process client controllers write through, as the system). kcp admission
 //!   (`kcp::admission`, one plugin per resource family) is the one part of `kcp` below `write`: it
@@ -35,6 +35,7 @@ pub(crate) mod builtin;
 pub(crate) mod client;
 pub(crate) mod clusters;
 pub(crate) mod controllers;
+pub(crate) mod item_cache;
 pub(crate) mod kcp;
 pub(crate) mod metrics;
 pub mod names;

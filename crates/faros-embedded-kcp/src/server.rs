@@ -276,6 +276,7 @@ impl Server {
             metrics: crate::metrics::Metrics::default(),
             server_url: tokio::sync::watch::Sender::new(None),
             apis: Arc::default(),
+            protobuf_items: Default::default(),
         });
         state.rebuild_indexes();
         let listener = TcpListener::bind(config.listen)

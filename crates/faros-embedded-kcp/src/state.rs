@@ -41,6 +41,8 @@ pub struct ServerState {
     /// What the APIExport/APIBinding controller publishes for the virtual workspace and claim
     /// admission.
     pub apis: Arc<crate::kcp::apis::view::Index>,
+    /// Protobuf messages of listed objects, spliced into protobuf lists.
+    pub protobuf_items: crate::item_cache::ItemCache,
 }
 
 impl ServerState {
@@ -56,6 +58,11 @@ impl ServerState {
                     .write()
                     .unwrap_or_else(|p| p.into_inner())
                     .apply_event(event);
+            }
+            if event.event_type != EventType::Added
+                && let Ok(key) = event.key.encode()
+            {
+                self.protobuf_items.forget(&key);
             }
             let _ = self.events.send(Arc::new(event.clone()));
         }

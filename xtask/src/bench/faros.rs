@@ -13,7 +13,7 @@ use anyhow::{Context, anyhow, bail};
 use base64::Engine;
 use serde_json::{Value, json};
 
-/// Concurrent clients for bulk creates.
+/// Concurrent clients for bulk creates that only fill a collection.
 pub(super) const CLIENTS: usize = 8;
 
 /// A `faros dev` child process and a client for it.
@@ -137,18 +137,19 @@ impl Faros {
             .await
     }
 
-    /// Creates `count` 1 KiB ConfigMaps in `ns` from `CLIENTS` concurrent clients; returns elapsed time.
+    /// Creates `count` 1 KiB ConfigMaps in `ns` from `clients` concurrent clients; returns elapsed time.
     pub(super) async fn create_many(
         self: &Arc<Self>,
         ns: &str,
         prefix: &str,
         count: usize,
+        clients: usize,
     ) -> anyhow::Result<Duration> {
         let next = Arc::new(AtomicUsize::new(0));
         let payload = "x".repeat(1024);
         let started = Instant::now();
         let mut tasks = Vec::new();
-        for _ in 0..CLIENTS {
+        for _ in 0..clients {
             let (me, next, payload, ns, prefix) = (
                 self.clone(),
                 next.clone(),

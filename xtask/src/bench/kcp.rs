@@ -1,8 +1,9 @@
 //! Benchmarks of the embedded kcp, each next to a baseline from the same run:
-//! - creates/s of 1 KiB ConfigMaps from 8 concurrent clients, with and without group commit, against
-//!   redb's own durable-commit rate on this disk (the physical limit for one-commit-per-write);
+//! - creates/s of 1 KiB ConfigMaps from 1, 8, 64 and 256 concurrent clients with group commit (and from
+//!   8 without), against redb's own durable-commit rate on this disk (the physical limit for
+//!   one-commit-per-write);
 //! - watch event latency p50/p99 with 100 watchers, against one GET round trip;
-//! - list latency for 10k objects;
+//! - list latency for 10k objects, JSON and protobuf, in one response and in pages of 500;
 //! - resident memory at N objects (default 100k), read from /proc of the server process.
 
 use std::path::Path;
@@ -18,6 +19,9 @@ use super::profile::Profile;
 use super::stats::{ms, percentile};
 
 /// redb's durable commit rate on this disk: sequential transactions of one 1 KiB insert each.
+/// Concurrent clients of the creates/s measurements.
+const CREATE_CLIENTS: [usize; 4] = [1, 8, 64, 256];
+
 fn redb_commit_rate(path: &Path, commits: usize) -> anyhow::Result<f64> {
     const TABLE: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("bench");
     let db = redb::Database::create(path)?;
@@ -116,41 +120,218 @@ async fn watch_latency(f: &Arc<Faros>, p: &Profile) -> anyhow::Result<(Vec<Durat
     Ok((all, round_trips))
 }
 
-async fn list_latency(f: &Arc<Faros>, p: &Profile) -> anyhow::Result<Vec<Duration>> {
-    f.namespace("list").await?;
-    f.create_many("list", "l", p.list_objects).await?;
-    let mut samples = Vec::new();
-    for _ in 0..p.list_samples {
-        let started = Instant::now();
-        let body = f
-            .http
-            .get(format!("{}/api/v1/namespaces/list/configmaps", f.url))
-            .bearer_auth(&f.token)
-            .send()
-            .await?
-            .bytes()
-            .await?;
-        samples.push(started.elapsed());
-        let v: Value = serde_json::from_slice(&body)?;
-        // Every namespace also holds what kcp puts there (kube-root-ca.crt): count the bench's own.
-        let n = v["items"]
-            .as_array()
-            .map(|items| {
-                items
-                    .iter()
-                    .filter(|i| {
-                        i.pointer("/metadata/name")
-                            .and_then(Value::as_str)
-                            .is_some_and(|n| n.starts_with("l-"))
-                    })
-                    .count()
-            })
-            .unwrap_or_default();
-        if n != p.list_objects {
-            bail!("list returned {n} of the bench's items, expected {}", p.list_objects);
+/// How a list is asked for: JSON or protobuf, in one response or in pages.
+#[derive(Clone, Copy)]
+struct ListForm {
+    protobuf: bool,
+    /// `limit` per page; `None` = unpaged.
+    page: Option<usize>,
+}
+
+impl ListForm {
+    const ALL: [ListForm; 4] = [
+        ListForm {
+            protobuf: false,
+            page: None,
+        },
+        ListForm {
+            protobuf: false,
+            page: Some(LIST_PAGE),
+        },
+        ListForm {
+            protobuf: true,
+            page: None,
+        },
+        ListForm {
+            protobuf: true,
+            page: Some(LIST_PAGE),
+        },
+    ];
+
+    fn label(self) -> String {
+        let encoding = if self.protobuf { "protobuf" } else { "JSON" };
+        match self.page {
+            Some(limit) => format!("{encoding}, pages of {limit}"),
+            None => format!("{encoding}, unpaged"),
         }
     }
-    Ok(samples)
+}
+
+/// `limit` of a paged list (client-go's pager asks for 500).
+const LIST_PAGE: usize = 500;
+
+/// Item count and continue token of one page, whatever its encoding.
+struct Page {
+    items: usize,
+    /// Items named like the bench's own (JSON only; protobuf pages are checked by total count).
+    ours: usize,
+    continue_token: Option<String>,
+}
+
+fn json_page(body: &[u8]) -> anyhow::Result<Page> {
+    let v: Value = serde_json::from_slice(body)?;
+    let items = v["items"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let ours = items
+        .iter()
+        .filter(|i| {
+            i.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| n.starts_with("l-"))
+        })
+        .count();
+    let continue_token = v
+        .pointer("/metadata/continue")
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty())
+        .map(String::from);
+    Ok(Page {
+        items: items.len(),
+        ours,
+        continue_token,
+    })
+}
+
+/// Reads a protobuf field list: `(field number, length-delimited payload)`; varint fields are skipped.
+fn pb_fields(mut buf: &[u8]) -> anyhow::Result<Vec<(u64, &[u8])>> {
+    fn varint(buf: &mut &[u8]) -> anyhow::Result<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let Some((b, rest)) = buf.split_first() else {
+                bail!("truncated varint")
+            };
+            *buf = rest;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        bail!("varint too long")
+    }
+    let mut out = Vec::new();
+    while !buf.is_empty() {
+        let tag = varint(&mut buf)?;
+        match tag & 7 {
+            0 => {
+                varint(&mut buf)?;
+            }
+            2 => {
+                let len = usize::try_from(varint(&mut buf)?)?;
+                if len > buf.len() {
+                    bail!("truncated field");
+                }
+                let (payload, rest) = buf.split_at(len);
+                out.push((tag >> 3, payload));
+                buf = rest;
+            }
+            other => bail!("unexpected wire type {other}"),
+        }
+    }
+    Ok(out)
+}
+
+/// A protobuf `<Kind>List`: `k8s\0`, a runtime.Unknown whose `raw` (2) holds ListMeta (1) and items (2).
+fn protobuf_page(body: &[u8]) -> anyhow::Result<Page> {
+    let unknown = body.strip_prefix(b"k8s\0").ok_or_else(|| {
+        anyhow::anyhow!(
+            "not a protobuf body: {:?}",
+            String::from_utf8_lossy(&body[..body.len().min(200)])
+        )
+    })?;
+    let raw = pb_fields(unknown)?
+        .into_iter()
+        .find(|(n, _)| *n == 2)
+        .map(|(_, raw)| raw)
+        .unwrap_or_default();
+    let (mut items, mut continue_token) = (0, None);
+    for (n, payload) in pb_fields(raw)? {
+        match n {
+            1 => {
+                continue_token = pb_fields(payload)?
+                    .into_iter()
+                    .find(|(m, _)| *m == 3)
+                    .map(|(_, c)| String::from_utf8_lossy(c).into_owned())
+                    .filter(|c| !c.is_empty());
+            }
+            2 => items += 1,
+            _ => {}
+        }
+    }
+    Ok(Page {
+        items,
+        ours: 0,
+        continue_token,
+    })
+}
+
+/// One full list (every page of it): the time spent in requests (reading each page's continue
+/// token is not counted: the client's parsing is not the server's latency), the items seen, and the
+/// bench's own among them (JSON).
+async fn list_once(f: &Faros, form: ListForm) -> anyhow::Result<(Duration, usize, usize)> {
+    let (mut spent, mut items, mut ours) = (Duration::ZERO, 0, 0);
+    let mut continue_token: Option<String> = None;
+    loop {
+        let mut url = format!("{}/api/v1/namespaces/list/configmaps", f.url);
+        if let Some(limit) = form.page {
+            url.push_str(&format!("?limit={limit}"));
+            if let Some(c) = &continue_token {
+                url.push_str(&format!("&continue={c}"));
+            }
+        }
+        let accept = if form.protobuf {
+            "application/vnd.kubernetes.protobuf, application/json"
+        } else {
+            "application/json"
+        };
+        let started = Instant::now();
+        let resp = f
+            .http
+            .get(url)
+            .bearer_auth(&f.token)
+            .header("accept", accept)
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            bail!("list ({}): {} {}", form.label(), resp.status(), resp.text().await?);
+        }
+        let body = resp.bytes().await?;
+        spent += started.elapsed();
+        let page = if form.protobuf {
+            protobuf_page(&body)?
+        } else {
+            json_page(&body)?
+        };
+        items += page.items;
+        ours += page.ours;
+        continue_token = page.continue_token;
+        if form.page.is_none() || continue_token.is_none() {
+            return Ok((spent, items, ours));
+        }
+    }
+}
+
+/// p50 and max of full lists of `p.list_objects` objects, per form.
+async fn list_latency(f: &Arc<Faros>, p: &Profile) -> anyhow::Result<Vec<(ListForm, Vec<Duration>)>> {
+    f.namespace("list").await?;
+    f.create_many("list", "l", p.list_objects, CLIENTS).await?;
+    // Every namespace also holds what kcp puts there (kube-root-ca.crt): JSON counts the bench's own,
+    // and every form must then see the same total.
+    let (_, total, ours) = list_once(f, ListForm::ALL[0]).await?;
+    if ours != p.list_objects {
+        bail!("list returned {ours} of the bench's items, expected {}", p.list_objects);
+    }
+    let mut results = Vec::new();
+    for form in ListForm::ALL {
+        let mut samples = Vec::new();
+        for _ in 0..p.list_samples {
+            let (spent, items, _) = list_once(f, form).await?;
+            samples.push(spent);
+            if items != total {
+                bail!("list ({}) returned {items} items, expected {total}", form.label());
+            }
+        }
+        results.push((form, samples));
+    }
+    Ok(results)
 }
 
 pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
@@ -161,30 +342,39 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     // Same disk as the project, so the baseline and the server share the physical limit.
     let dir = tempfile::tempdir_in(&target)?;
     println!(
-        "faros embedded kcp benchmark ({}, {} CPUs)",
+        "faros embedded kcp benchmark ({}, {} CPUs, {})",
         p.build(),
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        p.faros.display()
     );
 
     let limit = redb_commit_rate(&dir.path().join("baseline.redb"), p.redb_commits)?;
     println!("\nbaseline: redb durable commits/s (1 KiB, one per txn)      {limit:>10.0}");
 
+    let f = Arc::new(Faros::start(p, dir.path().join("group-commit"), Faros::CORE)?);
     let mut rates = Vec::new();
-    for (label, flags) in [
-        ("group commit", vec![]),
-        ("no group commit", vec!["--kcp-no-group-commit"]),
-    ] {
-        let args: Vec<&str> = Faros::CORE.iter().copied().chain(flags).collect();
-        let f = Arc::new(Faros::start(p, dir.path().join(label.replace(' ', "-")), &args)?);
-        f.namespace("bench").await?;
-        let elapsed = f.create_many("bench", "c", p.creates).await?;
+    for clients in CREATE_CLIENTS {
+        let ns = format!("bench-{clients}");
+        f.namespace(&ns).await?;
+        let elapsed = f.create_many(&ns, "c", p.creates, clients).await?;
         let rate = p.creates as f64 / elapsed.as_secs_f64();
-        rates.push((label, rate));
+        rates.push((clients, rate));
         println!(
-            "creates/s, {CLIENTS} clients, {label:<16}                 {rate:>10.0}   ratio to redb limit {:.2}",
+            "creates/s, {clients:>3} clients, group commit                 {rate:>10.0}   ratio to redb limit {:.2}",
             rate / limit
         );
     }
+    drop(f);
+    let args: Vec<&str> = Faros::CORE.iter().copied().chain(["--kcp-no-group-commit"]).collect();
+    let f = Arc::new(Faros::start(p, dir.path().join("no-group-commit"), &args)?);
+    f.namespace("bench").await?;
+    let elapsed = f.create_many("bench", "c", p.creates, CLIENTS).await?;
+    let nogc = p.creates as f64 / elapsed.as_secs_f64();
+    println!(
+        "creates/s, {CLIENTS:>3} clients, no group commit              {nogc:>10.0}   ratio to redb limit {:.2}",
+        nogc / limit
+    );
+    drop(f);
 
     let f = Arc::new(Faros::start(p, dir.path().join("latency"), Faros::CORE)?);
     let (mut watch, mut rtt) = watch_latency(&f, p).await?;
@@ -205,21 +395,26 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         ms(w99),
         ms(w99) / 10.0
     );
-    let mut list = list_latency(&f, p).await?;
-    let (l50, l99) = (percentile(&mut list, 50.0), percentile(&mut list, 99.0));
-    println!(
-        "list of {} objects: p50 {:.1}ms  max {:.1}ms   ratio to target 100ms {:.2}",
-        p.list_objects,
-        ms(l50),
-        ms(l99),
-        ms(l99) / 100.0
-    );
+    let lists = list_latency(&f, p).await?;
+    let mut list_p50s = Vec::new();
+    for (form, mut samples) in lists {
+        let (l50, max) = (percentile(&mut samples, 50.0), percentile(&mut samples, 100.0));
+        list_p50s.push(format!("{} {:.1}ms", form.label(), ms(l50)));
+        println!(
+            "list of {} objects, {:<22} p50 {:>6.1}ms  max {:>6.1}ms   ratio to target 25ms {:.2}",
+            p.list_objects,
+            form.label(),
+            ms(l50),
+            ms(max),
+            ms(l50) / 25.0
+        );
+    }
     drop(f);
 
     let f = Arc::new(Faros::start(p, dir.path().join("rss"), Faros::CORE)?);
     f.namespace("rss").await?;
     let idle = f.rss_mib()?;
-    f.create_many("rss", "r", rss_objects).await?;
+    f.create_many("rss", "r", rss_objects, CLIENTS).await?;
     let rss = f.rss_mib()?;
     println!("\nbaseline: RSS idle                                          {idle:>8.1}MiB");
     println!(
@@ -227,14 +422,15 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         rss / 200.0
     );
 
-    let (_, gc) = rates[0];
-    let (_, nogc) = rates[1];
+    let rate_at = |n: usize| rates.iter().find(|(c, _)| *c == n).map_or(0.0, |(_, r)| *r);
+    let creates: Vec<String> = rates.iter().map(|(c, r)| format!("{:.2}x at {c}", r / limit)).collect();
     Ok(format!(
-        "\nsummary: creates/s {:.2}x redb limit with group commit (target >= 1.00), {:.2}x without (target >= 0.50); watch p99 {:.2}ms (< 10); list {:.1}ms (< 100); RSS {:.0}MiB (< 200)",
-        gc / limit,
+        "\nsummary: creates/s vs redb limit with group commit {} (target >= 3.00 at 64: {:.2}), {:.2}x without at {CLIENTS} (target >= 0.50); watch p99 {:.2}ms (< 10); list p50 {} (< 25); RSS {:.0}MiB (< 200)",
+        creates.join(", "),
+        rate_at(64) / limit,
         nogc / limit,
         ms(w99),
-        ms(l99),
+        list_p50s.join(", "),
         rss
     ))
 }

@@ -27,6 +27,10 @@ pub struct Bench {
     /// Objects for the RSS measurement (the target is stated for 100k).
     #[arg(long, default_value_t = 100_000)]
     rss_objects: usize,
+    /// The `faros` binary to measure instead of `target/release/faros`: a copy of a build from before
+    /// a change, so that before and after are measured in one sitting on the same machine.
+    #[arg(long)]
+    faros: Option<std::path::PathBuf>,
     /// Small sizes in the debug build, every suite unless one is named: proves the suites run and
     /// report figures (CI); the timings mean nothing.
     #[arg(long)]
@@ -88,13 +92,22 @@ impl Bench {
             let suite = self.suite().name();
             let rss = self.rss_objects.to_string();
             let xtask = root.join("target/release/xtask");
-            xshell::cmd!(sh, "{xtask} bench {suite} --measure --rss-objects {rss}").run()?;
+            let faros: Vec<String> = self
+                .faros
+                .iter()
+                .flat_map(|f| ["--faros".to_string(), f.display().to_string()])
+                .collect();
+            xshell::cmd!(sh, "{xtask} bench {suite} --measure --rss-objects {rss} {faros...}").run()?;
             return Ok(());
         }
         if cfg!(debug_assertions) {
             bail!("the measuring run must be a release build; use `cargo xtask bench`");
         }
-        measure(root, self.suite(), &profile::Profile::full(root, self.rss_objects)).map(|_| ())
+        let mut profile = profile::Profile::full(root, self.rss_objects);
+        if let Some(faros) = &self.faros {
+            profile.faros = faros.clone();
+        }
+        measure(root, self.suite(), &profile).map(|_| ())
     }
 
     fn suite(&self) -> Suite {

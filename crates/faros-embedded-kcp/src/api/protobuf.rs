@@ -193,6 +193,55 @@ pub fn encode(value: &Value) -> Result<Vec<u8>, ProtobufError> {
     Ok(seal(api_version, kind, &raw))
 }
 
+/// The message of one item of a `<Kind>List` (`list_kind`): what [`encode`] writes per item, so a
+/// list can be assembled by [`encode_list`] from item messages encoded (and kept) earlier.
+pub fn encode_list_item(api_version: &str, list_kind: &str, item: &Value) -> Result<Vec<u8>, ProtobufError> {
+    let Some(Message::List(fields)) = message(api_version, list_kind) else {
+        return Err(ProtobufError::NotEncodable(format!("kind {list_kind:?}")));
+    };
+    let item = item
+        .as_object()
+        .ok_or_else(|| ProtobufError::NotEncodable(format!("{list_kind}.items: not an object")))?;
+    codec::encode(item, fields, TYPE_KEYS, &format!("{list_kind}.items"))
+}
+
+/// A `<Kind>List` body from its `head` (`apiVersion`, `kind`, `metadata`: everything but `items`)
+/// and messages of [`encode_list_item`]; the same bytes [`encode`] writes for the whole list.
+pub fn encode_list<'a>(
+    head: &Map<String, Value>,
+    items: impl IntoIterator<Item = &'a [u8]>,
+) -> Result<Vec<u8>, ProtobufError> {
+    let field = |k: &str| head.get(k).and_then(Value::as_str).unwrap_or_default();
+    let (api_version, kind) = (field("apiVersion"), field("kind"));
+    let Some(Message::List(_)) = message(api_version, kind) else {
+        return Err(ProtobufError::NotEncodable(format!("kind {kind:?}")));
+    };
+    let list_meta = codec::encode(head, schema::LIST, TYPE_KEYS, kind)?;
+    let items: Vec<&[u8]> = items.into_iter().collect();
+    // Lists run to megabytes: size the body once and write the envelope's header before the items
+    // rather than building the list and copying it into the envelope (what `seal` does).
+    let raw_len = list_meta.len() + items.iter().map(|i| bytes_field_len(2, i.len())).sum::<usize>();
+    let mut type_meta = Vec::new();
+    wire::put_bytes_field(&mut type_meta, 1, api_version.as_bytes());
+    wire::put_bytes_field(&mut type_meta, 2, kind.as_bytes());
+    let mut out = Vec::with_capacity(MAGIC.len() + bytes_field_len(1, type_meta.len()) + bytes_field_len(2, raw_len));
+    out.extend_from_slice(MAGIC);
+    wire::put_bytes_field(&mut out, 1, &type_meta);
+    wire::put_varint(&mut out, (2 << 3) | 2);
+    wire::put_varint(&mut out, raw_len as u64);
+    out.extend_from_slice(&list_meta);
+    for item in items {
+        wire::put_bytes_field(&mut out, 2, item);
+    }
+    Ok(out)
+}
+
+/// The encoded size of a length-delimited field of `len` bytes.
+fn bytes_field_len(field: u64, len: usize) -> usize {
+    let varint_len = |v: u64| (64 - (v | 1).leading_zeros() as usize).div_ceil(7);
+    varint_len((field << 3) | 2) + varint_len(len as u64) + len
+}
+
 /// One frame of a protobuf watch stream: `type` and the enveloped object, length-prefixed.
 pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Vec<u8>, ProtobufError> {
     let mut raw_extension = Vec::new();
@@ -266,6 +315,37 @@ mod tests {
         for v in [list, status, opts] {
             assert_eq!(decode(&encode(&v).unwrap()).unwrap(), v);
         }
+    }
+
+    #[test]
+    fn lists_spliced_from_item_messages_equal_whole_lists() {
+        let (_, _, secret) = KINDS.iter().find(|(_, k, _)| *k == "Secret").unwrap();
+        let item = with_type(sample(secret), "v1", "Secret");
+        for metadata in [
+            json!({"resourceVersion": "12"}),
+            json!({"resourceVersion": "12", "continue": "abc", "remainingItemCount": 3}),
+        ] {
+            for items in [vec![], vec![item.clone()], vec![item.clone(), sample(secret)]] {
+                let head = json!({"apiVersion": "v1", "kind": "SecretList", "metadata": metadata});
+                let mut whole = head.clone();
+                whole["items"] = json!(items);
+                let messages: Vec<Vec<u8>> = items
+                    .iter()
+                    .map(|i| encode_list_item("v1", "SecretList", i).unwrap())
+                    .collect();
+                let spliced = encode_list(head.as_object().unwrap(), messages.iter().map(Vec::as_slice)).unwrap();
+                assert_eq!(spliced, encode(&whole).unwrap(), "{whole}");
+            }
+        }
+        for len in [0, 1, 127, 128, 16_383, 16_384, 3_000_000] {
+            let mut out = Vec::new();
+            wire::put_bytes_field(&mut out, 2, &vec![0; len]);
+            assert_eq!(bytes_field_len(2, len), out.len(), "{len}");
+        }
+        let not_a_list = json!({"apiVersion": "v1", "kind": "Secret"});
+        assert!(encode_list(not_a_list.as_object().unwrap(), []).is_err());
+        assert!(encode_list_item("v1", "Secret", &item).is_err());
+        assert!(encode_list_item("faros.sh/v1alpha1", "ProviderList", &item).is_err());
     }
 
     /// Bytes kubectl 1.32 sends for `kubectl create configmap c2 -n demo --from-literal=a=b`:

@@ -7,11 +7,12 @@ use faros_core::status::Status;
 use serde_json::Value;
 
 use super::RequestContext;
-use super::respond::{Representation, json_response, list_repr, object_repr};
+use super::protobuf;
+use super::respond::{Accepts, Representation, json_response, list_repr, object_repr};
 use crate::objects::meta;
 use crate::registry::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::store::ListQuery;
+use crate::store::{ListPage, ListQuery, RawItem};
 
 pub fn get(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>, name: &str) -> Result<Response, Status> {
     let key = ctx.key(def, ns, name);
@@ -36,7 +37,8 @@ pub type ObjectFilter = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
 pub fn selector_filter(ctx: &RequestContext, def: &ResourceDef) -> Result<Option<ObjectFilter>, Status> {
     let labels = match ctx.params.label_selector() {
         Some(s) => Some(
-            LabelSelector::parse(s).map_err(|e| Status::bad_request(format!("unable to parse requirement: {e}")))?,
+            // The parser's error already reads "unable to parse requirement: …".
+            LabelSelector::parse(s).map_err(|e| Status::bad_request(e.to_string()))?,
         ),
         None => None,
     };
@@ -48,7 +50,17 @@ pub fn selector_filter(ctx: &RequestContext, def: &ResourceDef) -> Result<Option
                 let known =
                     f == "metadata.name" || f == "metadata.namespace" || def.selectable_fields.iter().any(|s| s == f);
                 if !known {
-                    return Err(Status::bad_request(format!("field label not supported: {f}")));
+                    // kube's default field label conversion (built-in kinds with no fields of
+                    // their own) says what it takes; custom conversions and CRDs do not.
+                    return Err(Status::bad_request(
+                        match def.typed_builtin() && def.selectable_fields.is_empty() {
+                            true => format!(
+                                "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+                                crate::auth::rbac::go_quote(f)
+                            ),
+                            false => format!("field label not supported: {f}"),
+                        },
+                    ));
                 }
             }
             Some(sel)
@@ -119,7 +131,7 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
             .store
             .list_raw(&query)
             .map_err(|e| crate::write::store_status(e, def, ""))?;
-        return Ok(raw_list(def, page));
+        return Ok(raw_list(ctx, def, page));
     }
     let mut page = ctx
         .state
@@ -144,34 +156,76 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
     Ok(json_response(http::StatusCode::OK, &body))
 }
 
-/// A list response assembled from stored JSON text without parsing it.
-fn raw_list(def: &ResourceDef, page: crate::store::ListPage) -> Response {
-    #[derive(serde::Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Meta {
-        resource_version: String,
-        #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
-        continue_token: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        remaining_item_count: Option<u64>,
+/// A list response assembled from the stored JSON text of its items without parsing it, or from
+/// their kept protobuf messages when the client prefers protobuf (as `negotiate_encoding` would
+/// re-encode the JSON answer).
+fn raw_list(ctx: &RequestContext, def: &ResourceDef, page: ListPage) -> Response {
+    let mut metadata = serde_json::Map::new();
+    metadata.insert(
+        "resourceVersion".into(),
+        Value::String(page.resource_version.to_string()),
+    );
+    if let Some(c) = &page.continue_token {
+        metadata.insert("continue".into(), Value::String(c.clone()));
     }
-    #[derive(serde::Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Body<'a> {
-        kind: &'a str,
-        api_version: String,
-        metadata: Meta,
-        items: &'a [Box<serde_json::value::RawValue>],
+    if let Some(n) = page.remaining_item_count {
+        metadata.insert("remainingItemCount".into(), Value::from(n));
     }
-    let body = Body {
-        kind: &def.list_kind,
-        api_version: def.api_version(),
-        metadata: Meta {
-            resource_version: page.resource_version.to_string(),
-            continue_token: page.continue_token,
-            remaining_item_count: page.remaining_item_count,
-        },
-        items: &page.raw_items,
-    };
-    super::respond::json_bytes(http::StatusCode::OK, serde_json::to_vec(&body).unwrap_or_default())
+    let mut head = serde_json::Map::new();
+    head.insert("kind".into(), Value::String(def.list_kind.clone()));
+    head.insert("apiVersion".into(), Value::String(def.api_version()));
+    head.insert("metadata".into(), Value::Object(metadata));
+    let accepts = Accepts::from_headers(&ctx.headers);
+    if (!accepts.json || accepts.protobuf_first)
+        && let Some(body) = protobuf_list(ctx, def, &head, &page.raw_items)
+    {
+        return protobuf_bytes(body);
+    }
+    // `{"kind":…,"apiVersion":…,"metadata":{…},"items":[…]}` with the stored items spliced in.
+    let mut body = serde_json::to_vec(&Value::Object(head)).unwrap_or_default();
+    body.pop();
+    let items_len: usize = page.raw_items.iter().map(|i| i.json().len() + 1).sum();
+    body.reserve(items_len + 12);
+    body.extend_from_slice(b",\"items\":[");
+    for (i, item) in page.raw_items.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(item.json());
+    }
+    body.extend_from_slice(b"]}");
+    super::respond::json_bytes(http::StatusCode::OK, body)
+}
+
+/// The protobuf form of a list from its items' kept messages (encoded and kept on a first list).
+/// `None` when the kind has no protobuf form or an item cannot be encoded: the JSON answer then
+/// goes through `negotiate_encoding`, which decides between JSON and 406 as for any answer.
+fn protobuf_list(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+    head: &serde_json::Map<String, Value>,
+    items: &[RawItem],
+) -> Option<Vec<u8>> {
+    let api_version = def.api_version();
+    if !protobuf::supports(&api_version, &def.list_kind) {
+        return None;
+    }
+    let messages = ctx
+        .state
+        .protobuf_items
+        .get_or_derive(items.iter().map(|i| (i.key.as_slice(), i.rv)), |i| {
+            let item: Value = serde_json::from_slice(items[i].json()).map_err(|_| ())?;
+            protobuf::encode_list_item(&api_version, &def.list_kind, &item).map_err(|_| ())
+        })
+        .ok()?;
+    protobuf::encode_list(head, messages.iter().map(|m| &m[..])).ok()
+}
+
+fn protobuf_bytes(body: Vec<u8>) -> Response {
+    let mut resp = Response::new(axum::body::Body::from(body));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(protobuf::MEDIA_TYPE),
+    );
+    resp
 }

@@ -1,8 +1,10 @@
 //! Prefix-range lists with consistent pagination.
 //!
-//! The first page is read from a redb snapshot at RV `R`. Its continue token records `R` and the last key.
-//! A later page is read from a newer snapshot at `R'` with the effects of the history events in `(R, R']`
-//! undone, so every page reflects the state at `R` however many writes happened in between.
+//! Pages are read from the store's memory image (see [`super::image`]), never from the file: the first
+//! page from the image at RV `R`, its continue token recording `R` and the last key. A later page is
+//! read from the image at a newer `R'` with the effects of the history events in `(R, R']` undone, so
+//! every page reflects the state at `R` however many writes happened in between. Stored values are
+//! shared, not copied: a plain list splices their JSON text into the response as it is.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -14,9 +16,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::Value;
 
 use super::history::History;
-use serde_json::value::RawValue;
+use super::image::Entry;
 
-use super::key::{decode_value, namespace_of, prefix_range};
+use super::key::{decode_value, encode_value, namespace_of, prefix_range, value_rv};
 use super::{ObjectKey, StoreError};
 
 const TOKEN_VERSION: u8 = 1;
@@ -57,12 +59,30 @@ impl std::fmt::Debug for ListQuery {
     }
 }
 
+/// One item of a list as its stored JSON text, which already carries its resourceVersion.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawItem {
+    /// The encoded key: with `rv`, the identity of this exact state (RVs are never reused), so
+    /// representations derived from the text can be cached under it.
+    pub key: Vec<u8>,
+    pub rv: u64,
+    /// The stored value (RV prefix, then JSON), shared with the memory image.
+    value: Arc<[u8]>,
+}
+
+impl RawItem {
+    /// JSON written by the store itself, so it is spliced into responses without being checked.
+    pub fn json(&self) -> &[u8] {
+        self.value.get(8..).unwrap_or_default()
+    }
+}
+
 /// One page of a list.
 #[derive(Clone, Debug)]
 pub struct ListPage {
     pub items: Vec<Value>,
     /// Items as stored JSON text, filled instead of `items` by `Store::list_raw` without a filter.
-    pub raw_items: Vec<Box<RawValue>>,
+    pub raw_items: Vec<RawItem>,
     /// The RV the page reflects: the snapshot's for a first page, the first page's for later ones.
     pub resource_version: u64,
     pub continue_token: Option<String>,
@@ -72,9 +92,8 @@ pub struct ListPage {
 
 impl PartialEq for ListPage {
     fn eq(&self, other: &Self) -> bool {
-        let raw = |p: &Self| p.raw_items.iter().map(|r| r.get().to_string()).collect::<Vec<_>>();
         self.items == other.items
-            && raw(self) == raw(other)
+            && self.raw_items == other.raw_items
             && self.resource_version == other.resource_version
             && self.continue_token == other.continue_token
             && self.remaining_item_count == other.remaining_item_count
@@ -190,15 +209,16 @@ pub(crate) fn undo_map(
     Ok(undo)
 }
 
-/// An item either still in the snapshot (undecoded) or restored from history.
+/// An item either still in the image (undecoded) or restored from history.
 enum Item<'a> {
-    Stored(&'a [u8]),
+    Stored(&'a Arc<[u8]>),
     Restored(&'a Value),
 }
 
-/// Reads one page from `table` (a snapshot) with `undo` laid over it, starting after key `after`.
+/// Reads one page from `stored` (the image's entries of the scan after `after`, in key order) with
+/// `undo` laid over it.
 pub(crate) fn read_page(
-    table: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
+    stored: &[Entry],
     scan: &Scan,
     q: &ListQuery,
     undo: &BTreeMap<Vec<u8>, Option<Arc<Value>>>,
@@ -211,33 +231,42 @@ pub(crate) fn read_page(
         None => Bound::Included(scan.start.as_slice()),
     };
     let bounds = (lower, Bound::Excluded(scan.end.as_slice()));
-    let mut stored = table.range::<&[u8]>(bounds)?;
+    let mut stored = stored.iter();
     let mut restored = undo.range::<[u8], _>(bounds).peekable();
-    let mut next_stored = stored.next().transpose()?;
+    let mut next_stored = stored.next();
     let mut page = PageBuilder::new(scan, q, raw);
     while !page.finished() {
-        // Merge the two ordered sources; an undo entry replaces the snapshot's entry for its key.
-        let order = match (&next_stored, restored.peek()) {
+        // Merge the two ordered sources; an undo entry replaces the image's entry for its key.
+        let order = match (next_stored, restored.peek()) {
             (None, None) => break,
-            (Some((s, _)), Some((r, _))) => s.value().cmp(r.as_slice()),
+            (Some((s, _)), Some((r, _))) => s[..].cmp(r.as_slice()),
             (Some(_), None) => Ordering::Less,
             (None, Some(_)) => Ordering::Greater,
         };
         if order == Ordering::Less {
-            if let Some((k, v)) = &next_stored {
-                page.offer(k.value(), Some(Item::Stored(v.value())))?;
+            if let Some((k, v)) = next_stored {
+                page.offer(k, Some(Item::Stored(v)))?;
             }
-            next_stored = stored.next().transpose()?;
+            next_stored = stored.next();
         } else {
             if let Some((k, v)) = restored.next() {
                 page.offer(k, v.as_deref().map(Item::Restored))?;
             }
             if order == Ordering::Equal {
-                next_stored = stored.next().transpose()?;
+                next_stored = stored.next();
             }
         }
     }
     Ok(page.finish(page_rv))
+}
+
+/// The resourceVersion of a state restored from history (set on it when it was stored).
+fn restored_rv(value: &Value) -> Result<u64, StoreError> {
+    value
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .and_then(|rv| rv.parse().ok())
+        .ok_or_else(|| StoreError::Corrupt("a state in the history has no resourceVersion".into()))
 }
 
 /// Accumulates one page from merged entries in key order.
@@ -248,7 +277,7 @@ struct PageBuilder<'q> {
     items: Vec<Value>,
     /// With `raw`, matching stored items are kept as their JSON text instead of being parsed.
     raw: bool,
-    raw_items: Vec<Box<RawValue>>,
+    raw_items: Vec<RawItem>,
     last_key: Option<Vec<u8>>,
     /// A matching entry exists after the page.
     more: bool,
@@ -293,13 +322,18 @@ impl<'q> PageBuilder<'q> {
         if self.raw && !full {
             // Lists are the hot path for big collections: keep stored JSON verbatim (it already carries
             // its resourceVersion) instead of parsing and re-serializing it.
-            let text = match item {
-                Item::Stored(bytes) => String::from_utf8(bytes.get(8..).unwrap_or_default().to_vec())
-                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
-                Item::Restored(value) => value.to_string(),
+            let (rv, value) = match item {
+                Item::Stored(bytes) => (value_rv(bytes)?, bytes.clone()),
+                Item::Restored(value) => {
+                    let rv = restored_rv(value)?;
+                    (rv, encode_value(rv, value)?.into())
+                }
             };
-            self.raw_items
-                .push(RawValue::from_string(text).map_err(|e| StoreError::Corrupt(e.to_string()))?);
+            self.raw_items.push(RawItem {
+                key: key.to_vec(),
+                rv,
+                value,
+            });
             self.last_key = Some(key.to_vec());
             return Ok(());
         }

@@ -7,10 +7,12 @@
 //! - The RV counter is stored in the same transaction as the objects, so it survives restarts and never
 //!   goes backwards. The event history is memory only: after a restart it starts at the stored RV and
 //!   older watches and continue tokens get `TooOld` / `Expired`, which clients answer by relisting.
-//! - Nothing but the history and the set of known resources is kept in memory; objects are read from the
-//!   file (through redb's cache, sized by [`StoreOptions::cache_bytes`]).
+//! - Gets and lists are served from a memory image of every stored value (see [`image`]), which the
+//!   writer updates after each durable commit; the file is read only at open and by the writer's
+//!   precondition checks (through redb's cache, sized by [`StoreOptions::cache_bytes`]).
 
 mod history;
+mod image;
 mod key;
 mod list;
 mod watch;
@@ -20,6 +22,7 @@ mod writer;
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, mpsc};
@@ -32,11 +35,12 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 pub use key::ObjectKey;
-pub use list::{ListPage, ListQuery};
+pub use list::{ListPage, ListQuery, RawItem};
 pub use watch::{WatchFilter, WatchStream};
 pub use writer::WriteOp;
 
 use history::History;
+use image::Image;
 use key::{decode_value, prefix_range};
 pub(crate) use list::ContinueToken;
 use list::Scan;
@@ -176,6 +180,8 @@ pub(crate) struct Shared {
     pub(crate) hub: Arc<Hub>,
     /// Every `(group, resource)` that has had an object; lets `scan_cluster` visit one range per resource.
     pub(crate) resources: RwLock<BTreeSet<(String, String)>>,
+    /// Every stored value, as of the last commit applied to it.
+    pub(crate) image: RwLock<Image>,
     /// The last committed RV.
     pub(crate) current_rv: AtomicU64,
     /// Durable commits so far (observability, tests).
@@ -225,12 +231,14 @@ impl Store {
         let read = db.begin_read()?;
         let rv = read.open_table(META)?.get(RV_KEY)?.map_or(0, |g| g.value());
         let resources = discover_resources(&read.open_table(OBJECTS)?)?;
+        let image = Image::load(&read.open_table(OBJECTS)?, rv)?;
         drop(read);
 
         let shared = Arc::new(Shared {
             db,
             hub: Arc::new(Hub::new(History::new(opts.history_capacity, rv))),
             resources: RwLock::new(resources),
+            image: RwLock::new(image),
             current_rv: AtomicU64::new(rv),
             commits: AtomicU64::new(0),
         });
@@ -270,14 +278,16 @@ impl Store {
         self.shared().commits.load(Ordering::Relaxed)
     }
 
+    fn image(&self) -> std::sync::RwLockReadGuard<'_, Image> {
+        self.shared().image.read().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// The stored object, with `metadata.resourceVersion` set.
     pub fn get(&self, key: &ObjectKey) -> Result<Option<Value>, StoreError> {
         let encoded = key.encode()?;
-        let read = self.shared().db.begin_read()?;
-        let table = read.open_table(OBJECTS)?;
-        let found = table.get(encoded.as_slice())?;
+        let found = self.image().get(&encoded);
         found
-            .map(|guard| decode_value(guard.value()).map(|(_, object)| object))
+            .map(|value| decode_value(&value).map(|(_, object)| object))
             .transpose()
     }
 
@@ -315,11 +325,16 @@ impl Store {
                 "continue token belongs to a different list".into(),
             ));
         }
-        let read = self.shared().db.begin_read()?;
-        let snapshot_rv = read.open_table(META)?.get(RV_KEY)?.map_or(0, |g| g.value());
-        let table = read.open_table(OBJECTS)?;
+        let lower = match &token {
+            Some(t) => Bound::Excluded(t.last_key.as_slice()),
+            None => Bound::Included(scan.start.as_slice()),
+        };
+        let (snapshot_rv, stored) = {
+            let image = self.image();
+            (image.rv(), image.range(lower, &scan.end))
+        };
         match token {
-            None => list::read_page(&table, &scan, q, &BTreeMap::new(), None, snapshot_rv, raw),
+            None => list::read_page(&stored, &scan, q, &BTreeMap::new(), None, snapshot_rv, raw),
             Some(t) if t.rv > snapshot_rv => Err(StoreError::InvalidContinue(format!(
                 "continue token is from the future ({})",
                 t.rv
@@ -331,7 +346,7 @@ impl Store {
                     let hub = self.shared().hub.lock_caught_up(snapshot_rv)?;
                     list::undo_map(&hub.history, t.rv, &scan, q)?
                 };
-                list::read_page(&table, &scan, q, &undo, Some(&t.last_key), t.rv, raw)
+                list::read_page(&stored, &scan, q, &undo, Some(&t.last_key), t.rv, raw)
             }
         }
     }

@@ -990,7 +990,7 @@ async fn raw_lists_match_parsed_lists_across_pages() {
     let reparsed: Vec<Value> = raw
         .raw_items
         .iter()
-        .map(|r| serde_json::from_str(r.get()).unwrap())
+        .map(|r| serde_json::from_slice(r.json()).unwrap())
         .collect();
     assert_eq!(reparsed, parsed.items);
     assert_eq!(raw.continue_token, parsed.continue_token);
@@ -1002,7 +1002,7 @@ async fn raw_lists_match_parsed_lists_across_pages() {
     let reparsed: Vec<Value> = raw
         .raw_items
         .iter()
-        .map(|r| serde_json::from_str(r.get()).unwrap())
+        .map(|r| serde_json::from_slice(r.json()).unwrap())
         .collect();
     assert_eq!(reparsed, parsed.items);
     assert_eq!(reparsed.len(), 2);

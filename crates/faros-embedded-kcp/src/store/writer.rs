@@ -11,6 +11,7 @@ use redb::{Durability, ReadableTable};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::image::Writes;
 use super::key::{decode_value, encode_value, set_resource_version, with_resource_version};
 use super::{Event, EventType, META, OBJECTS, ObjectKey, RV_KEY, Shared, StoreError};
 
@@ -219,7 +220,12 @@ pub(crate) fn process_batch(shared: &Shared, batch: Vec<Request>) -> Result<(), 
     let mut replies = Vec::with_capacity(batch.len());
     let outcome = run_transaction(shared, base_rv, batch, &mut replies);
     match outcome {
-        Ok(last_rv) => {
+        Ok((last_rv, writes)) => {
+            if last_rv != base_rv {
+                // Durable now: readers may see it (before any caller hears of it or any watcher does).
+                let mut image = shared.image.write().unwrap_or_else(|p| p.into_inner());
+                image.apply(writes, last_rv);
+            }
             shared.current_rv.store(last_rv, Ordering::Release);
             let published: Vec<Arc<Event>> = replies
                 .iter()
@@ -247,13 +253,15 @@ type Reply = (
     Result<Vec<Event>, StoreError>,
 );
 
-/// Plans and applies every call, then commits durably. Returns the last RV assigned.
+/// Plans and applies every call, then commits durably. Returns the last RV assigned and the values
+/// written, for the memory image.
 fn run_transaction(
     shared: &Shared,
     base_rv: u64,
     batch: Vec<Request>,
     replies: &mut Vec<Reply>,
-) -> Result<u64, TxnError> {
+) -> Result<(u64, Writes), TxnError> {
+    let mut writes = Writes::new();
     let mut txn = shared.db.begin_write().map_err(aborted)?;
     txn.set_durability(Durability::Immediate).map_err(aborted)?;
     let mut rv = base_rv;
@@ -292,7 +300,7 @@ fn run_transaction(
                 Ok(plan) => plan,
             };
             replies.push((reply, Ok(Vec::new())));
-            let applied = apply(&mut objects, &plan);
+            let applied = apply(&mut objects, &plan, &mut writes);
             if let Err(e) = applied {
                 // The table may hold part of this call: only dropping the whole transaction undoes it.
                 replies.extend(pending.map(|r| (r.reply, Ok(Vec::new()))));
@@ -313,7 +321,7 @@ fn run_transaction(
     if rv == base_rv {
         // Every call failed: nothing to make durable.
         txn.abort().map_err(aborted)?;
-        return Ok(rv);
+        return Ok((rv, Writes::new()));
     }
     txn.open_table(META)
         .map_err(aborted)?
@@ -321,18 +329,20 @@ fn run_transaction(
         .map_err(aborted)?;
     txn.commit().map_err(|e| TxnError::CommitFailed(e.into()))?;
     shared.commits.fetch_add(1, Ordering::Relaxed);
-    Ok(rv)
+    Ok((rv, writes))
 }
 
-fn apply(objects: &mut redb::Table<'_, &[u8], &[u8]>, plan: &Plan) -> Result<(), StoreError> {
+fn apply(objects: &mut redb::Table<'_, &[u8], &[u8]>, plan: &Plan, writes: &mut Writes) -> Result<(), StoreError> {
     for (key, state) in &plan.writes {
         match state {
             Some(current) => {
                 let bytes = encode_value(current.rv, &current.object)?;
                 objects.insert(key.as_slice(), bytes.as_slice())?;
+                writes.push((key.clone(), Some(bytes)));
             }
             None => {
                 objects.remove(key.as_slice())?;
+                writes.push((key.clone(), None));
             }
         }
     }

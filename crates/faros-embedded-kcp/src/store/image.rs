@@ -1,0 +1,111 @@
+//! The memory image of the objects table, like kube-apiserver's watch cache: every stored value (RV
+//! prefix and JSON, exactly as in the file) by encoded key, and the RV it reflects.
+//!
+//! Gets and lists read the image instead of the file, so a big list neither pages the file in again
+//! nor copies values: it takes shared references to them under a short read lock and splices their
+//! text. The writer applies a batch's final values after its commit is durable and before anyone is
+//! acknowledged or sees its events, so the image never shows what is not on disk, and a caller always
+//! reads its own acknowledged write. The cost is memory: about the stored size of every object.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use redb::ReadableTable;
+
+use super::StoreError;
+
+/// Stored values by encoded key, at one RV.
+#[derive(Debug, Default)]
+pub(crate) struct Image {
+    rv: u64,
+    objects: BTreeMap<Arc<[u8]>, Arc<[u8]>>,
+}
+
+/// One stored value and its encoded key, shared with the image.
+pub(crate) type Entry = (Arc<[u8]>, Arc<[u8]>);
+
+/// A batch's final value per encoded key (`None` = removed), in the order applied.
+pub(crate) type Writes = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+impl Image {
+    /// Reads every stored object (startup).
+    pub(crate) fn load(table: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>, rv: u64) -> Result<Self, StoreError> {
+        let mut objects = BTreeMap::new();
+        for entry in table.iter()? {
+            let (k, v) = entry?;
+            objects.insert(Arc::from(k.value()), Arc::from(v.value()));
+        }
+        Ok(Self { rv, objects })
+    }
+
+    /// The RV of the last commit applied.
+    pub(crate) fn rv(&self) -> u64 {
+        self.rv
+    }
+
+    pub(crate) fn get(&self, key: &[u8]) -> Option<Arc<[u8]>> {
+        self.objects.get(key).cloned()
+    }
+
+    /// The entries from `lower` up to (not including) `end`, shared: cheap enough to take under the
+    /// lock, so parsing and filtering happen after it is released.
+    pub(crate) fn range(&self, lower: Bound<&[u8]>, end: &[u8]) -> Vec<Entry> {
+        self.objects
+            .range::<[u8], _>((lower, Bound::Excluded(end)))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// Applies one durable commit.
+    pub(crate) fn apply(&mut self, writes: Writes, rv: u64) {
+        for (key, value) in writes {
+            match value {
+                Some(value) => {
+                    self.objects.insert(key.into(), value.into());
+                }
+                None => {
+                    self.objects.remove(key.as_slice());
+                }
+            }
+        }
+        self.rv = rv;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(k: &str, v: &str) -> (Vec<u8>, Option<Vec<u8>>) {
+        (k.as_bytes().to_vec(), Some(v.as_bytes().to_vec()))
+    }
+
+    fn keys(found: &[Entry]) -> Vec<String> {
+        found
+            .iter()
+            .map(|(k, v)| format!("{}={}", String::from_utf8_lossy(k), String::from_utf8_lossy(v)))
+            .collect()
+    }
+
+    #[test]
+    fn applies_commits_in_order_and_ranges_by_key() {
+        let mut image = Image::default();
+        image.apply(vec![entry("a/1", "x"), entry("a/2", "y"), entry("b/1", "z")], 3);
+        // A later value of a key in the same batch wins; a removal removes.
+        image.apply(vec![entry("a/1", "x2"), (b"a/2".to_vec(), None), entry("a/1", "x3")], 6);
+        assert_eq!(image.rv(), 6);
+        assert_eq!(image.get(b"a/1").as_deref(), Some(&b"x3"[..]));
+        assert_eq!(image.get(b"a/2"), None);
+        type Case<'a> = (Bound<&'a [u8]>, &'a [u8], Vec<&'a str>);
+        let cases: [Case; 4] = [
+            (Bound::Included(b"a/"), b"a0", vec!["a/1=x3"]),
+            (Bound::Included(b"a/"), b"c", vec!["a/1=x3", "b/1=z"]),
+            (Bound::Excluded(b"a/1"), b"c", vec!["b/1=z"]),
+            (Bound::Included(b"c"), b"d", vec![]),
+        ];
+        for (lower, end, want) in cases {
+            assert_eq!(keys(&image.range(lower, end)), want, "{lower:?}..{end:?}");
+        }
+    }
+}
