@@ -242,6 +242,13 @@ pub fn prepare_create(
             map.remove("status");
         }
     }
+    // Decoding defaults a Secret's type (so its creator owns it, as it does in kube).
+    if def.group.is_empty()
+        && def.resource == "secrets"
+        && obj.get("type").and_then(Value::as_str).is_none_or(str::is_empty)
+    {
+        obj["type"] = json!("Opaque");
+    }
     if def.group.is_empty() && def.resource == "namespaces" {
         obj["spec"]["finalizers"] = json!(["kubernetes"]);
         obj["status"] = json!({"phase": "Active"});

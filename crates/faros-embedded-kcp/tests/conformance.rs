@@ -332,13 +332,17 @@ async fn server_side_apply_conflicts_and_force() {
         .await
         .unwrap();
     assert_eq!(serde_json::to_value(after.data).unwrap(), json!({"a": "9"}));
-    // Missing fieldManager and a wrong apiVersion are 400s.
+    // A missing fieldManager is kube's PatchOptions validation error; a wrong apiVersion a 400.
     let err = api_err(
         cms.patch("s", &PatchParams::default(), &Patch::Apply(&other))
             .await
             .unwrap_err(),
     );
-    assert_eq!(err.code, 400);
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+    );
     let bad = json!({"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "s"}});
     let err = api_err(
         cms.patch("s", &PatchParams::apply("alpha"), &Patch::Apply(&bad))
@@ -445,7 +449,10 @@ async fn selectors() {
     );
     assert_eq!(
         (err.code, err.message.as_str()),
-        (400, "field label not supported: spec.foo")
+        (
+            400,
+            "\"spec.foo\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        )
     );
     let err = api_err(cms.list(&ListParams::default().labels("app in (")).await.unwrap_err());
     assert_eq!(err.code, 400);

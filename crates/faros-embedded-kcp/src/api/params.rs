@@ -41,13 +41,22 @@ impl Params {
         self.flag("watch")
     }
 
-    pub fn dry_run(&self) -> Result<bool, Status> {
+    /// `dryRun`; any value but `All` is kube's validation error of the request's options kind
+    /// (`CreateOptions`, `UpdateOptions`, `PatchOptions`, `DeleteOptions`).
+    pub fn dry_run(&self, options_kind: &str) -> Result<bool, Status> {
         match self.get("dryRun") {
             None => Ok(false),
             Some("All") => Ok(true),
-            Some(other) => Err(Status::bad_request(format!(
-                "unsupported dryRun value {other:?}: supported values: \"All\""
-            ))),
+            Some(other) => Err(Status::invalid(
+                "meta.k8s.io",
+                options_kind,
+                "",
+                vec![faros_core::status::StatusCause {
+                    reason: "FieldValueNotSupported".into(),
+                    message: format!("Unsupported value: [{other:?}]: supported values: \"All\""),
+                    field: "dryRun".into(),
+                }],
+            )),
         }
     }
 
@@ -153,6 +162,6 @@ mod tests {
             FieldValidation::Strict
         );
         assert_eq!(Params::parse(None).field_validation().unwrap(), FieldValidation::Warn);
-        assert!(Params::parse(Some("dryRun=All")).dry_run().unwrap());
+        assert!(Params::parse(Some("dryRun=All")).dry_run("CreateOptions").unwrap());
     }
 }

@@ -61,10 +61,12 @@ pub async fn create(
         );
     }
     kcp_admit(w, def, Operation::Create, None, None, &mut obj)?;
-    stamp_cluster(&mut obj, w.cluster);
+    // kcp's storage adds the cluster annotation on the way in and out of etcd; a dry run never
+    // gets there.
     if w.dry_run.clone()? {
         return Ok((obj, warnings));
     }
+    stamp_cluster(&mut obj, w.cluster);
     let key = w.key(def, ns, &name);
     let stored = w.commit(def, &name, WriteOp::Create { key, object: obj }).await?;
     Ok((stored, warnings))

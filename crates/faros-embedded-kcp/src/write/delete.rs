@@ -52,11 +52,19 @@ pub async fn delete(
     }
     if let Some(p) = &opts.preconditions {
         if p.uid.as_deref().is_some_and(|u| Some(u) != meta::uid(&obj)) {
+            // kube's storage words it so, naming the kind (not the resource) in the details.
             return Err(Status::conflict_message(format!(
-                "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                "Operation cannot be fulfilled on {} {}: the UID in the precondition ({}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                def.kind,
+                crate::auth::rbac::go_quote(&name),
                 p.uid.as_deref().unwrap_or_default(),
                 meta::uid(&obj).unwrap_or_default()
-            )));
+            ))
+            .with_details(faros_core::status::StatusDetails {
+                name: name.clone(),
+                kind: def.kind.clone(),
+                ..Default::default()
+            }));
         }
         if p.resource_version
             .as_deref()

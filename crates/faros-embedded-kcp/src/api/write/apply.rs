@@ -23,8 +23,15 @@ pub(super) async fn apply(
     applied: Value,
 ) -> Result<Response, Status> {
     let Some(manager) = ctx.params.field_manager().map(String::from) else {
-        return Err(Status::bad_request(
-            "PATCH, application/apply-patch+yaml requests must have a fieldManager query parameter",
+        return Err(Status::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            vec![faros_core::status::StatusCause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value: is required for apply patch".into(),
+                field: "fieldManager".into(),
+            }],
         ));
     };
     let api_version = def.api_version();

@@ -67,7 +67,7 @@ pub async fn delete(
     body: &[u8],
 ) -> Result<Response, Status> {
     let opts = delete_options(ctx, body)?;
-    let dry_run = ctx.params.dry_run()? || opts.dry_run.iter().any(|d| d == "All");
+    let dry_run = ctx.params.dry_run("DeleteOptions")? || opts.dry_run.iter().any(|d| d == "All");
     let w = ctx.writer();
     let mut attempt = 0;
     loop {
@@ -95,7 +95,7 @@ pub async fn delete_collection(
     body: &[u8],
 ) -> Result<Response, Status> {
     let opts = delete_options(ctx, body)?;
-    let dry_run = ctx.params.dry_run()? || opts.dry_run.iter().any(|d| d == "All");
+    let dry_run = ctx.params.dry_run("DeleteOptions")? || opts.dry_run.iter().any(|d| d == "All");
     let filter = crate::api::read::selector_filter(ctx, def)?;
     let query = crate::store::ListQuery {
         group: def.group.clone(),

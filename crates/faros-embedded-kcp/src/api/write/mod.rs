@@ -36,7 +36,12 @@ impl RequestContext {
             user: &self.user,
             cluster: &self.cluster,
             field_validation: self.params.field_validation(),
-            dry_run: self.params.dry_run(),
+            dry_run: self.params.dry_run(match self.method {
+                http::Method::PUT => "UpdateOptions",
+                http::Method::PATCH => "PatchOptions",
+                http::Method::DELETE => "DeleteOptions",
+                _ => "CreateOptions",
+            }),
             claim: self.claim.as_deref(),
         }
     }
