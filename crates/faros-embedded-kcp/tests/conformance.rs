@@ -791,7 +791,10 @@ async fn bad_input_gets_status_errors_and_server_keeps_serving() {
     .await
     .unwrap();
     let body: Value = strict.json().await.unwrap();
-    assert_eq!(body["message"], "strict decoding error: unknown field \"datax\"");
+    assert_eq!(
+        body["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"datax\""
+    );
     // Warn keeps the object (minus the unknown field) and says so in a Warning header.
     let warn = post(
         "/api/v1/namespaces/default/configmaps",

@@ -85,9 +85,9 @@ pub enum ApplyError {
 #[cfg(test)]
 impl ApplyError {
     /// The Status to answer with.
-    pub fn to_status(&self, group: &str, resource: &str, name: &str) -> Status {
+    pub fn to_status(&self) -> Status {
         match self {
-            ApplyError::Conflicts(c) => conflict_status(group, resource, name, c),
+            ApplyError::Conflicts(c) => conflict_status(c),
             ApplyError::BadRequest(m) => Status::bad_request(m.clone()),
             ApplyError::Invalid(m) => Status::internal(m.clone()),
         }
@@ -128,8 +128,8 @@ fn conflict_message(conflicts: &[Conflict]) -> String {
 }
 
 /// The 409 kube-apiserver returns for apply conflicts: reason `Conflict`, one
-/// `FieldManagerConflict` cause per field.
-pub fn conflict_status(group: &str, resource: &str, name: &str, conflicts: &[Conflict]) -> Status {
+/// `FieldManagerConflict` cause per field, and (its `NewApplyConflict`) no object in the details.
+pub fn conflict_status(conflicts: &[Conflict]) -> Status {
     let causes = conflicts
         .iter()
         .map(|c| StatusCause {
@@ -139,9 +139,6 @@ pub fn conflict_status(group: &str, resource: &str, name: &str, conflicts: &[Con
         })
         .collect();
     Status::conflict_message(conflict_message(conflicts)).with_details(StatusDetails {
-        name: name.into(),
-        group: group.into(),
-        kind: resource.into(),
         causes,
         ..Default::default()
     })
@@ -633,14 +630,14 @@ mod tests {
             vec![("\"alice\"".to_string(), ".spec.x".to_string())]
         );
         let Err(err) = one else { unreachable!() };
-        let status = serde_json::to_value(err.to_status("example.io", "widgets", "w")).unwrap();
+        let status = serde_json::to_value(err.to_status()).unwrap();
         assert_eq!(
             status,
             json!({
                 "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                 "message": "Apply failed with 1 conflict: conflict with \"alice\": .spec.x",
                 "reason": "Conflict",
-                "details": {"name": "w", "group": "example.io", "kind": "widgets", "causes": [
+                "details": {"causes": [
                     {"reason": "FieldManagerConflict", "message": "conflict with \"alice\"", "field": ".spec.x"}
                 ]},
                 "code": 409
@@ -660,7 +657,7 @@ mod tests {
             "Apply failed with 3 conflicts: conflicts with \"alice\":\n- .spec.x\n- .spec.y\n\
              conflicts with \"carol\" using example.io/v1:\n- .spec.replicas"
         );
-        let status = err.to_status("example.io", "widgets", "w");
+        let status = err.to_status();
         let causes: Vec<(&str, &str)> = status
             .details
             .as_ref()
@@ -965,7 +962,7 @@ mod tests {
             assert_eq!(server_side_apply(None, &body, &opts), Err(want), "{body}");
         }
         assert_eq!(
-            ApplyError::Invalid("x".into()).to_status("g", "r", "n").code,
+            ApplyError::Invalid("x".into()).to_status().code,
             500,
             "kube-apiserver answers typed-object errors with 500"
         );

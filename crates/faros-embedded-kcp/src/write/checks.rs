@@ -22,8 +22,17 @@ pub fn prune_and_validate(w: &Writer<'_>, def: &ResourceDef, obj: &mut Value) ->
                     .iter()
                     .map(|f| format!("unknown field {:?}", f.trim_start_matches('.')))
                     .collect::<Vec<_>>();
+                // A typed built-in's decoder names the kind and version it was decoding into.
+                let decoding = match def.typed_builtin() {
+                    true => format!(
+                        "{kind} in version {v:?} cannot be handled as a {kind}: ",
+                        kind = def.kind,
+                        v = def.version
+                    ),
+                    false => String::new(),
+                };
                 return Err(Status::bad_request(format!(
-                    "strict decoding error: {}",
+                    "{decoding}strict decoding error: {}",
                     list.join(", ")
                 )));
             }

@@ -69,9 +69,7 @@ pub(super) async fn apply(
             now: &now,
         };
         let mut merged = patch::apply::server_side_apply(live.as_ref(), &applied, &opts).map_err(|e| match e {
-            patch::apply::ApplyError::Conflicts(c) => {
-                patch::apply::conflict_status(&def.group, &def.resource, name, &c)
-            }
+            patch::apply::ApplyError::Conflicts(c) => patch::apply::conflict_status(&c),
             other => Status::failure(422, "Invalid", other.to_string()),
         })?;
         let result = match &live {
