@@ -12,6 +12,7 @@
 //! | [`balancer`] | nginx as a round-robin HTTPS load balancer in front of a server's replicas |
 //! | [`devproc`] | `faros dev` as a child process: started, waited on until it announces itself, killed |
 //! | [`oidc`] | a real OpenID Connect provider (`e2e/oidc`) as a child process, and a headless login through its form |
+//! | [`portal_walk`] | the portal browser walk's fixture: the admin-registered providers it visits |
 //! | [`tools`] | external tools the tests run (helm, nginx), found once, with how to install them |
 //!
 //! What it must not do: be a normal dependency of anything (`cargo xtask lint` refuses that: it is
@@ -29,6 +30,7 @@ pub mod https;
 pub mod kubeconfig;
 pub mod mcp_client;
 pub mod oidc;
+pub mod portal_walk;
 pub mod ports;
 pub mod tools;
 pub mod users;

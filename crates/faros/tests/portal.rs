@@ -88,58 +88,7 @@ fn percent_decode(s: &str) -> String {
 /// Applies CatalogEntries into `root:faros:system:providers` (admin-registered providers).
 fn register_admin_providers(dev: &devproc::DevProcess, side_port: u16) {
     let base = dev.server.split("/clusters/").next().unwrap();
-    let manifest = format!(
-        r#"apiVersion: providers.faros.sh/v1alpha1
-kind: CatalogEntry
-metadata: {{name: neverdefines}}
-spec:
-  displayName: Never Defines
-  description: Its UI loads but never defines its element.
-  category: Testing
-  ui: {{url: "http://127.0.0.1:{side_port}"}}
----
-apiVersion: providers.faros.sh/v1alpha1
-kind: CatalogEntry
-metadata: {{name: unreachable}}
-spec:
-  displayName: Unreachable
-  description: Its UI server is down.
-  category: Testing
-  ui: {{url: "http://127.0.0.1:9"}}
----
-apiVersion: providers.faros.sh/v1alpha1
-kind: CatalogEntry
-metadata: {{name: unhealthy}}
-spec:
-  displayName: Unhealthy
-  description: Its backend never answers its health check.
-  category: Testing
-  backend: {{url: "http://127.0.0.1:9"}}
----
-apiVersion: providers.faros.sh/v1alpha1
-kind: CatalogEntry
-metadata: {{name: dependent}}
-spec:
-  displayName: Dependent
-  description: Needs quickstart, reaches edges, and claims secrets beyond the tenant.
-  category: Testing
-  dependencies: [{{name: quickstart}}]
-  edgeProxyAccess: true
-  apiExport:
-    name: dependent.example.dev
-    permissionClaims:
-      - {{resource: secrets, verbs: [get, list]}}
----
-apiVersion: providers.faros.sh/v1alpha1
-kind: CatalogEntry
-metadata: {{name: noaccess}}
-spec:
-  displayName: No Access
-  description: Binds an export that does not exist and claims nothing.
-  category: Testing
-  apiExport: {{name: noaccess.example.dev}}
-"#
-    );
+    let manifest = faros_test_support::portal_walk::admin_providers(side_port);
     let mut child = Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(&dev.kubeconfig)
