@@ -61,7 +61,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
 
 # The sources. COPY keeps the files' own modification times, which are older than the stub build
 # above, so cargo would take the stub-built workspace crates for fresh: touching every workspace
-# source makes them rebuild (dependencies live outside /src and stay built).
+# source makes them rebuild (the crates.io dependencies' sources are outside /src: they stay built).
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,target=/usr/local/cargo/git,sharing=locked \
