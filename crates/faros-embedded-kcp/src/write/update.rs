@@ -55,6 +55,11 @@ pub async fn update(
     if let Some(guard) = w.claim {
         guard.check_existing(def, old)?;
     }
+    // kcp keeps an object's cluster annotation in storage, so a main-resource update whose body
+    // drops it is written even when nothing else changed (a new resourceVersion: `cargo xtask kcp
+    // diff`, controllers "a renewal with a stale version conflicts"); one that sends the object as
+    // read (or patches it) changes nothing. Taken before the body's annotation is replaced.
+    let sent_cluster = sub.is_some() || meta::annotation(&new, meta::CLUSTER_ANNOTATION).is_some();
     let remove = objects::prepare_update(def, old, &mut new, part(sub), require_rv)?;
     if let Some(guard) = w.claim
         && part(sub) == WritePart::Main
@@ -78,7 +83,7 @@ pub async fn update(
     stamp_cluster(&mut new, w.cluster);
     let key = w.key(def, ns.as_deref(), &name);
     // Like kube-apiserver, an update that changes nothing is not written: no new resourceVersion, no event.
-    if !remove && unchanged(old, &new) {
+    if !remove && sent_cluster && unchanged(old, &new) {
         if let Some(expected) = expected_rv
             && meta::resource_version(old) != Some(expected.to_string().as_str())
         {
