@@ -129,24 +129,11 @@ struct ListForm {
 }
 
 impl ListForm {
-    const ALL: [ListForm; 4] = [
-        ListForm {
-            protobuf: false,
-            page: None,
-        },
-        ListForm {
-            protobuf: false,
-            page: Some(LIST_PAGE),
-        },
-        ListForm {
-            protobuf: true,
-            page: None,
-        },
-        ListForm {
-            protobuf: true,
-            page: Some(LIST_PAGE),
-        },
-    ];
+    /// Every form, paged by `limit` (smoke runs page their small collections too).
+    fn all(limit: usize) -> [ListForm; 4] {
+        [(false, None), (false, Some(limit)), (true, None), (true, Some(limit))]
+            .map(|(protobuf, page)| ListForm { protobuf, page })
+    }
 
     fn label(self) -> String {
         let encoding = if self.protobuf { "protobuf" } else { "JSON" };
@@ -315,12 +302,13 @@ async fn list_latency(f: &Arc<Faros>, p: &Profile) -> anyhow::Result<Vec<(ListFo
     f.create_many("list", "l", p.list_objects, CLIENTS).await?;
     // Every namespace also holds what kcp puts there (kube-root-ca.crt): JSON counts the bench's own,
     // and every form must then see the same total.
-    let (_, total, ours) = list_once(f, ListForm::ALL[0]).await?;
+    let forms = ListForm::all(if p.smoke { 50 } else { LIST_PAGE });
+    let (_, total, ours) = list_once(f, forms[0]).await?;
     if ours != p.list_objects {
         bail!("list returned {ours} of the bench's items, expected {}", p.list_objects);
     }
     let mut results = Vec::new();
-    for form in ListForm::ALL {
+    for form in forms {
         let mut samples = Vec::new();
         for _ in 0..p.list_samples {
             let (spent, items, _) = list_once(f, form).await?;
