@@ -472,7 +472,13 @@ async fn workspace_type_limits_defaults_and_immutability() {
             .await
             .unwrap_err(),
     );
-    assert_eq!(err.message, forbidden("t", "spec.type is immutable"));
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (
+            422,
+            "Workspace.tenancy.kcp.io \"t\" is invalid: spec.type: Invalid value: name is immutable"
+        )
+    );
     // A team workspace does not extend universal: no initializer, no `default` namespace.
     let in_team: Api<Namespace> = Api::all(t.client_as("root:o:t", "admin", t.server.admin_token()).await);
     assert_eq!(api_err(in_team.get("default").await.unwrap_err()).code, 404);

@@ -103,7 +103,14 @@ pub async fn update(
         });
     }
     let object = if remove {
-        w.commit(def, &name, WriteOp::Delete { key, expected_rv }).await?
+        // The answer is the object as this update left it (its last finalizer gone), at the
+        // deletion's resourceVersion, as kube's storage returns it, not the one deleted.
+        let deleted = w.commit(def, &name, WriteOp::Delete { key, expected_rv }).await?;
+        let mut last = new;
+        if let Some(rv) = meta::resource_version(&deleted) {
+            meta::meta_mut(&mut last).insert("resourceVersion".into(), Value::String(rv.to_string()));
+        }
+        last
     } else {
         w.commit(
             def,

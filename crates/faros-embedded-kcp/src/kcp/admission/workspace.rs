@@ -82,8 +82,18 @@ fn admit_update(old: &Value, new: &Value, name: &str, privileged: bool) -> Resul
             "spec.URL can only be changed by system privileged users",
         ));
     }
+    // A validation rule of kcp's Workspace CRD (so 422, in CEL's words), not an admission plugin.
     if type_ref(old) != type_ref(new) {
-        return Err(forbidden(name, "spec.type is immutable"));
+        return Err(Status::invalid(
+            "tenancy.kcp.io",
+            "Workspace",
+            name,
+            vec![StatusCause {
+                reason: "FieldValueInvalid".into(),
+                message: "Invalid value: name is immutable".into(),
+                field: "spec.type".into(),
+            }],
+        ));
     }
     Ok(())
 }
@@ -248,6 +258,9 @@ fn check_use(state: &ServerState, req: &Request<'_>, alias: &TypeInfo) -> Result
 mod tests {
     use super::*;
 
+    const TYPE_IMMUTABLE: &str =
+        "Workspace.tenancy.kcp.io \"a\" is invalid: spec.type: Invalid value: name is immutable";
+
     #[test]
     fn updates_keep_system_fields() {
         let old = json!({"spec": {"type": {"name": "universal", "path": "root"}, "cluster": "abc", "URL": "https://x/clusters/root:a"}});
@@ -279,23 +292,23 @@ mod tests {
             (
                 with(&|v| v["spec"]["type"]["name"] = json!("other")),
                 true,
-                Err("spec.type is immutable"),
+                Err(TYPE_IMMUTABLE),
             ),
             (
                 with(&|v| {
                     v["spec"].as_object_mut().unwrap().remove("type");
                 }),
                 false,
-                Err("spec.type is immutable"),
+                Err(TYPE_IMMUTABLE),
             ),
         ];
         for (new, privileged, want) in cases {
             let got = admit_update(&old, &new, "a", privileged).map_err(|s| s.message);
-            assert_eq!(
-                got,
-                want.map_err(|m| format!("workspaces.tenancy.kcp.io \"a\" is forbidden: {m}")),
-                "{new}"
-            );
+            let want = want.map_err(|m| match m {
+                TYPE_IMMUTABLE => m.to_string(),
+                m => format!("workspaces.tenancy.kcp.io \"a\" is forbidden: {m}"),
+            });
+            assert_eq!(got, want, "{new}");
         }
     }
 
