@@ -165,8 +165,16 @@ fn raw_list(ctx: &RequestContext, def: &ResourceDef, page: ListPage) -> Response
         "resourceVersion".into(),
         Value::String(page.resource_version.to_string()),
     );
-    if let Some(c) = &page.continue_token {
-        metadata.insert("continue".into(), Value::String(c.clone()));
+    // As `list_repr`: a custom resource's list always says `continue`, empty on the last page.
+    let typed = def.typed_builtin();
+    match &page.continue_token {
+        Some(c) => {
+            metadata.insert("continue".into(), Value::String(c.clone()));
+        }
+        None if !typed => {
+            metadata.insert("continue".into(), Value::String(String::new()));
+        }
+        None => {}
     }
     if let Some(n) = page.remaining_item_count {
         metadata.insert("remainingItemCount".into(), Value::from(n));
@@ -187,14 +195,58 @@ fn raw_list(ctx: &RequestContext, def: &ResourceDef, page: ListPage) -> Response
     let items_len: usize = page.raw_items.iter().map(|i| i.json().len() + 1).sum();
     body.reserve(items_len + 12);
     body.extend_from_slice(b",\"items\":[");
+    let type_meta = TypeMetaPrefixes::new(def);
     for (i, item) in page.raw_items.iter().enumerate() {
         if i > 0 {
             body.push(b',');
         }
-        body.extend_from_slice(item.json());
+        match typed {
+            // A built-in kind's list items carry no apiVersion/kind (kube writes them typed).
+            true => type_meta.splice_without(&mut body, item.json()),
+            false => body.extend_from_slice(item.json()),
+        }
     }
     body.extend_from_slice(b"]}");
     super::respond::json_bytes(http::StatusCode::OK, body)
+}
+
+/// The stored text's usual opening, `{"apiVersion":…,"kind":…,` in either order, for cutting a
+/// built-in item's type meta out of its stored JSON without parsing it.
+struct TypeMetaPrefixes([Vec<u8>; 2]);
+
+impl TypeMetaPrefixes {
+    fn new(def: &ResourceDef) -> Self {
+        Self::of(&def.api_version(), &def.kind)
+    }
+
+    fn of(api_version: &str, kind: &str) -> Self {
+        let v = Value::String(api_version.to_string());
+        let k = Value::String(kind.to_string());
+        Self([
+            format!("{{\"apiVersion\":{v},\"kind\":{k},").into_bytes(),
+            format!("{{\"kind\":{k},\"apiVersion\":{v},").into_bytes(),
+        ])
+    }
+
+    /// Appends `json` to `body` without its apiVersion and kind: by cutting the usual opening,
+    /// else (an object stored another way) by parsing it.
+    fn splice_without(&self, body: &mut Vec<u8>, json: &[u8]) {
+        if let Some(prefix) = self.0.iter().find(|p| json.starts_with(p)) {
+            body.push(b'{');
+            body.extend_from_slice(&json[prefix.len()..]);
+            return;
+        }
+        match serde_json::from_slice::<Value>(json) {
+            Ok(mut obj) => {
+                if let Some(map) = obj.as_object_mut() {
+                    map.remove("apiVersion");
+                    map.remove("kind");
+                }
+                body.extend_from_slice(&serde_json::to_vec(&obj).unwrap_or_default());
+            }
+            Err(_) => body.extend_from_slice(json),
+        }
+    }
 }
 
 /// The protobuf form of a list from its items' kept messages (encoded and kept on a first list).
@@ -228,4 +280,32 @@ fn protobuf_bytes(body: Vec<u8>) -> Response {
         http::HeaderValue::from_static(protobuf::MEDIA_TYPE),
     );
     resp
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_built_in_items_type_meta_is_cut_from_its_stored_text() {
+        let prefixes = TypeMetaPrefixes::of("v1", "ConfigMap");
+        for (stored, want) in [
+            (
+                r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#,
+                r#"{"metadata":{"name":"a"}}"#,
+            ),
+            (r#"{"kind":"ConfigMap","apiVersion":"v1","data":{}}"#, r#"{"data":{}}"#),
+            // Stored another way: parsed, and still without them.
+            (
+                r#"{"metadata":{"name":"b"},"kind":"ConfigMap","apiVersion":"v1"}"#,
+                r#"{"metadata":{"name":"b"}}"#,
+            ),
+            (r#"{"apiVersion":"v1","kind":"ConfigMap"}"#, r#"{}"#),
+        ] {
+            let mut body = Vec::new();
+            prefixes.splice_without(&mut body, stored.as_bytes());
+            assert_eq!(String::from_utf8(body).unwrap(), want, "{stored}");
+        }
+    }
 }
