@@ -272,8 +272,9 @@ fn kubectl_session() {
         stderr.contains("configmaps is forbidden: User \"carol\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""),
         "{stderr}"
     );
+    // kubectl prints the review's reason after "no": kcp's authorizer gives "access denied".
     let can = carol.run(&["auth", "can-i", "list", "configmaps"]);
-    assert_eq!(String::from_utf8_lossy(&can.stdout).trim(), "no");
+    assert_eq!(String::from_utf8_lossy(&can.stdout).trim(), "no - access denied");
     assert_eq!(
         k.ok(&[
             "create",
