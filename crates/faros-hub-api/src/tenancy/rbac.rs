@@ -222,14 +222,7 @@ pub struct GroupMembership {
 
 /// The group membership a faros binding expresses; `None` for any other binding.
 pub fn group_membership_of(b: &ClusterRoleBinding) -> Option<GroupMembership> {
-    let labels = b.metadata.labels.as_ref()?;
-    let inherited = match labels.get(names::LABEL_MEMBERSHIP).map(String::as_str) {
-        Some(names::MEMBERSHIP_DIRECT) => false,
-        Some(names::MEMBERSHIP_INHERITED) => true,
-        _ => return None,
-    };
-    let role = role_of(&b.role_ref.name)?;
-    let group = b.metadata.annotations.as_ref()?.get(names::ANNOTATION_GROUP)?.clone();
+    let (group, role, inherited) = membership_parts(b, names::ANNOTATION_GROUP)?;
     Some(GroupMembership { group, role, inherited })
 }
 
@@ -259,6 +252,13 @@ pub struct Membership {
 
 /// The membership a faros binding expresses; `None` for any other binding.
 pub fn membership_of(b: &ClusterRoleBinding) -> Option<Membership> {
+    let (user, role, inherited) = membership_parts(b, names::ANNOTATION_USER)?;
+    Some(Membership { user, role, inherited })
+}
+
+/// What a faros membership binding says, whoever its subject: the subject's name (from
+/// `annotation`, as names are hashed into binding names), the role, and whether it is inherited.
+fn membership_parts(b: &ClusterRoleBinding, annotation: &str) -> Option<(String, Role, bool)> {
     let labels = b.metadata.labels.as_ref()?;
     let inherited = match labels.get(names::LABEL_MEMBERSHIP).map(String::as_str) {
         Some(names::MEMBERSHIP_DIRECT) => false,
@@ -266,8 +266,8 @@ pub fn membership_of(b: &ClusterRoleBinding) -> Option<Membership> {
         _ => return None,
     };
     let role = role_of(&b.role_ref.name)?;
-    let user = b.metadata.annotations.as_ref()?.get(names::ANNOTATION_USER)?.clone();
-    Some(Membership { user, role, inherited })
+    let subject = b.metadata.annotations.as_ref()?.get(annotation)?.clone();
+    Some((subject, role, inherited))
 }
 
 /// The label selector listing membership bindings.
