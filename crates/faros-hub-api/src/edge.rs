@@ -24,8 +24,12 @@ use tower::{Service, ServiceExt};
 use tracing::Instrument;
 
 use crate::proxy::{handlers, routes};
-use crate::router::Unrouted;
 use crate::state::AppState;
+
+/// Marks a response of the API router's fallback: the request matched no route (its metrics label
+/// is then `other`, whatever the path looked like).
+#[derive(Clone, Copy, Debug)]
+pub struct Unrouted;
 
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -110,7 +114,7 @@ impl Service<Request<Body>> for HubService {
         // Over HTTP/2 and HTTP/1.1 alike, an answer given before the body was read must reach a
         // client that is still sending: the unread rest is drained in the background.
         let (parts, body) = req.into_parts();
-        req = Request::from_parts(parts, crate::drain::drain_on_drop(body));
+        req = Request::from_parts(parts, faros_core::drain::drain_on_drop(body));
         let path = req.uri().path();
         let label = route_label(path);
         let target = target(path);

@@ -12,12 +12,8 @@ use http::{HeaderValue, header};
 
 use crate::auth::require_caller;
 use crate::catalog::{heartbeat, list};
-use crate::edge::HubService;
+use crate::edge::{HubService, Unrouted};
 use crate::state::AppState;
-
-/// Marks a response of the API router's fallback: the request matched no route.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Unrouted;
 
 async fn healthz() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], r#"{"status":"ok"}"#).into_response()
