@@ -18,6 +18,7 @@
 
 pub mod assets;
 pub mod frame;
+pub mod grant;
 pub mod headers;
 pub mod login;
 pub mod renew;

@@ -25,6 +25,8 @@ use faros_core::status::Status;
 use http::{HeaderMap, HeaderValue, Method, header};
 use jiff::Timestamp;
 
+pub use super::grant::OidcGrant;
+use super::grant::{Stored, unavailable};
 use super::renew::{self, Refresher};
 use crate::records::{Kind, Records};
 
@@ -78,39 +80,6 @@ impl std::fmt::Debug for Session {
     }
 }
 
-/// What an OIDC session keeps besides its ID token, sealed with it in the session record.
-#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct OidcGrant {
-    /// Spent (and rotated) to renew the ID token. Never leaves the sealed record.
-    pub refresh_token: Option<String>,
-    /// The current ID token's `iat` and `exp`.
-    pub issued: Timestamp,
-    pub expires: Timestamp,
-    /// A renewal is in flight until then (claimed by one request on one replica, [`renew`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub renewing_until: Option<Timestamp>,
-}
-
-impl std::fmt::Debug for OidcGrant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OidcGrant")
-            .field("refresh_token", &self.refresh_token.as_ref().map(|_| "<redacted>"))
-            .field("issued", &self.issued)
-            .field("expires", &self.expires)
-            .field("renewing_until", &self.renewing_until)
-            .finish()
-    }
-}
-
-/// What a session record holds (sealed).
-#[derive(Clone, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Stored {
-    pub(crate) credential: String,
-    pub(crate) user: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) oidc: Option<OidcGrant>,
-}
-
 /// The hub's sessions, kept as [`Kind::Session`] records.
 pub struct Sessions {
     records: Records,
@@ -139,11 +108,6 @@ pub struct SessionAuth {
     pub expires: Timestamp,
     /// When the session's credential expires, for an OIDC session (it is renewed before then).
     pub credential_expires: Option<Timestamp>,
-}
-
-pub(crate) fn unavailable(e: crate::records::StoreError) -> Status {
-    tracing::warn!(error = %e, "session store unavailable");
-    Status::unavailable("the session store is unavailable; try again").retry_after(1)
 }
 
 impl Sessions {
