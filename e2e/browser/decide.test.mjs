@@ -3,7 +3,7 @@
 
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { parse, providerState, navGroups, sameSection, returnTo, bridgeRequest, bridgeOpen } from '../../crates/faros-hub-api/portal/decide.js';
+import { parse, providerState, navGroups, sameSection, returnTo, bridgeRequest, bridgeOpen, grantRows, groupNameProblem, grantedMessage } from '../../crates/faros-hub-api/portal/decide.js';
 
 test('routes', () => {
   for (const [path, want] of [
@@ -130,5 +130,65 @@ test('the provider frame may open portal pages only', () => {
   assert.equal(bridgeOpen('/portal/orgs/a/workspaces/b/providers/q/x?y=1#z', o), '/portal/orgs/a/workspaces/b/providers/q/x?y=1#z');
   for (const bad of ['/api/orgs', '/portal/signin?return=/x', 'https://evil.example/portal/', '//evil.example/portal/', 'javascript:alert(1)', 42]) {
     assert.equal(bridgeOpen(bad, o), null, String(bad));
+  }
+});
+
+test('rows of the members and group-roles tables', () => {
+  const groups = [
+    { group: 'ops', role: 'member', inherited: false },
+    { group: 'admins', role: 'admin', inherited: true },
+    { group: 'dev', role: 'admin' },
+  ];
+  for (const [what, items, key, admin, want] of [
+    ['an admin may change direct grants, not inherited ones; sorted by name', groups, 'group', true, [
+      { name: 'admins', role: 'admin', inherited: true, source: 'from the organization', editable: false },
+      { name: 'dev', role: 'admin', inherited: false, source: 'direct', editable: true },
+      { name: 'ops', role: 'member', inherited: false, source: 'direct', editable: true },
+    ]],
+    ['a member changes nothing', groups.slice(0, 1), 'group', false, [
+      { name: 'ops', role: 'member', inherited: false, source: 'direct', editable: false },
+    ]],
+    ['users by their key', [{ user: 'bob', role: 'member' }, { user: 'alice', role: 'admin', inherited: true }], 'user', true, [
+      { name: 'alice', role: 'admin', inherited: true, source: 'from the organization', editable: false },
+      { name: 'bob', role: 'member', inherited: false, source: 'direct', editable: true },
+    ]],
+    ['rows of the other kind are left out', [{ user: 'bob', role: 'member' }], 'group', true, []],
+    ['no list', undefined, 'group', true, []],
+  ]) {
+    assert.deepEqual(grantRows(items, key, admin), want, what);
+  }
+});
+
+test('group names the hub would refuse', () => {
+  for (const [name, problem] of [
+    ['dev', ''],
+    ['  dev  ', ''],
+    ['oidc:ops', ''],
+    ['Team Å', ''],
+    ['g'.repeat(256), ''],
+    ['', 'Enter'],
+    ['   ', 'Enter'],
+    [undefined, 'Enter'],
+    ['g'.repeat(257), 'at most 256'],
+    ['Å'.repeat(129), 'at most 256'], // 258 bytes: the hub counts bytes
+    ['a\tb', 'control'],
+    ['a\u0085b', 'control'],
+    ['system:authenticated', 'System groups'],
+    ['system:masters', 'System groups'],
+  ]) {
+    const got = groupNameProblem(name);
+    if (problem) assert.ok(got.includes(problem), `${JSON.stringify(name)}: ${got}`);
+    else assert.equal(got, '', JSON.stringify(name));
+  }
+});
+
+test('what a grant says', () => {
+  for (const [kind, name, role, where, want] of [
+    ['group', 'dev', 'admin', 'workspace demo/default', 'Everyone in group dev is now an admin of the workspace demo/default.'],
+    ['group', 'ops', 'member', 'organization demo', 'Everyone in group ops is now a member of the organization demo.'],
+    ['user', 'carol', 'admin', 'workspace demo/default', 'carol is now an admin of the workspace demo/default.'],
+    ['user', 'carol', 'member', 'organization demo', 'carol is now a member of the organization demo.'],
+  ]) {
+    assert.equal(grantedMessage(kind, name, role, where), want);
   }
 });

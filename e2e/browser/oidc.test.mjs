@@ -5,19 +5,23 @@
 // FAROS_HUB_URL, FAROS_IDP_URL (the test IdP, e2e/oidc: alice/wonderland in groups dev and ops;
 // carol, whom the IdP has disabled), FAROS_IDP_USERS (the IdP's users file, re-read on every use:
 // the walk edits it to take alice out of a group or disable her), FAROS_ID_TOKEN_TTL (seconds the
-// IdP's ID tokens live), FAROS_PORTAL_FAILURES (where failure screenshots go). The hub's workspace
-// demo/default grants its member role to IdP group `dev`.
+// IdP's ID tokens live), FAROS_DEV_TOKEN (faros dev's user, admin of workspace demo/default: the
+// walk has them grant IdP group `dev` a role there on the members page), FAROS_PORTAL_FAILURES
+// (where failure screenshots go), FAROS_PORTAL_SCREENSHOTS (optional: where screenshots go).
+// alice is no member of anything herself: everything she reaches, she reaches through group `dev`.
 
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { browser, page, until, assert, steps, cleanupProfiles } from './lib.mjs';
+import { browser, page, accessible, tabTo, providerFrame, shot, until, assert, steps, cleanupProfiles } from './lib.mjs';
 
 const HUB = need('FAROS_HUB_URL').replace(/\/$/, '');
 const IDP = need('FAROS_IDP_URL').replace(/\/$/, '');
 const STATE_COOKIE = '__Secure-faros-oidc';
 const USERS = need('FAROS_IDP_USERS');
 const TTL_MS = Number(need('FAROS_ID_TOKEN_TTL')) * 1000;
+const DEV_TOKEN = need('FAROS_DEV_TOKEN');
+const WS = `${HUB}/portal/orgs/demo/workspaces/default`;
 // The hub accepts an ID token this long past its expiry (faros_core::oidc::LEEWAY_SECONDS).
 const LEEWAY_MS = 30 * 1000;
 
@@ -121,12 +125,99 @@ async function portalSignOut() {
   await pg.click('#sign-out');
   await pg.waitForURL(/\/portal\/signin\?signedOut=1/);
   assert((await session()).status === 401, 'signed out');
+  assert(!(await ctx.cookies(HUB)).some((c) => c.name === '__Host-faros-session'), 'the session cookie is cleared');
+}
+
+/** Waits for the URL and for the portal to have drawn that page (navigation is client-side). */
+async function drawn(p, url, timeout = 30000) {
+  await p.waitForURL(url, { timeout });
+  await until(p, `the page ${url}`, () => document.getElementById('app')?.dataset.drawn === location.pathname, undefined, timeout);
+}
+
+/** Creates a Greeting for `who` in the quickstart UI (in its provider frame) and waits for the reply. */
+async function greet(who) {
+  await pg.goto(`${WS}/providers/quickstart/new`);
+  const fr = await providerFrame(pg, 'faros-provider-quickstart form:not([hidden]) #qs-name');
+  await fr.fill('#qs-name', who);
+  await fr.fill('#qs-message', 'signed in through the IdP');
+  await fr.click('button[type=submit]');
+  await pg.waitForURL(/\/providers\/quickstart\/greetings\/greeting-[a-z0-9]+$/);
+  await until(fr, `the reply to ${who}`, (w) => document.querySelector('faros-provider-quickstart .qs-reply')?.textContent.includes(`Hello, ${w}!`), who, 60000);
+  return decodeURIComponent(pg.url().split('/').pop());
+}
+
+/** The role /api/me gives the signed-in user in demo/default ('' when none). */
+async function demoRole() {
+  return pg.evaluate(async () => {
+    const r = await fetch('/api/me', { credentials: 'same-origin' });
+    const me = r.status === 200 ? await r.json() : { organizations: [] };
+    return me.organizations.find((o) => o.name === 'demo')?.workspaces.find((w) => w.name === 'default')?.role || '';
+  });
 }
 
 const ok = await steps([
   ['the sign-in page offers the IdP', async () => {
     await pg.goto(`${HUB}/portal/signin`);
     await until(pg, 'the OIDC button', () => document.getElementById('signin-oidc')?.textContent.includes('127.0.0.1'));
+  }],
+
+  ['the workspace admin grants IdP group dev the admin role on the members page (keyboard; axe light and dark)', async () => {
+    const adminCtx = await browser();
+    try {
+      const ap = await page(adminCtx);
+      await ap.goto(`${HUB}/portal/signin?return=${encodeURIComponent('/portal/orgs/demo/workspaces/default/members')}`);
+      await ap.fill('#token', DEV_TOKEN);
+      await ap.press('#token', 'Enter');
+      await drawn(ap, `${WS}/members`);
+      await until(ap, 'the empty group roles', () => document.querySelector('.grants-group tbody')?.textContent.includes('No group has a role here.'));
+      // The hub's own rule, said next to the field before any request.
+      await ap.fill('#group-name', 'system:authenticated');
+      await ap.click('button:text("Grant role")');
+      await until(ap, 'the field error', () => document.getElementById('group-name-error')?.textContent.includes('System groups'));
+      assert(await ap.getAttribute('#group-name', 'aria-invalid') === 'true', 'the field is marked invalid');
+      await ap.fill('#group-name', '');
+      // Keyboard alone: the name, the role, Grant.
+      await ap.evaluate(() => document.activeElement?.blur());
+      await tabTo(ap, '#group-name');
+      await ap.keyboard.type('dev');
+      await ap.keyboard.press('Tab');
+      assert(await ap.evaluate(() => document.activeElement?.id) === 'group-grant-role', 'Tab reaches the role');
+      await ap.keyboard.press('ArrowDown');
+      assert(await ap.inputValue('#group-grant-role') === 'admin', 'the role chosen with the keyboard');
+      await ap.keyboard.press('Tab');
+      await ap.keyboard.press('Enter');
+      await until(ap, 'group dev in the table', () => document.querySelector('tr[data-group=dev] select')?.value === 'admin');
+      assert((await ap.innerText('#group-messages')).includes('Everyone in group dev is now an admin of the workspace demo/default.'), await ap.innerText('#group-messages'));
+      assert(await ap.getAttribute('#group-name', 'aria-invalid') === 'false', 'the field is valid again');
+      // Another group: granted, changed in its row, revoked after confirming.
+      await ap.fill('#group-name', 'auditors');
+      await ap.click('button:text("Grant role")');
+      await ap.waitForSelector('tr[data-group=auditors]');
+      assert(await ap.inputValue('tr[data-group=auditors] select') === 'member', 'granted as member');
+      await ap.selectOption('tr[data-group=auditors] select', 'admin');
+      await until(ap, 'auditors to be admin', () => document.getElementById('group-messages')?.textContent.includes('group auditors is now an admin'));
+      const granted = await (await adminCtx.request.get(`${HUB}/api/orgs/demo/workspaces/default/groups`)).json();
+      assert(JSON.stringify(granted.items.map((g) => [g.group, g.role]).sort()) === JSON.stringify([['auditors', 'admin'], ['dev', 'admin']]), `the hub's list: ${JSON.stringify(granted)}`);
+      await accessible(ap, 'members with group roles');
+      await shot(ap, 'group-roles');
+      await ap.click('tr[data-group=auditors] button[aria-label="Revoke group auditors"]');
+      await ap.waitForSelector('dialog[open]');
+      assert((await ap.innerText('dialog[open]')).includes('Everyone in group auditors loses'), await ap.innerText('dialog[open]'));
+      await accessible(ap, 'revoke dialog');
+      await ap.click('dialog[open] button[type=submit]');
+      await until(ap, 'auditors to be gone', () => !document.querySelector('tr[data-group=auditors]') && document.querySelector('tr[data-group=dev]'));
+      await ap.selectOption('#theme-select', 'dark');
+      await until(ap, 'the dark theme', () => document.documentElement.dataset.theme === 'dark');
+      await accessible(ap, 'members with group roles, dark');
+      // The organization's page has its own (empty) group roles.
+      await ap.click('nav a:text-is("Organization members")');
+      await drawn(ap, `${HUB}/portal/orgs/demo/members`);
+      await until(ap, 'the organization’s group roles', () => document.querySelector('.grants-group tbody')?.textContent.includes('No group has a role here.'));
+      await accessible(ap, 'organization members, dark');
+      assert(adminCtx.problems.length === 0, adminCtx.problems.join('\n'));
+    } finally {
+      await adminCtx.close();
+    }
   }],
 
   ['a wrong password is refused by the IdP form', async () => {
@@ -146,15 +237,31 @@ const ok = await steps([
     assert(!cookies.some((c) => c.name === STATE_COOKIE), 'the flow cookie is cleared');
   }],
 
-  ['the session carries a short-lived ID token and the group-granted workspace', async () => {
+  ['the session carries a short-lived ID token and the workspace granted to her group in the UI', async () => {
     const s = await session();
     const left = Date.parse(s.body.tokenExpiresAt) - Date.now();
     assert(left > 0 && left <= TTL_MS + 2000, `an ID token of ${TTL_MS} ms: ${JSON.stringify(s.body)}`);
     assert(s.body.groups.includes('dev'), JSON.stringify(s.body));
-    // Not a direct member: IdP group `dev` holds the workspace's member role.
+    // Not a direct member: IdP group `dev` holds the workspace's admin role (granted above).
     await waitFor('demo/default in /api/me', async () => (await workspaces())?.includes('demo/default'));
+    assert(await demoRole() === 'admin', 'admin through group dev');
     await pg.goto(`${HUB}/portal/orgs/demo/workspaces/default/catalog`);
     await until(pg, 'the workspace in the switcher', () => document.getElementById('ws-select')?.value === 'default');
+  }],
+
+  ['she enables quickstart, creates a Greeting in its UI (the provider frame) and sees the reply', async () => {
+    await pg.goto(`${WS}/catalog`);
+    await pg.waitForSelector('.card[data-provider=quickstart] button[aria-label="Enable Quickstart"]:not([disabled])');
+    await pg.click('.card[data-provider=quickstart] button[aria-label="Enable Quickstart"]');
+    await pg.waitForSelector('dialog[open] input[data-resource=configmaps]');
+    await pg.click('dialog[open] button[type=submit]');
+    await until(pg, 'quickstart Enabled', () => document.querySelector('.card[data-provider=quickstart] .state')?.dataset.state === 'enabled', undefined, 60000);
+    await pg.waitForSelector('nav li[data-provider=quickstart]');
+    const greeting = await greet('Alice');
+    const fr = await providerFrame(pg, 'faros-provider-quickstart');
+    const user = await fr.evaluate(() => document.querySelector('faros-provider-quickstart').farosContext.user);
+    assert(user === 'alice@example.com', `the provider sees the IdP user: ${user}`);
+    console.log(`     ${greeting} replied`);
   }],
 
   ['the session outlives its ID token through refresh', async () => {
@@ -162,9 +269,12 @@ const ok = await steps([
     let current = first;
     // Renewal after renewal (each one observed as a new expiry) until the first token is refused.
     while (Date.now() <= first + LEEWAY_MS + 1000) current = await renewedAfter(current);
+    console.log(`     the first ID token expired at ${new Date(first).toISOString()}; the session's now expires at ${new Date(current).toISOString()}`);
     await pg.reload();
     await until(pg, 'the portal still signed in', () => document.getElementById('signed-in-user')?.textContent.includes('alice@example.com'));
     assert((await workspaces())?.includes('demo/default'), 'the workspace after the first token expired');
+    // The provider's backend, reached through the portal with the renewed session, still works.
+    await greet('Alice again');
   }],
 
   ['the IdP takes alice out of group dev: the workspace goes with her next token', async () => {

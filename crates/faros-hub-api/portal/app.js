@@ -1,90 +1,40 @@
-// The portal's entry: client-side routes under /portal/, the signed-in state, and the shell around
-// every page. No build step: plain ES modules served by the hub.
+// The portal's entry and the top of its module graph: it draws the page for each client-side route
+// under /portal/ inside the shell. Pages import only leaf modules (state.js, nav.js, theme.js, …),
+// never this one, so no module imports a module that imports it back. No build step: plain ES
+// modules served by the hub.
 
-import { api, onUnauthorized, wsPath } from './api.js';
+import { api, onUnauthorized } from './api.js';
 import { parse } from './decide.js';
 import { h, mount, banner } from './dom.js';
+import { navigate, onNavigate } from './nav.js';
+import { state, wsUrl, reloadMe, reloadWorkspace, markSignedIn, wasSignedIn } from './state.js';
+import { applyTheme } from './theme.js';
+import { notFoundPage } from './notfound.js';
 import { signinPage } from './signin.js';
-import { renderShell, applyTheme } from './shell.js';
+import { renderShell } from './shell.js';
 import { catalogPage } from './catalog.js';
 import { providerPage, unmountProvider, carryFrame } from './provider.js';
-import { membersPage, kubeconfigPage, mcpPage } from './workspace.js';
+import { membersPage } from './members.js';
+import { kubeconfigPage, mcpPage } from './workspace.js';
 
-const SIGNED_IN = 'faros.signedIn';
 const LAST_WS = 'faros.workspace';
-
-/** What every page reads; replaced (not mutated) so pages compare cheaply. */
-export const state = {
-  session: null, // {user, groups, expiresAt}
-  me: null, // /api/me
-  providers: null, // /api/providers
-  enabled: null, // {items} of the current workspace
-  org: '',
-  ws: '',
-  error: '',
-};
-
-/** Client-side navigation (pushState) to a portal path. */
-export function navigate(path, { replace = false } = {}) {
-  if (replace) history.replaceState(null, '', path);
-  else history.pushState(null, '', path);
-  route();
-}
-
-export const wsUrl = (org, ws, rest = 'catalog') =>
-  `/portal/orgs/${encodeURIComponent(org)}/workspaces/${encodeURIComponent(ws)}/${rest}`;
-
-/** The signed-in user's role in the current workspace ('admin' | 'member' | ''). */
-export function wsRole() {
-  const org = state.me?.organizations?.find((o) => o.name === state.org);
-  return org?.workspaces?.find((w) => w.name === state.ws)?.role || '';
-}
-
-export function orgRole() {
-  return state.me?.organizations?.find((o) => o.name === state.org)?.role || '';
-}
-
-export function currentCluster() {
-  const org = state.me?.organizations?.find((o) => o.name === state.org);
-  return org?.workspaces?.find((w) => w.name === state.ws)?.cluster || '';
-}
-
-/** Re-reads /api/me (after creating an org or workspace, or a membership change). */
-export async function reloadMe() {
-  state.me = await api('GET', '/api/me');
-}
-
-/** Re-reads the catalog and this workspace's enabled providers. */
-export async function reloadWorkspace() {
-  const [providers, enabled] = await Promise.all([
-    api('GET', '/api/providers'),
-    state.org && state.ws ? api('GET', `${wsPath(state.org, state.ws)}/providers/enabled`) : { items: [] },
-  ]);
-  state.providers = providers;
-  state.enabled = enabled;
-}
 
 onUnauthorized(() => {
   const here = location.pathname + location.search;
   if (location.pathname.startsWith('/portal/signin')) return;
-  const wasSignedIn = localStorage.getItem(SIGNED_IN) === '1';
-  localStorage.removeItem(SIGNED_IN);
+  const expired = wasSignedIn();
+  markSignedIn(false);
   state.session = null;
   unmountProvider();
   const q = new URLSearchParams({ return: here });
-  if (wasSignedIn) q.set('expired', '1');
+  if (expired) q.set('expired', '1');
   navigate(`/portal/signin?${q}`, { replace: true });
 });
-
-export function markSignedIn(on) {
-  if (on) localStorage.setItem(SIGNED_IN, '1');
-  else localStorage.removeItem(SIGNED_IN);
-}
 
 let routing = 0;
 
 /** Draws the page for the current URL. */
-export async function route() {
+async function route() {
   const mine = ++routing;
   const r = parse(location.pathname);
   const app = document.getElementById('app');
@@ -189,13 +139,6 @@ function welcomePage() {
       : 'You are not a member of any organization yet. Create one with “New organization”, or ask an admin to add you.'));
 }
 
-export function notFoundPage(text) {
-  return h('section', { class: 'page' },
-    h('h1', {}, 'Not found'),
-    banner('error', text || `Nothing is at ${location.pathname}.`),
-    h('p', {}, h('a', { href: '/portal/' }, 'Back to the portal')));
-}
-
 // Same-origin portal links navigate without a reload.
 document.addEventListener('click', (ev) => {
   const a = ev.target instanceof Element ? ev.target.closest('a[href]') : null;
@@ -205,6 +148,7 @@ document.addEventListener('click', (ev) => {
   ev.preventDefault();
   navigate(url.pathname + url.search);
 });
+onNavigate(route);
 window.addEventListener('popstate', () => route());
 applyTheme();
 route();

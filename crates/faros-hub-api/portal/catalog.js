@@ -3,7 +3,8 @@
 
 import { api, wsPath } from './api.js';
 import { h, mount, modal, banner } from './dom.js';
-import { state, navigate, wsUrl, wsRole, reloadWorkspace } from './app.js';
+import { navigate } from './nav.js';
+import { state, wsUrl, wsRole, reloadWorkspace } from './state.js';
 import { providerState, navGroups } from './decide.js';
 
 /** The enabled-row of `name` in this workspace, if any. */

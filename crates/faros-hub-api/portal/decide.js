@@ -159,3 +159,44 @@ export function bridgeOpen(path, origin) {
   if (url.origin !== origin || !url.pathname.startsWith('/portal/') || url.pathname.startsWith('/portal/signin')) return null;
   return url.pathname + url.search + url.hash;
 }
+
+/**
+ * The rows of a members table (`key: 'user'`) or a group-roles table (`key: 'group'`) from the
+ * hub's list: by name, each with where its role comes from and whether an admin may change it
+ * here (a role inherited from the organization is changed there).
+ */
+export function grantRows(items, key, admin) {
+  return (items || [])
+    .filter((i) => typeof i?.[key] === 'string')
+    .map((i) => ({
+      name: i[key],
+      role: i.role,
+      inherited: Boolean(i.inherited),
+      source: i.inherited ? 'from the organization' : 'direct',
+      editable: Boolean(admin) && !i.inherited,
+    }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * Why the hub would refuse to grant a role to identity-provider group `name` ('' when it would
+ * not): 1-256 printable characters, and no `system:` group (it would grant the role to everyone of
+ * a kind). The hub checks again; this only spares a round trip and says it next to the field.
+ */
+export function groupNameProblem(name) {
+  const g = typeof name === 'string' ? name.trim() : '';
+  if (!g) return 'Enter the group’s name as your identity provider sends it.';
+  if (new TextEncoder().encode(g).length > 256) return 'A group name has at most 256 characters.';
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(g)) return 'A group name has no control characters.';
+  if (g.startsWith('system:')) return 'System groups cannot be granted roles.';
+  return '';
+}
+
+/** What the page says after a role was granted or changed. `kind`: 'user' | 'group'. */
+export function grantedMessage(kind, name, role, where) {
+  const article = role === 'admin' ? 'an admin' : 'a member';
+  return kind === 'group'
+    ? `Everyone in group ${name} is now ${article} of the ${where}.`
+    : `${name} is now ${article} of the ${where}.`;
+}

@@ -7,8 +7,10 @@
 
 import { bridgeOpen, bridgeRequest } from './decide.js';
 import { h, mount, banner } from './dom.js';
-import { state, navigate, wsUrl, currentCluster, notFoundPage } from './app.js';
-import { resolvedTheme } from './shell.js';
+import { navigate } from './nav.js';
+import { notFoundPage } from './notfound.js';
+import { state, wsUrl, currentCluster } from './state.js';
+import { resolvedTheme } from './theme.js';
 
 /** Largest response body the bridge hands back to a frame (characters). */
 const MAX_RESPONSE = 8 * 1024 * 1024;

@@ -3,24 +3,14 @@
 
 import { api } from './api.js';
 import { h, modal } from './dom.js';
-import { state, navigate, wsUrl, reloadMe, markSignedIn } from './app.js';
+import { navigate } from './nav.js';
+import { state, wsUrl, reloadMe, markSignedIn } from './state.js';
+import { applyTheme, themePreference, setThemePreference } from './theme.js';
 import { navProviders } from './catalog.js';
 import { refreshProviderContext } from './provider.js';
 import { sameSection } from './decide.js';
 
-const THEME = 'faros.theme';
-
-/** 'light' | 'dark': the preference, or the system's when it is 'system'. */
-export function resolvedTheme() {
-  const pref = localStorage.getItem(THEME) || 'system';
-  if (pref === 'light' || pref === 'dark') return pref;
-  return matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
-}
-
-export function applyTheme() {
-  document.documentElement.dataset.theme = resolvedTheme();
-}
-
+// A system theme change reaches the portal and the provider frame alike.
 matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
   applyTheme();
   refreshProviderContext();
@@ -113,14 +103,13 @@ function switcher(r) {
 }
 
 function themeSelect() {
-  const pref = localStorage.getItem(THEME) || 'system';
+  const pref = themePreference();
   return h('div', { class: 'theme' },
     h('label', { for: 'theme-select' }, 'Theme'),
     h('select', {
       id: 'theme-select',
       onchange: (ev) => {
-        localStorage.setItem(THEME, ev.target.value);
-        applyTheme();
+        setThemePreference(ev.target.value);
         refreshProviderContext();
       },
     }, ['system', 'light', 'dark'].map((t) => h('option', { value: t, selected: t === pref }, t[0].toUpperCase() + t.slice(1)))));

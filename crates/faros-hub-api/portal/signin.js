@@ -3,7 +3,8 @@
 
 import { api } from './api.js';
 import { h, banner } from './dom.js';
-import { state, navigate, markSignedIn } from './app.js';
+import { navigate } from './nav.js';
+import { state, markSignedIn } from './state.js';
 import { returnTo } from './decide.js';
 
 export function signinPage() {

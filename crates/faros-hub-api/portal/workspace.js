@@ -1,93 +1,9 @@
-// Workspace pages: members (of the workspace or of its organization), the kubeconfig download, and
-// the workspace's MCP endpoint with a client configuration to copy.
+// Workspace pages: the kubeconfig download, and the workspace's MCP endpoint with a client
+// configuration to copy (the members page is members.js).
 
 import { api, wsPath } from './api.js';
-import { h, mount, modal, banner } from './dom.js';
-import { state, wsRole, orgRole, reloadMe } from './app.js';
-
-function membersBase(scope) {
-  return scope === 'org' ? `/api/orgs/${encodeURIComponent(state.org)}` : wsPath(state.org, state.ws);
-}
-
-/** Members of the workspace (`scope: 'workspace'`) or the organization (`'org'`). */
-export function membersPage({ scope }) {
-  const base = membersBase(scope);
-  const admin = (scope === 'org' ? orgRole() : wsRole()) === 'admin';
-  const where = scope === 'org' ? `organization ${state.org}` : `workspace ${state.org}/${state.ws}`;
-  const message = h('div', { class: 'messages' });
-  const tbody = h('tbody');
-  const show = (kind, text) => mount(message, banner(kind, text));
-
-  async function load() {
-    try {
-      const list = await api('GET', `${base}/members`);
-      mount(tbody, (list.items || []).map(row));
-    } catch (e) {
-      show('error', e.message);
-    }
-  }
-
-  async function put(user, role) {
-    try {
-      await api('PUT', `${base}/members/${encodeURIComponent(user)}`, { role });
-      show('info', `${user} is now ${role === 'admin' ? 'an admin' : 'a member'} of the ${where}.`);
-      await reloadMe().catch(() => {});
-    } catch (e) {
-      show('error', e.message);
-    }
-    await load();
-  }
-
-  function row(m) {
-    const id = `role-${m.user.replace(/[^a-zA-Z0-9_-]/g, '_')}`;
-    return h('tr', { dataset: { user: m.user } },
-      h('td', {}, m.user),
-      h('td', {}, admin && !m.inherited
-        ? [h('label', { for: id, class: 'visually-hidden' }, `Role of ${m.user}`),
-          h('select', { id, onchange: (ev) => put(m.user, ev.target.value) },
-            ['member', 'admin'].map((r) => h('option', { value: r, selected: r === m.role }, r)))]
-        : m.role),
-      h('td', {}, m.inherited ? 'from the organization' : 'direct'),
-      h('td', {}, admin && !m.inherited && h('button', {
-        type: 'button', class: 'danger', 'aria-label': `Remove ${m.user}`,
-        onclick: async () => {
-          const ok = await modal(`Remove ${m.user}?`, h('p', {}, `${m.user} loses access to the ${where}.`), { submitLabel: 'Remove', danger: true });
-          if (!ok) return;
-          try {
-            await api('DELETE', `${base}/members/${encodeURIComponent(m.user)}`);
-            show('info', `${m.user} was removed.`);
-          } catch (e) {
-            show('error', e.message);
-          }
-          await load();
-        },
-      }, 'Remove')));
-  }
-
-  load();
-  const form = admin && h('form', {
-    class: 'inline-form', 'aria-label': 'Add a member',
-    onsubmit: (ev) => {
-      ev.preventDefault();
-      const user = ev.target.elements.user.value.trim();
-      if (user) put(user, ev.target.elements.role.value);
-      ev.target.reset();
-    },
-  },
-  h('label', { for: 'member-user' }, 'User'), h('input', { id: 'member-user', name: 'user', required: true, autocomplete: 'off' }),
-  h('label', { for: 'member-role' }, 'Role'), h('select', { id: 'member-role', name: 'role' }, h('option', { value: 'member' }, 'member'), h('option', { value: 'admin' }, 'admin')),
-  h('button', { type: 'submit', class: 'primary' }, 'Add member'));
-  return h('section', { class: 'page members' },
-    h('h1', {}, scope === 'org' ? `Members of organization ${state.org}` : 'Members'),
-    h('p', { class: 'muted' }, scope === 'org'
-      ? 'Organization admins administer every workspace of the organization.'
-      : 'Admins manage members and providers; members use the enabled providers.'),
-    message,
-    h('table', {}, h('caption', { class: 'visually-hidden' }, `Members of the ${where}`),
-      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'User'), h('th', { scope: 'col' }, 'Role'), h('th', { scope: 'col' }, 'Membership'), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')))),
-      tbody),
-    form || h('p', { class: 'hint' }, 'Only admins can change members.'));
-}
+import { h, mount, banner } from './dom.js';
+import { state } from './state.js';
 
 /** Kubeconfig download. */
 export function kubeconfigPage() {

@@ -105,18 +105,19 @@ fn register_admin_providers(dev: &devproc::DevProcess, side_port: u16) {
     );
 }
 
-/// The portal's IO-free decisions (routes, provider states, side-nav), table-tested with `node --test`.
+/// The portal's IO-free decisions (routes, provider states, side-nav, group roles), table-tested
+/// with `node --test`, and its module graph (no import circle, every module embedded by the hub).
 #[test]
 fn portal_decisions() {
     let browser_dir = repo_root().join("e2e/browser");
     let out = Command::new("node")
-        .args(["--test", "decide.test.mjs"])
+        .args(["--test", "decide.test.mjs", "modules.test.mjs"])
         .current_dir(&browser_dir)
         .output()
         .expect("node is missing: the portal tests need Node.js 20+ (`apt-get install -y nodejs`)");
     assert!(
         out.status.success(),
-        "node --test e2e/browser/decide.test.mjs failed:\n{}{}",
+        "node --test e2e/browser/{{decide,modules}}.test.mjs failed:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );

@@ -1,11 +1,13 @@
 //! The portal's OIDC sign-in in a real browser against a real identity provider: `faros dev
 //! --oidc-…` as a child process, the test IdP (`e2e/oidc`, panva's oidc-provider) with its own TLS,
-//! and Debian's chromium driven by Playwright (`e2e/browser/oidc.test.mjs`): the redirect, the IdP's
-//! login form, the callback, the session, a session that outlives its short-lived ID token through
-//! refresh, a workspace granted to the user's IdP group (and gone once the IdP drops the group),
-//! sign-out with the IdP's RP-initiated logout; bad paths: a wrong password, a wrong state, a
-//! replayed callback, an expired login, a user the IdP disabled (at sign-in, and mid-session: the
-//! next renewal ends the session).
+//! and Debian's chromium driven by Playwright (`e2e/browser/oidc.test.mjs`): the workspace's admin
+//! grants IdP group `dev` a role on the portal's members page; then the redirect, the IdP's login
+//! form, the callback, the session, the workspace reached through the group (and gone once the IdP
+//! drops the group), quickstart enabled and a Greeting created in its UI and replied to, a session
+//! that outlives its short-lived ID token through refresh (and still creates Greetings), sign-out
+//! with the IdP's RP-initiated logout; bad paths: a wrong password, a wrong state, a replayed
+//! callback, an expired login, a user the IdP disabled (at sign-in, and mid-session: the next
+//! renewal ends the session).
 //!
 //! Needs chromium, `npm ci --prefix e2e/browser` and `npm ci --prefix e2e/oidc` (what `.ci/run`
 //! does); without them the test fails saying so.
@@ -69,20 +71,6 @@ fn oidc_sign_in_in_a_real_browser() {
     }))
     .unwrap();
 
-    // `faros dev`'s workspace demo/default, granted to IdP group `dev` by its admin.
-    let status = rt.block_on(async {
-        dev.https()
-            .unwrap()
-            .put(format!("{hub}/api/orgs/demo/workspaces/default/groups/dev"))
-            .bearer_auth(dev.dev_token().unwrap())
-            .json(&serde_json::json!({"role": "member"}))
-            .send()
-            .await
-            .unwrap()
-            .status()
-    });
-    assert_eq!(status, 200, "granting group dev the workspace");
-
     let failures = root.join("target/portal-failures");
     std::fs::create_dir_all(&failures).unwrap();
     let out = Command::new("node")
@@ -92,6 +80,9 @@ fn oidc_sign_in_in_a_real_browser() {
         .env("FAROS_IDP_URL", idp.issuer())
         .env("FAROS_IDP_USERS", idp.users_file())
         .env("FAROS_ID_TOKEN_TTL", ID_TOKEN_TTL.to_string())
+        // The admin of `faros dev`'s workspace demo/default, who grants IdP group `dev` a role
+        // there in the portal.
+        .env("FAROS_DEV_TOKEN", dev.dev_token().unwrap())
         .env("FAROS_CHROMIUM", &chromium)
         .env("FAROS_PORTAL_FAILURES", &failures)
         .stdout(Stdio::inherit())
