@@ -194,17 +194,21 @@ const ok = await steps([
       await ap.click('button:text("Grant role")');
       await ap.waitForSelector('tr[data-group=auditors]');
       assert(await ap.inputValue('tr[data-group=auditors] select') === 'member', 'granted as member');
-      await ap.selectOption('tr[data-group=auditors] select', 'admin');
+      // Changed in its row and revoked with the keyboard too.
+      await tabTo(ap, 'tr[data-group=auditors] select');
+      await ap.keyboard.press('ArrowDown');
       await until(ap, 'auditors to be admin', () => document.getElementById('group-messages')?.textContent.includes('group auditors is now an admin'));
       const granted = await (await adminCtx.request.get(`${HUB}/api/orgs/demo/workspaces/default/groups`)).json();
       assert(JSON.stringify(granted.items.map((g) => [g.group, g.role]).sort()) === JSON.stringify([['auditors', 'admin'], ['dev', 'admin']]), `the hub's list: ${JSON.stringify(granted)}`);
       await accessible(ap, 'members with group roles');
       await shot(ap, 'group-roles');
-      await ap.click('tr[data-group=auditors] button[aria-label="Revoke group auditors"]');
+      await tabTo(ap, 'tr[data-group=auditors] button[aria-label="Revoke group auditors"]');
+      await ap.keyboard.press('Enter');
       await ap.waitForSelector('dialog[open]');
       assert((await ap.innerText('dialog[open]')).includes('Everyone in group auditors loses'), await ap.innerText('dialog[open]'));
       await accessible(ap, 'revoke dialog');
-      await ap.click('dialog[open] button[type=submit]');
+      await tabTo(ap, 'dialog[open] button[type=submit]');
+      await ap.keyboard.press('Enter');
       await until(ap, 'auditors to be gone', () => !document.querySelector('tr[data-group=auditors]') && document.querySelector('tr[data-group=dev]'));
       await ap.selectOption('#theme-select', 'dark');
       await until(ap, 'the dark theme', () => document.documentElement.dataset.theme === 'dark');
@@ -245,6 +249,8 @@ const ok = await steps([
     // Not a direct member: IdP group `dev` holds the workspace's admin role (granted above).
     await waitFor('demo/default in /api/me', async () => (await workspaces())?.includes('demo/default'));
     assert(await demoRole() === 'admin', 'admin through group dev');
+    const members = await pg.evaluate(async () => (await (await fetch('/api/orgs/demo/workspaces/default/members', { credentials: 'same-origin' })).json()).items.map((m) => m.user));
+    assert(!members.includes('alice@example.com'), `alice is no member herself: ${members}`);
     await pg.goto(`${HUB}/portal/orgs/demo/workspaces/default/catalog`);
     await until(pg, 'the workspace in the switcher', () => document.getElementById('ws-select')?.value === 'default');
   }],
