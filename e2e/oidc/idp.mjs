@@ -11,6 +11,9 @@
 //   }
 //   users.json: [{ "username", "password", "email", "groups": [], "disabled"?: true }]
 //
+// The device authorization grant (RFC 8628) is on for clients that list its grant type: the user
+// opens /device?user_code=…, confirms the code, and signs in with the same login form.
+//
 // Prints one line `listening <port>` on stdout once serving. The issuer is https://127.0.0.1:<port>.
 // Admin endpoints (Bearer admin_token): POST /admin/rotate (a new signing key; the old one is no
 // longer published, as after a real rotation) and POST /admin/reload (re-read the config's clients).
@@ -109,6 +112,24 @@ function buildProvider(issuer) {
     },
     features: {
       devInteractions: { enabled: false },
+      // Plain pages of our own (the defaults fetch web fonts); the forms are oidc-provider's.
+      deviceFlow: {
+        enabled: true,
+        async userCodeInputSource(ctx, form, _out, err) {
+          const error = err ? `<p id="error" role="alert">${escape(err.message ?? 'invalid code')}</p>` : '';
+          ctx.body = `<!doctype html><html><head><title>Test IdP device sign-in</title></head><body>
+<h1>Enter the code shown on your device</h1>${error}${form}
+<button type="submit" form="op.deviceInputForm">Continue</button></body></html>`;
+        },
+        async userCodeConfirmSource(ctx, form, client, _deviceInfo, userCode) {
+          ctx.body = `<!doctype html><html><head><title>Test IdP device sign-in</title></head><body>
+<h1>Sign in ${escape(client.clientId)} with code <code id="user-code">${escape(userCode)}</code>?</h1>${form}
+<button type="submit" form="op.deviceConfirmForm">Continue</button></body></html>`;
+        },
+        async successSource(ctx) {
+          ctx.body = '<!doctype html><html><body><h1 id="device-approved">Signed in: return to your device</h1></body></html>';
+        },
+      },
       rpInitiatedLogout: {
         enabled: true,
         // Logging out is confirmed without a page of its own: the RP asked for it. `logout=yes` is

@@ -81,7 +81,12 @@ pub struct IdpClient {
     pub client_id: String,
     pub redirect_uris: Vec<String>,
     pub post_logout_redirect_uris: Vec<String>,
+    /// Also allowed the device authorization grant (RFC 8628), as a CLI is.
+    pub device_flow: bool,
 }
+
+/// RFC 8628's grant type.
+const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
 impl IdpClient {
     pub fn new(client_id: &str, redirect_uri: &str) -> Self {
@@ -89,6 +94,18 @@ impl IdpClient {
             client_id: client_id.into(),
             redirect_uris: vec![redirect_uri.into()],
             post_logout_redirect_uris: Vec::new(),
+            device_flow: false,
+        }
+    }
+
+    /// A public client that signs in with the device flow only (no redirect), as `faros
+    /// credential oidc` does, with refresh tokens.
+    pub fn device(client_id: &str) -> Self {
+        Self {
+            client_id: client_id.into(),
+            redirect_uris: Vec::new(),
+            post_logout_redirect_uris: Vec::new(),
+            device_flow: true,
         }
     }
 
@@ -96,10 +113,33 @@ impl IdpClient {
         // oidc-provider holds `web` clients to https redirects and `native` ones to loopback http
         // (or custom schemes): a hub's https callback is a web client, a CLI's loopback one native.
         let all_https = self.redirect_uris.iter().all(|u| u.starts_with("https://"));
-        let application_type = if all_https { "web" } else { "native" };
-        json!({"client_id": self.client_id, "redirect_uris": self.redirect_uris,
-               "post_logout_redirect_uris": self.post_logout_redirect_uris, "application_type": application_type})
+        let application_type = if all_https && !self.redirect_uris.is_empty() {
+            "web"
+        } else {
+            "native"
+        };
+        let mut doc = json!({"client_id": self.client_id, "redirect_uris": self.redirect_uris,
+               "post_logout_redirect_uris": self.post_logout_redirect_uris, "application_type": application_type});
+        if self.device_flow {
+            let mut grants = vec![DEVICE_GRANT, "refresh_token"];
+            let mut response_types: Vec<&str> = Vec::new();
+            if !self.redirect_uris.is_empty() {
+                grants.push("authorization_code");
+                response_types.push("code");
+            }
+            doc["grant_types"] = json!(grants);
+            doc["response_types"] = json!(response_types);
+        }
+        doc
     }
+}
+
+/// Where a device-flow prompt sent the user (`verification_uri_complete`), read from the text a
+/// device printed (the first `https://…user_code=…` URL in it).
+pub fn device_url_in(text: &str) -> Option<String> {
+    text.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .find(|w| w.starts_with("https://") && w.contains("user_code="))
+        .map(str::to_string)
 }
 
 /// Token lifetimes in seconds; short ones make expiry testable.
@@ -507,6 +547,79 @@ impl Idp {
         Err(IdpError::Http("too many redirects".into()))
     }
 
+    /// Approves a device-flow sign-in (RFC 8628) as its user would in a browser: opens
+    /// `verification_url` (the `verification_uri_complete` the device showed), confirms the code,
+    /// signs in through the login form, and returns once the IdP says the device is signed in.
+    /// `Err(Refused)` with the IdP's message when it refuses the code or the user.
+    pub async fn approve_device(&self, verification_url: &str, username: &str, password: &str) -> Result<(), IdpError> {
+        let http = |e: reqwest::Error| IdpError::Http(e.to_string());
+        let client = crate::https::builder_trusting(self.ca_pem.as_bytes())
+            .map_err(|e| IdpError::Http(e.to_string()))?
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(crate::https::TIMEOUT)
+            .build()
+            .map_err(http)?;
+        let mut jar = Jar::default();
+        let mut next = reqwest::Url::parse(verification_url).map_err(|e| IdpError::Http(e.to_string()))?;
+        let mut form: Option<Vec<(String, String)>> = None;
+        for _ in 0..30 {
+            let req = match form.take() {
+                Some(fields) => client
+                    .post(next.clone())
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(form_encode(&fields)),
+                None => client.get(next.clone()),
+            };
+            let resp = req.header("cookie", jar.header(&next)).send().await.map_err(http)?;
+            jar.take(&next, &resp);
+            if let Some(l) = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+            {
+                next = next.join(l).map_err(|e| IdpError::Http(e.to_string()))?;
+                continue;
+            }
+            let status = resp.status();
+            let page = resp.text().await.map_err(http)?;
+            if page.contains("id=\"device-approved\"") {
+                return Ok(());
+            }
+            if let Some(error) = page.split("id=\"error\"").nth(1) {
+                let text = error.split('>').nth(1).and_then(|t| t.split('<').next());
+                return Err(IdpError::Refused(format!("{status}: {}", text.unwrap_or_default())));
+            }
+            if page.contains("id=\"op.deviceConfirmForm\"") {
+                // oidc-provider's confirmation form: its hidden fields, posted to its action.
+                let action = attribute_after(&page, "id=\"op.deviceConfirmForm\"", "action")
+                    .ok_or_else(|| IdpError::Http(format!("no form action at {next}")))?;
+                let fields = ["xsrf", "user_code", "confirm"]
+                    .iter()
+                    .map(|name| {
+                        attribute_after(&page, &format!("name=\"{name}\""), "value")
+                            .map(|v| (name.to_string(), v))
+                            .ok_or_else(|| IdpError::Http(format!("no {name} field at {next}")))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                next = next.join(&action).map_err(|e| IdpError::Http(e.to_string()))?;
+                form = Some(fields);
+                continue;
+            }
+            if page.contains("name=\"username\"") && !next.path().ends_with("/login") {
+                next = next
+                    .join(&format!("{}/login", next.path().trim_end_matches('/')))
+                    .map_err(|e| IdpError::Http(e.to_string()))?;
+                form = Some(vec![
+                    ("username".to_string(), username.to_string()),
+                    ("password".to_string(), password.to_string()),
+                ]);
+                continue;
+            }
+            return Err(IdpError::Http(format!("unexpected page at {next}: {status}")));
+        }
+        Err(IdpError::Http("too many redirects".into()))
+    }
+
     /// The refresh-token grant.
     pub async fn refresh(&self, client_id: &str, refresh_token: &str) -> Result<Tokens, IdpError> {
         self.run_rp(&["--refresh", &self.issuer, client_id, refresh_token])
@@ -518,5 +631,70 @@ impl Idp {
         if let Some(child) = self.child.as_mut() {
             let _ = child.kill().await;
         }
+    }
+}
+
+fn form_encode(fields: &[(String, String)]) -> String {
+    let enc = |v: &str| {
+        v.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    };
+    fields
+        .iter()
+        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// The value of attribute `attr` in the first tag after `marker` (`name="x"` then `value="…"`),
+/// with the HTML entities oidc-provider escapes decoded.
+fn attribute_after(page: &str, marker: &str, attr: &str) -> Option<String> {
+    let at = page.find(marker)?;
+    let tag_start = page[..at].rfind('<')?;
+    let tag = &page[tag_start..tag_start + page[tag_start..].find('>')?];
+    let value = tag.split(&format!("{attr}=\"")).nth(1)?.split('"').next()?;
+    Some(
+        value
+            .replace("&amp;", "&")
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">"),
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod device_tests {
+    use super::*;
+
+    #[test]
+    fn device_pages() {
+        let page = r#"<form id="op.deviceConfirmForm" method="post" action="/device">
+<input type="hidden" name="xsrf" value="a&amp;b"/>
+<input type="hidden" name="user_code" value="ABCD-EFGH"/>
+<input type="hidden" name="confirm" value="yes"/>
+</form>"#;
+        assert_eq!(
+            attribute_after(page, "id=\"op.deviceConfirmForm\"", "action").as_deref(),
+            Some("/device")
+        );
+        assert_eq!(attribute_after(page, "name=\"xsrf\"", "value").as_deref(), Some("a&b"));
+        assert_eq!(
+            attribute_after(page, "name=\"user_code\"", "value").as_deref(),
+            Some("ABCD-EFGH")
+        );
+        assert_eq!(attribute_after(page, "name=\"missing\"", "value"), None);
+        let prompt = "To sign in to https://idp, open https://idp/device and enter the code AB\n  (or open https://idp/device?user_code=AB)\nWaiting";
+        assert_eq!(
+            device_url_in(prompt).as_deref(),
+            Some("https://idp/device?user_code=AB")
+        );
+        assert_eq!(device_url_in("nothing here"), None);
+        assert_eq!(form_encode(&[("a b".into(), "c&d".into())]), "a%20b=c%26d");
     }
 }

@@ -31,6 +31,11 @@ pub struct OidcArgs {
     /// PEM CA bundle for the issuer's TLS (default: the platform roots).
     #[arg(long, env = "FAROS_OIDC_CA_FILE")]
     pub oidc_ca_file: Option<PathBuf>,
+    /// The public client (no secret; device flow) the `faros` CLI signs in as, which the hub's
+    /// kubeconfigs name in their `exec` stanza (default: `--oidc-client-id`). Its ID tokens must
+    /// still carry the `--oidc-client-id` audience. Read by the hub only; kcp ignores it.
+    #[arg(long, env = "FAROS_OIDC_CLI_CLIENT_ID", requires = "oidc_issuer_url")]
+    pub oidc_cli_client_id: Option<String>,
 }
 
 impl OidcArgs {
@@ -48,6 +53,7 @@ impl OidcArgs {
         settings.groups_claim = self.oidc_groups_claim.clone();
         settings.groups_prefix = self.oidc_groups_prefix.clone();
         settings.ca_pem = ca_pem;
+        settings.cli_client_id = self.oidc_cli_client_id.clone();
         settings.validate()?;
         Ok(Some(settings))
     }

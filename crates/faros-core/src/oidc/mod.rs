@@ -56,6 +56,9 @@ pub struct OidcSettings {
     pub jwks_min_interval: Duration,
     /// Bound on each fetch (connect, response and body).
     pub fetch_timeout: Duration,
+    /// The public client the `faros` CLI signs in as (`--oidc-cli-client-id`); `None`: the
+    /// [`Self::client_id`]. See [`Self::cli_client_id`].
+    pub cli_client_id: Option<String>,
 }
 
 impl OidcSettings {
@@ -71,7 +74,16 @@ impl OidcSettings {
             jwks_refresh: Duration::from_secs(300),
             jwks_min_interval: Duration::from_secs(10),
             fetch_timeout: Duration::from_secs(10),
+            cli_client_id: None,
         }
+    }
+
+    /// The client the `faros` CLI (`faros credential oidc`) signs in as. The ID tokens it gets
+    /// must carry [`Self::client_id`] in `aud` to be accepted, so a separate CLI client only works
+    /// with an IdP that issues that audience to it (Dex's trusted peers, a Keycloak audience
+    /// mapper); by default the CLI uses the audience client itself.
+    pub fn cli_client_id(&self) -> &str {
+        self.cli_client_id.as_deref().unwrap_or(&self.client_id)
     }
 
     /// The prefix put before every user name (kube-apiserver's `--oidc-username-prefix`).
@@ -99,6 +111,9 @@ impl OidcSettings {
         }
         if self.username_claim.is_empty() {
             return fail("the username claim is empty".into());
+        }
+        if self.cli_client_id.as_deref() == Some("") {
+            return fail("the CLI client ID (--oidc-cli-client-id) is empty".into());
         }
         Ok(())
     }
@@ -158,5 +173,17 @@ mod tests {
             assert_eq!(OidcSettings::new(url, "faros").validate().is_ok(), ok, "{url}");
         }
         assert!(OidcSettings::new("https://issuer.example", "").validate().is_err());
+    }
+
+    /// The CLI signs in as the audience client unless `--oidc-cli-client-id` names another.
+    #[test]
+    fn cli_client_defaults_to_the_audience() {
+        let mut s = OidcSettings::new("https://issuer.example", "faros");
+        assert_eq!(s.cli_client_id(), "faros");
+        s.cli_client_id = Some("faros-cli".into());
+        assert_eq!(s.cli_client_id(), "faros-cli");
+        assert!(s.validate().is_ok());
+        s.cli_client_id = Some(String::new());
+        assert!(s.validate().is_err());
     }
 }
