@@ -26,9 +26,19 @@ function importsOf(src) {
   return out;
 }
 
+/** Names `src` exports: declarations (`export function f`, `export const x`) and lists (`export { a, b as c }`). */
 function exportsOf(src) {
-  return new Set([...src.matchAll(/^export\s+(?:async\s+)?(?:function|const|let|class)\s+([A-Za-z_$][\w$]*)/gm)].map((m) => m[1]));
+  const declared = [...src.matchAll(/^export\s+(?:async\s+)?(?:function\*?|const|let|class)\s+([A-Za-z_$][\w$]*)/gm)].map((m) => m[1]);
+  const listed = [...src.matchAll(/^export\s*\{([^}]*)\}/gm)]
+    .flatMap((m) => m[1].split(',').map((n) => n.trim().split(/\s+as\s+/).pop()).filter(Boolean));
+  return new Set([...declared, ...listed]);
 }
+
+test('exports are read from declarations and lists', () => {
+  assert.deepEqual([...exportsOf('export function f() {}\nexport async function g() {}\nexport const x = 1;\nexport { a, b as c };\nconst y = 2;')].sort(), ['a', 'c', 'f', 'g', 'x']);
+  assert.deepEqual(importsOf("import { a, b as c } from './x.js';\nimport './y.js';\nimport {\n  d,\n} from './z.js';"),
+    [{ from: './x.js', names: ['a', 'b'] }, { from: './y.js', names: [] }, { from: './z.js', names: ['d'] }]);
+});
 
 /** The graph among the portal's own modules (frame.js is loaded by the provider frame, alone). */
 const graph = Object.fromEntries(modules.map((m) => [m, importsOf(source[m]).map((i) => i.from.replace(/^\.\//, ''))]));
