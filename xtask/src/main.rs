@@ -17,6 +17,7 @@ mod fuzz;
 mod images;
 mod kcp;
 mod lint;
+mod upgrade_fixture;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "faros project automation")]
@@ -41,6 +42,8 @@ enum Command {
     Kcp(kcp::Kcp),
     /// Check documentation references and the dependency rule between workspace crates.
     Lint(lint::Lint),
+    /// Rewrite the upgrade test's fixture: a state directory this build wrote, and its manifest.
+    UpgradeFixture(upgrade_fixture::UpgradeFixture),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -52,6 +55,7 @@ fn main() -> anyhow::Result<()> {
         Command::Images(cmd) => cmd.run(&project_root()),
         Command::Kcp(cmd) => cmd.run(&project_root()),
         Command::Lint(cmd) => cmd.run(&project_root()),
+        Command::UpgradeFixture(cmd) => cmd.run(&project_root()),
     }
 }
 
