@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`app`] | the provider app builder: name, API, controllers, routes, tools, and one call (`init`/`serve`) |
 //! | [`reconcile`] | reconcile chores: status written only when it differs, conditions, 404 tolerance |
+//! | [`tenants`] | the verified caller of a backend route or tool, with a client for its workspace ([`tenants::Caller`]) |
 //! | [`tools`] | MCP tools as typed async functions of the caller, without rmcp ceremony |
 //! | [`bootstrap`] | `init`: schemas, APIExport, endpoint slice, bind grant, CatalogEntry |
 //! | [`manifest`] | YAML files templated over the environment (one manifest for every environment) |
@@ -33,6 +34,7 @@ pub mod identity;
 pub mod manifest;
 pub mod mcp;
 pub mod reconcile;
+pub mod tenants;
 pub mod tools;
 pub mod workspace;
 

@@ -45,7 +45,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::app::{Caller, Tenants};
+use crate::tenants::{Caller, Tenants};
 
 type Call = dyn Fn(Caller, Value) -> BoxFuture<'static, Result<CallToolResult, ErrorData>> + Send + Sync;
 

@@ -97,6 +97,15 @@ impl ServeArgs {
     }
 }
 
+impl App {
+    /// The provider binary: `init` or `serve` (this module's command line), returning the process
+    /// exit code. Here rather than in [`crate::app`] so that the app does not import its own command
+    /// line, which imports the app.
+    pub fn main(self) -> ExitCode {
+        main(self)
+    }
+}
+
 /// Parses the command line and runs `init` or `serve` on a new tokio runtime.
 pub fn main(app: App) -> ExitCode {
     install_crypto_provider();

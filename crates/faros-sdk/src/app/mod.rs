@@ -45,7 +45,6 @@
 //! public on its own (bootstrap, heartbeat, identity, controller, mcp).
 
 pub mod cli;
-mod tenants;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -59,7 +58,7 @@ use futures::future::{BoxFuture, Shared};
 use kube::api::{ApiResource, DynamicObject};
 use serde_json::json;
 
-pub use tenants::{Caller, ProviderInfo, Tenants};
+pub use crate::tenants::{Caller, ProviderInfo, Tenants};
 
 use crate::bootstrap::{self, InitError, InitOptions, InitReport};
 use crate::controller::{Action, Controller, ControllerStats, Endpoints, Tenant};
@@ -302,11 +301,6 @@ impl App {
             .map_err(ServeError::Http);
         background.abort_all();
         result
-    }
-
-    /// The provider binary: `init` or `serve` ([`cli`]), returning the process exit code.
-    pub fn main(self) -> std::process::ExitCode {
-        cli::main(self)
     }
 }
 
