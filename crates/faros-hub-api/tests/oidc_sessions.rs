@@ -133,6 +133,25 @@ impl Replica {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
+    /// An MCP `initialize` at `path` with the session cookie (a cookie-authenticated POST, so with
+    /// the portal's CSRF proof): the status.
+    async fn mcp_initialize(&self, cookie: &str, path: &str) -> u16 {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        http()
+            .post(self.url(path))
+            .header("cookie", cookie)
+            .header("origin", self.origin())
+            .header("x-faros-csrf", "1")
+            .header("accept", "application/json, text/event-stream")
+            .json(&init)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+
     /// `path` as the static-token admin.
     async fn admin(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
         let mut req = http().request(method, self.url(path)).bearer_auth(ADMIN_TOKEN);
@@ -283,6 +302,14 @@ async fn oidc_sessions_renew_once_across_replicas_follow_idp_groups_and_end_when
         (s == 200).then_some(())
     })
     .await;
+    // And the workspace's MCP endpoint, on either replica.
+    let mcp = "/api/orgs/acme/workspaces/dev/mcp";
+    eventually(
+        "alice to reach acme/dev's MCP endpoint through group dev",
+        WAIT,
+        || async { (b.mcp_initialize(&cookie, mcp).await == 200).then_some(()) },
+    )
+    .await;
     let (_, me) = b.get(&cookie, "/api/me").await;
     let orgs = me["organizations"].as_array().unwrap();
     assert!(
@@ -327,6 +354,11 @@ async fn oidc_sessions_renew_once_across_replicas_follow_idp_groups_and_end_when
     .await;
     let (s, body) = a.get(&cookie, through_kcp).await;
     assert_eq!(s, 403, "kcp refuses her new token too: {body}");
+    assert_eq!(
+        b.mcp_initialize(&cookie, mcp).await,
+        404,
+        "and so does the MCP endpoint"
+    );
     let (s, me) = a.get(&cookie, "/api/session").await;
     assert_eq!(s, 200, "still signed in: {me}");
     assert!(token_expiry(&me) > before, "access ended with a renewal: {me}");
