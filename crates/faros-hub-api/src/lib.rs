@@ -7,9 +7,19 @@
 //! - **Front door** ([`edge`]): request IDs, spans and request metrics for every request, and
 //!   dispatch by path prefix to the **proxies** ([`proxy`]: provider UIs, provider backends with a
 //!   verified identity and signed assertion instead of the caller's credentials, the kcp
-//!   pass-through; per-thread upstream pools) or to the **API router** ([`router`]: `GET
-//!   /api/providers`, tenancy, Enable/Disable, MCP, health, metrics, the assertion JWKS), all
-//!   reading one [`state::Shared`].
+//!   pass-through; per-thread upstream pools) or to the **API router** ([`router`]).
+//! - **API router** ([`router`]): built from one table per route group (`GET /api/providers`,
+//!   tenancy, Enable/Disable, MCP, the portal, sign-in, health, metrics, the assertion JWKS), each
+//!   row a method, a path, who may call it and its handler; the router applies the access, and the
+//!   same tables are docs/hub-api.md's route list and what the route tests iterate.
+//!
+//! Layering: this file, [`router`] and [`state`] are the top; they import the subsystems, never
+//! the reverse. Handlers extract only the sub-state they use from [`state::AppState`] (axum
+//! `FromRef`: the tenancy routes take `Arc<Tenancy>`, the session API [`portal::login::SessionApi`],
+//! …), so a subsystem does not import [`state`] (the proxies and the kubeconfig handler, which read
+//! several parts of it, do, and no module [`state`] imports leads back to them). Types shared by
+//! several subsystems are leaves ([`workspace`], [`serving`], [`portal::grant`]). No module import
+//! circle: two modules never depend on each other, directly or around a circle.
 //!
 //! Composition: [`Hub::new`] builds everything without IO; [`Hub::service`] is the whole hub as one
 //! tower service (for in-process tests or mounting), [`Hub::spawn_background`] starts the kcp-facing
@@ -34,9 +44,11 @@ pub mod readiness;
 pub mod records;
 pub mod router;
 pub mod server;
+pub mod serving;
 pub mod state;
 pub mod tenancy;
 pub mod tls_reload;
+pub mod workspace;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -50,7 +62,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use catalog::probe::ProbeSettings;
 pub use catalog::{CatalogSettings, Registry, RegistrySettings};
-pub use state::{AppState, HttpSettings};
+pub use serving::HttpSettings;
+pub use state::AppState;
 
 use auth::tokenreview::{CacheSettings, CachedReviewer, KubeTokenReviewer, TokenReviewer};
 use auth::{Authenticator, BearerTokenReview};
@@ -296,7 +309,7 @@ impl Hub {
         };
         // OIDC sessions renew their ID tokens through the sign-in flow's client.
         let refresher = oidc_login.clone().map(|l| l as Arc<dyn portal::renew::Refresher>);
-        let state = Arc::new(state::Shared {
+        let state = AppState::new(state::Shared {
             registry,
             tree: Arc::default(),
             authn,

@@ -688,3 +688,97 @@ async fn provider_urls_cannot_reach_loopback_or_metadata() {
         assert_eq!(resp.status(), 503, "{name}");
     }
 }
+
+/// A request path for a route's pattern: every `{param}` and `{*rest}` filled in.
+fn concrete(pattern: &str) -> String {
+    pattern
+        .split('/')
+        .map(|seg| match seg.strip_prefix('{') {
+            Some(param) => param.trim_start_matches('*').trim_end_matches('}').to_string(),
+            None => seg.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn request(hub: &TestHub, route: &faros_hub_api::router::Route) -> reqwest::RequestBuilder {
+    use faros_hub_api::router::Method;
+    let url = hub.url(&concrete(route.path));
+    let method = match route.method {
+        Method::Get => reqwest::Method::GET,
+        // MCP's streamable HTTP: a client's first request is a POST.
+        Method::Post | Method::Any => reqwest::Method::POST,
+        Method::Put => reqwest::Method::PUT,
+        Method::Delete => reqwest::Method::DELETE,
+    };
+    http().request(method, url)
+}
+
+/// Every route of the router's tables, against a running hub: the ones that are not public refuse
+/// a request without credentials (401, a Status), the public ones never ask for any.
+#[tokio::test]
+async fn every_route_but_the_public_ones_refuses_requests_without_credentials() {
+    let (hub, _up) = setup(|_| {}).await;
+    let mut checked = 0;
+    for group in faros_hub_api::router::GROUPS {
+        for route in group.routes {
+            let (code, body) = status_of(request(&hub, route).send().await.unwrap()).await;
+            if route.access.is_public() {
+                assert_ne!(code, 401, "{route:?} is public: {body}");
+            } else {
+                assert_eq!(code, 401, "{route:?}: {body}");
+                assert_eq!(body["kind"], "Status", "{route:?}: {body}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 30, "{checked} routes");
+}
+
+/// The routes a table marks as users-only refuse a ServiceAccount, saying what it may not do.
+#[tokio::test]
+async fn users_only_routes_refuse_service_accounts() {
+    use faros_hub_api::router::Access;
+    let (hub, _up) = setup(|_| {}).await;
+    let mut checked = 0;
+    for group in faros_hub_api::router::GROUPS {
+        for route in group.routes {
+            let Access::User(what) = route.access else { continue };
+            let resp = request(&hub, route).bearer_auth(SA_Q).body("{}").send().await.unwrap();
+            let (code, body) = status_of(resp).await;
+            assert_eq!(code, 403, "{route:?}: {body}");
+            let message = body["message"].as_str().unwrap_or_default();
+            assert!(message.contains(&format!("cannot {what}")), "{route:?}: {body}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 9, "{checked} users-only routes");
+}
+
+/// docs/hub-api.md lists exactly the routes of the router's tables.
+/// `FAROS_UPDATE_SNAPSHOTS=1 cargo test -p faros-hub-api --test routes` rewrites the list.
+#[test]
+fn docs_list_exactly_the_routes() {
+    const BEGIN: &str = "<!-- routes: generated from crates/faros-hub-api/src/router.rs -->\n";
+    const END: &str = "<!-- routes: end -->";
+    // The crate is crates/faros-hub-api: the docs are two levels up.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap();
+    let path = root.join("docs/hub-api.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let start = doc.find(BEGIN).expect("docs/hub-api.md has the generated route list") + BEGIN.len();
+    let end = start + doc[start..].find(END).expect("the route list ends");
+    let want = faros_hub_api::router::markdown();
+    if std::env::var_os("FAROS_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, format!("{}{want}{}", &doc[..start], &doc[end..])).unwrap();
+        return;
+    }
+    assert_eq!(
+        &doc[start..end],
+        want,
+        "docs/hub-api.md's route list differs from the router's tables; run \
+         `FAROS_UPDATE_SNAPSHOTS=1 cargo test -p faros-hub-api --test routes` to accept"
+    );
+}

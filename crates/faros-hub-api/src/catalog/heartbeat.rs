@@ -5,6 +5,8 @@
 //! TokenReview in that workspace. Without this anyone reaching the hub could keep a dead provider
 //! Ready (the original's hole).
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
@@ -14,9 +16,11 @@ use http::HeaderMap;
 use serde::Deserialize;
 
 use crate::auth::tokenreview::ReviewedUser;
+use crate::auth::tokenreview::TokenReviewer;
 use crate::auth::{bearer_token, missing_credentials};
+use crate::catalog::registry::Registry;
 use crate::catalog::registry::RegistryError;
-use crate::state::AppState;
+use crate::metrics::Metrics;
 
 /// The heartbeat body; both fields optional.
 #[derive(Debug, Default, Deserialize, PartialEq, Eq)]
@@ -41,13 +45,15 @@ pub fn parse_beat(body: &[u8]) -> Result<Beat, Status> {
 }
 
 pub async fn heartbeat(
-    State(st): State<AppState>,
+    State(registry): State<Arc<Registry>>,
+    State(reviewer): State<Arc<dyn TokenReviewer>>,
+    State(metrics): State<Arc<Metrics>>,
     Path(name): Path<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let result = beat(&st, &name, &headers, body).await;
-    st.metrics.heartbeat(match &result {
+    let result = beat(&registry, reviewer.as_ref(), &name, &headers, body).await;
+    metrics.heartbeat(match &result {
         Ok(_) => "ok",
         Err(s) if s.code == 401 || s.code == 403 => "denied",
         Err(_) => "error",
@@ -58,10 +64,15 @@ pub async fn heartbeat(
     }
 }
 
-async fn beat(st: &AppState, name: &str, headers: &HeaderMap, body: Body) -> Result<(), Status> {
+async fn beat(
+    registry: &Registry,
+    reviewer: &dyn TokenReviewer,
+    name: &str,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(), Status> {
     let token = bearer_token(headers).ok_or_else(missing_credentials)?;
-    let provider = st
-        .registry
+    let provider = registry
         .get(name)
         .ok_or_else(|| Status::not_found(names::PROVIDERS_GROUP, names::CATALOG_ENTRIES_RESOURCE, name))?;
     let cluster = provider.provider_cluster.as_deref().ok_or_else(|| {
@@ -70,7 +81,7 @@ async fn beat(st: &AppState, name: &str, headers: &HeaderMap, body: Body) -> Res
             names::provider_workspace_path(name)
         ))
     })?;
-    let user = match st.reviewer.review(cluster, token).await {
+    let user = match reviewer.review(cluster, token).await {
         Ok(Some(user)) => user,
         Ok(None) => return Err(Status::unauthorized("the bearer token is not valid")),
         Err(e) => {
@@ -92,8 +103,8 @@ async fn beat(st: &AppState, name: &str, headers: &HeaderMap, body: Body) -> Res
         .await
         .map_err(|_| Status::too_large(format!("heartbeat body exceeds {} bytes", names::HEARTBEAT_BODY_LIMIT)))?;
     let beat = parse_beat(&bytes)?;
-    let now = st.registry.clock().now();
-    match st.registry.heartbeat(name, beat.version, now) {
+    let now = registry.clock().now();
+    match registry.heartbeat(name, beat.version, now) {
         Ok(_) => Ok(()),
         Err(RegistryError::UnknownProvider(_)) => Err(Status::not_found(
             names::PROVIDERS_GROUP,

@@ -1,6 +1,7 @@
 //! `GET /api/providers`: the catalog as the portal sees it.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
@@ -8,8 +9,7 @@ use faros_core::catalog::{Dependency, PermissionClaim, UiChild};
 use faros_core::names;
 use serde::Serialize;
 
-use crate::catalog::registry::View;
-use crate::state::AppState;
+use crate::catalog::registry::{Registry, View};
 
 /// One provider in the list.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -131,8 +131,8 @@ pub fn provider_list(views: &[View]) -> ProviderList {
     ProviderList { items, categories }
 }
 
-pub async fn list(State(st): State<AppState>) -> Json<ProviderList> {
-    Json(provider_list(&st.registry.list()))
+pub async fn list(State(registry): State<Arc<Registry>>) -> Json<ProviderList> {
+    Json(provider_list(&registry.list()))
 }
 
 #[cfg(test)]

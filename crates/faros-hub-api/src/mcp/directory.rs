@@ -9,7 +9,9 @@ use futures::future::BoxFuture;
 use super::Directory;
 use crate::auth::Caller;
 use crate::catalog::registry::Registry;
-use crate::tenancy::{Role, Tenancy, WorkspaceRef, enable};
+use crate::tenancy::bound::enabled;
+use crate::tenancy::{Role, Tenancy};
+use crate::workspace::WorkspaceRef;
 
 pub struct TenancyDirectory {
     tenancy: Arc<Tenancy>,
@@ -37,7 +39,7 @@ impl Directory for TenancyDirectory {
 
     fn enabled<'a>(&'a self, target: &'a WorkspaceRef) -> BoxFuture<'a, Result<Vec<String>, Status>> {
         Box::pin(async move {
-            let rows = enable::enabled(&self.tenancy, &self.registry, target).await?;
+            let rows = enabled(&self.tenancy.access, &self.registry, target).await?;
             Ok(rows.into_iter().filter(|r| r.bound).map(|r| r.provider).collect())
         })
     }

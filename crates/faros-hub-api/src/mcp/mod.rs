@@ -37,7 +37,7 @@ use faros_core::status::Status;
 use futures::future::BoxFuture;
 
 use crate::auth::Caller;
-use crate::tenancy::WorkspaceRef;
+use crate::workspace::WorkspaceRef;
 
 pub use federation::Federation;
 pub use routes::{MCP_ROUTE, routes};

@@ -25,7 +25,12 @@ where
     Router::new().route(MCP_ROUTE, any(handle)).with_state(fed)
 }
 
-async fn handle(State(fed): State<Arc<Federation>>, Path((org, ws)): Path<(String, String)>, req: Request) -> Response {
+/// The endpoint itself: any method (streamable HTTP uses POST, GET and DELETE).
+pub async fn handle(
+    State(fed): State<Arc<Federation>>,
+    Path((org, ws)): Path<(String, String)>,
+    req: Request,
+) -> Response {
     let Some(caller) = req.extensions().get::<Caller>().cloned() else {
         return missing_credentials().into_response();
     };

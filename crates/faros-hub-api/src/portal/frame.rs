@@ -10,6 +10,8 @@
 //! talks to it by postMessage and performs only calls to the provider's own backend for it
 //! (`portal/decide.js`, `bridgeRequest`).
 
+use std::sync::Arc;
+
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -17,7 +19,8 @@ use faros_core::names;
 use faros_core::status::Status;
 
 use super::assets;
-use crate::state::AppState;
+use crate::serving::HttpSettings;
+use crate::tenancy::Tenancy;
 
 /// Where the provider frame is served.
 pub const FRAME_PATH: &str = "/portal/frame";
@@ -40,7 +43,8 @@ pub fn csp(origin: &str, name: &str) -> String {
 }
 
 pub async fn document(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
+    State(http): State<HttpSettings>,
     query: Result<Query<FrameQuery>, axum::extract::rejection::QueryRejection>,
     uri: Uri,
     headers: HeaderMap,
@@ -51,10 +55,10 @@ pub async fn document(
             .map_err(|e| Status::bad_request(format!("provider {:?}: {e}", q.provider)))?;
         // The CSP names the hub's origin: in a sandboxed document 'self' names nothing usable.
         let origin = crate::tenancy::kubeconfig::public_url(
-            st.tenancy.settings.public_url.as_deref(),
+            tenancy.settings.public_url.as_deref(),
             &headers,
             &uri,
-            st.settings.public_proto,
+            http.public_proto,
         )?;
         let mut resp = assets::frame_document(&headers);
         let h = resp.headers_mut();

@@ -26,8 +26,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::{Query, Request, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
-use axum::{Extension, Json, Router, middleware};
+use axum::{Extension, Json};
 use base64::Engine;
 use faros_core::status::Status;
 use futures::future::BoxFuture;
@@ -37,11 +36,11 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::renew::{Refresher, RenewError, Renewed};
-use super::session::{self, OidcGrant, SessionAuth};
-use crate::auth::{Authenticator, Caller, CredentialSource, OidcSettings, bearer_token, require_caller};
+use super::session::{self, OidcGrant, SessionAuth, Sessions};
+use crate::auth::{Authenticator, Caller, CredentialSource, OidcSettings, bearer_token};
 use crate::proxy::UpstreamPool;
 use crate::records::{Kind, Records};
-use crate::state::AppState;
+use crate::serving::HttpSettings;
 
 /// Largest sign-in request body.
 const MAX_LOGIN_BODY: usize = 16 * 1024;
@@ -51,7 +50,7 @@ const MAX_IDP_BODY: usize = 256 * 1024;
 const PENDING_TTL: Duration = Duration::from_secs(600);
 /// The OIDC flow's state cookie; scoped to the flow's path.
 const STATE_COOKIE: &str = "__Secure-faros-oidc";
-const CALLBACK: &str = "/api/session/oidc/callback";
+pub const CALLBACK: &str = "/api/session/oidc/callback";
 /// Where the provider sends the browser after RP-initiated logout.
 const SIGNED_OUT: &str = "/portal/signin?signedOut=1";
 /// The one-time redirect to the provider's logout, `?h=<handle>`.
@@ -59,18 +58,14 @@ pub const LOGOUT: &str = "/api/session/oidc/logout";
 /// How long a sign-out's redirect to the provider waits to be followed.
 const LOGOUT_TTL: Duration = Duration::from_secs(60);
 
-/// The session API routes.
-pub fn routes(st: AppState) -> Router<AppState> {
-    let authed = Router::new()
-        .route("/api/session", get(whoami))
-        .route_layer(middleware::from_fn_with_state(st.authn.clone(), require_caller));
-    Router::new()
-        .route("/api/session", axum::routing::post(sign_in).delete(sign_out))
-        .route("/api/session/options", get(options))
-        .route("/api/session/oidc", get(oidc_start))
-        .route(CALLBACK, get(oidc_callback))
-        .route(LOGOUT, get(oidc_logout))
-        .merge(authed)
+/// What the session API's handlers read: an axum sub-state of the hub's state, so this module needs
+/// nothing above the portal.
+#[derive(Clone)]
+pub struct SessionApi {
+    pub authn: Arc<dyn Authenticator>,
+    pub sessions: Arc<Sessions>,
+    pub oidc_login: Option<Arc<OidcLogin>>,
+    pub settings: HttpSettings,
 }
 
 fn session_body(caller: &Caller, expires: Option<jiff::Timestamp>, token_expires: Option<jiff::Timestamp>) -> Value {
@@ -85,7 +80,7 @@ fn session_body(caller: &Caller, expires: Option<jiff::Timestamp>, token_expires
 
 /// Starts a session for a proven credential: 201 with the user and a `Set-Cookie`.
 async fn start_session(
-    st: &AppState,
+    st: &SessionApi,
     credential: String,
     caller: &Caller,
     oidc: Option<OidcGrant>,
@@ -107,14 +102,14 @@ fn bearer_headers(token: &str) -> Result<HeaderMap, Status> {
 
 /// `POST /api/session {"token"}`: the same CSRF proof as any cookie-authenticated change (a
 /// forged sign-in would put the victim into the attacker's account).
-async fn sign_in(State(st): State<AppState>, req: Request) -> Response {
+pub async fn sign_in(State(st): State<SessionApi>, req: Request) -> Response {
     match sign_in_inner(&st, req).await {
         Ok(resp) => resp,
         Err(status) => status.into_response(),
     }
 }
 
-async fn sign_in_inner(st: &AppState, req: Request) -> Result<Response, Status> {
+async fn sign_in_inner(st: &SessionApi, req: Request) -> Result<Response, Status> {
     session::check_request(&req, st.settings.public_proto, st.sessions.public_origin.as_deref())?;
     let body = Limited::new(req.into_body(), MAX_LOGIN_BODY)
         .collect()
@@ -140,7 +135,7 @@ async fn sign_in_inner(st: &AppState, req: Request) -> Result<Response, Status> 
 }
 
 /// `GET /api/session`: who is signed in, and until when (`null` for bearer clients).
-async fn whoami(Extension(caller): Extension<Caller>, auth: Option<Extension<SessionAuth>>) -> Response {
+pub async fn whoami(Extension(caller): Extension<Caller>, auth: Option<Extension<SessionAuth>>) -> Response {
     let (expires, token_expires) = match auth {
         Some(Extension(a)) => (Some(a.expires), a.credential_expires),
         None => (None, None),
@@ -156,8 +151,8 @@ async fn whoami(Extension(caller): Extension<Caller>, auth: Option<Extension<Ses
 /// provider offers RP-initiated logout, 200 `{"logoutUrl": "/api/session/oidc/logout?h=…"}`: the
 /// portal navigates there, the hub redirects to the provider's logout, the provider ends its own
 /// session and sends the browser back to the sign-in page. Otherwise 204.
-async fn sign_out(
-    State(st): State<AppState>,
+pub async fn sign_out(
+    State(st): State<SessionApi>,
     auth: Option<Extension<SessionAuth>>,
     uri: http::Uri,
     headers: HeaderMap,
@@ -208,13 +203,13 @@ struct LogoutRedirect {
 }
 
 #[derive(Debug, serde::Deserialize)]
-struct LogoutParams {
+pub struct LogoutParams {
     h: Option<String>,
 }
 
 /// `GET /api/session/oidc/logout?h=…`: 302 to the provider's logout parked by the sign-out (once);
 /// an unknown or used handle goes to the signed-out page.
-async fn oidc_logout(State(st): State<AppState>, Query(p): Query<LogoutParams>) -> Response {
+pub async fn oidc_logout(State(st): State<SessionApi>, Query(p): Query<LogoutParams>) -> Response {
     let found = match (&st.oidc_login, p.h.filter(|h| h.len() == 43)) {
         (Some(login), Some(h)) => login
             .records
@@ -232,7 +227,7 @@ async fn oidc_logout(State(st): State<AppState>, Query(p): Query<LogoutParams>) 
 }
 
 /// `GET /api/session/options`: what the sign-in page offers.
-async fn options(State(st): State<AppState>) -> Response {
+pub async fn options(State(st): State<SessionApi>) -> Response {
     Json(json!({
         "token": true,
         "oidc": st.oidc_login.as_ref().map(|o| json!({"issuer": o.settings.issuer_url})),
@@ -542,14 +537,14 @@ impl OidcLogin {
 }
 
 #[derive(Debug, serde::Deserialize)]
-struct StartParams {
+pub struct StartParams {
     #[serde(rename = "return")]
     return_to: Option<String>,
 }
 
 /// `GET /api/session/oidc[?return=/portal/…]`: 302 to the identity provider.
-async fn oidc_start(
-    State(st): State<AppState>,
+pub async fn oidc_start(
+    State(st): State<SessionApi>,
     Query(p): Query<StartParams>,
     uri: http::Uri,
     headers: HeaderMap,
@@ -568,7 +563,7 @@ async fn oidc_start(
 }
 
 async fn oidc_start_inner(
-    st: &AppState,
+    st: &SessionApi,
     login: &OidcLogin,
     p: StartParams,
     headers: &HeaderMap,
@@ -625,7 +620,7 @@ async fn oidc_start_inner(
 }
 
 #[derive(Debug, serde::Deserialize)]
-struct CallbackParams {
+pub struct CallbackParams {
     code: Option<String>,
     state: Option<String>,
     error: Option<String>,
@@ -644,7 +639,11 @@ fn to_signin(message: &str) -> Response {
 
 /// `GET /api/session/oidc/callback?code&state`: exchanges the code (with the PKCE verifier),
 /// verifies the ID token like any bearer, checks the nonce, starts the session, 302 to the portal.
-async fn oidc_callback(State(st): State<AppState>, Query(p): Query<CallbackParams>, headers: HeaderMap) -> Response {
+pub async fn oidc_callback(
+    State(st): State<SessionApi>,
+    Query(p): Query<CallbackParams>,
+    headers: HeaderMap,
+) -> Response {
     let Some(login) = st.oidc_login.clone() else {
         return Status::not_found_message("this hub has no OIDC issuer configured").into_response();
     };
@@ -681,7 +680,7 @@ async fn oidc_callback(State(st): State<AppState>, Query(p): Query<CallbackParam
 }
 
 async fn finish(
-    st: &AppState,
+    st: &SessionApi,
     login: &OidcLogin,
     code: String,
     pending: Pending,

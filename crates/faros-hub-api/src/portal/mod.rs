@@ -24,36 +24,19 @@ pub mod login;
 pub mod renew;
 pub mod session;
 
-use axum::Router;
-use axum::middleware;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
 
 pub use session::{SessionSettings, Sessions};
-
-use crate::state::AppState;
 
 /// Where the portal lives.
 pub const PREFIX: &str = "/portal";
 
-async fn to_portal() -> Response {
+/// `/` and `/portal`: the portal's page is `/portal/`.
+pub async fn to_portal() -> Response {
     Redirect::to("/portal/").into_response()
 }
 
-/// The portal's page and assets (public) and the sign-in API, all with [`headers::secure`].
-pub fn router(st: AppState) -> Router<AppState> {
-    Router::new()
-        .route("/", get(to_portal))
-        .route("/portal", get(to_portal))
-        .route("/portal/", get(assets::page))
-        .route("/portal/assets/{*file}", get(assets::asset))
-        .route(frame::FRAME_PATH, get(frame::document))
-        .route("/portal/{*rest}", get(assets::page))
-        .merge(login::routes(st))
-        .layer(middleware::from_fn(headers::secure))
-}
-
-/// Whether `path` is served by [`router`] (the metrics label `portal`).
+/// Whether `path` is one of the portal's routes (the metrics label `portal`).
 pub fn is_portal_path(path: &str) -> bool {
     path == "/"
         || path == PREFIX

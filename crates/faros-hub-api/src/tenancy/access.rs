@@ -30,6 +30,7 @@ use kube::api::PostParams;
 use tokio::time::Instant;
 
 use crate::auth::Caller;
+pub use crate::workspace::WorkspaceRef;
 
 /// A caller's standing in a workspace. `Admin` implies `Member`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
@@ -46,17 +47,6 @@ impl Role {
             Role::Admin => "admin",
         }
     }
-}
-
-/// A resolved organization (`workspace: None`) or team workspace.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WorkspaceRef {
-    pub org: String,
-    pub workspace: Option<String>,
-    /// Canonical kcp path, e.g. `root:faros:tenants:acme:dev`.
-    pub path: String,
-    /// Logical cluster name (what `/clusters/<cluster>` and identity assertions carry).
-    pub cluster: String,
 }
 
 /// Tuning of [`Access`].

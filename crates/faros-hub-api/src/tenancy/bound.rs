@@ -10,11 +10,28 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use faros_core::kcp::apis::v1alpha2::APIBinding;
 use faros_core::status::Status;
+use kube::Api;
+use kube::api::ListParams;
 use tokio::time::Instant;
 
-use super::{Tenancy, WorkspaceRef, enable};
+use super::access::{Access, WorkspaceRef};
+use super::enable::plan::{self, Enabled};
 use crate::catalog::registry::Registry;
+
+/// Every APIBinding of a workspace.
+pub async fn bindings(api: &Api<APIBinding>) -> Result<Vec<APIBinding>, Status> {
+    Ok(api.list(&ListParams::default()).await.map_err(Status::from)?.items)
+}
+
+/// The providers enabled in `target`, one row per provider, sorted by name.
+pub async fn enabled(access: &Access, registry: &Registry, target: &WorkspaceRef) -> Result<Vec<Enabled>, Status> {
+    let api: Api<APIBinding> = Api::all(access.client(&target.cluster)?);
+    let all = bindings(&api).await?;
+    let ready = |p: &str| registry.view(p).is_some_and(|v| v.readiness.ready);
+    Ok(plan::enabled_rows(&all, &ready))
+}
 
 /// Names of the providers bound in one workspace.
 pub type Bound = Arc<BTreeSet<String>>;
@@ -29,7 +46,7 @@ impl BoundProviders {
     /// The providers whose binding is Bound in `target`.
     pub async fn of(
         &self,
-        tenancy: &Tenancy,
+        access: &Access,
         registry: &Registry,
         target: &WorkspaceRef,
         ttl: Duration,
@@ -40,7 +57,7 @@ impl BoundProviders {
         {
             return Ok(set.clone());
         }
-        let rows = enable::enabled(tenancy, registry, target).await?;
+        let rows = enabled(access, registry, target).await?;
         let set: Bound = Arc::new(rows.into_iter().filter(|r| r.bound).map(|r| r.provider).collect());
         if let Ok(mut cache) = self.cache.lock() {
             if cache.len() > 10_000 {

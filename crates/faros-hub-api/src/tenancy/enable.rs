@@ -9,29 +9,11 @@
 //!   removes the bound objects before the binding goes (202 until then, 204 once gone).
 //! - `GET …/providers/enabled` (members): one row per bound provider.
 //!
-//! The decisions live in [`plan`] (no IO); [`handlers`] does the kcp calls.
+//! The decisions live in [`plan`] (no IO); [`handlers`] does the kcp calls; the routes are rows of
+//! [`crate::router::ENABLE`].
 
 pub mod handlers;
 pub mod plan;
 
-use axum::Router;
-use axum::routing::{get, post};
-
-pub use handlers::enabled;
+pub use super::bound::enabled;
 pub use plan::{ClaimRef, EnableRequest, Enabled};
-
-use crate::state::AppState;
-
-/// The routes of this module, merged into [`super::routes::router`].
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/orgs/{org}/workspaces/{ws}/providers/enabled", get(handlers::list))
-        .route(
-            "/api/orgs/{org}/workspaces/{ws}/providers/{name}/enable",
-            post(handlers::enable),
-        )
-        .route(
-            "/api/orgs/{org}/workspaces/{ws}/providers/{name}/disable",
-            post(handlers::disable),
-        )
-}

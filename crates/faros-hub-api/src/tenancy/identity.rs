@@ -66,7 +66,7 @@ impl Tenancy {
                 let (target, _) = self.access.require(caller, &org, Some(&ws), Role::Member).await?;
                 let bound = self
                     .bound
-                    .of(self, registry, &target, self.settings.access.decision_ttl)
+                    .of(&self.access, registry, &target, self.settings.access.decision_ttl)
                     .await?;
                 if !bound.contains(provider) {
                     return Err(Status::forbidden(format!(

@@ -1,16 +1,18 @@
 //! `GET /api/me`: who the hub thinks the caller is, and where they belong.
 
+use std::sync::Arc;
+
 use axum::extract::State;
 use axum::{Extension, Json};
 use faros_core::names;
 use faros_core::status::Status;
 use futures::future::join_all;
 
+use super::Tenancy;
 use super::access::Role;
 use super::orgs::visible;
 use super::spaces;
 use crate::auth::Caller;
-use crate::state::AppState;
 
 #[derive(Debug, serde::Serialize, PartialEq, Eq)]
 pub struct Me {
@@ -43,19 +45,19 @@ pub struct WorkspaceMembership {
 
 /// Every organization the caller belongs to, or has a workspace in (a workspace member need not
 /// be an org member).
-pub async fn me(State(st): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Json<Me>, Status> {
-    let t = &st.tenancy;
+pub async fn me(State(tenancy): State<Arc<Tenancy>>, Extension(caller): Extension<Caller>) -> Result<Json<Me>, Status> {
+    let t = &tenancy;
     let orgs = spaces::children(t, names::TENANTS_PATH).await?;
     let per_org = orgs.into_iter().filter(|o| o.is_ready()).map(|org| {
-        let st = st.clone();
+        let tenancy = tenancy.clone();
         let caller = caller.clone();
         async move {
             let name = org.metadata.name.clone().unwrap_or_default();
             let cluster = org.spec.cluster.clone().unwrap_or_default();
-            let role = st.tenancy.access.role(&caller, &cluster).await.ok().flatten();
+            let role = tenancy.access.role(&caller, &cluster).await.ok().flatten();
             let path = names::org_workspace_path(&name);
             let workspaces: Vec<WorkspaceMembership> =
-                visible(&st, &caller, &path, |ws| names::team_workspace_path(&name, ws))
+                visible(&tenancy, &caller, &path, |ws| names::team_workspace_path(&name, ws))
                     .await
                     .unwrap_or_default()
                     .into_iter()

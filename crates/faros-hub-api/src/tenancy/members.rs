@@ -7,6 +7,8 @@
 //! them into every team workspace of the org. The last direct admin of an organization cannot be
 //! removed or demoted: nobody could manage it afterwards.
 
+use std::sync::Arc;
+
 use axum::Extension;
 use axum::Json;
 use axum::extract::{Path, State};
@@ -14,11 +16,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use faros_core::status::Status;
 
+use super::Tenancy;
 use super::access::{Role, WorkspaceRef};
 use super::rbac::{GroupMembership, Membership};
 use super::spaces;
 use crate::auth::Caller;
-use crate::state::AppState;
 
 #[derive(serde::Serialize)]
 pub struct MemberList {
@@ -65,15 +67,20 @@ fn validate_group(group: &str) -> Result<(), Status> {
     Ok(())
 }
 
-async fn list_groups(st: &AppState, caller: &Caller, org: &str, ws: Option<&str>) -> Result<Json<GroupList>, Status> {
-    let (target, _) = st.tenancy.access.require(caller, org, ws, Role::Member).await?;
+async fn list_groups(
+    tenancy: &Tenancy,
+    caller: &Caller,
+    org: &str,
+    ws: Option<&str>,
+) -> Result<Json<GroupList>, Status> {
+    let (target, _) = tenancy.access.require(caller, org, ws, Role::Member).await?;
     Ok(Json(GroupList {
-        items: spaces::groups(&st.tenancy, &target.cluster).await?,
+        items: spaces::groups(tenancy, &target.cluster).await?,
     }))
 }
 
 async fn put_group(
-    st: &AppState,
+    tenancy: &Tenancy,
     caller: &Caller,
     org: &str,
     ws: Option<&str>,
@@ -83,10 +90,10 @@ async fn put_group(
     validate_group(group)?;
     let req: PutMember =
         serde_json::from_slice(bytes).map_err(|e| Status::bad_request(format!("invalid request body: {e}")))?;
-    let (target, _) = st.tenancy.access.require(caller, org, ws, Role::Admin).await?;
-    spaces::set_group(&st.tenancy, &target.cluster, group, req.role).await?;
+    let (target, _) = tenancy.access.require(caller, org, ws, Role::Admin).await?;
+    spaces::set_group(tenancy, &target.cluster, group, req.role).await?;
     if target.workspace.is_none() {
-        spaces::propagate_org_admins(&st.tenancy, &target).await?;
+        spaces::propagate_org_admins(tenancy, &target).await?;
     }
     tracing::info!(%org, workspace = ?ws, %group, role = req.role.as_str(), by = %caller.user, "group role set");
     Ok(Json(GroupMembership {
@@ -98,17 +105,17 @@ async fn put_group(
 }
 
 async fn remove_group(
-    st: &AppState,
+    tenancy: &Tenancy,
     caller: &Caller,
     org: &str,
     ws: Option<&str>,
     group: &str,
 ) -> Result<Response, Status> {
     validate_group(group)?;
-    let (target, _) = st.tenancy.access.require(caller, org, ws, Role::Admin).await?;
-    let removed = spaces::remove_group(&st.tenancy, &target.cluster, group).await?;
+    let (target, _) = tenancy.access.require(caller, org, ws, Role::Admin).await?;
+    let removed = spaces::remove_group(tenancy, &target.cluster, group).await?;
     if target.workspace.is_none() {
-        spaces::propagate_org_admins(&st.tenancy, &target).await?;
+        spaces::propagate_org_admins(tenancy, &target).await?;
     }
     if !removed {
         return Err(Status::not_found_message(format!("{group:?} has no direct role here")));
@@ -117,15 +124,15 @@ async fn remove_group(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-async fn list(st: &AppState, caller: &Caller, org: &str, ws: Option<&str>) -> Result<Json<MemberList>, Status> {
-    let (target, _) = st.tenancy.access.require(caller, org, ws, Role::Member).await?;
+async fn list(tenancy: &Tenancy, caller: &Caller, org: &str, ws: Option<&str>) -> Result<Json<MemberList>, Status> {
+    let (target, _) = tenancy.access.require(caller, org, ws, Role::Member).await?;
     Ok(Json(MemberList {
-        items: spaces::members(&st.tenancy, &target.cluster).await?,
+        items: spaces::members(tenancy, &target.cluster).await?,
     }))
 }
 
 async fn put(
-    st: &AppState,
+    tenancy: &Tenancy,
     caller: &Caller,
     org: &str,
     ws: Option<&str>,
@@ -135,13 +142,13 @@ async fn put(
     validate_user(user)?;
     let req: PutMember =
         serde_json::from_slice(bytes).map_err(|e| Status::bad_request(format!("invalid request body: {e}")))?;
-    let (target, _) = st.tenancy.access.require(caller, org, ws, Role::Admin).await?;
+    let (target, _) = tenancy.access.require(caller, org, ws, Role::Admin).await?;
     if req.role == Role::Member {
-        guard_last_admin(st, &target, user).await?;
+        guard_last_admin(tenancy, &target, user).await?;
     }
-    spaces::set_member(&st.tenancy, &target.cluster, user, req.role).await?;
+    spaces::set_member(tenancy, &target.cluster, user, req.role).await?;
     if target.workspace.is_none() {
-        spaces::propagate_org_admins(&st.tenancy, &target).await?;
+        spaces::propagate_org_admins(tenancy, &target).await?;
     }
     tracing::info!(%org, workspace = ?ws, member = %user, role = req.role.as_str(), by = %caller.user, "membership set");
     Ok(Json(Membership {
@@ -152,13 +159,19 @@ async fn put(
     .into_response())
 }
 
-async fn remove(st: &AppState, caller: &Caller, org: &str, ws: Option<&str>, user: &str) -> Result<Response, Status> {
+async fn remove(
+    tenancy: &Tenancy,
+    caller: &Caller,
+    org: &str,
+    ws: Option<&str>,
+    user: &str,
+) -> Result<Response, Status> {
     validate_user(user)?;
-    let (target, _) = st.tenancy.access.require(caller, org, ws, Role::Admin).await?;
-    guard_last_admin(st, &target, user).await?;
-    let removed = spaces::remove_member(&st.tenancy, &target.cluster, user).await?;
+    let (target, _) = tenancy.access.require(caller, org, ws, Role::Admin).await?;
+    guard_last_admin(tenancy, &target, user).await?;
+    let removed = spaces::remove_member(tenancy, &target.cluster, user).await?;
     if target.workspace.is_none() {
-        spaces::propagate_org_admins(&st.tenancy, &target).await?;
+        spaces::propagate_org_admins(tenancy, &target).await?;
     }
     if !removed {
         return Err(Status::not_found_message(format!("{user:?} is not a direct member")));
@@ -168,11 +181,11 @@ async fn remove(st: &AppState, caller: &Caller, org: &str, ws: Option<&str>, use
 }
 
 /// 409 when `user` is the only direct admin of an organization.
-async fn guard_last_admin(st: &AppState, target: &WorkspaceRef, user: &str) -> Result<(), Status> {
+async fn guard_last_admin(tenancy: &Tenancy, target: &WorkspaceRef, user: &str) -> Result<(), Status> {
     if target.workspace.is_some() {
         return Ok(());
     }
-    let admins = spaces::org_admins(&st.tenancy, target).await?;
+    let admins = spaces::org_admins(tenancy, target).await?;
     if admins.len() == 1 && admins[0] == user {
         return Err(Status::conflict_message(format!(
             "{user:?} is the last admin of organization {:?}; add another admin first",
@@ -183,103 +196,103 @@ async fn guard_last_admin(st: &AppState, target: &WorkspaceRef, user: &str) -> R
 }
 
 pub async fn list_org(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(c): Extension<Caller>,
     Path(org): Path<String>,
 ) -> Result<Json<MemberList>, Status> {
-    list(&st, &c, &org, None).await
+    list(&tenancy, &c, &org, None).await
 }
 
 pub async fn list_ws(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(c): Extension<Caller>,
     Path((org, ws)): Path<(String, String)>,
 ) -> Result<Json<MemberList>, Status> {
-    list(&st, &c, &org, Some(&ws)).await
+    list(&tenancy, &c, &org, Some(&ws)).await
 }
 
 pub async fn put_org(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(c): Extension<Caller>,
     Path((org, user)): Path<(String, String)>,
     bytes: axum::body::Bytes,
 ) -> Result<Response, Status> {
-    put(&st, &c, &org, None, &user, &bytes).await
+    put(&tenancy, &c, &org, None, &user, &bytes).await
 }
 
 pub async fn put_ws(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(c): Extension<Caller>,
     Path((org, ws, user)): Path<(String, String, String)>,
     bytes: axum::body::Bytes,
 ) -> Result<Response, Status> {
-    put(&st, &c, &org, Some(&ws), &user, &bytes).await
+    put(&tenancy, &c, &org, Some(&ws), &user, &bytes).await
 }
 
 pub async fn delete_org(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(c): Extension<Caller>,
     Path((org, user)): Path<(String, String)>,
 ) -> Result<Response, Status> {
-    remove(&st, &c, &org, None, &user).await
+    remove(&tenancy, &c, &org, None, &user).await
 }
 
 pub async fn delete_ws(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(c): Extension<Caller>,
     Path((org, ws, user)): Path<(String, String, String)>,
 ) -> Result<Response, Status> {
-    remove(&st, &c, &org, Some(&ws), &user).await
+    remove(&tenancy, &c, &org, Some(&ws), &user).await
 }
 
 pub async fn list_groups_org(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(c): Extension<Caller>,
     Path(org): Path<String>,
 ) -> Result<Json<GroupList>, Status> {
-    list_groups(&st, &c, &org, None).await
+    list_groups(&tenancy, &c, &org, None).await
 }
 
 pub async fn list_groups_ws(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(c): Extension<Caller>,
     Path((org, ws)): Path<(String, String)>,
 ) -> Result<Json<GroupList>, Status> {
-    list_groups(&st, &c, &org, Some(&ws)).await
+    list_groups(&tenancy, &c, &org, Some(&ws)).await
 }
 
 pub async fn put_group_org(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(c): Extension<Caller>,
     Path((org, group)): Path<(String, String)>,
     bytes: axum::body::Bytes,
 ) -> Result<Response, Status> {
-    put_group(&st, &c, &org, None, &group, &bytes).await
+    put_group(&tenancy, &c, &org, None, &group, &bytes).await
 }
 
 pub async fn put_group_ws(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(c): Extension<Caller>,
     Path((org, ws, group)): Path<(String, String, String)>,
     bytes: axum::body::Bytes,
 ) -> Result<Response, Status> {
-    put_group(&st, &c, &org, Some(&ws), &group, &bytes).await
+    put_group(&tenancy, &c, &org, Some(&ws), &group, &bytes).await
 }
 
 pub async fn delete_group_org(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(c): Extension<Caller>,
     Path((org, group)): Path<(String, String)>,
 ) -> Result<Response, Status> {
-    remove_group(&st, &c, &org, None, &group).await
+    remove_group(&tenancy, &c, &org, None, &group).await
 }
 
 pub async fn delete_group_ws(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(c): Extension<Caller>,
     Path((org, ws, group)): Path<(String, String, String)>,
 ) -> Result<Response, Status> {
-    remove_group(&st, &c, &org, Some(&ws), &group).await
+    remove_group(&tenancy, &c, &org, Some(&ws), &group).await
 }
 
 #[cfg(test)]

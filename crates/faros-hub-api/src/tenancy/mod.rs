@@ -19,7 +19,6 @@ pub mod me;
 pub mod members;
 pub mod orgs;
 pub mod rbac;
-pub mod routes;
 pub mod spaces;
 
 use std::sync::Arc;

@@ -3,6 +3,8 @@
 //! Any authenticated user may create an organization and becomes its admin. Org admins create
 //! team workspaces and are admins of all of them; members see what they belong to.
 
+use std::sync::Arc;
+
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -11,10 +13,10 @@ use faros_core::names;
 use faros_core::status::Status;
 use futures::future::join_all;
 
+use super::Tenancy;
 use super::access::{Role, WorkspaceRef, describe};
 use super::spaces::{self, CreateRequest, Space};
 use crate::auth::Caller;
-use crate::state::AppState;
 
 /// `{"items": [...]}`.
 #[derive(serde::Serialize)]
@@ -28,13 +30,13 @@ fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Status> {
 
 /// `POST /api/orgs`
 pub async fn create_org(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(caller): Extension<Caller>,
     bytes: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<Space>), Status> {
     let req: CreateRequest = body(&bytes)?;
     req.validate()?;
-    let (ws, created) = spaces::create_org(&st.tenancy, &req, &caller.user).await?;
+    let (ws, created) = spaces::create_org(&tenancy, &req, &caller.user).await?;
     tracing::info!(org = %req.name, user = %caller.user, "organization created");
     let code = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((
@@ -49,21 +51,21 @@ pub async fn create_org(
 
 /// `GET /api/orgs`: the organizations the caller belongs to.
 pub async fn list_orgs(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(caller): Extension<Caller>,
 ) -> Result<Json<SpaceList>, Status> {
-    let items = visible(&st, &caller, names::TENANTS_PATH, names::org_workspace_path).await?;
+    let items = visible(&tenancy, &caller, names::TENANTS_PATH, names::org_workspace_path).await?;
     Ok(Json(SpaceList { items }))
 }
 
 /// Children of `parent` the caller has a role in, with that role.
 pub async fn visible(
-    st: &AppState,
+    tenancy: &Tenancy,
     caller: &Caller,
     parent: &str,
     path_of: impl Fn(&str) -> String,
 ) -> Result<Vec<Space>, Status> {
-    let t = &st.tenancy;
+    let t = tenancy;
     let all = spaces::children(t, parent).await?;
     let checks = all.iter().map(|ws| async {
         let cluster = ws.spec.cluster.clone().filter(|_| ws.is_ready())?;
@@ -80,20 +82,20 @@ pub async fn visible(
 
 /// `GET /api/orgs/{org}`
 pub async fn get_org(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(caller): Extension<Caller>,
     Path(org): Path<String>,
 ) -> Result<Json<Space>, Status> {
-    let (target, role) = st.tenancy.access.require(&caller, &org, None, Role::Member).await?;
-    Ok(Json(describe_space(&st, &target, role).await?))
+    let (target, role) = tenancy.access.require(&caller, &org, None, Role::Member).await?;
+    Ok(Json(describe_space(&tenancy, &target, role).await?))
 }
 
-async fn describe_space(st: &AppState, target: &WorkspaceRef, role: Role) -> Result<Space, Status> {
+async fn describe_space(tenancy: &Tenancy, target: &WorkspaceRef, role: Role) -> Result<Space, Status> {
     let (parent, name) = match &target.workspace {
         Some(ws) => (names::org_workspace_path(&target.org), ws.as_str()),
         None => (names::TENANTS_PATH.to_string(), target.org.as_str()),
     };
-    let ws = spaces::children(&st.tenancy, &parent)
+    let ws = spaces::children(tenancy, &parent)
         .await?
         .into_iter()
         .find(|w| w.metadata.name.as_deref() == Some(name))
@@ -103,12 +105,12 @@ async fn describe_space(st: &AppState, target: &WorkspaceRef, role: Role) -> Res
 
 /// `DELETE /api/orgs/{org}`: org admins only; kcp deletes the org's workspaces with it.
 pub async fn delete_org(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(caller): Extension<Caller>,
     Path(org): Path<String>,
 ) -> Result<Response, Status> {
-    st.tenancy.access.require(&caller, &org, None, Role::Admin).await?;
-    spaces::delete(&st.tenancy, names::TENANTS_PATH, &org).await?;
+    tenancy.access.require(&caller, &org, None, Role::Admin).await?;
+    spaces::delete(&tenancy, names::TENANTS_PATH, &org).await?;
     tracing::info!(%org, user = %caller.user, "organization deleted");
     Ok(accepted(&format!("organization {org:?} is being deleted")))
 }
@@ -123,14 +125,14 @@ fn accepted(message: &str) -> Response {
 
 /// `POST /api/orgs/{org}/workspaces`: org admins only.
 pub async fn create_workspace(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(caller): Extension<Caller>,
     Path(org): Path<String>,
     bytes: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<Space>), Status> {
     let req: CreateRequest = body(&bytes)?;
     req.validate()?;
-    let t = &st.tenancy;
+    let t = &tenancy;
     let (org_ref, _) = t.access.require(&caller, &org, None, Role::Admin).await?;
     let (ws, created) = spaces::create_team_workspace(t, &org_ref, &req, &caller.user).await?;
     tracing::info!(%org, workspace = %req.name, user = %caller.user, "workspace created");
@@ -147,12 +149,12 @@ pub async fn create_workspace(
 
 /// `GET /api/orgs/{org}/workspaces`: the org's workspaces the caller belongs to.
 pub async fn list_workspaces(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(caller): Extension<Caller>,
     Path(org): Path<String>,
 ) -> Result<Json<SpaceList>, Status> {
-    let (org_ref, _) = st.tenancy.access.require(&caller, &org, None, Role::Member).await?;
-    let items = visible(&st, &caller, &org_ref.path, |name| {
+    let (org_ref, _) = tenancy.access.require(&caller, &org, None, Role::Member).await?;
+    let items = visible(&tenancy, &caller, &org_ref.path, |name| {
         names::team_workspace_path(&org, name)
     })
     .await?;
@@ -161,26 +163,22 @@ pub async fn list_workspaces(
 
 /// `GET /api/orgs/{org}/workspaces/{ws}`
 pub async fn get_workspace(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(caller): Extension<Caller>,
     Path((org, ws)): Path<(String, String)>,
 ) -> Result<Json<Space>, Status> {
-    let (target, role) = st
-        .tenancy
-        .access
-        .require(&caller, &org, Some(&ws), Role::Member)
-        .await?;
-    Ok(Json(describe_space(&st, &target, role).await?))
+    let (target, role) = tenancy.access.require(&caller, &org, Some(&ws), Role::Member).await?;
+    Ok(Json(describe_space(&tenancy, &target, role).await?))
 }
 
 /// `DELETE /api/orgs/{org}/workspaces/{ws}`: workspace admins (org admins included).
 pub async fn delete_workspace(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
     Extension(caller): Extension<Caller>,
     Path((org, ws)): Path<(String, String)>,
 ) -> Result<Response, Status> {
-    st.tenancy.access.require(&caller, &org, Some(&ws), Role::Admin).await?;
-    spaces::delete(&st.tenancy, &names::org_workspace_path(&org), &ws).await?;
+    tenancy.access.require(&caller, &org, Some(&ws), Role::Admin).await?;
+    spaces::delete(&tenancy, &names::org_workspace_path(&org), &ws).await?;
     tracing::info!(%org, workspace = %ws, user = %caller.user, "workspace deleted");
     Ok(accepted(&format!(
         "workspace {ws:?} of organization {org:?} is being deleted"

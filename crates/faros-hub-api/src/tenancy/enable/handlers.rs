@@ -20,46 +20,31 @@ use faros_core::status::Status;
 use faros_core::wait::{WaitError, wait_for};
 use http::StatusCode;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::plan::{self, EnableInput, Enabled};
+use super::plan::{self, EnableInput};
 use crate::auth::Caller;
 use crate::catalog::registry::Registry;
-use crate::state::AppState;
-use crate::tenancy::{Role, Tenancy, WorkspaceRef};
+use crate::tenancy::bound::{bindings, enabled};
+use crate::tenancy::{Role, Tenancy};
 
 /// How long a binding that was not Bound within the request's wait is still watched in the
 /// background, so the member role appears once kcp is done.
 const FINISH_WAIT: Duration = Duration::from_secs(300);
 
-async fn bindings(api: &Api<APIBinding>) -> Result<Vec<APIBinding>, Status> {
-    Ok(api.list(&ListParams::default()).await.map_err(Status::from)?.items)
-}
-
-/// The providers enabled in `target`, one row per provider, sorted by name.
-pub async fn enabled(tenancy: &Tenancy, registry: &Registry, target: &WorkspaceRef) -> Result<Vec<Enabled>, Status> {
-    let api: Api<APIBinding> = Api::all(tenancy.client(&target.cluster)?);
-    let all = bindings(&api).await?;
-    let ready = |p: &str| registry.view(p).is_some_and(|v| v.readiness.ready);
-    Ok(plan::enabled_rows(&all, &ready))
-}
-
 /// `GET …/providers/enabled`: members may read.
 pub async fn list(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
+    State(registry): State<Arc<Registry>>,
     Extension(caller): Extension<Caller>,
     Path((org, ws)): Path<(String, String)>,
 ) -> Response {
     let run = async {
-        let (target, _) = st
-            .tenancy
-            .access
-            .require(&caller, &org, Some(&ws), Role::Member)
-            .await?;
-        enabled(&st.tenancy, &st.registry, &target).await
+        let (target, _) = tenancy.access.require(&caller, &org, Some(&ws), Role::Member).await?;
+        enabled(&tenancy.access, &registry, &target).await
     };
     match run.await {
         Ok(items) => axum::Json(json!({ "items": items })).into_response(),
@@ -69,39 +54,40 @@ pub async fn list(
 
 /// `POST …/providers/{name}/enable`.
 pub async fn enable(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
+    State(registry): State<Arc<Registry>>,
     Extension(caller): Extension<Caller>,
     Path((org, ws, name)): Path<(String, String, String)>,
     body: Body,
 ) -> Response {
-    match enable_inner(&st, &caller, &org, &ws, &name, body).await {
+    match enable_inner(&tenancy, &registry, &caller, &org, &ws, &name, body).await {
         Ok(r) => r,
         Err(s) => s.into_response(),
     }
 }
 
 async fn enable_inner(
-    st: &AppState,
+    tenancy: &Arc<Tenancy>,
+    registry: &Arc<Registry>,
     caller: &Caller,
     org: &str,
     ws: &str,
     name: &str,
     body: Body,
 ) -> Result<Response, Status> {
-    let (target, _) = st.tenancy.access.require(caller, org, Some(ws), Role::Admin).await?;
+    let (target, _) = tenancy.access.require(caller, org, Some(ws), Role::Admin).await?;
     let bytes = axum::body::to_bytes(body, plan::BODY_LIMIT)
         .await
         .map_err(|_| Status::too_large(format!("the request body exceeds {} bytes", plan::BODY_LIMIT)))?;
     let request = plan::parse_request(&bytes)?;
-    let view = st
-        .registry
+    let view = registry
         .view(name)
         .ok_or_else(|| Status::not_found_message(format!("provider {name:?} not found")))?;
 
-    let kube = st.tenancy.client(&target.cluster)?;
+    let kube = tenancy.client(&target.cluster)?;
     let api: Api<APIBinding> = Api::all(kube.clone());
     let current = bindings(&api).await?;
-    let registry = st.registry.clone();
+    let registry = registry.clone();
     let exportless = move |d: &str| registry.view(d).is_some_and(|v| v.provider.spec.api_export.is_none());
     let planned = plan::plan_enable(&EnableInput {
         provider: name,
@@ -124,14 +110,14 @@ async fn enable_inner(
             remove_edges_grant(&kube, name).await?;
         }
     }
-    st.tenancy.notify_bindings_changed();
+    tenancy.notify_bindings_changed();
     tracing::info!(user = %caller.user, workspace = %target.path, provider = name, "provider enabled");
 
     match wait_for(
         api.clone(),
         &binding_name,
         |b| b.is_some_and(plan::is_bound),
-        st.tenancy.enable_wait(),
+        tenancy.enable_wait(),
     )
     .await
     {
@@ -150,7 +136,7 @@ async fn enable_inner(
                 .map(|b| plan::phase_of(&b))
                 .unwrap_or_default();
             tokio::spawn(finish_later(
-                st.tenancy.clone(),
+                tenancy.clone(),
                 kube,
                 name.to_string(),
                 binding_name.clone(),
@@ -256,20 +242,28 @@ async fn remove_edges_grant(kube: &kube::Client, provider: &str) -> Result<bool,
 
 /// `POST …/providers/{name}/disable`.
 pub async fn disable(
-    State(st): State<AppState>,
+    State(tenancy): State<Arc<Tenancy>>,
+    State(registry): State<Arc<Registry>>,
     Extension(caller): Extension<Caller>,
     Path((org, ws, name)): Path<(String, String, String)>,
 ) -> Response {
-    match disable_inner(&st, &caller, &org, &ws, &name).await {
+    match disable_inner(&tenancy, &registry, &caller, &org, &ws, &name).await {
         Ok(r) => r,
         Err(s) => s.into_response(),
     }
 }
 
-async fn disable_inner(st: &AppState, caller: &Caller, org: &str, ws: &str, name: &str) -> Result<Response, Status> {
-    let (target, _) = st.tenancy.access.require(caller, org, Some(ws), Role::Admin).await?;
+async fn disable_inner(
+    tenancy: &Tenancy,
+    registry: &Arc<Registry>,
+    caller: &Caller,
+    org: &str,
+    ws: &str,
+    name: &str,
+) -> Result<Response, Status> {
+    let (target, _) = tenancy.access.require(caller, org, Some(ws), Role::Admin).await?;
     names::validate_dns_label(name).map_err(|e| Status::bad_request(format!("provider {name:?}: {e}")))?;
-    let kube = st.tenancy.client(&target.cluster)?;
+    let kube = tenancy.client(&target.cluster)?;
     let api: Api<APIBinding> = Api::all(kube.clone());
     // Every binding of this provider's export, whatever its name; a same-named binding of
     // something else is not ours to delete.
@@ -280,7 +274,7 @@ async fn disable_inner(st: &AppState, caller: &Caller, org: &str, ws: &str, name
         .filter_map(|b| b.metadata.name.clone())
         .collect();
     let dependencies_of = |p: &str| -> Vec<String> {
-        st.registry
+        registry
             .view(p)
             .and_then(|v| v.provider.spec.dependencies.clone())
             .unwrap_or_default()
@@ -307,7 +301,7 @@ async fn disable_inner(st: &AppState, caller: &Caller, org: &str, ws: &str, name
     .await?;
     changed |= remove_edges_grant(&kube, name).await?;
     if changed {
-        st.tenancy.notify_bindings_changed();
+        tenancy.notify_bindings_changed();
         tracing::info!(user = %caller.user, workspace = %target.path, provider = name, "provider disabled");
     }
     // kcp deletes the bound objects first; until then the binding stays, terminating.
