@@ -25,7 +25,8 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio_util::sync::CancellationToken;
 
-use super::{Backend, DATA_KEY, EXPIRES_ANNOTATION, Kind, RECORD_LABEL, Raw, StoreError};
+use super::backend::{Backend, DATA_KEY, EXPIRES_ANNOTATION, RECORD_LABEL, Raw, StoreError};
+use super::kind::Kind;
 use crate::catalog::clock::Clock;
 
 /// How often expired records are deleted.

@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::future::BoxFuture;
 
-use super::{Backend, Kind, Raw, StoreError};
+use super::backend::{Backend, Raw, StoreError};
+use super::kind::Kind;
 use crate::catalog::clock::Clock;
 
 /// Most records held at once; the soonest-expiring are dropped beyond it.

@@ -10,7 +10,7 @@
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use sha2::{Digest, Sha256};
 
-use super::Kind;
+use super::kind::Kind;
 
 /// Why a record could not be sealed or opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
