@@ -51,7 +51,7 @@ pub enum BootstrapError {
         #[source]
         source: ClientError,
     },
-    #[error("{step}: {}", crate::kube_message(.source))]
+    #[error("{step}: {}", crate::message::kube_message(.source))]
     Kube {
         step: String,
         #[source]

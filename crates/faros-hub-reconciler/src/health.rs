@@ -9,8 +9,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::State;
 use crate::leader::Role;
+use crate::state::State;
 
 /// The health and metrics routes over `state`; mount it on its own listener or an existing router.
 pub fn router(state: Arc<State>) -> Router {

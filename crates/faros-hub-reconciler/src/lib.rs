@@ -5,6 +5,10 @@
 //! part in leader election; the leader runs the Provider controller through the `admin.faros.sh`
 //! virtual workspace. It talks to kcp only through kube-rs, so it runs unchanged against real kcp
 //! and against the embedded one (`faros dev` composes it in-process through [`Reconciler`]).
+//!
+//! Layering: this file composes the modules and none imports it; what several share is a leaf
+//! ([`message`] for kube error messages, [`state`] for what the health endpoints read,
+//! [`controller::context`] for what every reconcile shares), so no two modules import each other.
 
 pub mod bootstrap;
 pub mod controller;
@@ -12,18 +16,21 @@ pub mod health;
 pub mod identity;
 pub mod kubeconfig;
 pub mod leader;
+pub mod message;
 pub mod metrics;
 pub mod mirror;
 pub mod registrar;
+pub mod state;
 pub mod status;
 pub mod tree;
 
+pub use message::kube_message;
 pub use mirror::MirrorConfig;
+pub use state::State;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use base64::Engine;
@@ -33,12 +40,10 @@ use faros_core::names;
 use faros_core::wait::wait_for;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::bootstrap::BootstrapSettings;
 use crate::leader::{LeaseSettings, Role};
-use crate::metrics::Metrics;
 
 /// Everything the reconciler needs; [`Config::new`] fills defaults that work in `faros dev`.
 #[derive(Clone)]
@@ -165,48 +170,6 @@ pub enum Error {
         duration: Duration,
         renew_deadline: Duration,
     },
-}
-
-/// Observable state, shared with the health endpoints and with in-process callers.
-#[derive(Debug)]
-pub struct State {
-    pub metrics: Arc<Metrics>,
-    bootstrapped: AtomicBool,
-    role: watch::Sender<Role>,
-}
-
-impl State {
-    fn new() -> Self {
-        let (role, _) = watch::channel(Role::Starting);
-        Self {
-            metrics: Arc::new(Metrics::new()),
-            bootstrapped: AtomicBool::new(false),
-            role,
-        }
-    }
-
-    pub fn is_bootstrapped(&self) -> bool {
-        self.bootstrapped.load(Ordering::Acquire)
-    }
-
-    fn set_bootstrapped(&self) {
-        self.bootstrapped.store(true, Ordering::Release);
-        self.metrics.set_bootstrapped(true);
-    }
-
-    pub fn role(&self) -> Role {
-        self.role.borrow().clone()
-    }
-
-    /// Changes of [`Self::role`].
-    pub fn subscribe_role(&self) -> watch::Receiver<Role> {
-        self.role.subscribe()
-    }
-
-    /// Ready = bootstrap done and the election has decided (leader or standby).
-    pub fn is_ready(&self) -> bool {
-        self.is_bootstrapped() && self.role() != Role::Starting
-    }
 }
 
 /// A reconciler ready to run. Build it, keep [`Reconciler::state`] to observe it, then
@@ -537,15 +500,6 @@ pub fn der_to_pem(ders: &[Vec<u8>]) -> String {
     out
 }
 
-/// A short, human message for a kube error: the API server's own message for API errors (kube's
-/// Display adds a Debug dump of the whole Status).
-pub fn kube_message(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(s) => format!("{} ({} {})", s.message, s.code, s.reason),
-        other => other.to_string(),
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -594,20 +548,6 @@ mod tests {
                 "{kcp_certs:?}"
             );
         }
-    }
-
-    #[test]
-    fn kube_messages_are_short() {
-        let status = kube::core::Status {
-            message: "workspaces \"x\" is forbidden".into(),
-            reason: "Forbidden".into(),
-            code: 403,
-            ..Default::default()
-        };
-        assert_eq!(
-            kube_message(&kube::Error::Api(Box::new(status))),
-            "workspaces \"x\" is forbidden (403 Forbidden)"
-        );
     }
 
     #[test]

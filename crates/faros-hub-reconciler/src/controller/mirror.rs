@@ -17,7 +17,7 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
-use super::{Context, ProviderKey};
+use super::context::{Context, ProviderKey};
 use crate::mirror::{Mirror, MirrorError, Removed, Synced};
 
 /// Mirrors the kubeconfig Secret's `data` as Secret `secret_name` for Provider `key`, and removes the mirror of

@@ -8,17 +8,15 @@
 //! cluster>`.
 //!
 //! This module is the reconciler-specific wiring: which watches feed the runtime, which events are
-//! the echoes of our own writes, metrics, and the error policy of [`provider`].
+//! the echoes of our own writes, metrics, and the error policy of [`provider`]. What they all
+//! share ([`Context`], [`ProviderKey`], [`Target`], [`Settings`]) is in [`context`], below them.
 
+pub mod context;
 pub mod mirror;
 pub mod provider;
 
-use std::collections::HashMap;
-use std::fmt;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use faros_core::client::ClientFactory;
 use faros_core::provider::Provider;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
@@ -27,138 +25,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::Metrics;
-use crate::mirror::Mirror;
-
+pub use context::{Context, ProviderKey, Settings, Target};
 pub use faros_runtime::Action;
-
-/// A Provider's identity across workspaces: (`kcp.io/cluster`, name); Providers are cluster-scoped,
-/// so `namespace` is `None`.
-pub type ProviderKey = faros_runtime::ClusterKey;
-
-/// Where a Provider was seen: its key and the virtual workspace URL it came through.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    pub key: ProviderKey,
-    pub endpoint: Arc<str>,
-}
-
-/// Settings of the Provider controller.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settings {
-    /// Base URL written into provider kubeconfigs unless `spec.serverURLOverride` is set.
-    pub hub_url: String,
-    /// PEM CA written into provider kubeconfigs.
-    pub ca_pem: Option<String>,
-    /// Write `insecure-skip-tls-verify: true` instead of the CA.
-    pub insecure_provider_kubeconfigs: bool,
-    /// How long one reconcile waits for a workspace to become Ready (or to disappear).
-    pub workspace_timeout: Duration,
-    /// How long one reconcile waits for kcp to fill the token Secret.
-    pub token_timeout: Duration,
-    /// Full re-reconcile period of a healthy Provider (repairs drift such as a deleted Secret).
-    pub resync: Duration,
-    /// Number of Providers reconciled in parallel.
-    pub concurrency: usize,
-    /// The hub API's own kcp user, granted its role in each provider workspace; `None`: none.
-    pub hub_user: Option<String>,
-}
-
-/// Shared by every reconcile of one leadership term.
-pub struct Context {
-    pub factory: ClientFactory,
-    pub settings: Settings,
-    pub metrics: Arc<Metrics>,
-    /// The kubeconfig mirror into the hosting cluster, when enabled.
-    pub mirror: Option<Mirror>,
-    /// resourceVersion of our own last write (status, or the finalizer before provisioning) per
-    /// Provider: the watch event it causes needs no work.
-    own_writes: Mutex<HashMap<ProviderKey, String>>,
-    /// Our own last write per mirrored Secret name: `Some(resourceVersion)` for an apply, `None` for
-    /// a delete. The watch event it causes needs no work.
-    mirror_writes: Mutex<HashMap<String, Option<String>>>,
-}
-
-impl fmt::Debug for Context {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context")
-            .field("factory", &self.factory)
-            .field("settings", &self.settings)
-            .field("mirror", &self.mirror)
-            .finish()
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // The maps hold plain bookkeeping; after a panic elsewhere they are still usable.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl Context {
-    pub fn new(factory: ClientFactory, settings: Settings, metrics: Arc<Metrics>) -> Self {
-        Self {
-            factory,
-            settings,
-            metrics,
-            mirror: None,
-            own_writes: Mutex::default(),
-            mirror_writes: Mutex::default(),
-        }
-    }
-
-    /// Enables the kubeconfig mirror.
-    pub fn with_mirror(mut self, mirror: Option<Mirror>) -> Self {
-        self.mirror = mirror;
-        self
-    }
-
-    fn remember_mirror_write(&self, secret: &str, rv: Option<String>) {
-        if let Some(rv) = rv {
-            lock(&self.mirror_writes).insert(secret.to_string(), Some(rv));
-        }
-    }
-
-    fn remember_mirror_delete(&self, secret: &str) {
-        lock(&self.mirror_writes).insert(secret.to_string(), None);
-    }
-
-    /// True once for the watch event of our last mirror write of `secret`: an apply event with its
-    /// resourceVersion (`rv`), or a delete event (`rv` None) after our delete.
-    fn is_own_mirror_event(&self, secret: &str, rv: Option<&str>) -> bool {
-        let mut writes = lock(&self.mirror_writes);
-        let ours = match (writes.get(secret), rv) {
-            (Some(Some(ours)), Some(rv)) => ours == rv,
-            (Some(None), None) => true,
-            _ => false,
-        };
-        if ours {
-            writes.remove(secret);
-        }
-        ours
-    }
-
-    fn remember_own_write(&self, key: &ProviderKey, rv: Option<String>) {
-        if let Some(rv) = rv {
-            lock(&self.own_writes).insert(key.clone(), rv);
-        }
-    }
-
-    /// True once for the resourceVersion our last status write produced.
-    fn is_own_write(&self, key: &ProviderKey, rv: Option<&str>) -> bool {
-        let mut writes = lock(&self.own_writes);
-        match (writes.get(key), rv) {
-            (Some(ours), Some(rv)) if ours == rv => {
-                writes.remove(key);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn forget(&self, key: &ProviderKey) {
-        lock(&self.own_writes).remove(key);
-    }
-}
 
 /// Runs the controller over the given virtual workspace URLs until `cancel` fires. In-flight
 /// reconciles are dropped on cancellation (leadership lost: stop acting at once).
@@ -218,7 +86,12 @@ pub async fn run(
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use std::time::Duration;
+
+    use faros_core::client::ClientFactory;
+
     use super::*;
+    use crate::metrics::Metrics;
     use faros_core::kcp::ANNOTATION_CLUSTER;
     use faros_core::provider::ProviderSpec;
 

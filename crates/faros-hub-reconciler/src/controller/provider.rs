@@ -37,13 +37,14 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
+use super::context::{Context, ProviderKey, Target};
 use super::mirror as mirror_step;
-use super::{Action, Context, ProviderKey, Target};
 use crate::bootstrap;
 use crate::kubeconfig::{self, KubeconfigParams};
 use crate::mirror::{MirrorError, REASON_MIRROR_ERROR};
-use crate::registrar;
+use crate::registrar::objects::is_reserved_secret;
 use crate::status::{self, Outcome};
+use faros_runtime::Action;
 
 /// A provisioning step that failed; its reason and message go into the `Ready` condition.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -61,7 +62,7 @@ pub enum Error {
     /// Provisioning failed; the Provider's status says which step and why.
     #[error(transparent)]
     Step(#[from] StepError),
-    #[error("writing Provider {key}: {}", crate::kube_message(.source))]
+    #[error("writing Provider {key}: {}", crate::message::kube_message(.source))]
     ProviderWrite {
         key: ProviderKey,
         #[source]
@@ -244,7 +245,7 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
     let path = names::provider_workspace_path(name);
     let secret_name = provider.kubeconfig_secret_name();
     // Checked before anything is created: writing it would overwrite the registrar's credential.
-    if registrar::objects::is_reserved_secret(&secret_name) {
+    if is_reserved_secret(&secret_name) {
         return Err(step(names::REASON_SECRET_ERROR, None)(format!(
             "Secret {}/{secret_name} in {} is the GitOps registrar's; set spec.secretName to another name",
             names::PROVIDER_NAMESPACE,
@@ -319,7 +320,7 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
                 "writing kubeconfig Secret {}/{secret_name} in {}: {}",
                 names::PROVIDER_NAMESPACE,
                 names::SYSTEM_PROVIDERS_PATH,
-                crate::kube_message(&e)
+                crate::message::kube_message(&e)
             ))
         })?;
     let previous = previous_secret(provider, &secret_name);
@@ -328,7 +329,7 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
             secret_err(format!(
                 "removing previous kubeconfig Secret {}/{old} after spec.secretName changed: {}",
                 names::PROVIDER_NAMESPACE,
-                crate::kube_message(&e)
+                crate::message::kube_message(&e)
             ))
         })?;
         tracing::info!(%key, old = %old, new = %secret_name, "removed the previous kubeconfig Secret");
@@ -374,7 +375,13 @@ async fn ensure_service_account(client: &kube::Client, provider: &str) -> Result
     Api::<Namespace>::all(client.clone())
         .patch(names::PROVIDER_NAMESPACE, &pp, &Patch::Apply(&ns))
         .await
-        .map_err(|e| format!("namespace {}: {}", names::PROVIDER_NAMESPACE, crate::kube_message(&e)))?;
+        .map_err(|e| {
+            format!(
+                "namespace {}: {}",
+                names::PROVIDER_NAMESPACE,
+                crate::message::kube_message(&e)
+            )
+        })?;
     let sa = ServiceAccount {
         metadata: meta(
             names::PROVIDER_SERVICE_ACCOUNT,
@@ -390,7 +397,7 @@ async fn ensure_service_account(client: &kube::Client, provider: &str) -> Result
             format!(
                 "ServiceAccount {}: {}",
                 names::PROVIDER_SERVICE_ACCOUNT,
-                crate::kube_message(&e)
+                crate::message::kube_message(&e)
             )
         })?;
     Api::<ClusterRoleBinding>::all(client.clone())
@@ -404,7 +411,7 @@ async fn ensure_service_account(client: &kube::Client, provider: &str) -> Result
             format!(
                 "ClusterRoleBinding {}: {}",
                 names::PROVIDER_SA_BINDING,
-                crate::kube_message(&e)
+                crate::message::kube_message(&e)
             )
         })?;
     Ok(())
@@ -463,7 +470,7 @@ async fn ensure_token(client: &kube::Client, provider: &str, timeout: Duration) 
             format!(
                 "token Secret {}: {}",
                 names::PROVIDER_TOKEN_SECRET,
-                crate::kube_message(&e)
+                crate::message::kube_message(&e)
             )
         })?;
     if let Some(token) = token_of(&applied) {
@@ -510,7 +517,7 @@ async fn cleanup(provider: &Provider, key: &ProviderKey, api: &Api<Provider>, ct
     let mut secrets_to_delete = vec![current_secret.clone()];
     secrets_to_delete.extend(previous_secret(provider, &current_secret));
     // Never the registrar's: a Provider whose name maps onto it was refused, not provisioned.
-    secrets_to_delete.retain(|s| !registrar::objects::is_reserved_secret(s));
+    secrets_to_delete.retain(|s| !is_reserved_secret(s));
     let mut message = if valid {
         format!(
             "Deleting workspace {path} and kubeconfig Secret {}",
@@ -585,9 +592,12 @@ async fn teardown(key: &ProviderKey, valid: bool, secrets_to_delete: &[String], 
     };
     let workspaces: Api<Workspace> = Api::all(ctx.factory.cluster(names::PROVIDERS_PATH)?);
     if valid {
-        delete_ignoring_absent(&workspaces, name)
-            .await
-            .map_err(|e| cleanup_err(format!("deleting workspace {path}: {}", crate::kube_message(&e))))?;
+        delete_ignoring_absent(&workspaces, name).await.map_err(|e| {
+            cleanup_err(format!(
+                "deleting workspace {path}: {}",
+                crate::message::kube_message(&e)
+            ))
+        })?;
     }
     let secrets: Api<Secret> = Api::namespaced(
         ctx.factory.cluster(names::SYSTEM_PROVIDERS_PATH)?,
@@ -598,7 +608,7 @@ async fn teardown(key: &ProviderKey, valid: bool, secrets_to_delete: &[String], 
             cleanup_err(format!(
                 "deleting kubeconfig Secret {}/{secret}: {}",
                 names::PROVIDER_NAMESPACE,
-                crate::kube_message(&e)
+                crate::message::kube_message(&e)
             ))
         })?;
     }

@@ -45,7 +45,7 @@ pub enum IdentityError {
         #[source]
         source: ClientError,
     },
-    #[error("{step}: {}", crate::kube_message(.source))]
+    #[error("{step}: {}", crate::message::kube_message(.source))]
     Kube {
         step: String,
         #[source]

@@ -72,7 +72,7 @@ pub enum MirrorError {
     InvalidNamespace { namespace: String, reason: String },
     #[error("building the hosting cluster client: {0}")]
     Client(#[source] Box<kube::Error>),
-    #[error("{op} mirrored kubeconfig Secret {namespace}/{name} in the hosting cluster: {}", crate::kube_message(.source))]
+    #[error("{op} mirrored kubeconfig Secret {namespace}/{name} in the hosting cluster: {}", crate::message::kube_message(.source))]
     Api {
         op: &'static str,
         namespace: String,

@@ -28,7 +28,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::controller;
+use crate::controller::context::Settings;
+use crate::controller::provider::token_of;
 use crate::kubeconfig::{self, KubeconfigError, KubeconfigParams, SecretData};
 use crate::mirror::Mirror;
 use crate::mirror::plan::{Ownership, Plan};
@@ -44,7 +45,7 @@ pub enum RegistrarError {
         #[source]
         source: ClientError,
     },
-    #[error("{step}: {}", crate::kube_message(.source))]
+    #[error("{step}: {}", crate::message::kube_message(.source))]
     Kube {
         step: String,
         #[source]
@@ -61,7 +62,7 @@ pub enum RegistrarError {
     TokenGone,
     #[error("rendering the registrar kubeconfig: {0}")]
     Kubeconfig(#[from] KubeconfigError),
-    #[error("{op} Secret {namespace}/{name} in the hosting cluster: {}", crate::kube_message(.source), name = KUBECONFIG_SECRET)]
+    #[error("{op} Secret {namespace}/{name} in the hosting cluster: {}", crate::message::kube_message(.source), name = KUBECONFIG_SECRET)]
     Mirror {
         op: &'static str,
         namespace: String,
@@ -78,12 +79,7 @@ pub enum RegistrarError {
 
 /// Keeps the registrar in place until `term` ends: one pass now, then every `settings.resync`;
 /// a failed pass is logged and retried with backoff (0.5 s doubling to 60 s).
-pub async fn run(
-    factory: ClientFactory,
-    settings: controller::Settings,
-    mirror: Option<Mirror>,
-    term: CancellationToken,
-) {
+pub async fn run(factory: ClientFactory, settings: Settings, mirror: Option<Mirror>, term: CancellationToken) {
     let mut retry = Duration::from_millis(500);
     let mut published = false;
     loop {
@@ -121,7 +117,7 @@ pub async fn run(
 /// One pass: identity, RBAC, token, kubeconfig Secret in kcp, then its mirror.
 pub async fn ensure(
     factory: &ClientFactory,
-    settings: &controller::Settings,
+    settings: &Settings,
     mirror: Option<&Mirror>,
 ) -> Result<(), RegistrarError> {
     let cluster = logical_cluster(factory).await?;
@@ -147,7 +143,7 @@ pub async fn ensure(
     .await?;
     let tokens: Api<Secret> = Api::namespaced(client.clone(), ns);
     let applied = apply(&tokens, &objects::token_secret(), "token Secret").await?;
-    let token = match controller::provider::token_of(&applied) {
+    let token = match token_of(&applied) {
         Some(token) => token,
         None => wait_token(tokens.clone(), settings.token_timeout).await?,
     };
@@ -169,20 +165,12 @@ pub async fn ensure(
 
 /// Waits until kcp's token controller has filled the token Secret.
 async fn wait_token(tokens: Api<Secret>, timeout: Duration) -> Result<String, RegistrarError> {
-    let filled = wait_for(
-        tokens,
-        TOKEN_SECRET,
-        |s| s.and_then(controller::provider::token_of).is_some(),
-        timeout,
-    )
-    .await
-    .map_err(|source| RegistrarError::Token {
-        source: Box::new(source),
-    })?;
-    filled
-        .as_ref()
-        .and_then(controller::provider::token_of)
-        .ok_or(RegistrarError::TokenGone)
+    let filled = wait_for(tokens, TOKEN_SECRET, |s| s.and_then(token_of).is_some(), timeout)
+        .await
+        .map_err(|source| RegistrarError::Token {
+            source: Box::new(source),
+        })?;
+    filled.as_ref().and_then(token_of).ok_or(RegistrarError::TokenGone)
 }
 
 /// The logical cluster name of `root:faros:system:providers` (its Workspace's `spec.cluster`):
