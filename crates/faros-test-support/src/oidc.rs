@@ -589,18 +589,12 @@ impl Idp {
                 let text = error.split('>').nth(1).and_then(|t| t.split('<').next());
                 return Err(IdpError::Refused(format!("{status}: {}", text.unwrap_or_default())));
             }
-            if page.contains("id=\"op.deviceConfirmForm\"") {
-                // oidc-provider's confirmation form: its hidden fields, posted to its action.
-                let action = attribute_after(&page, "id=\"op.deviceConfirmForm\"", "action")
-                    .ok_or_else(|| IdpError::Http(format!("no form action at {next}")))?;
-                let fields = ["xsrf", "user_code", "confirm"]
-                    .iter()
-                    .map(|name| {
-                        attribute_after(&page, &format!("name=\"{name}\""), "value")
-                            .map(|v| (name.to_string(), v))
-                            .ok_or_else(|| IdpError::Http(format!("no {name} field at {next}")))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
+            // oidc-provider's device pages: the code (filled in from the URL), its confirmation,
+            // and auto-submitting forms between them; each posted with its fields to its action,
+            // as a browser would submit it.
+            if !page.contains("name=\"username\"")
+                && let Some((action, fields)) = first_form(&page)
+            {
                 next = next.join(&action).map_err(|e| IdpError::Http(e.to_string()))?;
                 form = Some(fields);
                 continue;
@@ -615,7 +609,8 @@ impl Idp {
                 ]);
                 continue;
             }
-            return Err(IdpError::Http(format!("unexpected page at {next}: {status}")));
+            let start: String = page.chars().take(600).collect();
+            return Err(IdpError::Http(format!("unexpected page at {next}: {status}: {start}")));
         }
         Err(IdpError::Http("too many redirects".into()))
     }
@@ -650,21 +645,40 @@ fn form_encode(fields: &[(String, String)]) -> String {
         .join("&")
 }
 
-/// The value of attribute `attr` in the first tag after `marker` (`name="x"` then `value="…"`),
-/// with the HTML entities oidc-provider escapes decoded.
-fn attribute_after(page: &str, marker: &str, attr: &str) -> Option<String> {
-    let at = page.find(marker)?;
-    let tag_start = page[..at].rfind('<')?;
-    let tag = &page[tag_start..tag_start + page[tag_start..].find('>')?];
-    let value = tag.split(&format!("{attr}=\"")).nth(1)?.split('"').next()?;
+/// The value of attribute `attr` in `tag` (`<input name="x" value="…"`), with the HTML entities
+/// oidc-provider escapes decoded.
+fn attribute(tag: &str, attr: &str) -> Option<String> {
+    let value = tag
+        .split(&format!(" {attr}=\""))
+        .nth(1)
+        .or_else(|| tag.split(&format!("\n{attr}=\"")).nth(1))?
+        .split('"')
+        .next()?;
     Some(
         value
-            .replace("&amp;", "&")
             .replace("&quot;", "\"")
             .replace("&#39;", "'")
             .replace("&lt;", "<")
-            .replace("&gt;", ">"),
+            .replace("&gt;", ">")
+            .replace("&amp;", "&"),
     )
+}
+
+/// The first form of `page`: its action and the named inputs' values (what submitting it sends).
+fn first_form(page: &str) -> Option<(String, Vec<(String, String)>)> {
+    let at = page.find("<form")?;
+    let body = &page[at..at + page[at..].find("</form>")?];
+    let form_tag = &body[..body.find('>')?];
+    let action = attribute(form_tag, "action")?;
+    let fields = body
+        .split("<input")
+        .skip(1)
+        .filter_map(|rest| {
+            let tag = format!(" {}", &rest[..rest.find('>')?]);
+            Some((attribute(&tag, "name")?, attribute(&tag, "value")?))
+        })
+        .collect();
+    Some((action, fields))
 }
 
 #[cfg(test)]
@@ -674,21 +688,25 @@ mod device_tests {
 
     #[test]
     fn device_pages() {
-        let page = r#"<form id="op.deviceConfirmForm" method="post" action="/device">
+        let page = r#"<p>x</p><form id="op.deviceConfirmForm" method="post" action="/device">
 <input type="hidden" name="xsrf" value="a&amp;b"/>
-<input type="hidden" name="user_code" value="ABCD-EFGH"/>
+<input
+    value="ABCD-EFGH" type="text" name="user_code" autofocus></input>
 <input type="hidden" name="confirm" value="yes"/>
-</form>"#;
+</form><form action="/other"></form>"#;
+        let fields = |v: &[(&str, &str)]| {
+            v.iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            attribute_after(page, "id=\"op.deviceConfirmForm\"", "action").as_deref(),
-            Some("/device")
+            first_form(page),
+            Some((
+                "/device".to_string(),
+                fields(&[("xsrf", "a&b"), ("user_code", "ABCD-EFGH"), ("confirm", "yes")])
+            ))
         );
-        assert_eq!(attribute_after(page, "name=\"xsrf\"", "value").as_deref(), Some("a&b"));
-        assert_eq!(
-            attribute_after(page, "name=\"user_code\"", "value").as_deref(),
-            Some("ABCD-EFGH")
-        );
-        assert_eq!(attribute_after(page, "name=\"missing\"", "value"), None);
+        assert_eq!(first_form("<p>no form</p>"), None);
         let prompt = "To sign in to https://idp, open https://idp/device and enter the code AB\n  (or open https://idp/device?user_code=AB)\nWaiting";
         assert_eq!(
             device_url_in(prompt).as_deref(),

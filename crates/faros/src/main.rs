@@ -28,6 +28,9 @@ enum Command {
     /// Provider authoring.
     #[command(subcommand)]
     Provider(ProviderCommand),
+    /// Credentials for kubectl (exec credential plugins).
+    #[command(subcommand)]
+    Credential(faros::credential::CredentialCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -45,6 +48,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Dev(args) => dev::run(args).await,
         Command::Kcp(args) => faros::kcp::run(*args).await,
         Command::Grant(args) => faros::grant::run(args).await,
+        Command::Credential(cmd) => faros::credential::run(cmd).await,
         Command::Provider(ProviderCommand::New(args)) => {
             let dir = faros::scaffold::run(&args)?;
             println!("created provider `{}` in {}", args.name, dir.display());

@@ -60,6 +60,16 @@ mod tests {
                 Some("oidc:")
             )
         );
+        assert_eq!(s.cli_client_id(), "faros");
+        let with_cli = Cli::try_parse_from([
+            "faros",
+            "--oidc-issuer-url=https://idp.example",
+            "--oidc-client-id=faros",
+            "--oidc-cli-client-id=faros-cli",
+        ])
+        .unwrap();
+        assert_eq!(settings(&with_cli.oidc).unwrap().unwrap().cli_client_id(), "faros-cli");
+        assert!(Cli::try_parse_from(["faros", "--oidc-cli-client-id=faros-cli"]).is_err());
         assert!(
             settings(&Cli::try_parse_from(["faros"]).unwrap().oidc)
                 .unwrap()

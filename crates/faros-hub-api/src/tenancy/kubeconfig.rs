@@ -4,7 +4,13 @@
 //! No credential is included unless the caller asks (`?includeToken=true`) and authenticated with
 //! a static token in the request itself, which the hub then echoes back to its own owner. Never to
 //! a browser session: a cookie-authenticated request gets no credential back, whatever script made
-//! it. OIDC users and portal users plug in their own token (kcp must trust the same issuer).
+//! it.
+//!
+//! An OIDC user (a bearer ID token, or a portal session signed in with the hub's issuer) gets no
+//! token either, but a user entry that fetches one: an `exec` stanza running `faros credential
+//! oidc` with the hub's issuer, CLI client and issuer CA, which signs the user in with the device
+//! flow and keeps the ID token fresh (kcp trusts the same issuer). Other users plug in their own
+//! token.
 
 use axum::Extension;
 use axum::extract::{Path, Query, State};
@@ -25,22 +31,80 @@ pub struct Params {
     pub include_token: bool,
 }
 
-/// The kubeconfig document (IO-free; `token` only when it may be shared).
+/// What the kubeconfig's user entry carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Credential<'a> {
+    /// Nothing: the user adds their own (`kubectl config set-credentials`).
+    None,
+    /// The caller's own static token, echoed back.
+    Token(&'a str),
+    /// `faros credential oidc` as an exec plugin.
+    Oidc(OidcExec<'a>),
+}
+
+/// The hub's OIDC issuer as the CLI signs in to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OidcExec<'a> {
+    pub issuer: &'a str,
+    /// The CLI's public client ([`faros_core::oidc::OidcSettings::cli_client_id`]).
+    pub client_id: &'a str,
+    /// The issuer's CA as the hub trusts it (`--oidc-ca-file`), carried inline: the file's path is
+    /// the hub's, not the user's.
+    pub ca_pem: Option<&'a str>,
+}
+
+/// The program the exec stanza runs; kubectl looks it up on `PATH`.
+pub const EXEC_COMMAND: &str = "faros";
+
+/// The `user` entry of an exec credential plugin running `faros credential oidc` (IO-free).
+pub fn exec_user(oidc: &OidcExec<'_>) -> serde_json::Value {
+    let mut args = vec![
+        "credential".to_string(),
+        "oidc".to_string(),
+        format!("--issuer={}", oidc.issuer),
+        format!("--client-id={}", oidc.client_id),
+    ];
+    if let Some(ca) = oidc.ca_pem {
+        args.push(format!(
+            "--ca-data={}",
+            base64::engine::general_purpose::STANDARD.encode(ca)
+        ));
+    }
+    serde_json::json!({
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": EXEC_COMMAND,
+            "args": args,
+            // The plugin may sign the user in (the device flow prints its prompt on stderr);
+            // without a terminal it still answers from its cache or a refresh.
+            "interactiveMode": "IfAvailable",
+            "provideClusterInfo": false,
+            "installHint": format!(
+                "This kubeconfig signs you in to {} with the faros CLI: put `faros` on your PATH \
+                 (in a faros-rs checkout: `cargo install --locked --path crates/faros`). See docs/oidc.md.",
+                oidc.issuer
+            ),
+        }
+    })
+}
+
+/// The kubeconfig document (IO-free; a token only when it may be shared).
 pub fn document(
     server: &str,
     ca_pem: Option<&str>,
     context: &str,
     user: &str,
-    token: Option<&str>,
+    credential: Credential<'_>,
 ) -> serde_json::Value {
     let mut cluster = serde_json::json!({ "server": server });
     if let Some(ca) = ca_pem {
         cluster["certificate-authority-data"] = base64::engine::general_purpose::STANDARD.encode(ca).into();
     }
-    let mut user_entry = serde_json::json!({});
-    if let Some(t) = token {
-        user_entry["token"] = t.into();
-    }
+    let user_entry = match credential {
+        Credential::None => serde_json::json!({}),
+        Credential::Token(t) => serde_json::json!({ "token": t }),
+        Credential::Oidc(oidc) => exec_user(&oidc),
+    };
     serde_json::json!({
         "apiVersion": "v1",
         "kind": "Config",
@@ -88,7 +152,17 @@ pub async fn kubeconfig(
         .access
         .require(&caller, &org, Some(&ws), Role::Member)
         .await?;
-    let token = if params.include_token {
+    let oidc = st.oidc_login.as_ref().map(|l| &l.settings);
+    let credential = if caller.source == CredentialSource::Oidc
+        && let Some(settings) = oidc
+    {
+        // An OIDC user never gets a token back; the plugin gets them their own.
+        Credential::Oidc(OidcExec {
+            issuer: &settings.issuer_url,
+            client_id: settings.cli_client_id(),
+            ca_pem: settings.ca_pem.as_deref(),
+        })
+    } else if params.include_token {
         if session.is_some() {
             return Err(Status::bad_request(
                 "includeToken=true is refused for portal sessions: a credential is never sent back to a \
@@ -101,9 +175,9 @@ pub async fn kubeconfig(
                 "includeToken=true works only for static-token users; use your own token with this kubeconfig",
             ));
         }
-        bearer_token(&headers)
+        bearer_token(&headers).map_or(Credential::None, Credential::Token)
     } else {
-        None
+        Credential::None
     };
     let base = public_url(
         st.tenancy.settings.public_url.as_deref(),
@@ -118,7 +192,7 @@ pub async fn kubeconfig(
         st.tenancy.settings.ca_pem.as_deref(),
         &context,
         &caller.user,
-        token,
+        credential,
     );
     let yaml = serde_saphyr::to_string(&doc).map_err(|e| Status::internal(format!("rendering the kubeconfig: {e}")))?;
     let mut resp = yaml.into_response();
@@ -137,18 +211,66 @@ mod tests {
 
     #[test]
     fn documents() {
-        let d = document("https://hub:8443/clusters/abc", Some("PEM"), "acme-dev", "alice", None);
+        let d = document(
+            "https://hub:8443/clusters/abc",
+            Some("PEM"),
+            "acme-dev",
+            "alice",
+            Credential::None,
+        );
         assert_eq!(d["clusters"][0]["cluster"]["server"], "https://hub:8443/clusters/abc");
         assert_eq!(d["clusters"][0]["cluster"]["certificate-authority-data"], "UEVN");
         assert_eq!(d["users"][0]["user"], serde_json::json!({}));
         assert_eq!(d["current-context"], "acme-dev");
-        let with = document("s", None, "c", "alice", Some("tok"));
+        let with = document("s", None, "c", "alice", Credential::Token("tok"));
         assert_eq!(with["users"][0]["user"]["token"], "tok");
         assert!(
             with["clusters"][0]["cluster"]
                 .get("certificate-authority-data")
                 .is_none()
         );
+    }
+
+    /// An OIDC user's entry runs the plugin with the hub's issuer, CLI client and issuer CA (inline,
+    /// base64 of the PEM); without a CA, no `--ca-data`.
+    #[test]
+    fn oidc_users_get_an_exec_stanza() {
+        for (ca, want_args) in [
+            (
+                Some("PEM"),
+                vec![
+                    "credential",
+                    "oidc",
+                    "--issuer=https://idp.example",
+                    "--client-id=faros-cli",
+                    "--ca-data=UEVN",
+                ],
+            ),
+            (
+                None,
+                vec![
+                    "credential",
+                    "oidc",
+                    "--issuer=https://idp.example",
+                    "--client-id=faros-cli",
+                ],
+            ),
+        ] {
+            let oidc = OidcExec {
+                issuer: "https://idp.example",
+                client_id: "faros-cli",
+                ca_pem: ca,
+            };
+            let d = document("s", None, "c", "oidc:alice", Credential::Oidc(oidc));
+            let user = &d["users"][0]["user"];
+            assert!(user.get("token").is_none(), "{user}");
+            let exec = &user["exec"];
+            assert_eq!(exec["apiVersion"], "client.authentication.k8s.io/v1");
+            assert_eq!(exec["command"], "faros");
+            assert_eq!(exec["interactiveMode"], "IfAvailable");
+            assert_eq!(exec["args"], serde_json::json!(want_args), "{ca:?}");
+            assert!(exec["installHint"].as_str().unwrap().contains("https://idp.example"));
+        }
     }
 
     #[test]
