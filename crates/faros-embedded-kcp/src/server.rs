@@ -52,7 +52,9 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Batch concurrent writes into one durable commit.
     pub group_commit: bool,
-    /// redb page cache.
+    /// redb page cache. Reads are served from the store's memory image, so the cache only holds
+    /// the b-tree pages of the writer's own lookups and inserts: a small one costs a few reads of
+    /// the OS page cache per commit, a big one the same memory again as the hottest values.
     pub cache_bytes: usize,
     /// How long each workspace phase (Scheduling, Initializing) stays visible before the lifecycle
     /// controller moves on. kcp itself moves as fast as its controllers run (`Duration::ZERO` here);
@@ -76,7 +78,7 @@ impl Config {
             max_body_bytes: 3 * 1024 * 1024,
             request_timeout: Duration::from_secs(60),
             group_commit: true,
-            cache_bytes: 32 * 1024 * 1024,
+            cache_bytes: 8 * 1024 * 1024,
             phase_delay: crate::kcp::tenancy::DEFAULT_PHASE_DELAY,
             oidc: None,
         }

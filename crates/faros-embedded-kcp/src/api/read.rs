@@ -210,9 +210,15 @@ fn raw_list(ctx: &RequestContext, def: &ResourceDef, page: ListPage) -> Response
     super::respond::json_bytes(http::StatusCode::OK, body)
 }
 
-/// The stored text's usual opening, `{"apiVersion":…,"kind":…,` in either order, for cutting a
-/// built-in item's type meta out of its stored JSON without parsing it.
-struct TypeMetaPrefixes([Vec<u8>; 2]);
+/// Where stored text holds a built-in item's type meta, for cutting it out without parsing: the
+/// store's opening `{"apiVersion":…,"kind":…,` (either order), or the closing
+/// `,"apiVersion":…,"kind":…}` of objects stored before the store put them first (the API fills
+/// them in last). Compact JSON from serde has no whitespace and escapes every quote inside strings,
+/// so either text at the very start or end of an item can only be its own top-level members.
+struct TypeMetaPrefixes {
+    openings: [Vec<u8>; 2],
+    closings: [Vec<u8>; 2],
+}
 
 impl TypeMetaPrefixes {
     fn new(def: &ResourceDef) -> Self {
@@ -222,18 +228,33 @@ impl TypeMetaPrefixes {
     fn of(api_version: &str, kind: &str) -> Self {
         let v = Value::String(api_version.to_string());
         let k = Value::String(kind.to_string());
-        Self([
-            format!("{{\"apiVersion\":{v},\"kind\":{k},").into_bytes(),
-            format!("{{\"kind\":{k},\"apiVersion\":{v},").into_bytes(),
-        ])
+        Self {
+            openings: [
+                format!("{{\"apiVersion\":{v},\"kind\":{k},").into_bytes(),
+                format!("{{\"kind\":{k},\"apiVersion\":{v},").into_bytes(),
+            ],
+            closings: [
+                format!(",\"apiVersion\":{v},\"kind\":{k}}}").into_bytes(),
+                format!(",\"kind\":{k},\"apiVersion\":{v}}}").into_bytes(),
+            ],
+        }
     }
 
-    /// Appends `json` to `body` without its apiVersion and kind: by cutting the usual opening,
-    /// else (an object stored another way) by parsing it.
+    /// Appends `json` to `body` without its apiVersion and kind: by cutting them from its opening
+    /// or closing, else (an object stored another way) by parsing it.
     fn splice_without(&self, body: &mut Vec<u8>, json: &[u8]) {
-        if let Some(prefix) = self.0.iter().find(|p| json.starts_with(p)) {
+        if let Some(prefix) = self.openings.iter().find(|p| json.starts_with(p)) {
             body.push(b'{');
             body.extend_from_slice(&json[prefix.len()..]);
+            return;
+        }
+        if let Some(suffix) = self
+            .closings
+            .iter()
+            .find(|s| json.len() > s.len() + 1 && json.ends_with(s))
+        {
+            body.extend_from_slice(&json[..json.len() - suffix.len()]);
+            body.push(b'}');
             return;
         }
         match serde_json::from_slice::<Value>(json) {
@@ -302,6 +323,20 @@ mod tests {
                 r#"{"metadata":{"name":"b"}}"#,
             ),
             (r#"{"apiVersion":"v1","kind":"ConfigMap"}"#, r#"{}"#),
+            // Filled in last by an older build.
+            (
+                r#"{"metadata":{"name":"c"},"data":{"k":"v"},"apiVersion":"v1","kind":"ConfigMap"}"#,
+                r#"{"metadata":{"name":"c"},"data":{"k":"v"}}"#,
+            ),
+            (
+                r#"{"metadata":{"name":"d"},"kind":"ConfigMap","apiVersion":"v1"}"#,
+                r#"{"metadata":{"name":"d"}}"#,
+            ),
+            // A nested object ending the same way is not the item's own type meta.
+            (
+                r#"{"data":{"x":{"a":1,"apiVersion":"v1","kind":"ConfigMap"}},"kind":"ConfigMap","apiVersion":"v1"}"#,
+                r#"{"data":{"x":{"a":1,"apiVersion":"v1","kind":"ConfigMap"}}}"#,
+            ),
         ] {
             let mut body = Vec::new();
             prefixes.splice_without(&mut body, stored.as_bytes());

@@ -116,11 +116,32 @@ pub(crate) fn namespace_of(bytes: &[u8]) -> Option<&[u8]> {
     bytes.split(|b| *b == SEP).nth(3)
 }
 
-/// Serializes a stored value: resourceVersion prefix + JSON.
+/// The members a stored object's JSON opens with, in this order, when it has them.
+const TYPE_META: [&str; 2] = ["apiVersion", "kind"];
+
+/// Serializes a stored value: resourceVersion prefix + JSON, opening with `apiVersion` and `kind`
+/// wherever the object held them (the API fills them in last). Kube writes typed objects that way,
+/// and a list of a built-in kind cuts them from each item's opening instead of parsing the item.
 pub(crate) fn encode_value(rv: u64, object: &Value) -> Result<Vec<u8>, StoreError> {
-    let mut out = Vec::with_capacity(1024);
+    let invalid = |e: serde_json::Error| StoreError::InvalidObject(e.to_string());
+    let mut out = Vec::with_capacity(2048);
     out.extend_from_slice(&rv.to_be_bytes());
-    serde_json::to_writer(&mut out, object).map_err(|e| StoreError::InvalidObject(e.to_string()))?;
+    let Value::Object(map) = object else {
+        serde_json::to_writer(&mut out, object).map_err(invalid)?;
+        return Ok(out);
+    };
+    let leading = TYPE_META.iter().filter_map(|k| map.get_key_value(*k));
+    let rest = map.iter().filter(|(k, _)| !TYPE_META.contains(&k.as_str()));
+    out.push(b'{');
+    for (i, (k, v)) in leading.chain(rest).enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, k).map_err(invalid)?;
+        out.push(b':');
+        serde_json::to_writer(&mut out, v).map_err(invalid)?;
+    }
+    out.push(b'}');
     Ok(out)
 }
 
@@ -261,5 +282,28 @@ mod tests {
             Err(StoreError::InvalidObject(_))
         ));
         assert!(matches!(value_rv(&[0, 1]), Err(StoreError::Corrupt(_))));
+    }
+
+    #[test]
+    fn stored_json_opens_with_type_meta() {
+        let cases = [
+            (
+                json!({"metadata": {"name": "a"}, "data": {"k": "v"}, "apiVersion": "v1", "kind": "ConfigMap"}),
+                r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}"#,
+            ),
+            (
+                json!({"kind": "Widget", "spec": {"apiVersion": "x"}, "apiVersion": "x.io/v1"}),
+                r#"{"apiVersion":"x.io/v1","kind":"Widget","spec":{"apiVersion":"x"}}"#,
+            ),
+            (json!({"kind": "K", "a": 1}), r#"{"kind":"K","a":1}"#),
+            (json!({"a": [1, "two"]}), r#"{"a":[1,"two"]}"#),
+            (json!({}), "{}"),
+            (json!([1]), "[1]"),
+        ];
+        for (object, want) in cases {
+            let bytes = encode_value(7, &object).unwrap();
+            assert_eq!(std::str::from_utf8(&bytes[8..]).unwrap(), want);
+            assert_eq!(decode_value(&bytes).unwrap(), (7, object));
+        }
     }
 }
