@@ -15,7 +15,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use crate::codegen::GeneratedFile;
+use crate::generated::GeneratedFile;
 
 /// Charts directory, relative to the project root.
 pub const CHARTS_DIR: &str = "charts";

@@ -15,6 +15,7 @@ mod exec;
 mod kcp;
 mod kind;
 mod plan;
+mod platform;
 mod prereqs;
 mod scenarios;
 mod spread;
@@ -27,6 +28,7 @@ use anyhow::bail;
 use clap::{Args, ValueEnum};
 
 use crate::images::{self, Engine};
+use crate::locate::which;
 use plan::{Action, Plan, Step};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -306,12 +308,4 @@ fn check_binaries(kcp: &Path, names: &[&str]) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// Whether `tool` is a path to a file or found on PATH.
-pub(crate) fn which(tool: &str) -> bool {
-    if tool.contains('/') {
-        return Path::new(tool).is_file();
-    }
-    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(tool).is_file()))
 }

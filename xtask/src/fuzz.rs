@@ -323,7 +323,7 @@ mod tests {
 
     #[test]
     fn the_targets_are_the_files_in_fuzz_targets() {
-        let root = crate::project_root();
+        let root = crate::locate::project_root();
         let targets = discover(&root.join("fuzz")).unwrap();
         assert!(targets.contains(&"label_selector".to_string()), "{targets:?}");
         assert!(targets.contains(&"token_file".to_string()), "{targets:?}");

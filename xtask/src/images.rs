@@ -689,13 +689,20 @@ mod tests {
         }
     }
 
-    /// The real command line, parsed by the real `Cli`, planned without an engine: what
-    /// `--dry-run` prints.
+    /// `cargo xtask images`' own command line: the subcommand the crate root's `Cli` holds (its
+    /// `images` variant is this same [`Images`]; the root is above this module, so the test
+    /// declares that one subcommand itself).
+    #[derive(clap::Parser)]
+    #[command(name = "cargo xtask")]
+    enum Xtask {
+        Images(Images),
+    }
+
+    /// The real `images` flags, parsed by clap as `cargo xtask images` parses them, planned without
+    /// an engine: what `--dry-run` prints.
     fn cli_plan(args: &[&str], engine: Engine) -> anyhow::Result<Vec<String>> {
         let argv = ["cargo xtask", "images"].iter().chain(args);
-        let crate::Command::Images(images) = crate::Cli::try_parse_from(argv)?.command else {
-            panic!("`images` parsed as another command");
-        };
+        let Xtask::Images(images) = Xtask::try_parse_from(argv)?;
         Ok(images.plan(engine, "0.1.0", REV)?.dry_run())
     }
 
@@ -802,7 +809,7 @@ mod tests {
         );
         assert!(pushes(&PlanInput { push: false, ..input }).is_empty());
         // The digest files stay out of the build context, so writing them never invalidates it.
-        let ignore = std::fs::read_to_string(crate::project_root().join(".dockerignore")).unwrap();
+        let ignore = std::fs::read_to_string(crate::locate::project_root().join(".dockerignore")).unwrap();
         assert!(OUT_DIR.starts_with("target/") && ignore.lines().any(|l| l == "target/"));
     }
 
@@ -890,7 +897,7 @@ mod tests {
     /// The default tag really is the `faros` package's version as its manifest states it.
     #[test]
     fn default_version_is_the_faros_package_version() {
-        let root = crate::project_root();
+        let root = crate::locate::project_root();
         let sh = Shell::new().unwrap();
         sh.change_dir(&root);
         let metadata = cmd!(sh, "cargo metadata --no-deps --format-version 1")
@@ -1020,7 +1027,7 @@ mod tests {
     }
 
     fn dockerfile() -> Dockerfile {
-        let text = std::fs::read_to_string(crate::project_root().join(DOCKERFILE)).unwrap();
+        let text = std::fs::read_to_string(crate::locate::project_root().join(DOCKERFILE)).unwrap();
         Dockerfile::parse(&text)
     }
 
@@ -1047,7 +1054,7 @@ mod tests {
     #[test]
     fn dockerfile_has_a_hardened_labelled_target_per_component() {
         let file = dockerfile();
-        let root = crate::project_root();
+        let root = crate::locate::project_root();
         let builder = file.stage("builder").expect("a `builder` stage");
         let build = builder.all("RUN").collect::<Vec<_>>().join(" ");
         assert!(
@@ -1282,7 +1289,7 @@ mod tests {
     /// the workspace there), and the layer is built before the sources are copied.
     #[test]
     fn dependency_layer_copies_every_workspace_manifest() {
-        let root = crate::project_root();
+        let root = crate::locate::project_root();
         let sh = Shell::new().unwrap();
         sh.change_dir(&root);
         let metadata = cmd!(sh, "cargo metadata --no-deps --format-version 1")
@@ -1330,7 +1337,7 @@ mod tests {
     /// The profile the Dockerfile builds with exists and strips the binaries.
     #[test]
     fn image_profile_is_declared() {
-        let manifest = std::fs::read_to_string(crate::project_root().join("Cargo.toml")).unwrap();
+        let manifest = std::fs::read_to_string(crate::locate::project_root().join("Cargo.toml")).unwrap();
         let section = manifest
             .split("\n[")
             .find(|s| s.starts_with("profile.image]"))
@@ -1363,7 +1370,7 @@ mod tests {
 
     #[test]
     fn dockerignore_keeps_build_output_and_state_out() {
-        let text = std::fs::read_to_string(crate::project_root().join(".dockerignore")).unwrap();
+        let text = std::fs::read_to_string(crate::locate::project_root().join(".dockerignore")).unwrap();
         let patterns: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.starts_with('#')).collect();
         for needed in ["target/", ".faros/", ".git/", "*.redb", "**/node_modules/"] {
             assert!(patterns.contains(&needed), ".dockerignore lacks {needed}");

@@ -5,18 +5,20 @@
 //! One module per subcommand, each a clap `Args` struct with a `run` method. Keep the dependency
 //! list short: every dependency here is compiled before any task can run.
 
-use std::path::{Path, PathBuf};
-
 use clap::{Parser, Subcommand};
+// The subcommands' shared leaf; also `crate::project_root` for modules that name it so.
+use locate::project_root;
 
 mod bench;
 mod chart_docs;
 mod codegen;
 mod e2e;
 mod fuzz;
+mod generated;
 mod images;
 mod kcp;
 mod lint;
+mod locate;
 mod upgrade_fixture;
 
 #[derive(Parser)]
@@ -57,10 +59,4 @@ fn main() -> anyhow::Result<()> {
         Command::Lint(cmd) => cmd.run(&project_root()),
         Command::UpgradeFixture(cmd) => cmd.run(&project_root()),
     }
-}
-
-/// The workspace root: xtask always lives directly below it.
-fn project_root() -> PathBuf {
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
 }

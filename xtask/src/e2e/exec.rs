@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use base64::Engine as _;
-use faros_core::token_file::parse_token_file;
 use serde_json::Value;
 
 use super::plan::{Action, Cmd, Gate, Plan, SecretRef, Step};
+use super::platform::{http, token_of};
 
 /// The processes a plan started in the background ([`Action::Spawn`]).
 #[derive(Default)]
@@ -155,16 +155,6 @@ fn write_file(path: &Path, contents: &[u8], private: bool) -> anyhow::Result<()>
         .with_context(|| format!("writing {}", path.display()))?;
     f.write_all(contents)
         .with_context(|| format!("writing {}", path.display()))
-}
-
-pub(super) fn token_of(tokens: &Path, user: &str) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(tokens).with_context(|| format!("reading {}", tokens.display()))?;
-    parse_token_file(&text)
-        .with_context(|| format!("{}", tokens.display()))?
-        .into_iter()
-        .find(|t| t.user == user)
-        .map(|t| t.token)
-        .with_context(|| format!("{} has no token for {user}", tokens.display()))
 }
 
 fn run_action(action: &Action, root: &Path, procs: &mut Processes) -> anyhow::Result<()> {
@@ -369,14 +359,6 @@ fn wait(gate: &Gate, timeout: Duration, root: &Path, procs: &mut Processes) -> a
 
 fn at_root(root: &Path, p: &Path) -> std::path::PathBuf {
     root.join(p)
-}
-
-pub(super) fn http(ca: &Path) -> anyhow::Result<reqwest::Client> {
-    let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
-    Ok(reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(&pem)?)
-        .timeout(Duration::from_secs(10))
-        .build()?)
 }
 
 #[cfg(test)]

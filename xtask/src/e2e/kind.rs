@@ -18,8 +18,13 @@
 use std::path::{Path, PathBuf};
 
 mod files;
+mod topology;
 
 use files::{faros_values, kcp_values, kind_config, prerequisites, quickstart_values};
+pub(crate) use topology::Kcp;
+use topology::{
+    FAROS_NAMESPACE, FAROS_RELEASE, FRONT_PROXY_HOST, HUB_HOST_PORT, KCP_ADMIN_SECRET, KCP_HOST_PORT, KCP_NAMESPACE,
+};
 
 use super::plan::{Action, Cmd, Gate, Plan, SecretRef, Step};
 use super::scenarios;
@@ -27,31 +32,7 @@ use super::tokens::{ADMIN_USER, GATE_USER, Tokens};
 use super::versions::{CERT_MANAGER_REPO, CERT_MANAGER_VERSION, KCP_CHART_REPO, KCP_CHART_VERSION};
 use crate::images::{Component, DEFAULT_REGISTRY, Engine, image_ref};
 
-/// Which kcp the platform runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Kcp {
-    /// kcp from kcp's Helm chart (server, etcd, front-proxy), with cert-manager.
-    Real,
-    /// The `faros-kcp` chart (the embedded kcp): faster, no kcp chart (cert-manager still, for the hub).
-    Embedded,
-}
-
-pub(crate) const KCP_NODE_PORT: u16 = 31443;
-pub(crate) const KCP_HOST_PORT: u16 = 16443;
-pub(crate) const HUB_NODE_PORT: u16 = 30443;
-pub(crate) const HUB_HOST_PORT: u16 = 18443;
-/// The front-proxy Service's pinned ClusterIP (inside kind's default service CIDR 10.96.0.0/16).
-pub(crate) const FRONT_PROXY_IP: &str = "10.96.0.100";
-/// kcp's external hostname: the front-proxy Service's name, resolvable in every pod.
-pub(crate) const FRONT_PROXY_HOST: &str = "kcp-front-proxy.kcp.svc";
-pub(crate) const KCP_NAMESPACE: &str = "kcp";
-pub(crate) const FAROS_NAMESPACE: &str = "faros";
-pub(crate) const FAROS_RELEASE: &str = "faros";
 const QUICKSTART_RELEASE: &str = "quickstart";
-/// The Secret holding the shared static token file (read by kcp and the hub).
-pub(crate) const TOKENS_SECRET: &str = "faros-e2e-tokens";
-/// Real kcp: the front-proxy admin kubeconfig the hub and the reconciler mount.
-pub(crate) const KCP_ADMIN_SECRET: &str = "kcp-admin-kubeconfig";
 
 /// Everything a kind plan depends on.
 pub(crate) struct Input<'a> {
@@ -569,7 +550,7 @@ mod tests {
     #[test]
     fn dry_run_plans_match_the_snapshots() {
         let tokens = Tokens::placeholder(crate::e2e::tokens::Holders::Kind);
-        let dir = crate::project_root().join("xtask/src/e2e/snapshots");
+        let dir = crate::locate::project_root().join("xtask/src/e2e/snapshots");
         let mut stale = Vec::new();
         for (name, kcp) in [("kind-real.txt", Kcp::Real), ("kind-embedded.txt", Kcp::Embedded)] {
             let rendered = plan(&input(kcp, Engine::Docker, false, false, &tokens)).render();

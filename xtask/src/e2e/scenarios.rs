@@ -88,7 +88,7 @@ mod tests {
     /// The variables and scenario files named here are the e2e crate's.
     #[test]
     fn agrees_with_the_e2e_crate() {
-        let root = crate::project_root();
+        let root = crate::locate::project_root();
         let target = std::fs::read_to_string(root.join("e2e/src/target.rs")).unwrap();
         for var in [
             ENV_TARGET,

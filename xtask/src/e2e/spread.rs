@@ -81,9 +81,9 @@ pub(super) fn run(spread: &ShardSpread, root: &Path) -> anyhow::Result<()> {
 async fn check(s: &ShardSpread, root: &Path) -> anyhow::Result<()> {
     let tokens = root.join(&s.tokens);
     let c = Client {
-        http: super::exec::http(&root.join(&s.ca))?,
-        user: super::exec::token_of(&tokens, &s.user)?,
-        admin: super::exec::token_of(&tokens, &s.admin)?,
+        http: super::platform::http(&root.join(&s.ca))?,
+        user: super::platform::token_of(&tokens, &s.user)?,
+        admin: super::platform::token_of(&tokens, &s.admin)?,
     };
     let timeout = Duration::from_secs(s.timeout_secs);
     let org = format!("shards-{}", super::tokens::random_hex(3)?);

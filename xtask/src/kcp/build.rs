@@ -143,7 +143,7 @@ fn go_program() -> String {
     if let Ok(go) = std::env::var("FAROS_GO") {
         return go;
     }
-    if crate::e2e::which("go") {
+    if crate::locate::which("go") {
         return "go".into();
     }
     "/usr/local/go/bin/go".into()

@@ -97,7 +97,7 @@ mod tests {
     /// The repository itself cites nothing outside it.
     #[test]
     fn the_tree_cites_nothing_outside_the_repository() {
-        let files = super::super::doc_refs::scan(&crate::project_root()).unwrap();
+        let files = super::super::doc_refs::scan(&crate::locate::project_root()).unwrap();
         let findings: Vec<String> = check(&files).iter().map(ToString::to_string).collect();
         assert!(
             findings.is_empty(),

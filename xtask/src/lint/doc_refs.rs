@@ -532,7 +532,7 @@ mod tests {
     /// The repository itself: every documentation reference in code and docs resolves.
     #[test]
     fn the_tree_has_no_broken_doc_references() {
-        let root = crate::project_root();
+        let root = crate::locate::project_root();
         let files = scan(&root).unwrap();
         assert!(
             files.keys().any(|p| p == Path::new("docs/architecture.md")),

@@ -4,7 +4,7 @@
 
 use super::super::tokens::Tokens;
 use super::super::versions::KIND_NODE_IMAGE;
-use super::{
+use super::topology::{
     FAROS_NAMESPACE, FAROS_RELEASE, FRONT_PROXY_HOST, FRONT_PROXY_IP, HUB_HOST_PORT, HUB_NODE_PORT, KCP_ADMIN_SECRET,
     KCP_HOST_PORT, KCP_NODE_PORT, Kcp, TOKENS_SECRET,
 };
@@ -180,7 +180,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let copied = std::process::Command::new("cp")
             .arg("-r")
-            .arg(crate::project_root().join("charts"))
+            .arg(crate::locate::project_root().join("charts"))
             .arg(dir.path())
             .status()
             .unwrap();

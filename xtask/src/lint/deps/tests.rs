@@ -314,7 +314,7 @@ fn metadata_is_parsed_into_workspace_dependencies() {
 /// The repository itself keeps the rule.
 #[test]
 fn the_workspace_keeps_the_rule() {
-    let packages = parse_metadata(&metadata(&crate::project_root()).unwrap()).unwrap();
+    let packages = parse_metadata(&metadata(&crate::locate::project_root()).unwrap()).unwrap();
     assert!(packages.iter().any(|p| p.name == "faros-core"), "{packages:?}");
     let findings: Vec<String> = check(&packages).iter().map(ToString::to_string).collect();
     assert!(findings.is_empty(), "dependency rule broken:\n{}", findings.join("\n"));
