@@ -82,91 +82,45 @@ impl Recorded {
     }
 }
 
-/// The objects the check compares: what tenants and platform admins wrote, and what the upgrade
-/// must carry over (cluster, group, version, kind, plural, namespace, name).
-fn tracked() -> Vec<(
-    String,
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static str,
-    Option<&'static str>,
-    &'static str,
-)> {
+/// `(group, version, kind, plural)` of a tracked resource.
+type Resource = (&'static str, &'static str, &'static str, &'static str);
+
+const GREETINGS: Resource = (QUICKSTART_GROUP, "v1alpha1", "Greeting", "greetings");
+const CONFIGMAPS: Resource = ("", "v1", "ConfigMap", "configmaps");
+const SECRETS: Resource = ("", "v1", "Secret", "secrets");
+const BINDINGS: Resource = ("apis.kcp.io", "v1alpha2", "APIBinding", "apibindings");
+const PROVIDERS: Resource = (names::ADMIN_GROUP, "v1alpha1", "Provider", "providers");
+const CATALOG_ENTRIES: Resource = (names::PROVIDERS_GROUP, "v1alpha1", "CatalogEntry", "catalogentries");
+const WORKSPACES: Resource = ("tenancy.kcp.io", "v1alpha1", "Workspace", "workspaces");
+
+/// The objects the check compares (not yet read): what tenants and platform admins wrote, and what
+/// the upgrade must carry over.
+fn tracked() -> Vec<Recorded> {
     let tenant = names::team_workspace_path(ORG, WORKSPACE);
+    let at = |cluster: &str, (group, version, kind, plural): Resource, namespace: Option<&str>, name: &str| Recorded {
+        cluster: cluster.into(),
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+        namespace: namespace.map(str::to_string),
+        name: name.into(),
+        object: Value::Null,
+    };
     vec![
-        (
-            tenant.clone(),
-            QUICKSTART_GROUP,
-            "v1alpha1",
-            "Greeting",
-            "greetings",
-            Some("default"),
-            "hi",
-        ),
-        (
-            tenant.clone(),
-            "",
-            "v1",
-            "ConfigMap",
-            "configmaps",
-            Some("default"),
-            "upgrade-kept",
-        ),
-        (
-            tenant.clone(),
-            "",
-            "v1",
-            "Secret",
-            "secrets",
-            Some("default"),
-            "upgrade-kept",
-        ),
-        (
-            tenant,
-            "apis.kcp.io",
-            "v1alpha2",
-            "APIBinding",
-            "apibindings",
+        at(&tenant, GREETINGS, Some("default"), "hi"),
+        at(&tenant, CONFIGMAPS, Some("default"), "upgrade-kept"),
+        at(&tenant, SECRETS, Some("default"), "upgrade-kept"),
+        at(&tenant, BINDINGS, None, "quickstart"),
+        at(names::SYSTEM_PROVIDERS_PATH, PROVIDERS, None, "quickstart"),
+        at(
+            &names::provider_workspace_path("quickstart"),
+            CATALOG_ENTRIES,
             None,
             "quickstart",
         ),
-        (
-            names::SYSTEM_PROVIDERS_PATH.into(),
-            names::ADMIN_GROUP,
-            "v1alpha1",
-            "Provider",
-            "providers",
-            None,
-            "quickstart",
-        ),
-        (
-            names::provider_workspace_path("quickstart"),
-            names::PROVIDERS_GROUP,
-            "v1alpha1",
-            "CatalogEntry",
-            "catalogentries",
-            None,
-            "quickstart",
-        ),
-        (
-            names::org_workspace_path(ORG),
-            "tenancy.kcp.io",
-            "v1alpha1",
-            "Workspace",
-            "workspaces",
-            None,
-            WORKSPACE,
-        ),
-        (
-            names::TENANTS_PATH.into(),
-            "tenancy.kcp.io",
-            "v1alpha1",
-            "Workspace",
-            "workspaces",
-            None,
-            "acme",
-        ),
+        at(&names::org_workspace_path(ORG), WORKSPACES, None, WORKSPACE),
+        at(names::TENANTS_PATH, WORKSPACES, None, "acme"),
     ]
 }
 
@@ -331,21 +285,12 @@ async fn record_upgrade_fixture() {
     assert!(org.status().is_success(), "create org: {}", org.text().await.unwrap());
 
     let mut objects = Vec::new();
-    for (cluster, group, version, kind, plural, namespace, name) in tracked() {
-        let mut recorded = Recorded {
-            cluster,
-            group: group.into(),
-            version: version.into(),
-            kind: kind.into(),
-            plural: plural.into(),
-            namespace: namespace.map(str::to_string),
-            name: name.into(),
-            object: Value::Null,
-        };
+    for mut recorded in tracked() {
         let api = recorded.api(&factory);
-        let obj = eventually(&format!("{kind} {name} readable"), WAIT, || {
-            let api = api.clone();
-            async move { Ok(Some(api.get(name).await?)) }
+        let name = recorded.name.clone();
+        let obj = eventually(&format!("{} {name} readable", recorded.kind), WAIT, || {
+            let (api, name) = (api.clone(), name.clone());
+            async move { Ok(Some(api.get(&name).await?)) }
         })
         .await
         .unwrap();
