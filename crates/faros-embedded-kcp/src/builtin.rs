@@ -179,6 +179,7 @@ pub fn builtin_resources() -> Vec<ResourceDef> {
             schema: Arc::new(builtin_schema(s.group, s.kind).unwrap_or_else(permissive)),
             conversion: None,
             terminating: false,
+            storage_version_hash: None,
         })
         .collect()
 }

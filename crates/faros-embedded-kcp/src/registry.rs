@@ -54,6 +54,8 @@ pub struct ResourceDef {
     /// Bound through an APIBinding that is being deleted: no creates, and discovery drops `create`
     /// (kcp marks the bound CRD terminating).
     pub terminating: bool,
+    /// Discovery's `storageVersionHash`, where it is known how kcp computes it (bound APIs).
+    pub storage_version_hash: Option<String>,
 }
 
 /// Conversion between a served version and the stored version of a resource.
@@ -134,13 +136,30 @@ impl ResourceDef {
         if self.create_only {
             return vec![Verb::Create.as_str()];
         }
-        ALL_VERBS
+        let order: &[Verb] = match self.typed_builtin() {
+            true => &ALL_VERBS,
+            false => &CUSTOM_RESOURCE_VERBS,
+        };
+        order
             .iter()
             .filter(|v| !(self.terminating && **v == Verb::Create))
             .map(|v| v.as_str())
             .collect()
     }
 }
+
+/// The same verbs in the order kube's custom resource handler lists them (kcp's own kinds and
+/// bound APIs are custom resources there).
+const CUSTOM_RESOURCE_VERBS: [Verb; 8] = [
+    Verb::Delete,
+    Verb::DeleteCollection,
+    Verb::Get,
+    Verb::List,
+    Verb::Patch,
+    Verb::Create,
+    Verb::Update,
+    Verb::Watch,
+];
 
 /// The verbs of an ordinary resource, in discovery's (alphabetical) order.
 pub const ALL_VERBS: [Verb; 8] = [
@@ -355,6 +374,7 @@ impl ResourceDef {
             schema: Arc::new(schema),
             conversion: None,
             terminating: false,
+            storage_version_hash: None,
             group,
             version: version_name,
             resource: plural,
@@ -374,19 +394,21 @@ mod tests {
         let spec = json!({"group": "example.io", "scope": "Namespaced",
             "names": {"plural": "widgets", "kind": "Widget"}});
         let version = json!({"name": "v1", "schema": {"openAPIV3Schema": {"type": "object"}}});
+        // A custom resource's verbs in kube's custom resource handler's order.
         let all = vec![
-            "create",
             "delete",
             "deletecollection",
             "get",
             "list",
             "patch",
+            "create",
             "update",
             "watch",
         ];
+        let no_create: Vec<&str> = all.iter().copied().filter(|v| *v != "create").collect();
         let cases: [(bool, bool, Vec<&str>); 4] = [
             (false, false, all.clone()),
-            (false, true, all[1..].to_vec()),
+            (false, true, no_create),
             (true, false, vec!["create"]),
             (true, true, vec!["create"]),
         ];

@@ -8,6 +8,10 @@ use faros_core::client::ClientFactory;
 
 use crate::{Config, Server};
 
+/// kcp's export hash (`internal.apis.kcp.io/export`, claim label keys), for tools that recognise
+/// it in answers of real kcp and the embedded kcp (`cargo xtask kcp diff`).
+pub use crate::kcp::apis::hash::export_hash;
+
 /// A running server and the temporary directory holding its state.
 pub struct TempServer {
     pub server: Server,

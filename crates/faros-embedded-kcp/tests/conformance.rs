@@ -717,6 +717,36 @@ async fn token_review_sar_and_rbac_denials() {
 }
 
 #[tokio::test]
+async fn a_request_without_credentials_is_system_anonymous_and_refused() {
+    let t = TestServer::start().await;
+    let http = t.http();
+    let list = http.get(t.url("/api/v1/namespaces")).send().await.unwrap();
+    assert_eq!(list.status().as_u16(), 403);
+    let body: Value = list.json().await.unwrap();
+    assert_eq!(
+        body["message"],
+        "namespaces is forbidden: User \"system:anonymous\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope: access denied"
+    );
+    // Reviews answer about their caller, who must be someone.
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let who = http
+        .post(t.url("/apis/authentication.k8s.io/v1/selfsubjectreviews"))
+        .json(&review)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(who.status().as_u16(), 403);
+    // A token that does not authenticate is still a 401, not anonymous.
+    let wrong = http
+        .get(t.url("/api/v1/namespaces"))
+        .bearer_auth("wrong")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+}
+
+#[tokio::test]
 async fn bad_input_gets_status_errors_and_server_keeps_serving() {
     let t = TestServer::start_with(|c| c.max_body_bytes = 64 * 1024).await;
     let http = t.http();
@@ -758,7 +788,8 @@ async fn bad_input_gets_status_errors_and_server_keeps_serving() {
             400,
             "BadRequest",
         ),
-        (http.get(t.url("/api/v1/namespaces")), 401, "Unauthorized"),
+        // No credentials: kube's anonymous user, refused by authorization like any other.
+        (http.get(t.url("/api/v1/namespaces")), 403, "Forbidden"),
         (
             http.get(t.url("/api/v1/namespaces")).bearer_auth("wrong"),
             401,

@@ -81,8 +81,9 @@ async fn early_and_late_errors_are_status_json_on_http1_and_http2_for_bodies_of_
             method: Method::POST,
             path: configmaps,
             authenticated: false,
-            code: 401,
-            code_over_limit: 401,
+            // system:anonymous, refused by authorization before the body is read.
+            code: 403,
+            code_over_limit: 403,
         },
         Case {
             method: Method::POST,

@@ -72,8 +72,9 @@ async fn lifecycle_is_observable_and_ready_workspaces_are_complete() {
         .unwrap()
         .boxed();
     let created = api.create(&PostParams::default(), &ws("a", json!({}))).await.unwrap();
-    // The create response carries no status: everything else happens asynchronously.
-    assert_eq!(phase(&created), None);
+    // As kcp answers (its CRD's default): the create response is in phase Scheduling, everything
+    // else happens asynchronously.
+    assert_eq!(phase(&created).as_deref(), Some("Scheduling"));
     assert_eq!(
         serde_json::to_value(&created.spec.type_).unwrap(),
         json!({"name": "universal", "path": "root"})
@@ -100,7 +101,6 @@ async fn lifecycle_is_observable_and_ready_workspaces_are_complete() {
     assert_eq!(
         phases,
         [
-            None,
             Some("Scheduling".into()),
             Some("Initializing".into()),
             Some("Ready".into())

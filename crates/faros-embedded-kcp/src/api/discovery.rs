@@ -90,6 +90,9 @@ pub fn resources(state: &ServerState, cluster: &str, group: &str, version: &str)
         if !d.categories.is_empty() {
             r["categories"] = json!(d.categories);
         }
+        if let Some(hash) = &d.storage_version_hash {
+            r["storageVersionHash"] = json!(hash);
+        }
         resources.push(r);
         if d.status_subresource {
             resources.push(json!({"name": format!("{}/status", d.resource), "singularName": "", "namespaced": d.namespaced, "kind": d.kind, "verbs": ["get", "patch", "update"]}));

@@ -113,7 +113,7 @@ async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Statu
         return virtual_workspace::serve(state, user, rest.to_string(), parts, body).await;
     }
     let mut path = request::parse(parts.uri.path())?;
-    let user = authenticate(state, &parts.headers).await?;
+    let user = authenticate_or_anonymous(state, &parts.headers).await?;
     // kcp rewrites a bare path of a ServiceAccount token to its own cluster (in-cluster clients).
     if let (false, Some(own)) = (path.explicit_cluster, user.cluster_name()) {
         path.cluster = own.to_string();
@@ -138,6 +138,9 @@ async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Statu
         ));
     }
     let cluster = resolve_cluster(state, &path.cluster, &user)?;
+    if impersonation_header(&parts.headers).is_some() {
+        return Err(impersonation_refusal(state, &cluster, &user, &parts, &path.target));
+    }
     let local = parts
         .uri
         .path()
@@ -231,13 +234,79 @@ impl RequestContext {
 /// Bearer authentication. ServiceAccount tokens stay valid only while their Secret exists; OIDC ID
 /// tokens (`--oidc-*`) are tried last, and any failure of theirs is the same bare 401 kube gives.
 pub async fn authenticate(state: &ServerState, headers: &HeaderMap) -> Result<UserInfo, Status> {
-    // kcp implements impersonation with its own RBAC checks and scoping; this server does not, and
-    // acting as the caller instead would silently change who is authorized.
-    if let Some(h) = headers.keys().find(|k| k.as_str().starts_with("impersonate-")) {
-        return Err(Status::forbidden(format!(
-            "impersonation ({h} header) is not supported by the embedded kcp"
-        )));
+    if let Some(h) = impersonation_header(headers) {
+        return Err(impersonation_unsupported(h));
     }
+    authenticate_bearer(state, headers).await
+}
+
+/// The first impersonation header of a request.
+fn impersonation_header(headers: &HeaderMap) -> Option<&http::HeaderName> {
+    headers.keys().find(|k| k.as_str().starts_with("impersonate-"))
+}
+
+/// kcp implements impersonation with its own RBAC checks and scoping; this server does not, and
+/// acting as the caller instead would silently change who is authorized.
+fn impersonation_unsupported(header: &http::HeaderName) -> Status {
+    Status::forbidden(format!(
+        "impersonation ({header} header) is not supported by the embedded kcp"
+    ))
+}
+
+/// The refusal of a request carrying impersonation headers, after its caller was authenticated in
+/// `cluster`. A caller RBAC does not let impersonate the user named (everyone but
+/// `system:masters`, unless a role grants `impersonate` on `users`) is refused as kcp refuses it:
+/// the request's own verb as constrained impersonation names it, on the request's resource. Any
+/// other impersonation is refused as unsupported.
+fn impersonation_refusal(
+    state: &ServerState,
+    cluster: &str,
+    user: &UserInfo,
+    parts: &http::request::Parts,
+    target: &Target,
+) -> Status {
+    let headers = &parts.headers;
+    let Some(header) = impersonation_header(headers) else {
+        return impersonation_unsupported(&http::HeaderName::from_static("impersonate-user"));
+    };
+    let only_user = headers
+        .keys()
+        .filter(|k| k.as_str().starts_with("impersonate-"))
+        .all(|k| k == "impersonate-user");
+    let impersonated = headers
+        .get("impersonate-user")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let Target::Resource(rp) = target else {
+        return impersonation_unsupported(header);
+    };
+    if !only_user || user.in_group(crate::auth::GROUP_MASTERS) {
+        return impersonation_unsupported(header);
+    }
+    let may = Attributes {
+        name: impersonated,
+        ..Attributes::resource(user, "impersonate", "", "users")
+    };
+    let Ok(verb) = verb(&parts.method, rp, &Params::parse(parts.uri.query())) else {
+        return impersonation_unsupported(header);
+    };
+    if authorize(state, cluster, &may).is_ok() {
+        return impersonation_unsupported(header);
+    }
+    let constrained = format!("impersonate-on:user-info:{}", verb.as_str());
+    crate::auth::forbidden_status(
+        &Attributes {
+            subresource: rp.subresource.as_deref().unwrap_or_default(),
+            name: rp.name.as_deref().unwrap_or_default(),
+            namespace: rp.namespace.as_deref().unwrap_or_default(),
+            ..Attributes::resource(user, &constrained, &rp.group, &rp.resource)
+        },
+        crate::auth::authorize::ACCESS_DENIED,
+    )
+}
+
+/// Bearer authentication alone (impersonation headers are the caller's business).
+async fn authenticate_bearer(state: &ServerState, headers: &HeaderMap) -> Result<UserInfo, Status> {
     let Some(token) = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -265,6 +334,22 @@ pub async fn authenticate(state: &ServerState, headers: &HeaderMap) -> Result<Us
         }
     }
     Ok(authenticated.user)
+}
+
+/// kube's anonymous authenticator, which kcp keeps on: a request without credentials is
+/// `system:anonymous` in `system:unauthenticated` and meets authorization like any other, so it is
+/// refused with a 403 naming that user unless RBAC grants it something. Presented credentials that
+/// fail stay a 401 ([`authenticate`]).
+pub async fn authenticate_or_anonymous(state: &ServerState, headers: &HeaderMap) -> Result<UserInfo, Status> {
+    let credentials = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(faros_core::bearer::token)
+        .is_some();
+    match credentials {
+        true => authenticate_bearer(state, headers).await,
+        false => Ok(crate::auth::anonymous()),
+    }
 }
 
 /// The user of an OIDC ID token, with `system:authenticated` as kube's union authenticator adds it.
@@ -361,13 +446,21 @@ pub async fn serve_resource(
             "only list and watch are served across all logical clusters",
         ));
     }
+    // kube's RequestInfo puts a Namespace addressed by name in its own namespace, so RBAC (a
+    // RoleBinding there) and the 403's wording see it as kcp does.
+    let namespace = match (def.group.as_str(), def.resource.as_str(), &rp.name) {
+        ("", "namespaces", Some(name)) => name.as_str(),
+        _ => rp.namespace.as_deref().unwrap_or_default(),
+    };
     let attrs = Attributes {
         subresource: rp.subresource.as_deref().unwrap_or_default(),
         name: rp.name.as_deref().unwrap_or_default(),
-        namespace: rp.namespace.as_deref().unwrap_or_default(),
+        namespace,
         ..Attributes::resource(&ctx.user, verb.as_str(), &def.group, &def.resource)
     };
-    if check_rbac && !def.create_only {
+    // Reviews answer about their caller, who must be someone: kube binds the roles allowing them
+    // to `system:authenticated` only, so an anonymous review meets RBAC (and is refused).
+    if check_rbac && (!def.create_only || crate::auth::is_anonymous(&ctx.user)) {
         authorize(&state, &ctx.cluster, &attrs)?;
     }
     let body = match verb {

@@ -95,8 +95,9 @@ pub async fn create(
 }
 
 /// `kubectl auth can-i --list`: the RBAC rules that apply to the caller in `spec.namespace` of this
-/// logical cluster, split into resource and non-resource rules; `incomplete` when a binding names a
-/// role that does not exist (kube-apiserver's `evaluationError`).
+/// logical cluster, split into resource and non-resource rules. A binding naming a role that does
+/// not exist is reported in `evaluationError` only: kube's RBAC authorizer never calls its rules
+/// incomplete (only authorizers such as webhooks can), and kcp's chain has no such authorizer.
 fn rules_review(ctx: &RequestContext, review: &Value) -> Value {
     let ns = review
         .pointer("/spec/namespace")
@@ -110,11 +111,20 @@ fn rules_review(ctx: &RequestContext, review: &Value) -> Value {
         .rules_for(&ctx.cluster, &ctx.user, ns);
     // What system:basic-user grants every authenticated user, as kube-apiserver lists it too.
     let mut resource_rules = vec![
-        json!({"verbs": ["create"], "apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"]}),
         json!({"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
             "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]}),
+        json!({"verbs": ["create"], "apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"]}),
     ];
-    let mut non_resource_rules = Vec::new();
+    // What system:discovery and system:public-info-viewer grant every authenticated user, as kcp
+    // lists them in every workspace (the embedded kcp serves those paths to them too).
+    let mut non_resource_rules = match ctx.user.in_group(crate::auth::GROUP_AUTHENTICATED) {
+        true => vec![
+            json!({"verbs": ["get"], "nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
+                "/openapi", "/openapi/*", "/readyz", "/version", "/version/"]}),
+            json!({"verbs": ["get"], "nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"]}),
+        ],
+        false => Vec::new(),
+    };
     for r in found.rules {
         if r.non_resource_urls.is_empty() {
             let mut rule = json!({"verbs": r.verbs, "apiGroups": r.api_groups, "resources": r.resources});
@@ -127,7 +137,7 @@ fn rules_review(ctx: &RequestContext, review: &Value) -> Value {
         }
     }
     let mut status = json!({"resourceRules": resource_rules, "nonResourceRules": non_resource_rules,
-        "incomplete": !found.errors.is_empty()});
+        "incomplete": false});
     if !found.errors.is_empty() {
         status["evaluationError"] = json!(found.errors.join(", "));
     }

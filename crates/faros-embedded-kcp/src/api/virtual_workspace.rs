@@ -125,7 +125,20 @@ pub async fn serve(
         }
         Target::Resource(rp) => {
             let verb = super::verb(&parts.method, &rp, &params)?;
-            authorize_content(state, &view, &user, verb)?;
+            // kcp's virtual workspace decides on `apiexports/content` but refuses in terms of the
+            // request, as any authorizer of a resource request does.
+            authorize_content(state, &view, &user, verb).map_err(|status| match status.code {
+                403 => crate::auth::forbidden_status(
+                    &Attributes {
+                        subresource: rp.subresource.as_deref().unwrap_or_default(),
+                        name: rp.name.as_deref().unwrap_or_default(),
+                        namespace: rp.namespace.as_deref().unwrap_or_default(),
+                        ..Attributes::resource(&user, verb.as_str(), &rp.group, &rp.resource)
+                    },
+                    crate::auth::authorize::ACCESS_DENIED,
+                ),
+                _ => status,
+            })?;
             let served = find(state, &view, &rp).ok_or_else(not_found)?;
             let live = crate::kcp::apis::live_export(state, &export_cluster, export_name).ok_or_else(not_found)?;
             let (def, visible, claim) = scope(&view, live, &served, &cluster, verb)?;

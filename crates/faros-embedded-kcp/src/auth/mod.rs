@@ -31,3 +31,23 @@ pub use faros_core::user::{
 
 /// Members bypass authorization entirely.
 pub const GROUP_MASTERS: &str = "system:masters";
+
+/// The user of a request without credentials (kube's anonymous authenticator).
+pub const ANONYMOUS_USER: &str = "system:anonymous";
+/// The only group of [`ANONYMOUS_USER`]; no bootstrap role is bound to it.
+pub const GROUP_UNAUTHENTICATED: &str = "system:unauthenticated";
+
+/// `system:anonymous` in `system:unauthenticated`, as kube-apiserver and kcp name a caller without
+/// credentials; authorization refuses it everything RBAC does not grant it.
+pub fn anonymous() -> UserInfo {
+    UserInfo {
+        username: ANONYMOUS_USER.to_string(),
+        groups: vec![GROUP_UNAUTHENTICATED.to_string()],
+        ..Default::default()
+    }
+}
+
+/// Whether `user` is the caller without credentials.
+pub fn is_anonymous(user: &UserInfo) -> bool {
+    user.username == ANONYMOUS_USER
+}

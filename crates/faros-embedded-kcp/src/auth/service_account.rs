@@ -16,6 +16,9 @@ use sha2::Sha256;
 
 use super::{EXTRA_CLUSTER_NAME, GROUP_AUTHENTICATED, GROUP_SERVICE_ACCOUNTS, SERVICE_ACCOUNT_USER_PREFIX, UserInfo};
 
+/// The extra in which kcp lists the scopes a user is limited to (`cluster:<name>`).
+pub const EXTRA_SCOPES: &str = "authentication.kcp.io/scopes";
+
 /// The `iss` of legacy ServiceAccount tokens.
 pub const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
 
@@ -59,7 +62,7 @@ impl SaClaims {
     }
 
     /// The identity kcp gives a valid token: `system:serviceaccount:<ns>:<name>` with the SA uid,
-    /// the ServiceAccount groups and the cluster-name extra.
+    /// the ServiceAccount groups, and the cluster-name and scopes extras.
     pub fn user_info(&self) -> UserInfo {
         UserInfo {
             username: format!(
@@ -72,7 +75,13 @@ impl SaClaims {
                 format!("{GROUP_SERVICE_ACCOUNTS}:{}", self.namespace),
                 GROUP_AUTHENTICATED.to_string(),
             ],
-            extra: BTreeMap::from([(EXTRA_CLUSTER_NAME.to_string(), vec![self.cluster_name.clone()])]),
+            extra: BTreeMap::from([
+                (EXTRA_CLUSTER_NAME.to_string(), vec![self.cluster_name.clone()]),
+                // kcp scopes a ServiceAccount to its logical cluster and says so in the user's
+                // extra; what the scope means (nothing outside that cluster) is enforced by the
+                // authorizer from the cluster name.
+                (EXTRA_SCOPES.to_string(), vec![format!("cluster:{}", self.cluster_name)]),
+            ]),
         }
     }
 

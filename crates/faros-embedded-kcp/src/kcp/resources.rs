@@ -92,6 +92,15 @@ pub fn kcp_resources() -> Vec<ResourceDef> {
             if !SPEC_REQUIRED.contains(&d.resource.as_str()) {
                 schema.required.retain(|f| f != "spec");
             }
+            // kcp's WorkspaceType CRD defaults a type's child type to root:universal.
+            if d.resource == "workspacetypes"
+                && let Some(field) = schema
+                    .properties
+                    .get_mut("spec")
+                    .and_then(|spec| spec.properties.get_mut("defaultChildWorkspaceType"))
+            {
+                field.default = Some(serde_json::json!({"name": "universal", "path": "root"}));
+            }
             // Required, but defaulted first: created without `spec`, it is accepted.
             if SPEC_DEFAULTED.contains(&d.resource.as_str())
                 && let Some(spec) = schema.properties.get_mut("spec")
@@ -136,6 +145,13 @@ mod tests {
             ]
         );
         assert!(defs.iter().all(|d| !d.namespaced && d.generation));
+        let mut workspace_type = serde_json::json!({"spec": {}});
+        defs[1].schema.apply_defaults(&mut workspace_type);
+        assert_eq!(
+            workspace_type["spec"]["defaultChildWorkspaceType"],
+            serde_json::json!({"name": "universal", "path": "root"}),
+            "kcp's CRD default"
+        );
         // Top-level required fields as kcp's CRDs declare them.
         for d in &defs {
             let want: &[&str] = if SPEC_REQUIRED.contains(&d.resource.as_str()) {

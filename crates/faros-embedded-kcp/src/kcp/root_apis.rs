@@ -119,13 +119,25 @@ fn schema_specs() -> Vec<(&'static str, Value)> {
             TENANCY_EXPORT,
             schema_spec_from_crd::<Workspace>(SpecRule::DefaultedEmpty),
         ),
-        (
-            TENANCY_EXPORT,
-            schema_spec_from_crd::<WorkspaceType>(SpecRule::Optional),
-        ),
+        (TENANCY_EXPORT, workspace_type_spec()),
         (TOPOLOGY_EXPORT, partition),
         (TOPOLOGY_EXPORT, partition_set),
     ]
+}
+
+/// The WorkspaceType schema, with the default kcp's CRD gives `spec.defaultChildWorkspaceType`:
+/// `root:universal` (a type extending another does not inherit the other's).
+fn workspace_type_spec() -> Value {
+    let mut spec = schema_spec_from_crd::<WorkspaceType>(SpecRule::Optional);
+    for version in spec["versions"].as_array_mut().into_iter().flatten() {
+        if let Some(field) = version
+            .pointer_mut("/schema/properties/spec/properties/defaultChildWorkspaceType")
+            .and_then(Value::as_object_mut)
+        {
+            field.insert("default".into(), json!({"name": "universal", "path": "root"}));
+        }
+    }
+    spec
 }
 
 fn schema_name(spec: &Value) -> String {
@@ -243,5 +255,9 @@ mod tests {
         );
         assert_eq!(exports[1]["metadata"]["name"], "topology.kcp.io");
         assert_eq!(schemas().len(), 4);
+        let default = workspace_type_spec()
+            .pointer("/versions/0/schema/properties/spec/properties/defaultChildWorkspaceType/default")
+            .cloned();
+        assert_eq!(default, Some(json!({"name": "universal", "path": "root"})));
     }
 }

@@ -13,6 +13,83 @@ use serde_json::Value;
 
 use crate::registry::ResourceDef;
 
+/// kube-apiserver's refusal of a body its typed decoder cannot read as a built-in `def`: a JSON
+/// value that is not an object, or another kind or version than the URL's (what the body omits is
+/// taken from the URL, as kube's codec defaults it). `None` when it decodes, and for custom
+/// resources, whose unstructured decoder words its errors differently. kube answers a kind it
+/// knows with a failed conversion and anything else as unregistered; "knows" is approximated by
+/// the built-ins served here.
+pub fn typed_refusal(def: &ResourceDef, obj: &Value) -> Option<Status> {
+    if !def.typed_builtin() {
+        return None;
+    }
+    let Some(map) = obj.as_object() else {
+        let json_type = match obj {
+            Value::String(_) => "string",
+            Value::Number(_) => "number",
+            Value::Array(_) => "array",
+            Value::Bool(_) => "bool",
+            // Go reads `null` into the type probe without complaint; it fails later, elsewhere.
+            Value::Null | Value::Object(_) => return None,
+        };
+        // The body as clients send it (compact JSON); kube shows up to 30 bytes of it in hex.
+        let body = serde_json::to_vec(obj).unwrap_or_default();
+        return Some(Status::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: json: cannot unmarshal {json_type} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }} ({})",
+            def.kind,
+            summary(&body)
+        )));
+    };
+    let field = |name: &str| map.get(name).and_then(Value::as_str).filter(|v| !v.is_empty());
+    let own = def.api_version();
+    let api_version = field("apiVersion").unwrap_or(&own);
+    let kind = field("kind").unwrap_or(&def.kind);
+    if api_version == own && kind == def.kind {
+        return None;
+    }
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let known = crate::builtin::builtin_resources()
+        .iter()
+        .any(|d| d.group == group && d.version == version && d.kind == kind);
+    let cause = match known {
+        true => format!(
+            "converting ({version}.{kind}) to ({}.{}): unknown conversion",
+            internal_package(&def.group),
+            def.kind
+        ),
+        false => format!(
+            "no kind {kind:?} is registered for version {api_version:?} in scheme \"pkg/runtime/scheme.go:111\""
+        ),
+    };
+    Some(Status::bad_request(format!(
+        "{kind} in version {version:?} cannot be handled as a {}: {cause}",
+        def.kind
+    )))
+}
+
+/// The Go package of a built-in group's internal types, which kube's conversion errors name.
+fn internal_package(group: &str) -> &str {
+    match group {
+        "" => "core",
+        g => g.split('.').next().unwrap_or(g),
+    }
+}
+
+/// kube's summary of an undecodable body: up to 30 bytes, as text when it opens an object, else
+/// in hex, `...` marking a cut.
+fn summary(body: &[u8]) -> String {
+    const MAX: usize = 30;
+    let (shown, cut) = match body.len() > MAX {
+        true => (&body[..MAX], " ..."),
+        false => (body, ""),
+    };
+    match body.first() {
+        None => "<empty>".into(),
+        Some(b'{') => format!("{}{cut}", String::from_utf8_lossy(shown)),
+        Some(_) => format!("{}{cut}", shown.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+    }
+}
+
 /// Normalizes a decoded request body of `def` in place; refuses what Go could not decode.
 pub fn normalize(def: &ResourceDef, obj: &mut Value) -> Result<(), Status> {
     drop_null_metadata(obj);
@@ -105,6 +182,66 @@ mod tests {
             .into_iter()
             .find(|d| d.group == group && d.resource == resource)
             .expect("built-in resource")
+    }
+
+    #[test]
+    fn typed_bodies_of_another_type_kind_or_version_are_refused_as_kube_words_it() {
+        let ns = def("", "namespaces");
+        let struct_type =
+            r#"struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }"#;
+        let cases = [
+            (json!({"metadata": {"name": "a"}}), None),
+            (json!({"apiVersion": "v1", "kind": "Namespace"}), None),
+            (
+                json!("this is not json"),
+                Some(format!(
+                    "the object provided is unrecognized (must be of type Namespace): couldn't get version/kind; json parse error: json: cannot unmarshal string into Go value of type {struct_type} (2274686973206973206e6f74206a736f6e22)"
+                )),
+            ),
+            (
+                json!([1, 2]),
+                Some(format!(
+                    "the object provided is unrecognized (must be of type Namespace): couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type {struct_type} (5b312c325d)"
+                )),
+            ),
+            (
+                json!("a string longer than thirty bytes"),
+                Some(format!(
+                    "the object provided is unrecognized (must be of type Namespace): couldn't get version/kind; json parse error: json: cannot unmarshal string into Go value of type {struct_type} (226120737472696e67206c6f6e676572207468616e207468697274792062 ...)"
+                )),
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "ConfigMap"}),
+                Some("ConfigMap in version \"v1\" cannot be handled as a Namespace: converting (v1.ConfigMap) to (core.Namespace): unknown conversion".to_string()),
+            ),
+            (
+                json!({"kind": "Secret"}),
+                Some("Secret in version \"v1\" cannot be handled as a Namespace: converting (v1.Secret) to (core.Namespace): unknown conversion".to_string()),
+            ),
+            (
+                json!({"apiVersion": "v2", "kind": "Namespace"}),
+                Some("Namespace in version \"v2\" cannot be handled as a Namespace: no kind \"Namespace\" is registered for version \"v2\" in scheme \"pkg/runtime/scheme.go:111\"".to_string()),
+            ),
+            (
+                json!({"apiVersion": "example.io/v1"}),
+                Some("Namespace in version \"v1\" cannot be handled as a Namespace: no kind \"Namespace\" is registered for version \"example.io/v1\" in scheme \"pkg/runtime/scheme.go:111\"".to_string()),
+            ),
+        ];
+        for (body, want) in cases {
+            let got = typed_refusal(&ns, &body).map(|s| (s.code, s.message));
+            assert_eq!(got, want.map(|m| (400, m)), "{body}");
+        }
+        let binding = def("rbac.authorization.k8s.io", "clusterrolebindings");
+        let got = typed_refusal(
+            &binding,
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole"}),
+        );
+        assert_eq!(
+            got.map(|s| s.message).as_deref(),
+            Some(
+                "ClusterRole in version \"v1\" cannot be handled as a ClusterRoleBinding: converting (v1.ClusterRole) to (rbac.ClusterRoleBinding): unknown conversion"
+            )
+        );
     }
 
     #[test]

@@ -156,7 +156,19 @@ fn overlay(definition: &str, s: &mut Schema) {
             }
         }
         ("io.k8s.api.rbac.v1", "RoleBinding" | "ClusterRoleBinding") => set_list(s, "subjects", ListType::Atomic),
-        ("io.k8s.api.rbac.v1", "RoleRef" | "Subject") => s.map_atomic = true,
+        ("io.k8s.api.rbac.v1", "RoleRef") => s.map_atomic = true,
+        // kube validates a subject in Go, not by its OpenAPI schema: a missing kind decodes as ""
+        // and is refused as not one of the three kinds (Unsupported value), not as Required.
+        ("io.k8s.api.rbac.v1", "Subject") => {
+            s.map_atomic = true;
+            s.required.retain(|r| r != "kind");
+            if let Some(kind) = s.properties.get_mut("kind") {
+                kind.default = Some(serde_json::Value::String(String::new()));
+                kind.enum_ = ["ServiceAccount", "User", "Group"]
+                    .map(|k| serde_json::Value::String(k.into()))
+                    .to_vec();
+            }
+        }
         ("io.k8s.api.authentication.v1", "TokenReviewSpec" | "TokenReviewStatus") => {
             set_list(s, "audiences", ListType::Atomic)
         }

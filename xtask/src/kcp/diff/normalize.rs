@@ -17,7 +17,39 @@ pub fn normalize(body: &Value, vars: &BTreeMap<String, String>) -> Value {
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     by_length.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
-    value(body, &by_length)
+    let hashes = export_hashes(body, &by_length);
+    let mut replaced: Vec<(&str, &str)> = hashes.iter().map(|(h, p)| (p.as_str(), h.as_str())).collect();
+    replaced.extend(by_length);
+    value(body, &replaced)
+}
+
+/// kcp's export hashes (`internal.apis.kcp.io/export` values, `claimed.internal.apis.kcp.io/…`
+/// keys: base62 sha224 of `<export's cluster>:<export>`) of an export in a captured cluster, which
+/// differ between the servers only because the cluster names do: each becomes the variable's name
+/// with the export's (`#{ws}:example.io`). Only a value that provably is that hash is replaced, so
+/// a hash computed otherwise still shows as a difference. Candidate export names are the answer's
+/// own strings.
+fn export_hashes(body: &Value, vars: &[(&str, &str)]) -> Vec<(String, String)> {
+    fn strings<'a>(v: &'a Value, out: &mut std::collections::BTreeSet<&'a str>) {
+        match v {
+            Value::String(s) if !s.is_empty() && s.len() <= 253 && !s.contains(' ') => {
+                out.insert(s);
+            }
+            Value::Array(items) => items.iter().for_each(|i| strings(i, out)),
+            Value::Object(map) => map.values().for_each(|i| strings(i, out)),
+            _ => {}
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    strings(body, &mut names);
+    let mut out = Vec::new();
+    for (var, cluster) in vars {
+        for name in &names {
+            let hash = export_hash(cluster, name);
+            out.push((hash, format!("#{{{var}}}:{name}")));
+        }
+    }
+    out
 }
 
 fn value(v: &Value, vars: &[(&str, &str)]) -> Value {
@@ -66,7 +98,7 @@ fn object(map: &Map<String, Value>, vars: &[(&str, &str)]) -> Value {
 
 /// `v` as JSON with every object's keys sorted: the sort key of list items, so the two servers'
 /// items pair up whatever order each writes an object's fields in.
-fn canonical(v: &Value) -> String {
+pub(super) fn canonical(v: &Value) -> String {
     match v {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
@@ -82,12 +114,37 @@ fn canonical(v: &Value) -> String {
     }
 }
 
+/// kcp's export hash: base62 (Go's `big.Int.Text(62)`) of sha224(`<cluster>:<export>`).
+fn export_hash(cluster: &str, export: &str) -> String {
+    use sha2::Digest;
+    const DIGITS: &[u8; 62] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut number: Vec<u8> = sha2::Sha224::digest(format!("{cluster}:{export}").as_bytes()).to_vec();
+    let mut digits = Vec::new();
+    while number.iter().any(|b| *b != 0) {
+        // Long division of the big-endian number by 62; the remainder is the next digit.
+        let mut remainder = 0u32;
+        for byte in number.iter_mut() {
+            let acc = (remainder << 8) | u32::from(*byte);
+            *byte = (acc / 62) as u8;
+            remainder = acc % 62;
+        }
+        digits.push(DIGITS[remainder as usize]);
+    }
+    digits.reverse();
+    String::from_utf8_lossy(&digits).into_owned()
+}
+
 /// Placeholders inside one string.
 fn string(s: &str, vars: &[(&str, &str)]) -> String {
     let mut s = s.to_string();
     for (name, v) in vars {
         if s.contains(v) {
-            s = s.replace(v, &format!("${{{name}}}"));
+            // Export hashes carry their whole placeholder (`#{ws}:name`); variables their name.
+            let placeholder = match name.starts_with("#{") {
+                true => name.to_string(),
+                false => format!("${{{name}}}"),
+            };
+            s = s.replace(v, &placeholder);
         }
     }
     let s = runs(&s, is_data_char, |run| data(run).then(|| "<data>".into()));
@@ -246,6 +303,46 @@ mod tests {
         ] {
             assert_eq!(normalize(&json!(input), &vars()), json!(want), "{input}");
         }
+    }
+
+    #[test]
+    fn export_hashes_are_kcps() {
+        // As kcp v0.32.3 labels bindings of root's exports (e2e/kcp-diff/recorded/workspaces.json).
+        assert_eq!(
+            export_hash("root", "tenancy.kcp.io"),
+            "bmCdly9xXiUpEHe3ypvDwvXMTfoVZUE92mqAQf"
+        );
+        assert_eq!(
+            export_hash("root", "topology.kcp.io"),
+            "7QHLqjz8KlhjPddt8MECYq0OLDUNvLAO5v9x4x"
+        );
+        for (cluster, export) in [("2h7k9x0ab1cd3ef4", "example.io"), ("root", "shards.core.kcp.io")] {
+            assert_eq!(
+                export_hash(cluster, export),
+                faros_embedded_kcp::testing::export_hash(cluster, export)
+            );
+        }
+    }
+
+    #[test]
+    fn export_hashes_of_a_captured_cluster_name_their_export() {
+        let hash = export_hash("2h7k9x0ab1cd3ef4", "example.io");
+        let other = export_hash("2h7k9x0ab1cd3ef4", "other");
+        let body = json!({"metadata": {"labels": {
+            format!("claimed.internal.apis.kcp.io/{hash}"): "v",
+            "internal.apis.kcp.io/export": hash,
+            "unrelated": other,
+        }}, "spec": {"reference": {"export": {"name": "example.io"}}}});
+        let got = normalize(&body, &vars());
+        assert_eq!(
+            got["metadata"]["labels"],
+            json!({
+                "claimed.internal.apis.kcp.io/#{ws}:example.io": "v",
+                "internal.apis.kcp.io/export": "#{ws}:example.io",
+                // Not the hash of a name the answer holds: left as it is.
+                "unrelated": other,
+            })
+        );
     }
 
     #[test]

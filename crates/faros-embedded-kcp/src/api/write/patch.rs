@@ -41,6 +41,18 @@ fn patch_kind(content_type: &str, def: &ResourceDef) -> Result<PatchKind, Status
     }
 }
 
+/// Go's name of a JSON value's type when it is neither an object nor `null` (which Go reads into
+/// a map as an empty one).
+fn not_an_object(v: &Value) -> Option<&'static str> {
+    match v {
+        Value::String(_) => Some("string"),
+        Value::Number(_) => Some("number"),
+        Value::Array(_) => Some("array"),
+        Value::Bool(_) => Some("bool"),
+        Value::Null | Value::Object(_) => None,
+    }
+}
+
 /// PATCH. `served` is the version the client addressed when it differs from the stored `def`: the patch
 /// then applies to the object converted to that version, and the result is converted back.
 pub async fn patch(
@@ -68,6 +80,13 @@ pub async fn patch(
     };
     if let PatchKind::Apply = kind {
         return super::apply::apply(ctx, def, ns, name, sub, patch_body).await;
+    }
+    if let (PatchKind::Merge, Some(json_type)) = (&kind, not_an_object(&patch_body)) {
+        // kube reads a merge patch into a map first; anything else is refused before it applies
+        // (applied, a string would replace the whole object).
+        return Err(Status::bad_request(format!(
+            "error decoding patch: json: cannot unmarshal {json_type} into Go value of type map[string]interface {{}}"
+        )));
     }
     let m = manager(ctx);
     let explicit_rv =

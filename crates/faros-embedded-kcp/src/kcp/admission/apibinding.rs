@@ -1,6 +1,6 @@
 //! APIBinding admission (kcp `pkg/admission/apibinding`, `pkg/admission/apibindingfinalizer`).
 
-use faros_core::kcp::LABEL_APIBINDING_EXPORT;
+use faros_core::kcp::{LABEL_APIBINDING_EXPORT, LABEL_CLAIMED_PREFIX};
 use faros_core::status::{Status, StatusDetails};
 use serde_json::Value;
 
@@ -33,11 +33,19 @@ pub fn admit_binding(state: &ServerState, req: &Request<'_>, obj: &mut Value) ->
     if req.operation == Operation::Delete {
         return Ok(());
     }
-    if req.operation == Operation::Update
-        && let Some(old) = req.old
-    {
-        immutable_reference(req, old, obj, "/spec/reference", "spec.reference")?;
-    }
+    // kcp's admission checks `bind` on the reference an update asks for before the CRD rule that
+    // the reference is immutable answers: a changed reference to an export the caller may not
+    // bind is a 403, and only a bindable one meets the 422.
+    let immutable = match (req.operation, req.old) {
+        (Operation::Update, Some(old)) => immutable_reference(req, old, obj, "/spec/reference", "spec.reference").err(),
+        _ => None,
+    };
+    admit_reference(state, req, obj)?;
+    immutable.map_or(Ok(()), Err)
+}
+
+/// The finalizer, the export label and the `bind` check of [`admit_binding`].
+fn admit_reference(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
     let Some((path, name)) = export_reference(obj) else {
         // The schema requires the reference; nothing to check without one.
         return Ok(());
@@ -116,11 +124,36 @@ pub fn admit_binding(state: &ServerState, req: &Request<'_>, obj: &mut Value) ->
             return Err(forbidden());
         }
     }
+    let export_hash = hash::export_hash(&export_cluster, &name);
+    // kcp's permission claim labeler marks every binding of an existing export as claimed by it
+    // with a constant value (the reflexive claim), so the export's owner sees the binding through
+    // the virtual workspace whatever claims it accepted; an accepted claim's own value stays. The
+    // labeler is a controller there: a create's answer has no such label yet, later writes do.
+    let export_exists = req.operation == Operation::Update
+        && matches!(state.store.get(&export_key(&export_cluster, &name)), Ok(Some(_)));
     if let Some(l) = meta::labels_mut(obj) {
-        l.insert(
-            LABEL_APIBINDING_EXPORT.into(),
-            Value::String(hash::export_hash(&export_cluster, &name)),
-        );
+        if export_exists {
+            l.entry(format!("{LABEL_CLAIMED_PREFIX}{export_hash}"))
+                .or_insert_with(|| Value::String(reflexive_claim_value()));
+        }
+        l.insert(LABEL_APIBINDING_EXPORT.into(), Value::String(export_hash));
     }
     Ok(())
+}
+
+/// The value of the reflexive claim label: kcp's base62 of the constant bytes 0–9, 0–9, 0–7.
+fn reflexive_claim_value() -> String {
+    let bytes: Vec<u8> = (0u8..28).map(|i| i % 10).collect();
+    hash::base62(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reflexive_claim_value_is_kcps_constant() {
+        // As kcp v0.32.3 labels its own bindings (recorded in e2e/kcp-diff/recorded/apis.json).
+        assert_eq!(reflexive_claim_value(), "LstvmbbzVDDOn90ZbhzSQO5U3DMCf88h1pZ");
+    }
 }

@@ -49,7 +49,96 @@ fn name_problem(name: &str, obj: &Value) -> Option<String> {
 
 fn spec_problem(old: &Value, new: &Value) -> Option<String> {
     let spec = new.get("spec").cloned().unwrap_or(Value::Null);
-    (old.get("spec") != Some(&spec)).then(|| format!("spec: Invalid value: {spec}: is immutable"))
+    (old.get("spec") != Some(&spec)).then(|| format!("spec: Invalid value: {}: is immutable", go_json(&spec)))
+}
+
+/// The spec as kcp's message prints it: Go's encoding of the typed spec, fields in the order of
+/// its struct (unknown ones after), the raw OpenAPI schema with its keys sorted (it went through a
+/// map), and `<`, `>`, `&` escaped as Go escapes them.
+fn go_json(spec: &Value) -> String {
+    const SPEC: &[&str] = &["group", "names", "scope", "versions", "nameValidation", "conversion"];
+    const NAMES: &[&str] = &["plural", "singular", "shortNames", "kind", "listKind", "categories"];
+    const VERSION: &[&str] = &[
+        "name",
+        "served",
+        "storage",
+        "deprecated",
+        "deprecationWarning",
+        "schema",
+        "subresources",
+        "additionalPrinterColumns",
+    ];
+    const COLUMN: &[&str] = &["name", "type", "format", "description", "priority", "jsonPath"];
+    const SUBRESOURCES: &[&str] = &["status", "scale"];
+    const SCALE: &[&str] = &["specReplicasPath", "statusReplicasPath", "labelSelectorPath"];
+    let version = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(map) = v.as_object_mut() {
+            if let Some(schema) = map.get_mut("schema") {
+                *schema = sorted(schema);
+            }
+            if let Some(sub) = map.get_mut("subresources") {
+                if let Some(scale) = sub.get_mut("scale") {
+                    *scale = ordered(scale, SCALE);
+                }
+                *sub = ordered(sub, SUBRESOURCES);
+            }
+            if let Some(Value::Array(columns)) = map.get_mut("additionalPrinterColumns") {
+                for c in columns.iter_mut() {
+                    *c = ordered(c, COLUMN);
+                }
+            }
+        }
+        ordered(&v, VERSION)
+    };
+    let mut spec = spec.clone();
+    if let Some(map) = spec.as_object_mut() {
+        if let Some(names) = map.get_mut("names") {
+            *names = ordered(names, NAMES);
+        }
+        if let Some(Value::Array(versions)) = map.get_mut("versions") {
+            for v in versions.iter_mut() {
+                *v = version(v);
+            }
+        }
+    }
+    ordered(&spec, SPEC)
+        .to_string()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
+/// `v`'s fields in the order `fields` names them, the others after in their own order.
+fn ordered(v: &Value, fields: &[&str]) -> Value {
+    let Some(map) = v.as_object() else {
+        return v.clone();
+    };
+    let mut out = serde_json::Map::new();
+    for f in fields {
+        if let Some(x) = map.get(*f) {
+            out.insert((*f).to_string(), x.clone());
+        }
+    }
+    for (k, x) in map {
+        if !out.contains_key(k) {
+            out.insert(k.clone(), x.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+/// `v` with every object's keys sorted, as Go encodes a map.
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
 }
 
 #[cfg(test)]
@@ -60,6 +149,16 @@ mod tests {
 
     fn schema(name: &str, group: &str, scope: &str) -> Value {
         json!({"metadata": {"name": name}, "spec": {"group": group, "names": {"plural": "widgets"}, "scope": scope}})
+    }
+
+    #[test]
+    fn the_immutable_spec_is_printed_as_go_encodes_it() {
+        let spec = json!({"versions": [{"subresources": {"status": {}}, "schema": {"type": "object", "properties": {"b": {"type": "string", "default": "<x>"}, "a": {"minimum": 1, "type": "integer"}}}, "storage": true, "served": true, "name": "v1"}],
+            "scope": "Cluster", "names": {"kind": "Widget", "listKind": "WidgetList", "plural": "widgets", "singular": "widget"}, "group": "example.io", "nameValidation": "DNS1123Subdomain"});
+        assert_eq!(
+            go_json(&spec),
+            r#"{"group":"example.io","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},"scope":"Cluster","versions":[{"name":"v1","served":true,"storage":true,"schema":{"properties":{"a":{"minimum":1,"type":"integer"},"b":{"default":"\u003cx\u003e","type":"string"}},"type":"object"},"subresources":{"status":{}}}],"nameValidation":"DNS1123Subdomain"}"#
+        );
     }
 
     #[test]

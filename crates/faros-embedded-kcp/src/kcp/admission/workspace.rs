@@ -14,8 +14,16 @@ use crate::kcp::tenancy::workspace_types;
 use crate::objects::meta;
 use crate::state::ServerState;
 
+/// kcp's admission refusal of the workspace `name` (it names the object in the details too).
 fn forbidden(name: &str, message: impl std::fmt::Display) -> Status {
-    Status::forbidden(format!("workspaces.tenancy.kcp.io \"{name}\" is forbidden: {message}"))
+    Status::forbidden(format!("workspaces.tenancy.kcp.io \"{name}\" is forbidden: {message}")).with_details(
+        faros_core::status::StatusDetails {
+            name: name.into(),
+            group: "tenancy.kcp.io".into(),
+            kind: "workspaces".into(),
+            ..Default::default()
+        },
+    )
 }
 
 /// A workspace name is one path segment: a DNS label.
@@ -106,6 +114,10 @@ fn admit_create(
     privileged: bool,
 ) -> Result<(), Status> {
     check_name(name)?;
+    // kcp's Workspace is created in phase Scheduling (the CRD's default): status exists from the
+    // start, owned by no manager, so the controllers' first status write only adds fields to it
+    // (their managedFields entry does not own `status` itself, as kcp's does not).
+    obj["status"] = serde_json::json!({"phase": "Scheduling"});
     if !privileged {
         if !spec_str(obj, "cluster").is_empty() {
             return Err(forbidden(

@@ -44,6 +44,19 @@ pub fn export_hash(export_cluster: &str, export_name: &str) -> String {
     base62_sha224(format!("{export_cluster}:{export_name}").as_bytes())
 }
 
+/// Discovery's `storageVersionHash` of a bound API as kcp computes it: base64 of the first 8 bytes
+/// of sha256(`system:bound-crds/<group version>/<version>/<kind>`) — kcp's bound CRDs live in
+/// that logical cluster, and its discovery passes the group version where the group goes.
+pub fn bound_storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    use base64::Engine;
+    let group_version = match group {
+        "" => version.to_string(),
+        g => format!("{g}/{version}"),
+    };
+    let input = format!("{}/{group_version}/{version}/{kind}", crate::names::BOUND_CRDS_CLUSTER);
+    base64::engine::general_purpose::STANDARD.encode(&Sha256::digest(input.as_bytes())[..8])
+}
+
 /// `status.identityHash` of an APIExport: lowercase hex sha256 of the identity key bytes.
 pub fn identity_hash(key: &[u8]) -> String {
     Sha256::digest(key).iter().map(|b| format!("{b:02x}")).collect()
@@ -52,6 +65,12 @@ pub fn identity_hash(key: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bound_storage_version_hashes_are_kcps() {
+        // As kcp v0.32.3 serves a bound example.io/v1 Widget (e2e/kcp-diff/recorded/apis.json).
+        assert_eq!(bound_storage_version_hash("example.io", "v1", "Widget"), "rhmV+P4q25o=");
+    }
 
     #[test]
     fn base62_matches_go_big_int_text() {

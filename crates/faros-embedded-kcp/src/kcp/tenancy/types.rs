@@ -31,6 +31,9 @@ impl TypeInfo {
 pub enum TypeError {
     #[error("workspace type \"{0}\" cannot be resolved")]
     Unresolvable(String),
+    /// A type named with its path that does not exist, as kcp's admission reports its failed lookup.
+    #[error("Internal error occurred: workspacetypes.tenancy.kcp.io \"{0}\" not found")]
+    NotFound(String),
     #[error("unable to find inherited workspace type {0}")]
     MissingBase(String),
     #[error("circular dependency detected in workspace type {name}: {chain}")]
@@ -49,7 +52,7 @@ pub fn resolve_ref(
     reference: &WorkspaceTypeReference,
 ) -> Result<TypeInfo, TypeError> {
     if let Some(path) = reference.path.as_deref().filter(|p| !p.is_empty()) {
-        return get(path, &reference.name).ok_or_else(|| TypeError::Unresolvable(qualified_ref(reference)));
+        return get(path, &reference.name).ok_or_else(|| TypeError::NotFound(qualified_ref(reference)));
     }
     let mut path = from_path.to_string();
     loop {
@@ -345,7 +348,7 @@ mod tests {
             (
                 "root",
                 r("nope", Some("root")),
-                Err(TypeError::Unresolvable("root:nope".into())),
+                Err(TypeError::NotFound("root:nope".into())),
             ),
         ];
         for (from, reference, want) in cases {

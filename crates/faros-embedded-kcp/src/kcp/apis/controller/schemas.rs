@@ -48,6 +48,16 @@ impl Controller {
         for v in ordered {
             defs.push(ResourceDef::from_crd_like(&spec, v, "/schema").map_err(|e| e.to_string())?);
         }
+        // Every served version shows the hash of the storage version (the first, sorted above).
+        if let Some(storage) = defs
+            .first()
+            .map(|d| (d.group.clone(), d.version.clone(), d.kind.clone()))
+        {
+            let hash = crate::kcp::apis::hash::bound_storage_version_hash(&storage.0, &storage.1, &storage.2);
+            for d in &mut defs {
+                d.storage_version_hash = Some(hash.clone());
+            }
+        }
         let uid = meta::uid(&obj).unwrap_or_default().to_string();
         let storage = defs.first().map(|d| d.version.clone()).unwrap_or_default();
         self.schema_defs.insert(
