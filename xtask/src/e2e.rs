@@ -140,16 +140,17 @@ impl E2e {
                 let sharded = self.shards > 1;
                 let work = root.join(if sharded { KCP_SHARDED_WORK_DIR } else { KCP_WORK_DIR });
                 let logs = root.join(LOGS_DIR);
-                // Ports: the single shard's or front-proxy's six, then three per sharded server.
+                // Ports: the single shard's or front-proxy's six, then three per sharded server,
+                // then the test IdP's.
                 let servers = if sharded { 1 + usize::from(self.shards) } else { 0 };
                 let (tokens, ports) = if self.dry_run {
-                    let placeholder = (0..6 + 3 * servers).map(|i| 6443 + i as u16).collect::<Vec<_>>();
+                    let placeholder = (0..7 + 3 * servers).map(|i| 6443 + i as u16).collect::<Vec<_>>();
                     (tokens::Tokens::placeholder(tokens::Holders::Kcp), placeholder)
                 } else {
                     // A fresh kcp every run: fresh tokens too.
                     (
                         tokens::Tokens::generate(tokens::Holders::Kcp)?,
-                        free_ports(6 + 3 * servers)?,
+                        free_ports(7 + 3 * servers)?,
                     )
                 };
                 let built = crate::kcp::build::bin_dir(root, &self.kcp_version).join("kcp");
@@ -190,6 +191,8 @@ impl E2e {
                         hub: ports[3],
                         reconciler: ports[4],
                         quickstart: ports[5],
+                        // The test IdP's: after the sharded servers' ports.
+                        idp: ports[6 + 3 * servers],
                     },
                     sharded: sharded_ports.as_ref(),
                     tokens: &tokens,

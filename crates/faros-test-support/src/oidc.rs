@@ -332,6 +332,25 @@ impl Idp {
         Ok(idp)
     }
 
+    /// An IdP started by someone else (`cargo xtask e2e --target kcp` starts `idp.mjs` before
+    /// kcp, which needs its issuer URL): the user-side flows ([`Idp::login`],
+    /// [`Idp::approve_device`]) against it. Its users and clients are as its starter configured
+    /// them; `clients` names those [`Idp::login`] uses.
+    pub fn attach(issuer: &str, ca_pem: String, clients: Vec<IdpClient>) -> Result<Self, IdpError> {
+        let dir = tempfile::tempdir().map_err(io("creating the IdP's directory"))?;
+        std::fs::write(dir.path().join("ca.pem"), &ca_pem).map_err(io("writing ca.pem"))?;
+        Ok(Self {
+            child: None,
+            dir,
+            issuer: issuer.trim_end_matches('/').to_string(),
+            ca_pem,
+            admin_token: String::new(),
+            users: std::sync::Mutex::new(Vec::new()),
+            clients,
+            ttls: Ttls::default(),
+        })
+    }
+
     /// `https://127.0.0.1:<port>`, exactly as tokens carry it in `iss`.
     pub fn issuer(&self) -> &str {
         &self.issuer

@@ -42,6 +42,8 @@ pub(crate) struct Ports {
     pub hub: u16,
     pub reconciler: u16,
     pub quickstart: u16,
+    /// The test OIDC issuer (`e2e/oidc/idp.mjs`) kcp and the hub trust.
+    pub idp: u16,
 }
 
 /// Everything a kcp plan depends on.
@@ -69,6 +71,14 @@ const FAROS_PROCESSES: [&str; 3] = ["hub-reconciler", "hub-api", "quickstart"];
 const PROVIDER: &str = "quickstart";
 /// Seconds a gate waits for a process that is starting.
 const START_TIMEOUT: u64 = 180;
+/// The test IdP's client: the audience kcp and the hub accept (`--oidc-client-id`), and the public
+/// client the `faros credential oidc` plugin signs in as (device flow).
+const OIDC_CLIENT: &str = "faros";
+/// The IdP's user for the exec-plugin scenario: `user:password:group` (a password of this local,
+/// throw-away IdP only).
+const OIDC_USER: (&str, &str, &str) = ("oidc-alice", "e2e-oidc-password", "e2e-oidc");
+/// Short ID tokens, so the scenario sees a refresh.
+const OIDC_ID_TOKEN_TTL: u64 = 20;
 
 impl Input<'_> {
     fn file(&self, name: &str) -> PathBuf {
@@ -81,6 +91,79 @@ impl Input<'_> {
 
     fn log(&self, name: &str) -> PathBuf {
         self.work.join("logs").join(format!("{name}.log"))
+    }
+
+    /// The test IdP's issuer URL, exactly as its tokens carry it.
+    fn idp_url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.ports.idp)
+    }
+
+    /// The `--oidc-*` flags kcp and the hub both get, as `faros dev --oidc-…` gives the embedded
+    /// kcp and the hub: users by `email` (no prefix, kube's default for it), groups unprefixed.
+    fn oidc_flags(&self) -> Vec<String> {
+        vec![
+            format!("--oidc-issuer-url={}", self.idp_url()),
+            format!("--oidc-client-id={OIDC_CLIENT}"),
+            format!("--oidc-ca-file={}", self.path("ca.crt")),
+            "--oidc-username-claim=email".into(),
+            "--oidc-groups-claim=groups".into(),
+        ]
+    }
+
+    /// `e2e/oidc/idp.mjs`'s configuration: TLS from our CA, one device-flow client (its loopback
+    /// redirect lets the scenario fetch a first ID token with the code flow), one user.
+    fn idp_files(&self) -> Vec<Action> {
+        let (user, password, group) = OIDC_USER;
+        let config = serde_json::json!({
+            "port": self.ports.idp, "cert": self.path("idp.crt"), "key": self.path("idp.key"),
+            "users": self.path("idp-users.json"),
+            "clients": [{
+                "client_id": OIDC_CLIENT, "redirect_uris": ["http://127.0.0.1:1/callback"],
+                "post_logout_redirect_uris": [], "application_type": "native",
+                "grant_types": ["urn:ietf:params:oauth:grant-type:device_code", "refresh_token", "authorization_code"],
+                "response_types": ["code"],
+            }],
+            "ttl": {"IdToken": OIDC_ID_TOKEN_TTL, "AccessToken": OIDC_ID_TOKEN_TTL},
+        });
+        let users = serde_json::json!([{
+            "username": user, "password": password, "email": format!("{user}@example.com"), "groups": [group],
+        }]);
+        let mut actions = self.serving_cert("idp");
+        actions.push(Action::Write {
+            path: self.file("idp-config.json"),
+            contents: config.to_string(),
+            private: true,
+        });
+        actions.push(Action::Write {
+            path: self.file("idp-users.json"),
+            contents: users.to_string(),
+            private: true,
+        });
+        actions
+    }
+
+    /// The test IdP, started before kcp (which fetches its discovery document lazily, but needs
+    /// its URL at start).
+    fn idp_step(&self) -> Step {
+        let discovery = format!("{}/.well-known/openid-configuration", self.idp_url());
+        Step::new(
+            "test OIDC issuer (e2e/oidc/idp.mjs) for the exec-plugin scenario",
+            vec![
+                Action::Spawn {
+                    name: "idp".into(),
+                    cmd: Cmd::new("node", &["e2e/oidc/idp.mjs"]).arg(self.path("idp-config.json")),
+                    log: self.log("idp"),
+                },
+                Action::Wait {
+                    gate: Gate::Command(
+                        Cmd::new("curl", &["-sf", "-o", "/dev/null", "--cacert"])
+                            .arg(self.path("ca.crt"))
+                            .arg(discovery),
+                    ),
+                    timeout_secs: START_TIMEOUT,
+                },
+            ],
+        )
     }
 
     fn kcp_url(&self) -> String {
@@ -98,7 +181,10 @@ impl Input<'_> {
             Some(s) => s.processes(),
             None => vec!["kcp".to_string()],
         };
-        kcp.into_iter().chain(FAROS_PROCESSES.map(String::from)).collect()
+        std::iter::once("idp".to_string())
+            .chain(kcp)
+            .chain(FAROS_PROCESSES.map(String::from))
+            .collect()
     }
 
     fn openssl(&self, args: &[&str]) -> Cmd {
@@ -237,6 +323,7 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
     ];
     files.extend(input.serving_cert("kcp"));
     files.extend(input.serving_cert("hub"));
+    files.extend(input.idp_files());
     match input.sharded {
         Some(s) => {
             files.extend(s.files(input));
@@ -244,10 +331,12 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
                 "token files, CAs, serving and client certificates, kcp's kubeconfigs",
                 files,
             ));
+            steps.push(input.idp_step());
             steps.extend(s.servers(input));
         }
         None => {
             steps.push(Step::new("token files, CA and serving certificates", files));
+            steps.push(input.idp_step());
             let mut kcp = vec![
                 Action::Spawn {
                     name: "kcp".into(),
@@ -370,6 +459,17 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
             .map(Action::Run)
             .collect(),
     ));
+    // One shard only: a sharded kcp's front-proxy would need the issuer too.
+    if input.sharded.is_none()
+        && input
+            .filter
+            .is_none_or(|f| "kubectl_lists_greetings_through_the_oidc_exec_plugin".contains(f))
+    {
+        steps.push(Step::new(
+            "kubectl through the faros credential oidc exec plugin (device flow, cache, refresh)",
+            vec![Action::Run(oidc_scenario(input, &target))],
+        ));
+    }
 
     let on_failure = vec![Step::new(
         "every process's log into target/e2e-logs/",
@@ -401,6 +501,32 @@ fn kcp_start(input: &Input<'_>, root_dir: &str, port: u16) -> Cmd {
         .arg(format!("--tls-cert-file={}", input.path("kcp.crt")))
         .arg(format!("--tls-private-key-file={}", input.path("kcp.key")))
         .arg(format!("--token-auth-file={}", input.path("tokens.csv")))
+        .args(input.oidc_flags())
+}
+
+/// `e2e/tests/oidc_kubectl.rs` through the external target, told where the IdP is and the
+/// plugin's binary.
+fn oidc_scenario(input: &Input<'_>, target: &scenarios::ExternalTarget) -> Cmd {
+    let (user, password, group) = OIDC_USER;
+    let users = match &target.users {
+        scenarios::Users::TokenFile(f) => (scenarios::ENV_TOKEN_FILE, f.display().to_string()),
+        scenarios::Users::Pool(f) => (scenarios::ENV_USERS_FILE, f.display().to_string()),
+    };
+    Cmd::new(
+        "cargo",
+        &["test", "-p", "faros-e2e", "--locked", "--test", scenarios::OIDC],
+    )
+    .env(scenarios::ENV_TARGET, "external")
+    .env(scenarios::ENV_KUBECONFIG, target.kubeconfig.display().to_string())
+    .env(scenarios::ENV_HUB_URL, target.hub_url.clone())
+    .env(scenarios::ENV_CA, target.ca.display().to_string())
+    .env(users.0, users.1)
+    .env("FAROS_E2E_OIDC_ISSUER", input.idp_url())
+    .env("FAROS_E2E_OIDC_CA", input.path("ca.crt"))
+    .env("FAROS_E2E_OIDC_CLIENT", OIDC_CLIENT)
+    .env("FAROS_E2E_OIDC_USER", format!("{user}:{password}:{group}"))
+    .env("FAROS_E2E_OIDC_ID_TOKEN_TTL", OIDC_ID_TOKEN_TTL.to_string())
+    .env("FAROS_E2E_FAROS_BIN", input.faros_bin.display().to_string())
 }
 
 fn faros_bin(input: &Input<'_>, name: &str) -> String {
@@ -442,6 +568,7 @@ fn hub_api(input: &Input<'_>) -> Cmd {
         // Quickstart serves on this machine's loopback, which the hub refuses provider URLs on by
         // default (in a cluster it is a Service address, which the default admits).
         .arg("--allow-upstream=127.0.0.1/32")
+        .args(input.oidc_flags())
         .args([
             "--upstream-timeout=30",
             "--kcp-timeout=30",
@@ -491,6 +618,7 @@ mod tests {
                 hub: 4,
                 reconciler: 5,
                 quickstart: 6,
+                idp: 7,
             },
             sharded: None,
             tokens,

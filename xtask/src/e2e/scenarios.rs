@@ -17,6 +17,9 @@ pub(crate) const ENV_DESTRUCTIVE: &str = "FAROS_E2E_DESTRUCTIVE";
 pub(crate) const SCENARIOS: [&str; 5] = ["lifecycle", "tenancy", "mcp", "gitops", "security"];
 /// The one that deletes the quickstart Provider: run last, alone, and only when allowed.
 pub(crate) const DESTRUCTIVE: &str = "provider_deletion";
+/// kubectl through the OIDC exec plugin: needs the test IdP that only the kcp target starts (and
+/// gives kcp and the hub), so that target runs it, with the IdP's address.
+pub(crate) const OIDC: &str = "oidc_kubectl";
 
 /// Where scenario users come from on an external platform.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,7 +114,7 @@ mod tests {
             .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
             // Harnesses that start their own platform (`faros dev` as a process; three hub
             // replicas behind a balancer) rather than scenarios an external platform runs.
-            .filter(|n| n != "external_faros_dev" && n != "replicas")
+            .filter(|n| n != "external_faros_dev" && n != "replicas" && n != OIDC)
             .collect();
         files.sort();
         let mut known: Vec<String> = SCENARIOS.iter().chain([&DESTRUCTIVE]).map(|s| s.to_string()).collect();

@@ -391,6 +391,7 @@ mod tests {
                 hub: 4,
                 reconciler: 5,
                 quickstart: 6,
+                idp: 7,
             },
             sharded: Some(s),
             tokens: &tokens,
