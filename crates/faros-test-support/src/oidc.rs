@@ -485,10 +485,43 @@ impl Idp {
         password: &str,
         before_callback: impl FnOnce(),
     ) -> Result<SignedIn, IdpError> {
+        self.sign_in_walk(None, start, callback, username, password, before_callback)
+            .await
+    }
+
+    /// [`Idp::sign_in_via`] for a relying party whose TLS chains to `rp_ca_pem` rather than to the
+    /// IdP's CA (a `faros dev` hub).
+    pub async fn sign_in_via_trusting(
+        &self,
+        rp_ca_pem: &[u8],
+        start: &str,
+        callback: &str,
+        username: &str,
+        password: &str,
+    ) -> Result<SignedIn, IdpError> {
+        self.sign_in_walk(Some(rp_ca_pem), start, callback, username, password, || ())
+            .await
+    }
+
+    async fn sign_in_walk(
+        &self,
+        rp_ca_pem: Option<&[u8]>,
+        start: &str,
+        callback: &str,
+        username: &str,
+        password: &str,
+        before_callback: impl FnOnce(),
+    ) -> Result<SignedIn, IdpError> {
         let mut before_callback = Some(before_callback);
         let http = |e: reqwest::Error| IdpError::Http(e.to_string());
-        let client = crate::https::builder_trusting(self.ca_pem.as_bytes())
-            .map_err(|e| IdpError::Http(e.to_string()))?
+        let mut builder =
+            crate::https::builder_trusting(self.ca_pem.as_bytes()).map_err(|e| IdpError::Http(e.to_string()))?;
+        if let Some(pem) = rp_ca_pem {
+            builder = builder.add_root_certificate(
+                reqwest::Certificate::from_pem(pem).map_err(|e| IdpError::Http(format!("the RP's CA: {e}")))?,
+            );
+        }
+        let client = builder
             .redirect(reqwest::redirect::Policy::none())
             .timeout(crate::https::TIMEOUT)
             .build()

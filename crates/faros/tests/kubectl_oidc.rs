@@ -4,7 +4,9 @@
 //! greetings` signs the user in with the device flow (the test approves the code as the user
 //! would in a browser: the IdP's confirmation page and login form); the next uses the cached ID
 //! token without a sign-in; once the short-lived ID token nears its expiry, a call renews it with
-//! the refresh token, again without a sign-in.
+//! the refresh token, again without a sign-in. The kubeconfig is the same whether alice asks with
+//! her ID token or from a portal session she signed in to with the IdP, and never holds a token; a
+//! static-token user's still holds theirs.
 //!
 //! Needs kubectl and `npm ci --prefix e2e/oidc` (what `.ci/run` does).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -91,12 +93,15 @@ fn cache_entry(cache: &Path) -> (PathBuf, Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_signs_in_with_the_device_flow_through_the_hub_kubeconfig() {
     let alice = IdpUser::new("alice", "wonderland", &["dev"]);
+    // The hub's port first: the client's redirect is the hub's OIDC callback (the portal's sign-in,
+    // also how the test gets alice a first ID token to call the hub with).
+    let hub_port = faros_test_support::ports::free_port().unwrap();
     let idp = Idp::start(
         vec![alice.clone()],
-        // A device-flow client; its loopback redirect only lets the test fetch a first ID token
-        // with the code flow (to call the hub as alice).
+        // One public client: the portal's code flow and the CLI's device flow, as the default
+        // `--oidc-cli-client-id` (the audience client itself) has it.
         vec![IdpClient {
-            redirect_uris: vec!["http://127.0.0.1:1/callback".into()],
+            redirect_uris: vec![format!("https://127.0.0.1:{hub_port}/api/session/oidc/callback")],
             ..IdpClient::device(CLIENT)
         }],
         Ttls {
@@ -110,6 +115,7 @@ async fn kubectl_signs_in_with_the_device_flow_through_the_hub_kubeconfig() {
     let dir = tempfile::tempdir().unwrap();
     let ca_file = idp.ca_file();
     let dev = devproc::launch(&dir.path().join("state"))
+        .hub_port(hub_port)
         .args([
             "--oidc-issuer-url",
             idp.issuer(),
@@ -205,6 +211,29 @@ async fn kubectl_signs_in_with_the_device_flow_through_the_hub_kubeconfig() {
         ]
     );
     assert!(args[4].starts_with("--ca-data="), "{args:?}");
+    // The same from a portal session alice signed in to with the IdP (cookie-authenticated):
+    // the exec stanza, never a token, also when asked for one.
+    let signed_in = idp
+        .sign_in_via_trusting(
+            &dev.ca_pem().unwrap(),
+            &format!("{hub}/api/session/oidc?return=/portal/"),
+            "/api/session/oidc/callback",
+            &alice.username,
+            &alice.password,
+        )
+        .await
+        .unwrap();
+    let cookie = signed_in.cookie("__Host-faros-session").expect("a portal session");
+    let from_session = https
+        .get(format!("{ws}/kubeconfig?includeToken=true"))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(from_session.status(), 200);
+    let from_session: Value = serde_saphyr::from_str(&from_session.text().await.unwrap()).unwrap();
+    assert_eq!(from_session["users"][0]["user"], kubeconfig["users"][0]["user"]);
+
     let kubeconfig_path = dir.path().join("alice.kubeconfig");
     std::fs::write(&kubeconfig_path, &kubeconfig_text).unwrap();
     let cache = dir.path().join("cache");
