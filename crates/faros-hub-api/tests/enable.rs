@@ -24,6 +24,7 @@ use faros_embedded_kcp::{Config as KcpConfig, Server};
 use faros_hub_api::tenancy::Role;
 use faros_hub_api::tenancy::rbac;
 use faros_hub_api::{Config, Hub};
+use faros_test_support::kubeconfig::config_from_yaml;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -36,11 +37,6 @@ const ALICE: &str = "alice-token-0123456789abcdef"; // admin of acme/dev
 const BOB: &str = "bob-token-0123456789abcdef"; // member of acme/dev
 const CAROL: &str = "carol-token-0123456789abcdef"; // no membership
 const GROUP: &str = "greeter.faros.sh";
-
-/// A kube config from kubeconfig YAML (the shared helper, panicking in a test).
-async fn config_from_yaml(yaml: &str) -> kube::Config {
-    faros_test_support::kubeconfig::config_from_yaml(yaml).await.unwrap()
-}
 
 struct Stack {
     kcp: Server,
@@ -64,7 +60,7 @@ impl Stack {
         let mut config = KcpConfig::new(dir.path().join("state"));
         config.token_file = Some(tokens);
         let kcp = Server::start(config).await.unwrap();
-        let admin = config_from_yaml(&kcp.admin_kubeconfig()).await;
+        let admin = config_from_yaml(&kcp.admin_kubeconfig()).await.unwrap();
         let factory = ClientFactory::new(admin.clone()).unwrap();
 
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -114,7 +110,7 @@ impl Stack {
 
     /// A kube client for a static-token user, straight to kcp.
     async fn user_client(&self, token: &str, cluster: &str) -> kube::Client {
-        let mut config = config_from_yaml(&self.kcp.admin_kubeconfig()).await;
+        let mut config = config_from_yaml(&self.kcp.admin_kubeconfig()).await.unwrap();
         config.auth_info = kube::config::AuthInfo {
             token: Some(token.to_string().into()),
             ..Default::default()

@@ -18,6 +18,7 @@ use faros_core::wait::wait_for;
 use faros_embedded_kcp::{Config as KcpConfig, Server};
 use faros_hub_api::catalog::clock::{Clock, ManualClock};
 use faros_hub_api::{Config, Hub, Tls};
+use faros_test_support::kubeconfig::config_from_yaml;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;
 use kube::api::{ListParams, PostParams};
@@ -54,11 +55,6 @@ fn http() -> reqwest::Client {
     faros_test_support::https::client_trusting(hub_cert().0.as_bytes()).unwrap()
 }
 
-/// A kube config from kubeconfig YAML (the shared helper, panicking in a test).
-async fn config_from_yaml(yaml: &str) -> kube::Config {
-    faros_test_support::kubeconfig::config_from_yaml(yaml).await.unwrap()
-}
-
 struct Kcp {
     server: Server,
     _dir: tempfile::TempDir,
@@ -77,7 +73,7 @@ impl Kcp {
     }
 
     async fn admin(&self) -> kube::Config {
-        config_from_yaml(&self.server.admin_kubeconfig()).await
+        config_from_yaml(&self.server.admin_kubeconfig()).await.unwrap()
     }
 
     async fn client(&self, cluster: &str) -> kube::Client {
@@ -220,7 +216,7 @@ async fn provider_lifecycle_through_the_hub() {
     let secrets: Api<Secret> = Api::namespaced(kcp.client(names::SYSTEM_PROVIDERS_PATH).await, "default");
     let secret = secrets.get("quickstart-kubeconfig").await.unwrap();
     let yaml = String::from_utf8(secret.data.unwrap()["kubeconfig"].0.clone()).unwrap();
-    let provider_config = config_from_yaml(&yaml).await;
+    let provider_config = config_from_yaml(&yaml).await.unwrap();
     assert!(
         provider_config.cluster_url.to_string().starts_with(&hub_url),
         "{}",

@@ -69,8 +69,7 @@ impl Kcp {
     }
 
     async fn admin(&self) -> kube::Config {
-        let kc = kube::config::Kubeconfig::from_yaml(&self.server.admin_kubeconfig()).unwrap();
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        faros_test_support::kubeconfig::config_from_yaml(&self.server.admin_kubeconfig())
             .await
             .unwrap()
     }

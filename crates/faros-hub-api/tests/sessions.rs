@@ -624,8 +624,7 @@ impl SharedKcp {
     }
 
     async fn admin(&self) -> kube::Config {
-        let kc = kube::config::Kubeconfig::from_yaml(&self.server.admin_kubeconfig()).unwrap();
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        faros_test_support::kubeconfig::config_from_yaml(&self.server.admin_kubeconfig())
             .await
             .unwrap()
     }

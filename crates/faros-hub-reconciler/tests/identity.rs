@@ -49,10 +49,7 @@ async fn start_kcp() -> Kcp {
 /// A client configuration for `user`: the kcp URL and CA, its token, nothing of the admin's.
 async fn config_of(kcp: &Kcp, user: &str, token: &str) -> kube::Config {
     let yaml = kcp.server.kubeconfig("root", user, token);
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
-    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap()
+    faros_test_support::kubeconfig::config_from_yaml(&yaml).await.unwrap()
 }
 
 /// The reconciler's own client configuration.
