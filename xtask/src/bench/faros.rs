@@ -26,7 +26,7 @@ pub(super) struct Faros {
     pub(super) token: String,
     pub(super) http: reqwest::Client,
 
-    child: Child,
+    pub(super) child: Child,
 }
 
 impl Drop for Faros {

@@ -45,7 +45,7 @@ fn now_nanos() -> u128 {
         .unwrap_or_default()
 }
 
-async fn watch_latency(f: &Arc<Faros>, p: &Profile) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+pub(super) async fn watch_latency(f: &Arc<Faros>, p: &Profile) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
     let (watchers_n, events) = (p.watchers, p.watch_events);
     f.namespace("watch").await?;
     let list: Value = f
@@ -122,7 +122,7 @@ async fn watch_latency(f: &Arc<Faros>, p: &Profile) -> anyhow::Result<(Vec<Durat
 
 /// How a list is asked for: JSON or protobuf, in one response or in pages.
 #[derive(Clone, Copy)]
-struct ListForm {
+pub(super) struct ListForm {
     protobuf: bool,
     /// `limit` per page; `None` = unpaged.
     page: Option<usize>,
@@ -135,7 +135,7 @@ impl ListForm {
             .map(|(protobuf, page)| ListForm { protobuf, page })
     }
 
-    fn label(self) -> String {
+    pub(super) fn label(self) -> String {
         let encoding = if self.protobuf { "protobuf" } else { "JSON" };
         match self.page {
             Some(limit) => format!("{encoding}, pages of {limit}"),
@@ -297,7 +297,7 @@ async fn list_once(f: &Faros, form: ListForm) -> anyhow::Result<(Duration, usize
 }
 
 /// p50 and max of full lists of `p.list_objects` objects, per form.
-async fn list_latency(f: &Arc<Faros>, p: &Profile) -> anyhow::Result<Vec<(ListForm, Vec<Duration>)>> {
+pub(super) async fn list_latency(f: &Arc<Faros>, p: &Profile) -> anyhow::Result<Vec<(ListForm, Vec<Duration>)>> {
     f.namespace("list").await?;
     f.create_many("list", "l", p.list_objects, CLIENTS).await?;
     // Every namespace also holds what kcp puts there (kube-root-ca.crt): JSON counts the bench's own,

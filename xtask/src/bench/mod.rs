@@ -13,6 +13,7 @@ use clap::{Args, ValueEnum};
 
 mod faros;
 mod kcp;
+mod kcp_vs_real;
 mod profile;
 mod provider;
 mod proxy;
@@ -35,6 +36,10 @@ pub struct Bench {
     /// report figures (CI); the timings mean nothing.
     #[arg(long)]
     smoke: bool,
+    /// The real kcp binary `kcp-vs-real` compares with (default: target/kcp/<pinned version>/kcp,
+    /// from `cargo xtask kcp build`).
+    #[arg(long)]
+    kcp_binary: Option<std::path::PathBuf>,
     /// Internal: set when the release build runs the measurements.
     #[arg(long, hide = true)]
     measure: bool,
@@ -50,6 +55,9 @@ enum Suite {
     Proxy,
     /// `faros dev` cold start and restart until ready, vs the embedded kcp's own time to serve.
     Startup,
+    /// The embedded kcp and real kcp under one workload: /readyz, RSS, creates/s, lists, watch,
+    /// workspace create-to-Ready, each with the ratio embedded/real.
+    KcpVsReal,
 }
 
 impl Suite {
@@ -61,12 +69,14 @@ impl Suite {
             Suite::Provider => "provider",
             Suite::Proxy => "proxy",
             Suite::Startup => "startup",
+            Suite::KcpVsReal => "kcp-vs-real",
         }
     }
 }
 
 impl Bench {
     pub fn run(&self, root: &Path) -> anyhow::Result<()> {
+        kcp_vs_real::use_kcp_binary(self.kcp_binary.as_deref());
         if self.smoke {
             let sh = xshell::Shell::new()?;
             sh.change_dir(root);
@@ -75,9 +85,18 @@ impl Bench {
                 .context("building target/debug/faros")?;
             let profile = profile::Profile::smoke(root);
             let suites: Vec<Suite> = self.suite_arg.map_or(Suite::ALL.to_vec(), |s| vec![s]);
+            // Every smoke run also compares with real kcp where its binary exists (it skips itself
+            // where it does not: CI cannot build kcp).
+            let suites: Vec<Suite> = match self.suite_arg {
+                None => suites.into_iter().chain([Suite::KcpVsReal]).collect(),
+                Some(_) => suites,
+            };
             for suite in suites {
                 let started = std::time::Instant::now();
                 let summary = measure(root, suite, &profile)?;
+                if summary.starts_with("skipped:") {
+                    continue;
+                }
                 profile::check_summary(suite.name(), &summary)?;
                 println!("smoke: {} benchmark ran in {:.1?}\n", suite.name(), started.elapsed());
             }
@@ -96,6 +115,14 @@ impl Bench {
                 .faros
                 .iter()
                 .flat_map(|f| ["--faros".to_string(), f.display().to_string()])
+                .collect();
+            let faros: Vec<String> = faros
+                .into_iter()
+                .chain(
+                    self.kcp_binary
+                        .iter()
+                        .flat_map(|k| ["--kcp-binary".to_string(), k.display().to_string()]),
+                )
                 .collect();
             xshell::cmd!(sh, "{xtask} bench {suite} --measure --rss-objects {rss} {faros...}").run()?;
             return Ok(());
@@ -123,6 +150,7 @@ fn measure(root: &Path, suite: Suite, profile: &profile::Profile) -> anyhow::Res
         Suite::Provider => runtime.block_on(provider::run(root, profile)),
         Suite::Proxy => runtime.block_on(proxy::run(root, profile)),
         Suite::Startup => runtime.block_on(startup::run(profile)),
+        Suite::KcpVsReal => runtime.block_on(kcp_vs_real::run(root, profile)),
     }?;
     println!("{summary}");
     Ok(summary)

@@ -78,12 +78,27 @@ fn spawn(mut cmd: Command, log: &Path) -> anyhow::Result<Child> {
         .with_context(|| format!("starting {:?}", cmd.get_program()))
 }
 
-/// Real kcp in `dir` (its root directory and log beside it).
-pub fn real_kcp(binary: &Path, dir: &Path, tokens: &BTreeMap<String, String>) -> anyhow::Result<Process> {
+/// A server's command line, its base URL and the log it writes (in its fresh directory).
+pub struct Launch {
+    pub command: Command,
+    pub base: String,
+    pub log: PathBuf,
+}
+
+impl Launch {
+    /// Starts the command, its output to the log.
+    pub fn spawn(self) -> anyhow::Result<Child> {
+        spawn(self.command, &self.log)
+    }
+}
+
+/// How real kcp starts in `dir` (its root directory and log beside it): one shard, embedded etcd.
+pub fn real_kcp_launch(binary: &Path, dir: &Path, tokens: &BTreeMap<String, String>) -> anyhow::Result<Launch> {
     let token_file = fresh_dir(dir, tokens)?;
     let [port, etcd_client, etcd_peer] = free_ports()?;
-    let mut cmd = Command::new(binary);
-    cmd.arg("start")
+    let mut command = Command::new(binary);
+    command
+        .arg("start")
         .arg(format!("--root-directory={}", dir.join("root").display()))
         .arg("--bind-address=127.0.0.1")
         .arg(format!("--secure-port={port}"))
@@ -91,24 +106,45 @@ pub fn real_kcp(binary: &Path, dir: &Path, tokens: &BTreeMap<String, String>) ->
         .arg(format!("--embedded-etcd-client-port={etcd_client}"))
         .arg(format!("--embedded-etcd-peer-port={etcd_peer}"))
         .arg(format!("--token-auth-file={}", token_file.display()));
-    let child = spawn(cmd, &dir.join("kcp.log"))?;
-    let target = Target::new(format!("https://127.0.0.1:{port}"), tokens.clone())?;
-    Ok(Process { child, target })
+    Ok(Launch {
+        command,
+        base: format!("https://127.0.0.1:{port}"),
+        log: dir.join("kcp.log"),
+    })
 }
 
-/// The embedded kcp as `faros kcp` in `dir`.
-pub fn embedded(binary: &Path, dir: &Path, tokens: &BTreeMap<String, String>) -> anyhow::Result<Process> {
+/// How the embedded kcp starts as `faros kcp` in `dir`.
+pub fn embedded_launch(binary: &Path, dir: &Path, tokens: &BTreeMap<String, String>) -> anyhow::Result<Launch> {
     let token_file = fresh_dir(dir, tokens)?;
     let [port] = free_ports()?;
-    let mut cmd = Command::new(binary);
-    cmd.arg("kcp")
+    let mut command = Command::new(binary);
+    command
+        .arg("kcp")
         .arg(format!("--listen=127.0.0.1:{port}"))
         .arg(format!("--state-dir={}", dir.join("state").display()))
         .arg(format!("--token-file={}", token_file.display()))
         .arg("--log-level=warn,rustls=error");
-    let child = spawn(cmd, &dir.join("faros-kcp.log"))?;
-    let target = Target::new(format!("https://127.0.0.1:{port}"), tokens.clone())?;
+    Ok(Launch {
+        command,
+        base: format!("https://127.0.0.1:{port}"),
+        log: dir.join("faros-kcp.log"),
+    })
+}
+
+fn process(launch: Launch, tokens: &BTreeMap<String, String>) -> anyhow::Result<Process> {
+    let target = Target::new(launch.base.clone(), tokens.clone())?;
+    let child = launch.spawn()?;
     Ok(Process { child, target })
+}
+
+/// Real kcp in `dir` (its root directory and log beside it).
+pub fn real_kcp(binary: &Path, dir: &Path, tokens: &BTreeMap<String, String>) -> anyhow::Result<Process> {
+    process(real_kcp_launch(binary, dir, tokens)?, tokens)
+}
+
+/// The embedded kcp as `faros kcp` in `dir`.
+pub fn embedded(binary: &Path, dir: &Path, tokens: &BTreeMap<String, String>) -> anyhow::Result<Process> {
+    process(embedded_launch(binary, dir, tokens)?, tokens)
 }
 
 impl Process {

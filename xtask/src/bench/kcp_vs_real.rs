@@ -1,0 +1,358 @@
+//! `cargo xtask bench kcp-vs-real`: the embedded kcp (`faros kcp`) and real kcp (one shard, embedded
+//! etcd, `target/kcp/<pinned version>/kcp` or `--kcp-binary`) under the same workload, one after the
+//! other in one run on this machine, each from a fresh directory:
+//! - time from start to `/readyz` 200;
+//! - resident memory idle and at N ConfigMaps (the list collection), from /proc of the process;
+//! - creates/s of 1 KiB ConfigMaps from 8 and 64 concurrent clients;
+//! - list latency p50 of those N objects (JSON and protobuf, unpaged and paged);
+//! - watch event latency p99 with 100 watchers;
+//! - workspace create-to-Ready p50/p95, created one after the other by a tenant with a grant (kcp
+//!   binds a workspace's default APIs as its creator and records none for `system:masters`, so an
+//!   admin's workspace never becomes Ready there).
+//!
+//! Each figure is printed for both with the ratio embedded/real. The load is the `kcp` suite's
+//! ([`super::kcp`], [`super::faros`]); the servers start as `cargo xtask kcp diff` starts them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use super::faros::Faros;
+use super::profile::Profile;
+use super::stats::{ms, percentile};
+use crate::kcp::diff::servers::{Launch, embedded_launch, real_kcp_launch, tokens};
+
+/// `--kcp-binary`, set by the command before the suite runs.
+static KCP_BINARY: OnceLock<PathBuf> = OnceLock::new();
+
+/// Remembers `--kcp-binary` for [`run`] (the suites share one signature).
+pub(super) fn use_kcp_binary(binary: Option<&Path>) {
+    if let Some(b) = binary {
+        let _ = KCP_BINARY.set(b.to_path_buf());
+    }
+}
+
+fn kcp_binary(root: &Path) -> PathBuf {
+    KCP_BINARY
+        .get()
+        .cloned()
+        .unwrap_or_else(|| crate::kcp::build::bin_dir(root, crate::kcp::gomod::PINNED_VERSION).join("kcp"))
+}
+
+/// How long a server may take to answer `/readyz`, and a workspace to become Ready.
+const START_TIMEOUT: Duration = Duration::from_secs(180);
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// The tenant that creates the workspaces (granted by the admin).
+const TENANT: &str = "bob";
+
+/// One server's figures.
+#[derive(Default)]
+struct Figures {
+    readyz: Duration,
+    rss_idle: f64,
+    rss_loaded: f64,
+    creates: Vec<(usize, f64)>,
+    lists: Vec<(String, Duration)>,
+    watch_p99: Duration,
+    workspace_p50: Duration,
+    workspace_p95: Duration,
+}
+
+/// The rows of the comparison: name, embedded, real, unit; lower is better except for rates.
+fn rows(embedded: &Figures, real: &Figures) -> Vec<(String, f64, f64, &'static str)> {
+    let mut rows = vec![
+        (
+            "time to /readyz".to_string(),
+            ms(embedded.readyz),
+            ms(real.readyz),
+            "ms",
+        ),
+        ("RSS idle".to_string(), embedded.rss_idle, real.rss_idle, "MiB"),
+        (
+            "RSS at the list's objects".to_string(),
+            embedded.rss_loaded,
+            real.rss_loaded,
+            "MiB",
+        ),
+    ];
+    for ((clients, e), (_, r)) in embedded.creates.iter().zip(&real.creates) {
+        rows.push((format!("creates/s, {clients} clients"), *e, *r, "/s"));
+    }
+    for ((form, e), (_, r)) in embedded.lists.iter().zip(&real.lists) {
+        rows.push((format!("list p50, {form}"), ms(*e), ms(*r), "ms"));
+    }
+    rows.push((
+        "watch p99".to_string(),
+        ms(embedded.watch_p99),
+        ms(real.watch_p99),
+        "ms",
+    ));
+    rows.push((
+        "workspace create-to-Ready p50".to_string(),
+        ms(embedded.workspace_p50),
+        ms(real.workspace_p50),
+        "ms",
+    ));
+    rows.push((
+        "workspace create-to-Ready p95".to_string(),
+        ms(embedded.workspace_p95),
+        ms(real.workspace_p95),
+        "ms",
+    ));
+    rows
+}
+
+/// embedded / real, `NaN` when real measured nothing.
+fn ratio(embedded: f64, real: f64) -> f64 {
+    if real == 0.0 { f64::NAN } else { embedded / real }
+}
+
+/// Starts a server and waits for `/readyz`; returns it as the load functions take it, and how long
+/// it took to be ready.
+async fn start(launch: Launch, tokens: &BTreeMap<String, String>) -> anyhow::Result<(Arc<Faros>, Duration)> {
+    let base = launch.base.clone();
+    let log = launch.log.clone();
+    let state = log.parent().map(Path::to_path_buf).unwrap_or_default();
+    // Both servers are processes this run starts on loopback with fresh self-signed certificates.
+    let http = reqwest::Client::builder()
+        .tls_danger_accept_invalid_certs(true)
+        .pool_max_idle_per_host(256)
+        .build()?;
+    let started = Instant::now();
+    let mut child = launch.spawn()?;
+    loop {
+        let ready = http.get(format!("{base}/readyz")).send().await;
+        if ready.is_ok_and(|r| r.status().is_success()) {
+            break;
+        }
+        if let Some(status) = child.try_wait()? {
+            bail!(
+                "{} exited with {status} before /readyz answered; see {}",
+                base,
+                log.display()
+            );
+        }
+        if started.elapsed() > START_TIMEOUT {
+            let _ = child.kill();
+            bail!("/readyz not 200 after {START_TIMEOUT:?}; see {}", log.display());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let readyz = started.elapsed();
+    let server = Faros {
+        hub: String::new(),
+        state,
+        // Both serve the root workspace under its path; the load's paths follow it.
+        url: format!("{base}/clusters/root"),
+        token: tokens["admin"].clone(),
+        http,
+        child,
+    };
+    Ok((Arc::new(server), readyz))
+}
+
+/// Lets the tenant create and read workspaces in root (kcp's own way to let a user create them).
+async fn grant_workspaces(f: &Faros) -> anyhow::Result<()> {
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "bench-workspaces"},
+        "rules": [{"apiGroups": ["tenancy.kcp.io"], "resources": ["workspaces"], "verbs": ["create", "get"]}]});
+    f.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", &role).await?;
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "bench-workspaces"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "bench-workspaces"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": TENANT}]});
+    f.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", &binding)
+        .await
+}
+
+/// Creates `count` universal workspaces one after the other as the tenant; each one's time from
+/// the create to `status.phase: Ready` (polled every 10 ms).
+async fn workspace_ready(f: &Faros, tenant: &str, count: usize) -> anyhow::Result<Vec<Duration>> {
+    grant_workspaces(f).await?;
+    let collection = format!("{}/apis/tenancy.kcp.io/v1alpha1/workspaces", f.url);
+    let mut samples = Vec::with_capacity(count);
+    for i in 0..count {
+        let name = format!("bench-{i}");
+        let body = json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name},
+            "spec": {"type": {"name": "universal", "path": "root"}}});
+        let started = Instant::now();
+        let resp = f.http.post(&collection).bearer_auth(tenant).json(&body).send().await?;
+        if !resp.status().is_success() {
+            bail!("creating workspace {name}: {} {}", resp.status(), resp.text().await?);
+        }
+        resp.bytes().await?;
+        loop {
+            let ws: Value = f
+                .http
+                .get(format!("{collection}/{name}"))
+                .bearer_auth(tenant)
+                .send()
+                .await?
+                .json()
+                .await?;
+            if ws.pointer("/status/phase").and_then(Value::as_str) == Some("Ready") {
+                samples.push(started.elapsed());
+                break;
+            }
+            if started.elapsed() > READY_TIMEOUT {
+                bail!("workspace {name} not Ready after {READY_TIMEOUT:?}: {}", ws["status"]);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    Ok(samples)
+}
+
+/// The whole workload against one server.
+async fn measure_one(
+    name: &str,
+    launch: Launch,
+    tokens: &BTreeMap<String, String>,
+    p: &Profile,
+) -> anyhow::Result<Figures> {
+    println!("\n{name}:");
+    let (f, readyz) = start(launch, tokens).await?;
+    println!("  time to /readyz                 {:>9.0}ms", ms(readyz));
+    f.namespace("idle").await?;
+    let rss_idle = f.rss_mib()?;
+    println!("  RSS idle                        {rss_idle:>9.1}MiB");
+    let lists = super::kcp::list_latency(&f, p).await?;
+    let rss_loaded = f.rss_mib()?;
+    println!("  RSS at {:>6} objects           {rss_loaded:>9.1}MiB", p.list_objects);
+    let mut list_p50 = Vec::new();
+    for (form, mut samples) in lists {
+        let p50 = percentile(&mut samples, 50.0);
+        println!(
+            "  list of {} objects, {:<22} p50 {:>7.1}ms",
+            p.list_objects,
+            form.label(),
+            ms(p50)
+        );
+        list_p50.push((form.label(), p50));
+    }
+    let (mut watch, _) = super::kcp::watch_latency(&f, p).await?;
+    let watch_p99 = percentile(&mut watch, 99.0);
+    println!(
+        "  watch p99, {} watchers, {} events {:>7.2}ms",
+        p.watchers,
+        watch.len(),
+        ms(watch_p99)
+    );
+    let mut creates = Vec::new();
+    for clients in [8, 64] {
+        let ns = format!("creates-{clients}");
+        f.namespace(&ns).await?;
+        let elapsed = f.create_many(&ns, "c", p.creates, clients).await?;
+        let rate = p.creates as f64 / elapsed.as_secs_f64();
+        println!("  creates/s, {clients:>2} clients             {rate:>9.0}");
+        creates.push((clients, rate));
+    }
+    let mut ready = workspace_ready(&f, &tokens[TENANT], if p.smoke { 2 } else { 20 }).await?;
+    let (workspace_p50, workspace_p95) = (percentile(&mut ready, 50.0), percentile(&mut ready, 95.0));
+    println!(
+        "  workspace create-to-Ready, {} workspaces: p50 {:.0}ms  p95 {:.0}ms",
+        ready.len(),
+        ms(workspace_p50),
+        ms(workspace_p95)
+    );
+    Ok(Figures {
+        readyz,
+        rss_idle,
+        rss_loaded,
+        creates,
+        lists: list_p50,
+        watch_p99,
+        workspace_p50,
+        workspace_p95,
+    })
+}
+
+/// Runs the comparison; returns the summary line. Without a kcp binary a smoke run is skipped
+/// (CI cannot build kcp) and a measuring run fails.
+pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
+    let kcp = kcp_binary(root);
+    if !kcp.is_file() {
+        if p.smoke {
+            return Ok(format!("skipped: no kcp binary ({} is absent)", kcp.display()));
+        }
+        bail!(
+            "no real kcp binary at {}: build it with `cargo xtask kcp build`, or name one with --kcp-binary",
+            kcp.display()
+        );
+    }
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let work = root.join("target/bench-kcp-vs-real");
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    println!(
+        "embedded kcp vs real kcp ({}, {} CPUs)\n  embedded: {} kcp\n  real:     {}",
+        p.build(),
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        p.faros.display(),
+        kcp.display()
+    );
+    let tokens = tokens()?;
+    let real = measure_one(
+        "real kcp",
+        real_kcp_launch(&kcp, &work.join("real"), &tokens)?,
+        &tokens,
+        p,
+    )
+    .await?;
+    let embedded = measure_one(
+        "embedded kcp",
+        embedded_launch(&p.faros, &work.join("embedded"), &tokens)?,
+        &tokens,
+        p,
+    )
+    .await?;
+    println!("\n{:<40} {:>12} {:>12} {:>9}", "", "embedded", "real kcp", "emb/real");
+    let mut summary = Vec::new();
+    for (name, e, r, unit) in rows(&embedded, &real) {
+        println!("{name:<40} {e:>10.1}{unit:<2} {r:>10.1}{unit:<2} {:>9.2}", ratio(e, r));
+        summary.push(format!("{name} {:.2}", ratio(e, r)));
+    }
+    Ok(format!("\nsummary (embedded/real): {}", summary.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_figure_is_a_row_with_its_ratio() {
+        let figures = |scale: f64| Figures {
+            readyz: Duration::from_millis((100.0 * scale) as u64),
+            rss_idle: 10.0 * scale,
+            rss_loaded: 20.0 * scale,
+            creates: vec![(8, 1000.0 * scale), (64, 2000.0 * scale)],
+            lists: vec![("JSON, unpaged".into(), Duration::from_millis((30.0 * scale) as u64))],
+            watch_p99: Duration::from_millis((4.0 * scale) as u64),
+            workspace_p50: Duration::from_millis((500.0 * scale) as u64),
+            workspace_p95: Duration::from_millis((900.0 * scale) as u64),
+        };
+        let rows = rows(&figures(1.0), &figures(2.0));
+        let names: Vec<&str> = rows.iter().map(|(n, ..)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "time to /readyz",
+                "RSS idle",
+                "RSS at the list's objects",
+                "creates/s, 8 clients",
+                "creates/s, 64 clients",
+                "list p50, JSON, unpaged",
+                "watch p99",
+                "workspace create-to-Ready p50",
+                "workspace create-to-Ready p95",
+            ]
+        );
+        for (name, e, r, _) in rows {
+            assert!((ratio(e, r) - 0.5).abs() < 1e-9, "{name}: {e} / {r}");
+        }
+        assert!(ratio(1.0, 0.0).is_nan());
+    }
+}
