@@ -192,7 +192,7 @@ pub(crate) fn undo_map(
     }
     let mut undo = BTreeMap::new();
     for event in history.after(at_rv) {
-        let k = &event.key;
+        let k = event.key();
         if k.group != q.group
             || k.resource != q.resource
             || q.cluster.as_ref().is_some_and(|c| *c != k.cluster)
@@ -203,7 +203,9 @@ pub(crate) fn undo_map(
         let encoded = k.encode()?;
         if scan.contains(&encoded) {
             // The oldest event after `at_rv` knows the state at `at_rv`: its `prev`.
-            undo.entry(encoded).or_insert_with(|| event.prev.clone());
+            if let std::collections::btree_map::Entry::Vacant(slot) = undo.entry(encoded) {
+                slot.insert(event.prev()?);
+            }
         }
     }
     Ok(undo)

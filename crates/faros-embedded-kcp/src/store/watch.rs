@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::Stream;
 
-use super::history::History;
+use super::history::{Held, History};
 use super::{Event, ObjectKey, StoreError};
 
 /// Events a watcher takes from the history per lock; bounds how far a slow watcher can hide its lag in a
@@ -72,9 +72,10 @@ impl Hub {
         if events.is_empty() {
             return;
         }
+        let held: Vec<Held> = events.into_iter().map(Held::new).collect();
         let wakers = {
             let mut state = self.lock();
-            for event in events {
+            for event in held {
                 state.history.push(event);
             }
             std::mem::take(&mut state.wakers)
@@ -154,10 +155,7 @@ impl Stream for WatchStream {
         }
         let mut state = this.hub.lock();
         let filter = &this.filter;
-        match state
-            .history
-            .collect(this.cursor, WATCH_BATCH, |e| filter.matches(&e.key))
-        {
+        match state.history.collect(this.cursor, WATCH_BATCH, |k| filter.matches(k)) {
             Err(too_old) => {
                 state.wakers.remove(&this.id);
                 this.done = true;
