@@ -16,7 +16,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{eventually, http, init_tracing_and_crypto};
+use common::{eventually, http, init_tracing_and_crypto, no_redirects};
 use faros_hub_api::auth::OidcSettings;
 use faros_hub_api::catalog::clock::{Clock, ManualClock, SystemClock};
 use faros_test_support::oidc::{Idp, IdpClient, IdpUser, Ttls};
@@ -396,10 +396,7 @@ async fn oidc_sessions_renew_once_across_replicas_follow_idp_groups_and_end_when
     // A one-time hub path: the IdP's logout URL carries the ID token, which page scripts never see.
     let parked = body["logoutUrl"].as_str().unwrap().to_string();
     assert!(parked.starts_with("/api/session/oidc/logout?h="), "{body}");
-    let no_redirects = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let no_redirects = no_redirects();
     let follow = |path: String| {
         let (client, url) = (no_redirects.clone(), b.url(&path));
         async move {
@@ -468,10 +465,7 @@ async fn oidc_sign_in_refuses_a_wrong_state_a_replay_and_an_expired_login() {
         .find(|(k, _)| k == "state")
         .map(|(_, v)| v.into_owned())
         .unwrap();
-    let no_redirects = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let no_redirects = no_redirects();
     let replay = no_redirects
         .get(&callback)
         .header("cookie", format!("__Secure-faros-oidc={state}"))

@@ -26,14 +26,6 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-fn no_redirects() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-}
-
 /// The `name=value` of the session cookie in a response's `Set-Cookie`s, and the whole header.
 fn session_cookie(resp: &reqwest::Response) -> (String, String) {
     let header = resp

@@ -23,8 +23,8 @@ async fn serves_https_with_h2_and_stops_gracefully() {
     let router = axum::Router::new().route("/healthz", axum::routing::get(|| async { "ok" }));
     let server = tokio::spawn(serve(listener, Some(tls), router, stop.clone(), Duration::from_secs(5)));
 
-    let client = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(certified.cert.pem().as_bytes()).unwrap())
+    let client = faros_test_support::https::builder_trusting(certified.cert.pem().as_bytes())
+        .unwrap()
         .resolve("localhost", ([127, 0, 0, 1], port).into())
         .build()
         .unwrap();

@@ -1,5 +1,6 @@
-//! HTTP clients for a test platform's HTTPS endpoints (the hub, the embedded kcp), trusting the CA
-//! that signed them and nothing else the tests would not control.
+//! HTTP clients for a test platform's endpoints: HTTPS ones (the hub, the embedded kcp) trusting
+//! the CA that signed them and nothing else the tests would not control, and plain-HTTP ones (a
+//! hub serving without TLS, a test's fake upstream). All time out after [`TIMEOUT`].
 
 use std::time::Duration;
 
@@ -26,6 +27,24 @@ pub fn builder_trusting(ca_pem: &[u8]) -> Result<reqwest::ClientBuilder, HttpsEr
 /// A client trusting `ca_pem`, timing out after [`TIMEOUT`].
 pub fn client_trusting(ca_pem: &[u8]) -> Result<reqwest::Client, HttpsError> {
     builder_trusting(ca_pem)?
+        .timeout(TIMEOUT)
+        .build()
+        .map_err(HttpsError::Build)
+}
+
+/// A client for a test's plain-HTTP servers, timing out after [`TIMEOUT`].
+pub fn client() -> Result<reqwest::Client, HttpsError> {
+    reqwest::Client::builder()
+        .timeout(TIMEOUT)
+        .build()
+        .map_err(HttpsError::Build)
+}
+
+/// A plain-HTTP client that hands back `3xx` answers instead of following them, for tests that
+/// check a redirect's status, `Location` and cookies; times out after [`TIMEOUT`].
+pub fn not_following_redirects() -> Result<reqwest::Client, HttpsError> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
         .timeout(TIMEOUT)
         .build()
         .map_err(HttpsError::Build)

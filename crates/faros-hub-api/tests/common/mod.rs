@@ -234,11 +234,15 @@ pub fn init_tracing_and_crypto() {
     .init();
 }
 
+/// A plain-HTTP client (the shared helper, panicking in a test).
 pub fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
+    faros_test_support::https::client().unwrap()
+}
+
+/// A plain-HTTP client that does not follow redirects (the shared helper, panicking in a test).
+#[allow(dead_code)] // not every test binary checks redirects
+pub fn no_redirects() -> reqwest::Client {
+    faros_test_support::https::not_following_redirects().unwrap()
 }
 
 /// Polls until a check yields `Some` (the shared helper, panicking with `what` on timeout).
