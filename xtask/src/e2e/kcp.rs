@@ -452,14 +452,8 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
         users: scenarios::Users::Pool(input.file("users.csv")),
         destructive: true,
     };
-    steps.push(Step::new(
-        "scenarios through the external target",
-        scenarios::external(&target, input.filter)
-            .into_iter()
-            .map(Action::Run)
-            .collect(),
-    ));
-    // One shard only: a sharded kcp's front-proxy would need the issuer too.
+    // Before the scenarios: the last of them deletes the quickstart Provider. One shard only: a
+    // sharded kcp's front-proxy would need the issuer too.
     if input.sharded.is_none()
         && input
             .filter
@@ -470,6 +464,13 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
             vec![Action::Run(oidc_scenario(input, &target))],
         ));
     }
+    steps.push(Step::new(
+        "scenarios through the external target",
+        scenarios::external(&target, input.filter)
+            .into_iter()
+            .map(Action::Run)
+            .collect(),
+    ));
 
     let on_failure = vec![Step::new(
         "every process's log into target/e2e-logs/",
