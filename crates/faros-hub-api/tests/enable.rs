@@ -25,6 +25,7 @@ use faros_hub_api::tenancy::Role;
 use faros_hub_api::tenancy::rbac;
 use faros_hub_api::{Config, Hub};
 use faros_test_support::kubeconfig::config_from_yaml;
+use faros_test_support::users::{static_token, write_token_file};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -52,9 +53,13 @@ impl Stack {
         common::init_tracing_and_crypto();
         let dir = tempfile::tempdir().unwrap();
         let tokens = dir.path().join("tokens.csv");
-        std::fs::write(
+        write_token_file(
             &tokens,
-            format!("{ALICE},alice,alice-uid,\"devs\"\n{BOB},bob,bob-uid\n{CAROL},carol,carol-uid\n"),
+            &[
+                static_token(ALICE, "alice", "alice-uid", &["devs"]),
+                static_token(BOB, "bob", "bob-uid", &[]),
+                static_token(CAROL, "carol", "carol-uid", &[]),
+            ],
         )
         .unwrap();
         let mut config = KcpConfig::new(dir.path().join("state"));

@@ -19,6 +19,7 @@ use faros_embedded_kcp::{Config as KcpConfig, Server};
 use faros_hub_api::catalog::clock::{Clock, ManualClock};
 use faros_hub_api::{Config, Hub, Tls};
 use faros_test_support::kubeconfig::config_from_yaml;
+use faros_test_support::users::{static_token, write_token_file};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;
 use kube::api::{ListParams, PostParams};
@@ -65,7 +66,7 @@ impl Kcp {
         common::init_tracing_and_crypto();
         let dir = tempfile::tempdir().unwrap();
         let tokens = dir.path().join("tokens.csv");
-        std::fs::write(&tokens, format!("{ALICE},alice,alice-uid,\"devs\"\n")).unwrap();
+        write_token_file(&tokens, &[static_token(ALICE, "alice", "alice-uid", &["devs"])]).unwrap();
         let mut config = KcpConfig::new(dir.path().join("state"));
         config.token_file = Some(tokens);
         let server = Server::start(config).await.unwrap();

@@ -24,6 +24,7 @@ use faros_hub_api::auth::{
     Verdict,
 };
 use faros_hub_api::catalog::clock::Clock;
+use faros_test_support::users::{static_token, write_token_file};
 use http::HeaderMap;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -390,15 +391,12 @@ async fn an_unreachable_or_mismatched_issuer_is_unavailable_not_unauthorized() {
     assert_eq!(issuer.fetches(), 0);
 }
 
-fn write(path: &std::path::Path, text: &str) {
-    std::fs::write(path, text).unwrap();
-}
-
 #[tokio::test]
 async fn static_tokens_authenticate_and_reload() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tokens.csv");
-    write(&path, "alice-static,alice,1,\"dev\"\n");
+    let alice = static_token("alice-static", "alice", "1", &["dev"]);
+    write_token_file(&path, std::slice::from_ref(&alice)).unwrap();
     let tokens = StaticTokens::load(&path)
         .unwrap()
         .check_every(Duration::from_millis(50));
@@ -419,14 +417,15 @@ async fn static_tokens_authenticate_and_reload() {
         Err((401, "the bearer token is not valid".into()))
     );
 
-    write(&path, "alice-static,alice,1,\"dev\"\ncarol-static,carol,3\n");
+    write_token_file(&path, &[alice, static_token("carol-static", "carol", "3", &[])]).unwrap();
     eventually("carol's token to authenticate", WAIT, || async {
         (outcome(&tokens, "carol-static").await == Ok("carol".into())).then_some(())
     })
     .await;
     assert_eq!(tokens.reload_counts().applied, 1);
 
-    write(&path, "mallory-static,mallory,9\nnot a valid line\n");
+    // Written by hand: the helper writes only valid lines.
+    std::fs::write(&path, "mallory-static,mallory,9\nnot a valid line\n").unwrap();
     eventually("the bad edit to be seen and refused", WAIT, || async {
         let _ = tokens.authenticate(&bearer("alice-static")).await;
         (tokens.reload_counts().rejected == 1).then_some(())
@@ -444,7 +443,7 @@ async fn static_tokens_authenticate_and_reload() {
 async fn the_hub_router_authenticates_static_oidc_and_kcp_tokens() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tokens.csv");
-    write(&path, "alice-static,alice,1\n");
+    write_token_file(&path, &[static_token("alice-static", "alice", "1", &[])]).unwrap();
     let key = TestKey::es256("k1");
     let issuer = Issuer::start(&[&key]).await;
     let settings = issuer.settings();

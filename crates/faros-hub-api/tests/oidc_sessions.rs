@@ -20,6 +20,7 @@ use common::{eventually, http, init_tracing_and_crypto, no_redirects};
 use faros_hub_api::auth::OidcSettings;
 use faros_hub_api::catalog::clock::{Clock, ManualClock, SystemClock};
 use faros_test_support::oidc::{Idp, IdpClient, IdpUser, Ttls};
+use faros_test_support::users::{static_token, write_token_file};
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -42,9 +43,9 @@ impl Kcp {
     async fn start(oidc: Option<OidcSettings>) -> Self {
         init_tracing_and_crypto();
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("tokens.csv"),
-            format!("{ADMIN_TOKEN},admin,admin-uid\n"),
+        write_token_file(
+            &dir.path().join("tokens.csv"),
+            &[static_token(ADMIN_TOKEN, "admin", "admin-uid", &[])],
         )
         .unwrap();
         let mut config = faros_embedded_kcp::Config::new(dir.path().join("state"));

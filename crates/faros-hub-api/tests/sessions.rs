@@ -22,6 +22,7 @@ use faros_core::catalog::{BackendSpec, CatalogEntry, CatalogEntrySpec};
 use faros_hub_api::auth::OidcSettings;
 use faros_hub_api::catalog::registry::Candidate;
 use faros_hub_api::portal::headers::CSP;
+use faros_test_support::users::{static_token, write_token_file};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -272,7 +273,7 @@ async fn sessions_expire_and_sign_out_ends_them() {
 async fn a_session_ends_when_its_token_is_revoked() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("tokens.csv");
-    std::fs::write(&file, "bob-token,bob,1001\n").unwrap();
+    write_token_file(&file, &[static_token("bob-token", "bob", "1001", &[])]).unwrap();
     let path = file.clone();
     let (hub, _up) = setup(move |c| c.token_file = Some(path)).await;
     let (cookie, _) = session_cookie(&sign_in(&hub, "bob-token").await);
@@ -287,7 +288,7 @@ async fn a_session_ends_when_its_token_is_revoked() {
             .status()
     };
     assert_eq!(status().await, 200);
-    std::fs::write(&file, "carol-token,carol,1002\n").unwrap();
+    write_token_file(&file, &[static_token("carol-token", "carol", "1002", &[])]).unwrap();
     eventually("the revoked token's session to be refused", WAIT, || async {
         (status().await == 401).then_some(())
     })
@@ -588,9 +589,12 @@ impl SharedKcp {
         init_tracing_and_crypto();
         let dir = tempfile::tempdir().unwrap();
         let tokens = dir.path().join("tokens.csv");
-        std::fs::write(
+        write_token_file(
             &tokens,
-            format!("{ALICE_KCP},alice,alice-uid,\"devs\"\n{BOB_KCP},bob,bob-uid,\"devs\"\n"),
+            &[
+                static_token(ALICE_KCP, "alice", "alice-uid", &["devs"]),
+                static_token(BOB_KCP, "bob", "bob-uid", &["devs"]),
+            ],
         )
         .unwrap();
         let mut config = faros_embedded_kcp::Config::new(dir.path().join("state"));

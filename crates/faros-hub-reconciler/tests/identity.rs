@@ -16,6 +16,7 @@ use faros_core::provider::ProviderSpec;
 use faros_core::wait::wait_for;
 use faros_hub_reconciler::identity;
 use faros_hub_reconciler::leader::Role;
+use faros_test_support::users::{static_token, write_token_file};
 use k8s_openapi::api::authentication::v1::TokenReview;
 use k8s_openapi::api::authorization::v1::{SelfSubjectAccessReview, SubjectAccessReview};
 use k8s_openapi::api::core::v1::Secret;
@@ -32,13 +33,12 @@ async fn start_kcp() -> Kcp {
     Kcp::start_with(|c| {
         // Beside the state, in the server's temporary directory: removed with it.
         let file = c.state_dir.parent().unwrap().join("tokens.csv");
-        std::fs::write(
+        write_token_file(
             &file,
-            format!(
-                "{TOKEN},{},{0}\n{HUB_TOKEN},{},{1}\n",
-                identity::DEFAULT_USER,
-                identity::hub::DEFAULT_USER
-            ),
+            &[
+                static_token(TOKEN, identity::DEFAULT_USER, identity::DEFAULT_USER, &[]),
+                static_token(HUB_TOKEN, identity::hub::DEFAULT_USER, identity::hub::DEFAULT_USER, &[]),
+            ],
         )
         .unwrap();
         c.token_file = Some(file);

@@ -69,6 +69,17 @@ pub fn run_id() -> String {
     id
 }
 
+/// The token-file entry of a user with a token the test chose (a constant it also sends, a token
+/// it revokes by rewriting the file): `token,user,uid` and `groups`.
+pub fn static_token(token: &str, user: &str, uid: &str, groups: &[&str]) -> StaticToken {
+    StaticToken {
+        token: token.into(),
+        user: user.into(),
+        uid: uid.into(),
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+    }
+}
+
 /// One token-file line for `t`, quoted so [`faros_core::token_file::parse_token_file`] reads it
 /// back as `t`.
 pub fn token_line(t: &StaticToken) -> String {

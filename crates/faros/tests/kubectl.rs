@@ -6,8 +6,7 @@ mod devproc;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use faros_core::token_file::StaticToken;
-use faros_test_support::users::write_token_file;
+use faros_test_support::users::{static_token, write_token_file};
 use serde_json::Value;
 
 struct Kubectl<'a> {
@@ -70,12 +69,7 @@ impl Kubectl<'_> {
 fn kubectl_session() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.csv");
-    let carol_token = StaticToken {
-        token: "carol-token-0123456789".into(),
-        user: "carol".into(),
-        uid: "carol-uid".into(),
-        groups: vec!["viewers".into()],
-    };
+    let carol_token = static_token("carol-token-0123456789", "carol", "carol-uid", &["viewers"]);
     write_token_file(&tokens, &[carol_token]).unwrap();
     let dev = devproc::launch(&dir.path().join("state"))
         .token_file(&tokens)

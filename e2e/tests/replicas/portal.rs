@@ -5,13 +5,13 @@
 //! cross-site form. The same preparation as `crates/faros/tests/portal.rs` (which walks one hub),
 //! here asynchronous and on the replicas' `faros dev`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use faros_test_support::devproc::DevProcess;
+use faros_test_support::users::{append_token, static_token};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::process::Command;
@@ -27,8 +27,10 @@ pub async fn walk(dev: &DevProcess, hub_url: &str, failures: &Path) -> anyhow::R
     let dev_token = std::fs::read_to_string(dev.state_dir.join("dev-user.token")).context("the dev user's token")?;
     // A user who is a member of nothing (every replica reads the token file live).
     let outsider = "outsider-token-0123456789";
-    let mut tokens = std::fs::OpenOptions::new().append(true).open(&dev.token_file)?;
-    writeln!(tokens, "{outsider},outsider,outsider-uid")?;
+    append_token(
+        &dev.token_file,
+        &static_token(outsider, "outsider", "outsider-uid", &[]),
+    )?;
     let side = side_server().await?;
     register_admin_providers(dev, side).await?;
     std::fs::create_dir_all(failures)?;

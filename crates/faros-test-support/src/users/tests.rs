@@ -2,24 +2,18 @@ use faros_core::token_file::parse_token_file;
 
 use super::*;
 
-fn token(token: &str, user: &str, uid: &str, groups: &[&str]) -> StaticToken {
-    StaticToken {
-        token: token.into(),
-        user: user.into(),
-        uid: uid.into(),
-        groups: groups.iter().map(|g| g.to_string()).collect(),
-    }
-}
-
 #[test]
 fn lines_are_read_back_as_written() {
     let cases = [
         (
-            token("t1", "alice", "alice-uid", &["devs", "testers"]),
+            static_token("t1", "alice", "alice-uid", &["devs", "testers"]),
             r#"t1,alice,alice-uid,"devs,testers""#,
         ),
-        (token("t2", "bob", "bob", &[]), "t2,bob,bob"),
-        (token("t3", "a,b", "say \"hi\"", &["g"]), r#"t3,"a,b","say ""hi""","g""#),
+        (static_token("t2", "bob", "bob", &[]), "t2,bob,bob"),
+        (
+            static_token("t3", "a,b", "say \"hi\"", &["g"]),
+            r#"t3,"a,b","say ""hi""","g""#,
+        ),
     ];
     for (t, want) in &cases {
         assert_eq!(token_line(t), *want);
@@ -31,7 +25,7 @@ fn lines_are_read_back_as_written() {
 fn a_file_is_written_then_appended_to() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tokens.csv");
-    let alice = token("t1", "alice", "alice-uid", &["devs"]);
+    let alice = static_token("t1", "alice", "alice-uid", &["devs"]);
     write_token_file(&path, std::slice::from_ref(&alice)).unwrap();
     let bob = User::random("bob", "test");
     append_token(&path, &bob.static_token()).unwrap();
