@@ -31,8 +31,23 @@ export function kubeconfigPage() {
     message,
     h('div', { class: 'actions' },
       h('button', { type: 'button', class: 'primary', id: 'download-kubeconfig', onclick: () => download() }, 'Download kubeconfig')),
-    h('p', { class: 'hint' }, 'It carries no credential: the portal never hands your token back to the browser. Add the token you signed in with (or an OIDC ID token):'),
-    h('pre', { class: 'code' }, `kubectl --kubeconfig ${file} config set-credentials ${user} --token="$TOKEN"\nkubectl --kubeconfig ${file} api-resources\nkubectl --kubeconfig ${file} get greetings -A`));
+    ...credentialHint(file, user));
+}
+
+/** How the downloaded kubeconfig gets its credential: an OIDC session's runs `faros credential oidc`
+ * (it signs in with the identity provider itself), a token session's needs the token added. */
+function credentialHint(file, user) {
+  const use = `kubectl --kubeconfig ${file} api-resources\nkubectl --kubeconfig ${file} get greetings -A`;
+  if (state.session?.tokenExpiresAt) {
+    return [
+      h('p', { class: 'hint' }, 'It carries no credential: kubectl runs the faros CLI (faros credential oidc), which signs you in with your identity provider on first use and keeps the token fresh. Install faros on your PATH, then:'),
+      h('pre', { class: 'code' }, use),
+    ];
+  }
+  return [
+    h('p', { class: 'hint' }, 'It carries no credential: the portal never hands your token back to the browser. Add the token you signed in with:'),
+    h('pre', { class: 'code' }, `kubectl --kubeconfig ${file} config set-credentials ${user} --token="$TOKEN"\n${use}`),
+  ];
 }
 
 /** The workspace's MCP endpoint. */
