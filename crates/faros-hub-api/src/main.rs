@@ -10,12 +10,6 @@ use faros_core::telemetry::{LogArgs, install_crypto_provider};
 use faros_hub_api::auth::OidcSettings;
 use faros_hub_api::{Config, Tls};
 
-/// mimalloc rather than glibc's malloc: with 64 concurrent writers glibc's allocator took about 29 %
-/// of the embedded kcp's CPU. The price is about 20 MiB more resident memory at idle (mimalloc keeps
-/// pages per thread and size class); see docs/embedded-kcp.md, Performance.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser, Debug)]
 #[command(
     version,

@@ -10,12 +10,6 @@ use faros_core::names;
 use faros_core::telemetry::{LogArgs, install_crypto_provider};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-/// mimalloc rather than glibc's malloc: with 64 concurrent writers glibc's allocator took about 29 %
-/// of the embedded kcp's CPU. The price is about 20 MiB more resident memory at idle (mimalloc keeps
-/// pages per thread and size class); see docs/embedded-kcp.md, Performance.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Bootstraps the faros workspace tree in kcp and provisions Providers.
 #[derive(Parser, Debug)]
 #[command(name = "faros-hub-reconciler", version, about)]

@@ -7,12 +7,6 @@ use faros::cli::DevArgs;
 use faros::dev;
 use faros_core::telemetry::{LogArgs, install_crypto_provider};
 
-/// mimalloc rather than glibc's malloc: with 64 concurrent writers glibc's allocator took about 29 %
-/// of the embedded kcp's CPU. The price is about 20 MiB more resident memory at idle (mimalloc keeps
-/// pages per thread and size class); see docs/embedded-kcp.md, Performance.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser, Debug)]
 #[command(name = "faros", version, about = "faros: a provider platform hub on kcp")]
 struct Cli {
