@@ -14,6 +14,7 @@
 //! | [`oidc`] | a real OpenID Connect provider (`e2e/oidc`) as a child process, and a headless login through its form |
 //! | [`portal_walk`] | the portal browser walk's fixture: the admin-registered providers it visits |
 //! | [`tools`] | external tools the tests run (helm, nginx), found once, with how to install them |
+//! | [`helm`](mod@helm) | `helm lint`, `helm template` and `helm dependency update` of a chart on disk, with helm's words when it refuses |
 //!
 //! What it must not do: be a normal dependency of anything (`cargo xtask lint` refuses that: it is
 //! for tests only), depend on a workspace crate other than `faros-core` (so every crate's tests may
@@ -26,6 +27,7 @@ pub mod balancer;
 pub mod child;
 pub mod devproc;
 pub mod eventually;
+pub mod helm;
 pub mod https;
 pub mod kubeconfig;
 pub mod mcp_client;

@@ -30,6 +30,7 @@ use base64::Engine;
 use faros_core::catalog::CatalogEntry;
 use faros_core::provider::Provider;
 use faros_test_support::eventually_some;
+use faros_test_support::helm::Helm;
 use faros_test_support::kubeconfig::client_from_yaml;
 use faros_test_support::ports::free_port;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
@@ -62,8 +63,8 @@ fn root() -> PathBuf {
         .unwrap()
 }
 
-fn helm() -> String {
-    faros_test_support::tools::helm().unwrap_or_else(|e| panic!("{e}"))
+fn helm() -> Helm {
+    Helm::find().unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn run(cmd: &mut Command) -> (bool, String) {
@@ -81,10 +82,9 @@ fn charts() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let (ok, text) = run(Command::new("cp").arg("-r").arg(root().join("charts")).arg(dir.path()));
     assert!(ok, "copying charts: {text}");
-    let (ok, text) = run(Command::new(helm())
-        .args(["dependency", "update", "--skip-refresh"])
-        .arg(dir.path().join("charts/faros")));
-    assert!(ok, "helm dependency update charts/faros: {text}");
+    helm()
+        .dependency_update(&dir.path().join("charts/faros"))
+        .unwrap_or_else(|e| panic!("helm dependency update charts/faros: {}", e.output()));
     dir
 }
 
@@ -111,21 +111,9 @@ fn ci_values(chart: &Path) -> Vec<PathBuf> {
 
 /// `helm template` output as objects; `Err` is helm's message.
 fn template(chart: &Path, values: &[&Path], sets: &[&str]) -> Result<(String, Vec<Value>), String> {
-    let mut cmd = Command::new(helm());
-    cmd.args(["template", RELEASE])
-        .arg(chart)
-        .args(["--namespace", NAMESPACE]);
-    for v in values {
-        cmd.arg("-f").arg(v);
-    }
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let out = cmd.output().unwrap();
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-    }
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = helm()
+        .template(RELEASE, NAMESPACE, chart, values, sets)
+        .map_err(|e| e.output())?;
     let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
     Ok((text, docs.into_iter().filter(|d| d.is_object()).collect()))
 }
@@ -284,12 +272,9 @@ fn every_chart_lints_renders_and_validates_for_every_ci_values_file() {
         let dir = copy.path().join("charts").join(&chart);
         for values in ci_values(&dir) {
             let file = format!("{chart}/ci/{}", values.file_name().unwrap().to_string_lossy());
-            let (ok, text) = run(Command::new(helm())
-                .args(["lint", "--strict"])
-                .arg(&dir)
-                .arg("-f")
-                .arg(&values));
-            assert!(ok, "helm lint --strict {file}:\n{text}");
+            helm()
+                .lint(&dir, true, &[&values], &[])
+                .unwrap_or_else(|e| panic!("helm lint --strict {file}:\n{}", e.output()));
             let (yaml, docs) = template(&dir, &[&values], &[]).unwrap_or_else(|e| panic!("{file}: {e}"));
             // GitOps tools render without the cluster and compare: nothing may differ between renders.
             let (again, _) = template(&dir, &[&values], &[]).unwrap();

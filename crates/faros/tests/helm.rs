@@ -14,6 +14,7 @@ use std::time::Duration;
 use faros_core::conditions::is_true;
 use faros_core::provider::Provider;
 use faros_core::wait::wait_for;
+use faros_test_support::helm::Helm;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ListParams};
 use serde_json::Value;
@@ -47,16 +48,17 @@ data:
   displayName: {{ .Values.displayName | quote }}
 "#;
 
-struct Helm {
-    bin: String,
+/// helm pointed at the providers workspace of a `faros dev`.
+struct InWorkspace {
+    helm: Helm,
     kubeconfig: std::path::PathBuf,
     server: String,
 }
 
-impl Helm {
+impl InWorkspace {
     /// Runs helm in the providers workspace, namespace `default`, off the test's runtime.
     async fn run(&self, args: &[&str]) -> String {
-        let out = tokio::process::Command::new(&self.bin)
+        let out = tokio::process::Command::new(self.helm.program())
             .args(args)
             .args(["--namespace", "default", "--kubeconfig"])
             .arg(&self.kubeconfig)
@@ -88,10 +90,6 @@ impl Helm {
             })
             .collect()
     }
-}
-
-fn helm_bin() -> String {
-    faros_test_support::tools::helm().unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn write_chart(dir: &Path) {
@@ -151,7 +149,7 @@ async fn release_secrets(secrets: &Api<Secret>, release: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn helm_installs_upgrades_rolls_back_and_uninstalls_a_chart_of_providers() {
-    let bin = helm_bin();
+    let bin = Helm::find().unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap();
     let dev = devproc::launch(&dir.path().join("state"))
         .args(["--no-quickstart"])
@@ -160,8 +158,8 @@ async fn helm_installs_upgrades_rolls_back_and_uninstalls_a_chart_of_providers()
         .unwrap();
     let chart = dir.path().join("chart");
     write_chart(&chart);
-    let helm = Helm {
-        bin,
+    let helm = InWorkspace {
+        helm: bin,
         kubeconfig: dev.kubeconfig.clone(),
         server: format!("{}:faros:system:providers", dev.server),
     };

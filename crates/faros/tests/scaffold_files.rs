@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use faros_test_support::helm::Helm;
+
 fn scaffold(dir: &Path, name: &str) {
     let out = Command::new(env!("CARGO_BIN_EXE_faros"))
         .args(["provider", "new", name, "--dir"])
@@ -17,40 +19,20 @@ fn scaffold(dir: &Path, name: &str) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-fn helm() -> String {
-    faros_test_support::tools::helm().unwrap_or_else(|e| panic!("{e}"))
-}
-
 #[test]
 fn the_scaffolded_chart_lints_and_renders_for_the_new_provider() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("my-notes");
     scaffold(&dir, "my-notes");
     let chart = dir.join("chart");
-    let helm = helm();
+    let helm = Helm::find().unwrap_or_else(|e| panic!("{e}"));
     // A provider chart names the hub it dials explicitly (its own release name says nothing about it).
     let values = chart.join("ci/default-values.yaml");
-    let lint = Command::new(&helm)
-        .arg("lint")
-        .arg(&chart)
-        .arg("-f")
-        .arg(&values)
-        .output()
-        .unwrap();
-    assert!(lint.status.success(), "{}", String::from_utf8_lossy(&lint.stdout));
-    let rendered = Command::new(&helm)
-        .args(["template", "notes", "--namespace", "faros"])
-        .arg(&chart)
-        .arg("-f")
-        .arg(&values)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&rendered.stdout);
-    assert!(
-        rendered.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rendered.stderr)
-    );
+    helm.lint(&chart, false, &[&values], &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = helm
+        .template("notes", "faros", &chart, &[&values], &[])
+        .unwrap_or_else(|e| panic!("{e}"));
     for want in [
         "name: notes-faros-provider-my-notes",
         "name: MY_NOTES_URL",

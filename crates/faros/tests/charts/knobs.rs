@@ -7,12 +7,10 @@
 //! object with the fields asked for, linted, validated against every Kubernetes version the charts
 //! are checked with, and rendered identically twice.
 
-use std::process::Command;
-
 use serde_json::{Value, json};
 
 use super::{KUBERNETES_VERSIONS, root, wiring::in_cluster_address};
-use super::{NAMESPACE, charts, check_locked_down, containers, helm, kind, pod_specs, run, template, validate};
+use super::{NAMESPACE, charts, check_locked_down, containers, helm, kind, pod_specs, template, validate};
 
 /// A component chart, as the table tests see it.
 struct Component {
@@ -221,13 +219,9 @@ fn every_knob_renders_what_it_asks_for() {
         let values = copy.path().join(format!("{}-knobs.yaml", c.chart));
         std::fs::write(&values, knobs_on(c)).unwrap();
         let label = format!("{} with every knob on", c.chart);
-        let mut lint = Command::new(helm());
-        lint.args(["lint", "--strict"]).arg(&dir).arg("-f").arg(&values);
-        for s in c.base {
-            lint.args(["--set", s]);
-        }
-        let (ok, text) = run(&mut lint);
-        assert!(ok, "helm lint --strict {label}:\n{text}");
+        helm()
+            .lint(&dir, true, &[&values], c.base)
+            .unwrap_or_else(|e| panic!("helm lint --strict {label}:\n{}", e.output()));
         let (yaml, docs) = template(&dir, &[&values], c.base).unwrap_or_else(|e| panic!("{label}: {e}"));
         let (again, _) = template(&dir, &[&values], c.base).unwrap();
         assert!(yaml == again, "{label}: two renders differ");

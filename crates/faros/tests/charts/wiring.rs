@@ -174,23 +174,19 @@ pub fn render(charts_dir: &Path, install: &Install) -> Vec<Value> {
         .chart
         .strip_prefix("charts/")
         .unwrap_or_else(|| panic!("{install:?}: the docs install charts from charts/"));
-    let mut cmd = std::process::Command::new(helm());
-    cmd.args(["template", &install.release])
-        .arg(charts_dir.join(chart))
-        .args(["--namespace", &install.namespace]);
-    for s in &install.sets {
-        cmd.args(["--set", s]);
-    }
-    for v in &install.values {
-        cmd.arg("-f").arg(root().join(v));
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{install:?} does not render:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    let files: Vec<_> = install.values.iter().map(|v| root().join(v)).collect();
+    let files: Vec<&Path> = files.iter().map(|f| f.as_path()).collect();
+    let sets: Vec<&str> = install.sets.iter().map(String::as_str).collect();
+    let text = helm()
+        .template(
+            &install.release,
+            &install.namespace,
+            &charts_dir.join(chart),
+            &files,
+            &sets,
+        )
+        .unwrap_or_else(|e| panic!("{install:?} does not render:\n{}", e.output()));
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
     docs.into_iter()
         .filter(Value::is_object)
         .map(|mut d| {
