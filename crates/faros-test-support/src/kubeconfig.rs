@@ -1,7 +1,9 @@
 //! kube configs and clients from kubeconfig YAML (a minted provider kubeconfig, the embedded kcp's
-//! admin kubeconfig, what the hub hands a tenant) or from a kubeconfig file.
+//! admin kubeconfig, what the hub hands a tenant) or from a kubeconfig file, including one a
+//! server is about to write.
 
 use std::path::Path;
+use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
@@ -18,6 +20,8 @@ pub enum KubeconfigError {
     Load(#[source] kube::config::KubeconfigError),
     #[error("building a client: {0}")]
     Client(#[from] kube::Error),
+    #[error(transparent)]
+    NotWritten(#[from] crate::eventually::TimedOut),
 }
 
 /// The config of the current context of kubeconfig `yaml`.
@@ -42,6 +46,20 @@ pub async fn config_from_file(path: &Path) -> Result<kube::Config, KubeconfigErr
 /// A client for the current context of the kubeconfig file at `path`.
 pub async fn client_from_file(path: &Path) -> Result<kube::Client, KubeconfigError> {
     Ok(kube::Client::try_from(config_from_file(path).await?)?)
+}
+
+/// A client for the kubeconfig a starting server writes at `path` (`faros kcp
+/// --admin-kubeconfig-file`), once the file is there and whole: a missing or half-written file is
+/// read again until `timeout`.
+pub async fn client_once_written(path: &Path, timeout: Duration) -> Result<kube::Client, KubeconfigError> {
+    let what = format!("a kubeconfig at {}", path.display());
+    Ok(crate::eventually(&what, timeout, || async {
+        let Ok(yaml) = std::fs::read_to_string(path) else {
+            return Ok(None);
+        };
+        Ok(Some(client_from_yaml(&yaml).await?))
+    })
+    .await?)
 }
 
 async fn load(kubeconfig: Kubeconfig) -> Result<kube::Config, KubeconfigError> {

@@ -31,7 +31,7 @@ use faros_core::catalog::CatalogEntry;
 use faros_core::provider::Provider;
 use faros_test_support::eventually_some;
 use faros_test_support::helm::Helm;
-use faros_test_support::kubeconfig::client_from_yaml;
+use faros_test_support::kubeconfig::{client_from_yaml, client_once_written};
 use faros_test_support::ports::free_port;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -998,12 +998,7 @@ async fn contract_rendered_pods_run_with_the_real_binaries() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let text = eventually_some("the hosting cluster's kubeconfig", WAIT, || {
-        let path = hosting_kubeconfig.clone();
-        async move { std::fs::read_to_string(path).ok() }
-    })
-    .await;
-    let hosting = client_from_yaml(&text).await.unwrap();
+    let hosting = client_once_written(&hosting_kubeconfig, WAIT).await.unwrap();
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).unwrap();
     Api::<Namespace>::all(hosting.clone())
         .create(&PostParams::default(), &ns)

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use faros::kcp::HUB_SIGNING_KEY_KEY;
 use faros_test_support::eventually_some;
-use faros_test_support::kubeconfig::client_from_yaml;
+use faros_test_support::kubeconfig::client_once_written;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -54,12 +54,7 @@ async fn the_published_signing_key_is_made_once_and_loads_in_the_hub() {
         .arg(&hosting_kubeconfig)
         .spawn()
         .unwrap();
-    let text = eventually_some("the hosting cluster's kubeconfig", WAIT, || {
-        let path = hosting_kubeconfig.clone();
-        async move { std::fs::read_to_string(path).ok() }
-    })
-    .await;
-    let client = client_from_yaml(&text).await.unwrap();
+    let client = client_once_written(&hosting_kubeconfig, WAIT).await.unwrap();
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).unwrap();
     Api::<Namespace>::all(client.clone())
         .create(&PostParams::default(), &ns)

@@ -25,3 +25,28 @@ async fn errors_say_what_failed() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_written_kubeconfig_is_waited_for() {
+    faros_core::telemetry::install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("admin.kubeconfig");
+    let Err(err) = client_once_written(&path, Duration::from_millis(50)).await else {
+        panic!("a client without a kubeconfig");
+    };
+    assert!(
+        err.to_string().starts_with(&format!(
+            "timed out after 50ms waiting for a kubeconfig at {}",
+            path.display()
+        )),
+        "{err}"
+    );
+    // Half a file is read again, and its parse error is the one a timeout reports.
+    std::fs::write(&path, &YAML[..40]).unwrap();
+    let Err(err) = client_once_written(&path, Duration::from_millis(50)).await else {
+        panic!("a client without a kubeconfig");
+    };
+    assert!(err.to_string().contains("last error: parsing kubeconfig YAML"), "{err}");
+    std::fs::write(&path, YAML).unwrap();
+    client_once_written(&path, Duration::from_secs(5)).await.unwrap();
+}
