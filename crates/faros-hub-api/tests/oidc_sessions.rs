@@ -16,11 +16,11 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{eventually, http, init_tracing_and_crypto, no_redirects};
+use common::{Replica, SharedKcp, eventually, http, no_redirects};
 use faros_hub_api::auth::OidcSettings;
 use faros_hub_api::catalog::clock::{Clock, ManualClock, SystemClock};
 use faros_test_support::oidc::{Idp, IdpClient, IdpUser, Ttls};
-use faros_test_support::users::{static_token, write_token_file};
+use faros_test_support::users::static_token;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -31,96 +31,23 @@ const ADMIN_TOKEN: &str = "admin-token-0123456789abcdef";
 /// ID tokens live this long: renewed after half of it.
 const ID_TOKEN_TTL: u64 = 4;
 
-struct Kcp {
-    server: faros_embedded_kcp::Server,
-    dir: tempfile::TempDir,
-    reconciler_stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Kcp {
-    /// An embedded kcp; with `oidc`, it also authenticates the issuer's ID tokens itself (what
-    /// `kubectl` through the hub's kcp pass-through meets).
-    async fn start(oidc: Option<OidcSettings>) -> Self {
-        init_tracing_and_crypto();
-        let dir = tempfile::tempdir().unwrap();
-        write_token_file(
-            &dir.path().join("tokens.csv"),
-            &[static_token(ADMIN_TOKEN, "admin", "admin-uid", &[])],
-        )
-        .unwrap();
-        let mut config = faros_embedded_kcp::Config::new(dir.path().join("state"));
-        config.token_file = Some(dir.path().join("tokens.csv"));
-        config.oidc = oidc;
-        let server = faros_embedded_kcp::Server::start(config).await.unwrap();
-        let mut kcp = Self {
-            server,
-            dir,
-            reconciler_stop: None,
-        };
-        let rc = faros_hub_reconciler::Config::new(kcp.admin().await);
-        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = faros_hub_reconciler::run(rc, async {
-                let _ = rx.await;
-            })
-            .await;
-        });
-        kcp.reconciler_stop = Some(stop);
-        kcp
-    }
-
-    async fn admin(&self) -> kube::Config {
-        faros_test_support::kubeconfig::config_from_yaml(&self.server.admin_kubeconfig())
-            .await
-            .unwrap()
-    }
-
-    async fn shutdown(mut self) {
-        let _ = self.reconciler_stop.take().map(|s| s.send(()));
-        self.server.shutdown().await;
-    }
+/// An embedded kcp knowing the static-token admin; with `oidc`, it also authenticates the issuer's
+/// ID tokens itself.
+async fn start_kcp(oidc: Option<OidcSettings>) -> SharedKcp {
+    SharedKcp::start(&[static_token(ADMIN_TOKEN, "admin", "admin-uid", &[])], oidc).await
 }
 
 /// One hub replica: sessions in kcp, shared with the other replicas.
-struct Replica {
-    addr: std::net::SocketAddr,
-    stop: tokio_util::sync::CancellationToken,
-}
-
-impl Replica {
-    async fn start(kcp: &Kcp, oidc: OidcSettings, clock: Arc<dyn Clock>) -> Self {
-        let mut config = faros_hub_api::Config::new(kcp.admin().await);
-        config.token_file = Some(kcp.dir.path().join("tokens.csv"));
+async fn start_replica(kcp: &SharedKcp, oidc: OidcSettings, clock: Arc<dyn Clock>) -> Replica {
+    Replica::start(kcp, None, |config| {
         config.oidc = Some(oidc);
         config.clock = clock;
         config.shutdown_grace = Duration::from_secs(1);
-        let hub = faros_hub_api::Hub::new(config).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = tokio_util::sync::CancellationToken::new();
-        let shutdown = stop.clone().cancelled_owned();
-        tokio::spawn(async move { hub.serve(listener, shutdown).await.unwrap() });
-        let replica = Self { addr, stop };
-        let url = replica.url("/readyz");
-        eventually("replica /readyz", WAIT, || {
-            let url = url.clone();
-            async move {
-                let r = http().get(&url).send().await.ok()?;
-                (r.status() == 200).then_some(())
-            }
-        })
-        .await;
-        replica
-    }
+    })
+    .await
+}
 
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    fn origin(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
+impl Replica {
     /// `GET path` with the session cookie: status and JSON body.
     async fn get(&self, cookie: &str, path: &str) -> (u16, Value) {
         let resp = http()
@@ -161,10 +88,6 @@ impl Replica {
         let resp = req.send().await.unwrap();
         let status = resp.status().as_u16();
         (status, resp.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn stop(self) {
-        self.stop.cancel();
     }
 }
 
@@ -229,10 +152,10 @@ async fn oidc_sessions_renew_once_across_replicas_follow_idp_groups_and_end_when
     )
     .await
     .unwrap();
-    let kcp = Kcp::start(Some(settings(&idp))).await;
+    let kcp = start_kcp(Some(settings(&idp))).await;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let a = Replica::start(&kcp, settings(&idp), clock.clone()).await;
-    let b = Replica::start(&kcp, settings(&idp), clock).await;
+    let a = start_replica(&kcp, settings(&idp), clock.clone()).await;
+    let b = start_replica(&kcp, settings(&idp), clock).await;
     idp_for(&[&a, &b], &mut idp).await;
 
     // An org and a team workspace whose member role is granted to IdP group `dev`.
@@ -434,7 +357,7 @@ async fn oidc_sessions_renew_once_across_replicas_follow_idp_groups_and_end_when
 /// that took longer than its TTL (the login state has expired).
 #[tokio::test]
 async fn oidc_sign_in_refuses_a_wrong_state_a_replay_and_an_expired_login() {
-    let kcp = Kcp::start(None).await;
+    let kcp = start_kcp(None).await;
     let mut idp = Idp::start(
         vec![IdpUser::new("alice", "wonderland", &["dev"])],
         Vec::new(),
@@ -443,7 +366,7 @@ async fn oidc_sign_in_refuses_a_wrong_state_a_replay_and_an_expired_login() {
     .await
     .unwrap();
     let clock = Arc::new(ManualClock::new(Timestamp::now()));
-    let a = Replica::start(&kcp, settings(&idp), clock.clone()).await;
+    let a = start_replica(&kcp, settings(&idp), clock.clone()).await;
     idp_for(&[&a], &mut idp).await;
     let start = a.url("/api/session/oidc");
     let refused = |location: &str, text: &str| {

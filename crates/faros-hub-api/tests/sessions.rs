@@ -573,116 +573,23 @@ async fn oidc_authorization_code_with_pkce_ends_in_a_session() {
 
 // ----- replicas on one kcp -------------------------------------------------------------------
 
-/// An embedded kcp whose faros tree the reconciler bootstrapped (the namespace sessions live in).
-struct SharedKcp {
-    server: faros_embedded_kcp::Server,
-    dir: tempfile::TempDir,
-    reconciler_stop: Option<tokio::sync::oneshot::Sender<()>>,
-    reconciler: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
-}
-
 const ALICE_KCP: &str = "alice-token-0123456789abcdef";
 const BOB_KCP: &str = "bob-token-0123456789abcdef";
 
-impl SharedKcp {
-    async fn start() -> Self {
-        init_tracing_and_crypto();
-        let dir = tempfile::tempdir().unwrap();
-        let tokens = dir.path().join("tokens.csv");
-        write_token_file(
-            &tokens,
-            &[
-                static_token(ALICE_KCP, "alice", "alice-uid", &["devs"]),
-                static_token(BOB_KCP, "bob", "bob-uid", &["devs"]),
-            ],
-        )
-        .unwrap();
-        let mut config = faros_embedded_kcp::Config::new(dir.path().join("state"));
-        config.token_file = Some(tokens);
-        let server = faros_embedded_kcp::Server::start(config).await.unwrap();
-        let mut kcp = Self {
-            server,
-            dir,
-            reconciler_stop: None,
-            reconciler: None,
-        };
-        let rc = faros_hub_reconciler::Config::new(kcp.admin().await);
-        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-        kcp.reconciler = Some(tokio::spawn(async move {
-            faros_hub_reconciler::run(rc, async {
-                let _ = rx.await;
-            })
-            .await
-            .map_err(anyhow::Error::from)
-        }));
-        kcp.reconciler_stop = Some(stop);
-        kcp
-    }
-
-    async fn admin(&self) -> kube::Config {
-        faros_test_support::kubeconfig::config_from_yaml(&self.server.admin_kubeconfig())
-            .await
-            .unwrap()
-    }
-
-    async fn shutdown(mut self) {
-        let _ = self.reconciler_stop.take().map(|s| s.send(()));
-        if let Some(r) = self.reconciler.take() {
-            let _ = tokio::time::timeout(WAIT, r).await;
-        }
-        self.server.shutdown().await;
-    }
-}
-
-/// A hub process's worth of hub: its own state, listener and background loops, on the shared kcp.
-struct Replica {
-    addr: std::net::SocketAddr,
-    stop: tokio_util::sync::CancellationToken,
-    task: tokio::task::JoinHandle<()>,
+/// An embedded kcp whose faros tree the reconciler bootstrapped (the namespace sessions live in),
+/// knowing alice and bob.
+async fn shared_kcp() -> SharedKcp {
+    SharedKcp::start(
+        &[
+            static_token(ALICE_KCP, "alice", "alice-uid", &["devs"]),
+            static_token(BOB_KCP, "bob", "bob-uid", &["devs"]),
+        ],
+        None,
+    )
+    .await
 }
 
 impl Replica {
-    async fn start(kcp: &SharedKcp, addr: Option<std::net::SocketAddr>, oidc: Option<OidcSettings>) -> Self {
-        let mut config = faros_hub_api::Config::new(kcp.admin().await);
-        config.token_file = Some(kcp.dir.path().join("tokens.csv"));
-        config.oidc = oidc;
-        config.shutdown_grace = Duration::from_secs(2);
-        let hub = faros_hub_api::Hub::new(config).unwrap();
-        let listener = tokio::net::TcpListener::bind(addr.unwrap_or_else(|| "127.0.0.1:0".parse().unwrap()))
-            .await
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = tokio_util::sync::CancellationToken::new();
-        let shutdown = stop.clone().cancelled_owned();
-        let task = tokio::spawn(async move { hub.serve(listener, shutdown).await.unwrap() });
-        let replica = Self { addr, stop, task };
-        // Ready: the tree is bootstrapped and the catalog listed (the API answers).
-        let url = replica.url("/readyz");
-        eventually("replica /readyz", WAIT, || {
-            let url = url.clone();
-            async move {
-                let r = http().get(&url).send().await.ok()?;
-                (r.status() == 200).then_some(())
-            }
-        })
-        .await;
-        replica
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    fn origin(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    async fn stop(self) -> std::net::SocketAddr {
-        self.stop.cancel();
-        tokio::time::timeout(WAIT, self.task).await.unwrap().unwrap();
-        self.addr
-    }
-
     async fn sign_in(&self, token: &str) -> String {
         let resp = http()
             .post(self.url("/api/session"))
@@ -714,9 +621,9 @@ impl Replica {
 /// stores is neither the cookie nor the credential.
 #[tokio::test]
 async fn sessions_are_shared_by_replicas_and_survive_restarts() {
-    let kcp = SharedKcp::start().await;
-    let a = Replica::start(&kcp, None, None).await;
-    let b = Replica::start(&kcp, None, None).await;
+    let kcp = shared_kcp().await;
+    let a = Replica::start(&kcp, None, |_| {}).await;
+    let b = Replica::start(&kcp, None, |_| {}).await;
 
     let cookie = a.sign_in(ALICE_KCP).await;
     // Right away on B: its watch may not have delivered the record yet; B reads it from kcp.
@@ -744,8 +651,8 @@ async fn sessions_are_shared_by_replicas_and_survive_restarts() {
 
     // Restart every replica (same addresses): the session still works on both.
     let (addr_a, addr_b) = (a.stop().await, b.stop().await);
-    let a = Replica::start(&kcp, Some(addr_a), None).await;
-    let b = Replica::start(&kcp, Some(addr_b), None).await;
+    let a = Replica::start(&kcp, Some(addr_a), |_| {}).await;
+    let b = Replica::start(&kcp, Some(addr_b), |_| {}).await;
     for r in [&a, &b] {
         let (status, me) = r.whoami(&cookie).await;
         assert_eq!((status, me["user"].as_str()), (200, Some("alice")), "{me}");
@@ -783,14 +690,14 @@ async fn sessions_are_shared_by_replicas_and_survive_restarts() {
 /// An OIDC sign-in started on one replica completes on another, once.
 #[tokio::test]
 async fn oidc_callback_on_another_replica_completes_the_sign_in() {
-    let kcp = SharedKcp::start().await;
+    let kcp = shared_kcp().await;
     let idp = start_idp(jiff::Timestamp::now().as_second()).await;
     let settings = OidcSettings {
         username_claim: "email".into(),
         ..OidcSettings::new(&idp.url, "faros-hub")
     };
-    let a = Replica::start(&kcp, None, Some(settings.clone())).await;
-    let b = Replica::start(&kcp, None, Some(settings)).await;
+    let a = Replica::start(&kcp, None, |c| c.oidc = Some(settings.clone())).await;
+    let b = Replica::start(&kcp, None, |c| c.oidc = Some(settings)).await;
     let client = no_redirects();
     let start = client
         .get(a.url("/api/session/oidc?return=/portal/orgs/a/workspaces/b/catalog"))
@@ -899,9 +806,9 @@ async fn mcp_post(url: &str, token: &str, session: Option<&str>, body: Value) ->
 /// cannot be carried to another user.
 #[tokio::test]
 async fn mcp_sessions_continue_on_any_replica_and_stay_with_their_caller() {
-    let kcp = SharedKcp::start().await;
-    let a = Replica::start(&kcp, None, None).await;
-    let b = Replica::start(&kcp, None, None).await;
+    let kcp = shared_kcp().await;
+    let a = Replica::start(&kcp, None, |_| {}).await;
+    let b = Replica::start(&kcp, None, |_| {}).await;
     team_workspace(&kcp, "acme", "dev").await;
     let path = "/api/orgs/acme/workspaces/dev/mcp";
 
@@ -935,7 +842,7 @@ async fn mcp_sessions_continue_on_any_replica_and_stay_with_their_caller() {
 
     // A restarts: the session continues there too.
     let addr = a.stop().await;
-    let a = Replica::start(&kcp, Some(addr), None).await;
+    let a = Replica::start(&kcp, Some(addr), |_| {}).await;
     let (status, _, body) = mcp_post(&a.url(path), ALICE_KCP, Some(&sid), list(4)).await;
     assert_eq!(status, 200, "{body}");
 
@@ -949,9 +856,9 @@ async fn mcp_sessions_continue_on_any_replica_and_stay_with_their_caller() {
 /// by the decision TTL, as on one hub).
 #[tokio::test]
 async fn a_membership_granted_on_one_replica_is_honoured_at_once_by_another() {
-    let kcp = SharedKcp::start().await;
-    let a = Replica::start(&kcp, None, None).await;
-    let b = Replica::start(&kcp, None, None).await;
+    let kcp = shared_kcp().await;
+    let a = Replica::start(&kcp, None, |_| {}).await;
+    let b = Replica::start(&kcp, None, |_| {}).await;
     team_workspace(&kcp, "acme", "dev").await;
     let members = "/api/orgs/acme/workspaces/dev/members/bob";
     let workspace = "/api/orgs/acme/workspaces/dev";

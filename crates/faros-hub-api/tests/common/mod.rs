@@ -11,6 +11,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
+use faros_hub_api::auth::OidcSettings;
 use faros_hub_api::auth::tokenreview::{EXTRA_CLUSTER_NAME, ReviewedUser, StaticReviewer};
 use faros_hub_api::catalog::clock::ManualClock;
 use faros_hub_api::{Config, Hub};
@@ -248,3 +249,119 @@ pub fn no_redirects() -> reqwest::Client {
 /// Polls until a check yields `Some` (the shared helper, panicking with `what` on timeout).
 #[allow(unused_imports)] // not every test binary polls
 pub use faros_test_support::eventually::eventually_some as eventually;
+
+/// An embedded kcp with the hub reconciler running on it, for tests that run several hub replicas
+/// (a hub process's worth of hub each) on one kcp.
+pub struct SharedKcp {
+    pub server: faros_embedded_kcp::Server,
+    pub dir: tempfile::TempDir,
+    reconciler_stop: Option<tokio::sync::oneshot::Sender<()>>,
+    reconciler: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl SharedKcp {
+    /// kcp knowing `tokens` from its static token file, which the replicas read too; with `oidc`,
+    /// kcp also authenticates the issuer's ID tokens itself (what `kubectl` through the hub's kcp
+    /// pass-through meets).
+    pub async fn start(tokens: &[faros_core::token_file::StaticToken], oidc: Option<OidcSettings>) -> Self {
+        init_tracing_and_crypto();
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = faros_embedded_kcp::Config::new(dir.path().join("state"));
+        let token_file = dir.path().join("tokens.csv");
+        faros_test_support::users::write_token_file(&token_file, tokens).unwrap();
+        config.token_file = Some(token_file);
+        config.oidc = oidc;
+        let server = faros_embedded_kcp::Server::start(config).await.unwrap();
+        let mut kcp = Self {
+            server,
+            dir,
+            reconciler_stop: None,
+            reconciler: None,
+        };
+        let rc = faros_hub_reconciler::Config::new(kcp.admin().await);
+        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+        kcp.reconciler = Some(tokio::spawn(async move {
+            faros_hub_reconciler::run(rc, async {
+                let _ = rx.await;
+            })
+            .await
+            .map_err(anyhow::Error::from)
+        }));
+        kcp.reconciler_stop = Some(stop);
+        kcp
+    }
+
+    /// The static token file kcp and the replicas read.
+    pub fn token_file(&self) -> std::path::PathBuf {
+        self.dir.path().join("tokens.csv")
+    }
+
+    pub async fn admin(&self) -> kube::Config {
+        faros_test_support::kubeconfig::config_from_yaml(&self.server.admin_kubeconfig())
+            .await
+            .unwrap()
+    }
+
+    /// Stops the reconciler (waiting for it) and kcp.
+    pub async fn shutdown(mut self) {
+        let _ = self.reconciler_stop.take().map(|s| s.send(()));
+        if let Some(r) = self.reconciler.take() {
+            let _ = tokio::time::timeout(WAIT, r).await;
+        }
+        self.server.shutdown().await;
+    }
+}
+
+/// A hub replica on a [`SharedKcp`]: its own state, listener and background loops, serving plain
+/// HTTP, sessions kept in kcp.
+pub struct Replica {
+    pub addr: SocketAddr,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Replica {
+    /// Serves on `addr` (a stopped replica's, to restart it) or a fresh port, with the kcp's token
+    /// file, a 2 s shutdown grace and what `tweak` sets; returns once `/readyz` answers 200 (the
+    /// tree bootstrapped, the catalog listed).
+    pub async fn start(kcp: &SharedKcp, addr: Option<SocketAddr>, tweak: impl FnOnce(&mut Config)) -> Self {
+        let mut config = Config::new(kcp.admin().await);
+        config.token_file = Some(kcp.token_file());
+        config.shutdown_grace = Duration::from_secs(2);
+        tweak(&mut config);
+        let hub = Hub::new(config).unwrap();
+        let listener = TcpListener::bind(addr.unwrap_or_else(|| "127.0.0.1:0".parse().unwrap()))
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        let shutdown = stop.clone().cancelled_owned();
+        let task = tokio::spawn(async move { hub.serve(listener, shutdown).await.unwrap() });
+        let replica = Self { addr, stop, task };
+        let url = replica.url("/readyz");
+        eventually("replica /readyz", WAIT, || {
+            let url = url.clone();
+            async move {
+                let r = http().get(&url).send().await.ok()?;
+                (r.status() == 200).then_some(())
+            }
+        })
+        .await;
+        replica
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops the replica and waits until it has; its address, to start it again there.
+    pub async fn stop(self) -> SocketAddr {
+        self.stop.cancel();
+        tokio::time::timeout(WAIT, self.task).await.unwrap().unwrap();
+        self.addr
+    }
+}
