@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`eventually`](mod@eventually) | poll a condition that has no watch (HTTP, files, processes) until it holds, with a deadline |
 //! | [`kubeconfig`] | kube configs and clients from kubeconfig YAML or files |
+//! | [`kubectl`] | `kubectl --kubeconfig <file> <args>` with a manifest on its stdin, and what it printed |
 //! | [`users`] | test users with random tokens, and static token files (`token,user,uid[,"groups"]`) |
 //! | [`https`] | HTTP clients trusting a test platform's CA |
 //! | [`mcp_client`] | an MCP session over streamable HTTP as hosts open one, with its `tools/list_changed` notifications |
@@ -30,6 +31,7 @@ pub mod eventually;
 pub mod helm;
 pub mod https;
 pub mod kubeconfig;
+pub mod kubectl;
 pub mod mcp_client;
 pub mod oidc;
 pub mod portal_walk;

@@ -6,14 +6,13 @@
 
 mod devproc;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use faros_core::catalog::CatalogEntry;
 use faros_core::kcp::apis::v1alpha2::APIBinding;
 use faros_core::kcp::tenancy::Workspace;
 use faros_core::wait::wait_for;
+use faros_test_support::kubectl;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use serde_json::{Value, json};
 
@@ -94,17 +93,12 @@ async fn a_tenant_uses_the_quickstart_provider_end_to_end() {
     // kubectl in the tenant workspace: the Greeting gets its reply from the provider's controller.
     let server = format!("{}:acme", dev.server);
     let greeting = "apiVersion: quickstart.providers.faros.sh/v1alpha1\nkind: Greeting\nmetadata:\n  name: hi\n  namespace: default\nspec:\n  name: Ada\n";
-    let mut child = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&dev.kubeconfig)
-        .args(["--server", &server, "apply", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(greeting.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = kubectl::run(
+        &dev.kubeconfig,
+        &["--server", &server, "apply", "-f", "-"],
+        Some(greeting),
+    )
+    .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),

@@ -13,7 +13,7 @@ mod devproc;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use rmcp::ServiceExt;
@@ -37,26 +37,8 @@ fn target_dir() -> PathBuf {
 }
 
 fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String) {
-    let mut child = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(input) = stdin {
-        use std::io::Write;
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    let out = faros_test_support::kubectl::run(kubeconfig, args, stdin).unwrap();
+    (out.status.success(), faros_test_support::kubectl::printed(&out))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
