@@ -37,12 +37,7 @@ async fn rendered_kubeconfig_verifies_tls_and_authenticates() {
 
     let file = kcp.dir.path().join("kc.yaml");
     std::fs::write(&file, &yaml).unwrap();
-    let out = std::process::Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&file)
-        .args(["get", "namespace", "default", "-o", "name"])
-        .output()
-        .expect("kubectl runs");
+    let out = faros_test_support::kubectl::run(&file, &["get", "namespace", "default", "-o", "name"], None).unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "namespace/default");
 

@@ -140,14 +140,7 @@ async fn provider_gets_workspace_and_a_working_scoped_kubeconfig() {
     // ...and with kubectl.
     let file = kcp.dir.path().join("alpha.kubeconfig");
     std::fs::write(&file, &yaml).unwrap();
-    let kubectl = |args: &[&str]| {
-        std::process::Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&file)
-            .args(args)
-            .output()
-            .expect("kubectl runs")
-    };
+    let kubectl = |args: &[&str]| faros_test_support::kubectl::run(&file, args, None).unwrap();
     let out = kubectl(&["get", "configmaps", "-n", "default", "-o", "name"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("configmap/hello"));
