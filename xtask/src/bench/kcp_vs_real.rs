@@ -57,7 +57,8 @@ struct Figures {
     rss_loaded: f64,
     creates: Vec<(usize, f64)>,
     lists: Vec<(String, Duration)>,
-    watch_p99: Duration,
+    /// None when the server did not serve every watcher to the end.
+    watch_p99: Option<Duration>,
     workspace_p50: Duration,
     workspace_p95: Duration,
 }
@@ -85,12 +86,8 @@ fn rows(embedded: &Figures, real: &Figures) -> Vec<(String, f64, f64, &'static s
     for ((form, e), (_, r)) in embedded.lists.iter().zip(&real.lists) {
         rows.push((format!("list p50, {form}"), ms(*e), ms(*r), "ms"));
     }
-    rows.push((
-        "watch p99".to_string(),
-        ms(embedded.watch_p99),
-        ms(real.watch_p99),
-        "ms",
-    ));
+    let watch = |f: &Figures| f.watch_p99.map_or(f64::NAN, ms);
+    rows.push(("watch p99".to_string(), watch(embedded), watch(real), "ms"));
     rows.push((
         "workspace create-to-Ready p50".to_string(),
         ms(embedded.workspace_p50),
@@ -234,14 +231,24 @@ async fn measure_one(
         );
         list_p50.push((form.label(), p50));
     }
-    let (mut watch, _) = super::kcp::watch_latency(&f, p).await?;
-    let watch_p99 = percentile(&mut watch, 99.0);
-    println!(
-        "  watch p99, {} watchers, {} events {:>7.2}ms",
-        p.watchers,
-        watch.len(),
-        ms(watch_p99)
-    );
+    // A server may end watchers' streams before their events arrived (real kcp did with 100
+    // watchers, in a run on 2 shared cores): reported, and the other figures still measured.
+    let watch_p99 = match super::kcp::watch_latency(&f, p).await {
+        Ok((mut watch, _)) => {
+            let p99 = percentile(&mut watch, 99.0);
+            println!(
+                "  watch p99, {} watchers, {} events {:>7.2}ms",
+                p.watchers,
+                watch.len(),
+                ms(p99)
+            );
+            Some(p99)
+        }
+        Err(e) => {
+            println!("  watch p99, {} watchers: not measured: {e}", p.watchers);
+            None
+        }
+    };
     let mut creates = Vec::new();
     for clients in [8, 64] {
         let ns = format!("creates-{clients}");
@@ -330,7 +337,7 @@ mod tests {
             rss_loaded: 20.0 * scale,
             creates: vec![(8, 1000.0 * scale), (64, 2000.0 * scale)],
             lists: vec![("JSON, unpaged".into(), Duration::from_millis((30.0 * scale) as u64))],
-            watch_p99: Duration::from_millis((4.0 * scale) as u64),
+            watch_p99: Some(Duration::from_millis((4.0 * scale) as u64)),
             workspace_p50: Duration::from_millis((500.0 * scale) as u64),
             workspace_p95: Duration::from_millis((900.0 * scale) as u64),
         };
