@@ -8,7 +8,7 @@
 mod devproc;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use faros_core::names;
@@ -17,15 +17,11 @@ use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(60);
 
+/// kubectl with its discovery cache in `cache` (the test's, not the user's).
 fn kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> Output {
-    Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--cache-dir")
-        .arg(cache)
-        .args(args)
-        .output()
-        .expect("kubectl runs")
+    let cache = cache.to_str().unwrap();
+    let args: Vec<&str> = ["--cache-dir", cache].into_iter().chain(args.iter().copied()).collect();
+    faros_test_support::kubectl::run(kubeconfig, &args, None).unwrap()
 }
 
 fn text(out: &Output) -> String {
