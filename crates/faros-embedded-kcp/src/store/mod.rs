@@ -69,8 +69,9 @@ pub struct StoreOptions {
 impl StoreOptions {
     /// Defaults sized for a dev machine: 10 000 events, 32 MiB cache, group commit on.
     ///
-    /// Expect resident memory of roughly twice the cache (freed page buffers stay with the allocator) plus
-    /// the history (about 2 KiB per event for 1 KiB objects, twice that for updates).
+    /// Expect resident memory of roughly twice the cache (freed page buffers stay with the allocator), the
+    /// image (every stored value), and the history: each event's JSON text (twice for updates), plus
+    /// about 6 KiB per parsed 1 KiB object for the newest 1 024 events.
     #[cfg(test)]
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
