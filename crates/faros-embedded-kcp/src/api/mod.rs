@@ -1,5 +1,5 @@
 //! The HTTP face of the server: request parsing, authentication, authorization (`auth::authorize`)
-//! and dispatch to the read, write, watch, discovery and review handlers.
+//! and dispatch to the read, mutating (`mutate`), watch, discovery and review handlers.
 //!
 //! It owns nothing of the kernel: state, the write pipeline and the authorizer live below it
 //! (`state`, `write`, `auth`), and nothing below imports from here.
@@ -19,6 +19,7 @@ use crate::state::ServerState;
 use crate::store::ObjectKey;
 
 pub mod discovery;
+pub mod mutate;
 pub mod openapi;
 pub mod params;
 pub mod protobuf;
@@ -28,7 +29,6 @@ pub mod respond;
 pub mod reviews;
 pub mod virtual_workspace;
 pub mod watch;
-pub mod write;
 
 use crate::auth::Verb;
 use crate::objects::meta;
@@ -480,11 +480,11 @@ pub async fn serve_resource(
         Verb::List => read::list(&ctx, &def, ns),
         Verb::Watch => watch::watch(ctx, def, rp.namespace.clone()),
         Verb::Create if def.create_only => reviews::create(&ctx, &def, ns, &body).await,
-        Verb::Create => write::create(&ctx, &def, ns, &body).await,
-        Verb::Update => write::update(&ctx, &def, ns, name, sub, &body).await,
-        Verb::Patch => write::patch(&ctx, &def, None, ns, name, sub, &body).await,
-        Verb::Delete => write::delete(&ctx, &def, ns, name, &body).await,
-        Verb::DeleteCollection => write::delete_collection(&ctx, &def, ns, &body).await,
+        Verb::Create => mutate::create(&ctx, &def, ns, &body).await,
+        Verb::Update => mutate::update(&ctx, &def, ns, name, sub, &body).await,
+        Verb::Patch => mutate::patch(&ctx, &def, None, ns, name, sub, &body).await,
+        Verb::Delete => mutate::delete(&ctx, &def, ns, name, &body).await,
+        Verb::DeleteCollection => mutate::delete_collection(&ctx, &def, ns, &body).await,
         _ => Err(Status::method_not_allowed(
             "the server does not allow this method on the requested resource",
         )),
@@ -511,17 +511,17 @@ async fn converted_write(
         .to_string();
     let resp = match verb {
         Verb::Create | Verb::Update => {
-            let mut obj = write::decode(&body, &content_type)?;
+            let mut obj = mutate::decode(&body, &content_type)?;
             crate::objects::check_type(def, &mut obj)?;
             let stored = serde_json::to_vec(&def.stored(obj)?).unwrap_or_default();
             if verb == Verb::Create {
-                write::create(ctx, &sdef, ns, &stored).await?
+                mutate::create(ctx, &sdef, ns, &stored).await?
             } else {
-                write::update(ctx, &sdef, ns, name, sub, &stored).await?
+                mutate::update(ctx, &sdef, ns, name, sub, &stored).await?
             }
         }
-        Verb::Patch => write::patch(ctx, &sdef, Some(def), ns, name, sub, &body).await?,
-        _ => write::delete(ctx, &sdef, ns, name, &body).await?,
+        Verb::Patch => mutate::patch(ctx, &sdef, Some(def), ns, name, sub, &body).await?,
+        _ => mutate::delete(ctx, &sdef, ns, name, &body).await?,
     };
     let (mut parts, body) = resp.into_parts();
     parts.headers.remove(http::header::CONTENT_LENGTH);

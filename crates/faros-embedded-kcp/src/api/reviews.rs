@@ -7,7 +7,7 @@ use axum::response::Response;
 use faros_core::status::Status;
 use serde_json::{Value, json};
 
-use super::{RequestContext, authorize, write::decode};
+use super::{RequestContext, authorize, mutate::decode};
 use crate::auth::Verb;
 use crate::auth::{Attributes, UserInfo};
 use crate::registry::ResourceDef;
@@ -83,7 +83,7 @@ pub async fn create(
         _ => crate::patch::managed_fields::update_managed_fields(
             Some(&crate::objects::create_baseline(def)),
             &mut review,
-            &super::write::manager(ctx),
+            &super::mutate::manager(ctx),
             &def.schema,
             None,
             &def.api_version(),

@@ -1,4 +1,5 @@
-//! Writes over HTTP, one verb per module: create (POST), update (PUT), patch (merge, JSON,
+//! Mutating requests over HTTP (named apart from the write pipeline, `crate::write`, which they
+//! call), one verb per module: create (POST), update (PUT), patch (merge, JSON,
 //! strategic), apply (server-side apply) and delete/deletecollection.
 //!
 //! These handlers decode bodies and options, pick the field manager, retry patches on conflicts and
