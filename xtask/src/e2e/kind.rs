@@ -6,12 +6,12 @@
 //! Built without IO from [`Input`], so the whole plan — commands, the kind config, every values file
 //! — is snapshot-tested (`snapshots/`). Topology, all on 127.0.0.1 and without `/etc/hosts` edits:
 //!
-//! - kcp's front-proxy (or faros-kcp) is NodePort [`KCP_NODE_PORT`], mapped to host port
+//! - kcp's front-proxy (or faros-kcp) is NodePort [`topology::KCP_NODE_PORT`], mapped to host port
 //!   [`KCP_HOST_PORT`]; host clients dial `https://127.0.0.1:<port>` with the in-cluster name as SNI
 //!   (`tls-server-name`), the name every pod resolves and the certificate covers;
-//! - the hub is NodePort [`HUB_NODE_PORT`] on host port [`HUB_HOST_PORT`], as `https://localhost:<port>`
+//! - the hub is NodePort [`topology::HUB_NODE_PORT`] on host port [`HUB_HOST_PORT`], as `https://localhost:<port>`
 //!   (its certificate gets `localhost`; it is also the `publicURL` in tenant kubeconfigs);
-//! - real kcp: the front-proxy's ClusterIP is pinned ([`FRONT_PROXY_IP`]) and kcp's pods get a
+//! - real kcp: the front-proxy's ClusterIP is pinned ([`topology::FRONT_PROXY_IP`]) and kcp's pods get a
 //!   hostAlias for its external hostname, as kcp's own kind setup does; every client, in the cluster
 //!   or on the host, goes through the front-proxy.
 

@@ -34,7 +34,7 @@ pub struct Raw {
     pub expires: Timestamp,
 }
 
-/// Where raw records are kept. `name`s come from [`seal::name`].
+/// Where raw records are kept. `name`s come from [`super::seal::name`].
 pub trait Backend: Send + Sync + 'static {
     /// Stores a new record.
     fn put<'a>(&'a self, kind: Kind, name: &'a str, raw: Raw) -> BoxFuture<'a, Result<(), StoreError>>;
