@@ -169,10 +169,14 @@ impl Access {
     }
 
     /// The caller's role in the logical cluster `cluster`, `None` when not a member.
+    ///
+    /// Only a cached membership is trusted: a cached refusal is asked again, as in
+    /// [`Access::require`], because behind a balancer the grant may have gone through another
+    /// replica a moment ago and this one's cache would hide it from `/api/me` and the lists.
     pub async fn role(&self, caller: &Caller, cluster: &str) -> Result<Option<Role>, Status> {
         match self.cached_role(caller, cluster) {
-            Some(role) => Ok(role),
-            None => self.review_role(caller, cluster).await,
+            Some(Some(role)) => Ok(Some(role)),
+            _ => self.review_role(caller, cluster).await,
         }
     }
 
