@@ -77,7 +77,8 @@ struct DecisionKey {
 pub struct Access {
     factory: ClientFactory,
     settings: AccessSettings,
-    decisions: Mutex<HashMap<DecisionKey, (Instant, Option<Role>)>>,
+    /// Memberships kcp confirmed, with when. Refusals are not kept: they are always asked again.
+    decisions: Mutex<HashMap<DecisionKey, (Instant, Role)>>,
     resolved: Mutex<HashMap<String, (Instant, WorkspaceRef)>>,
 }
 
@@ -175,13 +176,13 @@ impl Access {
     /// replica a moment ago and this one's cache would hide it from `/api/me` and the lists.
     pub async fn role(&self, caller: &Caller, cluster: &str) -> Result<Option<Role>, Status> {
         match self.cached_role(caller, cluster) {
-            Some(Some(role)) => Ok(Some(role)),
-            _ => self.review_role(caller, cluster).await,
+            Some(role) => Ok(Some(role)),
+            None => self.review_role(caller, cluster).await,
         }
     }
 
-    /// A cached answer of [`Access::role`] younger than the TTL, if any.
-    fn cached_role(&self, caller: &Caller, cluster: &str) -> Option<Option<Role>> {
+    /// A membership kcp confirmed within the TTL, if any.
+    fn cached_role(&self, caller: &Caller, cluster: &str) -> Option<Role> {
         let key = DecisionKey {
             user: review_user(caller),
             cluster: cluster.to_string(),
@@ -191,7 +192,7 @@ impl Access {
         (at.elapsed() < self.settings.decision_ttl).then_some(*role)
     }
 
-    /// The caller's role as kcp answers it now; the answer is cached.
+    /// The caller's role as kcp answers it now; a membership is cached, a refusal drops what was.
     async fn review_role(&self, caller: &Caller, cluster: &str) -> Result<Option<Role>, Status> {
         let key = DecisionKey {
             user: review_user(caller),
@@ -208,7 +209,10 @@ impl Access {
                 let ttl = self.settings.decision_ttl;
                 d.retain(|_, (at, _)| at.elapsed() < ttl);
             }
-            d.insert(key, (Instant::now(), role));
+            match role {
+                Some(r) => d.insert(key, (Instant::now(), r)),
+                None => d.remove(&key),
+            };
         }
         Ok(role)
     }
@@ -224,7 +228,7 @@ impl Access {
     ) -> Result<(WorkspaceRef, Role), Status> {
         let target = self.resolve(org, ws).await?;
         let role = match self.cached_role(caller, &target.cluster) {
-            Some(Some(r)) if r >= min => Some(r),
+            Some(r) if r >= min => Some(r),
             // Not cached, or cached short of `min`: perhaps granted since (through another replica),
             // so a refusal is decided on kcp's answer now.
             _ => self.review_role(caller, &target.cluster).await?,
