@@ -17,8 +17,10 @@ mod kcp_vs_real;
 mod profile;
 mod provider;
 mod proxy;
+mod scale;
 mod startup;
 mod stats;
+mod watch;
 
 #[derive(Args)]
 pub struct Bench {
@@ -40,6 +42,16 @@ pub struct Bench {
     /// from `cargo xtask kcp build`).
     #[arg(long)]
     kcp_binary: Option<std::path::PathBuf>,
+    /// `scale`: team workspaces after each tenant step, cumulative (default 1000,5000,10000; smoke 8,20).
+    #[arg(long, value_delimiter = ',')]
+    scale_workspaces: Option<Vec<usize>>,
+    /// `scale`: team workspaces per organization (default 10; `--scale-workspaces 20000
+    /// --scale-per-org 2` is the tenancy target of 10k organizations).
+    #[arg(long)]
+    scale_per_org: Option<usize>,
+    /// `scale`: Providers after each provider step, cumulative (default 100,500,1000; smoke 2,5).
+    #[arg(long, value_delimiter = ',')]
+    scale_providers: Option<Vec<usize>>,
     /// Internal: set when the release build runs the measurements.
     #[arg(long, hide = true)]
     measure: bool,
@@ -58,10 +70,13 @@ enum Suite {
     /// The embedded kcp and real kcp under one workload: /readyz, RSS, creates/s, lists, watch,
     /// workspace create-to-Ready, each with the ratio embedded/real.
     KcpVsReal,
+    /// Growth curves: 1k/5k/10k tenant workspaces and 100/500/1 000 Providers, time and RSS per step,
+    /// `/api/me` and list latency at each tenant size.
+    Scale,
 }
 
 impl Suite {
-    const ALL: [Suite; 4] = [Suite::Kcp, Suite::Provider, Suite::Proxy, Suite::Startup];
+    const ALL: [Suite; 5] = [Suite::Kcp, Suite::Provider, Suite::Proxy, Suite::Startup, Suite::Scale];
 
     fn name(self) -> &'static str {
         match self {
@@ -70,6 +85,7 @@ impl Suite {
             Suite::Proxy => "proxy",
             Suite::Startup => "startup",
             Suite::KcpVsReal => "kcp-vs-real",
+            Suite::Scale => "scale",
         }
     }
 }
@@ -83,7 +99,8 @@ impl Bench {
             xshell::cmd!(sh, "cargo build -p faros")
                 .run()
                 .context("building target/debug/faros")?;
-            let profile = profile::Profile::smoke(root);
+            let mut profile = profile::Profile::smoke(root);
+            self.scale_sizes(&mut profile);
             let suites: Vec<Suite> = self.suite_arg.map_or(Suite::ALL.to_vec(), |s| vec![s]);
             // Every smoke run also compares with real kcp where its binary exists (it skips itself
             // where it does not: CI cannot build kcp).
@@ -123,6 +140,7 @@ impl Bench {
                         .iter()
                         .flat_map(|k| ["--kcp-binary".to_string(), k.display().to_string()]),
                 )
+                .chain(self.scale_args())
                 .collect();
             xshell::cmd!(sh, "{xtask} bench {suite} --measure --rss-objects {rss} {faros...}").run()?;
             return Ok(());
@@ -134,7 +152,37 @@ impl Bench {
         if let Some(faros) = &self.faros {
             profile.faros = faros.clone();
         }
+        self.scale_sizes(&mut profile);
         measure(root, self.suite(), &profile).map(|_| ())
+    }
+
+    /// The `--scale-*` flags over the profile's sizes.
+    fn scale_sizes(&self, profile: &mut profile::Profile) {
+        if let Some(w) = &self.scale_workspaces {
+            profile.scale.workspaces = w.clone();
+        }
+        if let Some(n) = self.scale_per_org {
+            profile.scale.per_org = n;
+        }
+        if let Some(pr) = &self.scale_providers {
+            profile.scale.providers = pr.clone();
+        }
+    }
+
+    /// The `--scale-*` flags given, for the measuring run.
+    fn scale_args(&self) -> Vec<String> {
+        let list = |v: &Vec<usize>| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+        let mut args = Vec::new();
+        if let Some(w) = &self.scale_workspaces {
+            args.extend(["--scale-workspaces".to_string(), list(w)]);
+        }
+        if let Some(n) = self.scale_per_org {
+            args.extend(["--scale-per-org".to_string(), n.to_string()]);
+        }
+        if let Some(pr) = &self.scale_providers {
+            args.extend(["--scale-providers".to_string(), list(pr)]);
+        }
+        args
     }
 
     fn suite(&self) -> Suite {
@@ -151,6 +199,7 @@ fn measure(root: &Path, suite: Suite, profile: &profile::Profile) -> anyhow::Res
         Suite::Proxy => runtime.block_on(proxy::run(root, profile)),
         Suite::Startup => runtime.block_on(startup::run(profile)),
         Suite::KcpVsReal => runtime.block_on(kcp_vs_real::run(root, profile)),
+        Suite::Scale => runtime.block_on(scale::run(root, profile)),
     }?;
     println!("{summary}");
     Ok(summary)

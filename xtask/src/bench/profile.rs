@@ -4,6 +4,22 @@
 //! CI in seconds. A smoke run's timings mean nothing and are never judged.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Sizes of the growth curves (`bench scale`); every size list is cumulative, one entry per step.
+#[derive(Clone, Debug)]
+pub(super) struct ScaleSizes {
+    /// Team workspaces after each tenant step.
+    pub workspaces: Vec<usize>,
+    /// Team workspaces per organization (organizations = workspaces / this).
+    pub per_org: usize,
+    /// Providers after each provider step.
+    pub providers: Vec<usize>,
+    /// Timed calls per route and caller at each tenant size.
+    pub latency_calls: usize,
+    /// Time a route's timed calls may take at one size (slow answers at large sizes end it early).
+    pub latency_budget: Duration,
+}
 
 #[derive(Clone, Debug)]
 pub(super) struct Profile {
@@ -24,6 +40,7 @@ pub(super) struct Profile {
     pub wrk_duration: &'static str,
     pub proxy_rounds: usize,
     pub startup_runs: usize,
+    pub scale: ScaleSizes,
 }
 
 impl Profile {
@@ -42,6 +59,13 @@ impl Profile {
             wrk_duration: "5s",
             proxy_rounds: 3,
             startup_runs: 5,
+            scale: ScaleSizes {
+                workspaces: vec![1000, 5000, 10_000],
+                per_org: 10,
+                providers: vec![100, 500, 1000],
+                latency_calls: 50,
+                latency_budget: Duration::from_secs(45),
+            },
         }
     }
 
@@ -60,6 +84,13 @@ impl Profile {
             wrk_duration: "1s",
             proxy_rounds: 1,
             startup_runs: 1,
+            scale: ScaleSizes {
+                workspaces: vec![8, 20],
+                per_org: 4,
+                providers: vec![2, 5],
+                latency_calls: 5,
+                latency_budget: Duration::from_secs(5),
+            },
         }
     }
 

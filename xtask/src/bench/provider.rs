@@ -3,60 +3,19 @@
 //! Provider provisioned. Baseline in the same run: 100 bare Workspaces applied at once, time to Ready
 //! (what provisioning can never beat: each Provider needs a workspace).
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::faros::Faros;
 use super::profile::Profile;
 use super::stats::{ms, percentile};
+use super::watch::{ready, watch_until};
 
 const TIMEOUT: Duration = Duration::from_secs(300);
-
-/// Waits until every object named in `names` satisfies `done`, reading one watch stream; returns the
-/// time each became done, measured from `t0`.
-async fn watch_until(
-    f: &Faros,
-    collection: &str,
-    names: &[String],
-    t0: Instant,
-    done: impl Fn(&Value) -> bool,
-) -> anyhow::Result<Vec<Duration>> {
-    let mut finished: HashMap<String, Duration> = HashMap::new();
-    let deadline = t0 + TIMEOUT;
-    while finished.len() < names.len() {
-        if Instant::now() > deadline {
-            bail!("only {} of {} ready after {TIMEOUT:?}", finished.len(), names.len());
-        }
-        let url = format!("{}{collection}?watch=true&timeoutSeconds=60", f.url);
-        let resp = f.http.get(url).bearer_auth(&f.token).send().await?;
-        let mut body = resp.bytes_stream();
-        let mut buf = Vec::new();
-        while finished.len() < names.len() {
-            let Some(chunk) = body.next().await else { break };
-            buf.extend_from_slice(&chunk?);
-            while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buf.drain(..=nl).collect();
-                let event: Value = serde_json::from_slice(&line)?;
-                let obj = &event["object"];
-                let name = obj
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                if names.contains(&name) && !finished.contains_key(&name) && done(obj) {
-                    finished.insert(name, t0.elapsed());
-                }
-            }
-        }
-    }
-    Ok(finished.into_values().collect())
-}
 
 /// POSTs `bodies` to `collection` all at once.
 async fn apply_all(f: &Arc<Faros>, collection: &str, bodies: Vec<Value>) -> anyhow::Result<()> {
@@ -71,12 +30,6 @@ async fn apply_all(f: &Arc<Faros>, collection: &str, bodies: Vec<Value>) -> anyh
         t.await??;
     }
     Ok(())
-}
-
-fn ready(obj: &Value) -> bool {
-    obj.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
 }
 
 pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
@@ -117,6 +70,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces",
         &ws_names,
         t0,
+        TIMEOUT,
         |o| o.pointer("/status/phase").and_then(Value::as_str) == Some("Ready"),
     )
     .await?;
@@ -127,7 +81,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     let before = f.requests_total().await?;
     let t0 = Instant::now();
     apply_all(&f, providers, names.iter().map(|n| json!({"apiVersion": "admin.faros.sh/v1alpha1", "kind": "Provider", "metadata": {"name": n}, "spec": {}})).collect()).await?;
-    let mut times = watch_until(&f, providers, &names, t0, ready)
+    let mut times = watch_until(&f, providers, &names, t0, TIMEOUT, ready)
         .await
         .context("waiting for Providers")?;
     let after = f.requests_total().await?;
