@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use faros_core::client::ClientFactory;
+use faros_core::provider::Provider;
 
 use crate::metrics::Metrics;
 use crate::mirror::Mirror;
@@ -51,9 +52,12 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// The kubeconfig mirror into the hosting cluster, when enabled.
     pub mirror: Option<Mirror>,
-    /// resourceVersion of our own last write (status, or the finalizer before provisioning) per
-    /// Provider: the watch event it causes needs no work.
-    own_writes: Mutex<HashMap<ProviderKey, String>>,
+    /// Our own writes of Providers (status, or the finalizer before provisioning): the watch events
+    /// they cause need no work.
+    own_writes: Mutex<OwnWrites>,
+    /// The running controller's queue: a change by someone else that arrived while our write was in
+    /// flight is queued through it once the write answered.
+    queue: Mutex<Option<faros_runtime::Handle<Provider>>>,
     /// Our own last write per mirrored Secret name: `Some(resourceVersion)` for an apply, `None` for
     /// a delete. The watch event it causes needs no work.
     mirror_writes: Mutex<HashMap<String, Option<String>>>,
@@ -82,6 +86,7 @@ impl Context {
             metrics,
             mirror: None,
             own_writes: Mutex::default(),
+            queue: Mutex::default(),
             mirror_writes: Mutex::default(),
         }
     }
@@ -117,18 +122,58 @@ impl Context {
         ours
     }
 
-    pub(super) fn remember_own_write(&self, key: &ProviderKey, rv: Option<String>) {
-        if let Some(rv) = rv {
-            lock(&self.own_writes).insert(key.clone(), rv);
+    /// Where [`Self::finish_own_write`] queues a Provider changed by someone else meanwhile.
+    pub(super) fn set_queue(&self, queue: faros_runtime::Handle<Provider>) {
+        *lock(&self.queue) = Some(queue);
+    }
+
+    /// Marks a write of the Provider as in flight: until it answers ([`OwnWrite::answered`]; a guard
+    /// dropped unanswered counts as failed), its watch events are held back, because the echo may
+    /// arrive before the answer that names its resourceVersion.
+    pub(super) fn own_write<'a>(&'a self, key: &'a ProviderKey) -> OwnWrite<'a> {
+        lock(&self.own_writes).in_flight.insert(key.clone(), Vec::new());
+        OwnWrite {
+            ctx: self,
+            key,
+            done: false,
         }
     }
 
-    /// True once for the resourceVersion our last status write produced.
+    /// The write answered with resourceVersion `rv` (`None`: it failed). Events held back meanwhile
+    /// that were not its echo are someone else's change: the Provider is queued again.
+    fn finish_own_write(&self, key: &ProviderKey, rv: Option<String>) {
+        let held = {
+            let mut writes = lock(&self.own_writes);
+            let held = writes.in_flight.remove(key).unwrap_or_default();
+            let settled = settle(&held, rv.as_deref());
+            match rv {
+                Some(rv) if !settled.echo_seen => {
+                    writes.landed.insert(key.clone(), rv);
+                }
+                _ => {
+                    writes.landed.remove(key);
+                }
+            }
+            settled
+        };
+        if held.foreign {
+            if let Some(queue) = lock(&self.queue).as_ref() {
+                queue.enqueue(key.clone());
+            }
+        }
+    }
+
+    /// Whether a watch event of the Provider at `rv` needs no work: the echo of our last write (once),
+    /// or any event while a write is in flight (held back until it answers).
     pub(super) fn is_own_write(&self, key: &ProviderKey, rv: Option<&str>) -> bool {
         let mut writes = lock(&self.own_writes);
-        match (writes.get(key), rv) {
+        if let Some(held) = writes.in_flight.get_mut(key) {
+            held.push(rv.map(str::to_string));
+            return true;
+        }
+        match (writes.landed.get(key), rv) {
             (Some(ours), Some(rv)) if ours == rv => {
-                writes.remove(key);
+                writes.landed.remove(key);
                 true
             }
             _ => false,
@@ -136,6 +181,145 @@ impl Context {
     }
 
     pub(super) fn forget(&self, key: &ProviderKey) {
-        lock(&self.own_writes).remove(key);
+        let mut writes = lock(&self.own_writes);
+        writes.landed.remove(key);
+        writes.in_flight.remove(key);
+    }
+}
+
+/// A Provider write in flight ([`Context::own_write`]).
+pub(super) struct OwnWrite<'a> {
+    ctx: &'a Context,
+    key: &'a ProviderKey,
+    done: bool,
+}
+
+impl OwnWrite<'_> {
+    /// The write answered with resourceVersion `rv`; `None`: it failed.
+    pub(super) fn answered(mut self, rv: Option<String>) {
+        self.done = true;
+        self.ctx.finish_own_write(self.key, rv);
+    }
+}
+
+impl Drop for OwnWrite<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.ctx.finish_own_write(self.key, None);
+        }
+    }
+}
+
+/// Our Provider writes: the last answered one per Provider whose echo has not arrived yet, and the
+/// events held back per Provider while a write is in flight.
+#[derive(Debug, Default)]
+struct OwnWrites {
+    landed: HashMap<ProviderKey, String>,
+    in_flight: HashMap<ProviderKey, Vec<Option<String>>>,
+}
+
+/// What the events held back during one write turn out to be once it answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Settled {
+    /// The write's echo was among them (so it is not awaited any more).
+    echo_seen: bool,
+    /// Some were not its echo: someone else changed the Provider, which needs a reconcile.
+    foreign: bool,
+}
+
+/// IO-free: sorts the events `held` back during a write that answered with resourceVersion `ours`
+/// (`None`: the write failed, so none of them is its echo).
+fn settle(held: &[Option<String>], ours: Option<&str>) -> Settled {
+    let is_ours = |rv: &Option<String>| ours.is_some() && rv.as_deref() == ours;
+    Settled {
+        echo_seen: held.iter().any(is_ours),
+        foreign: held.iter().any(|rv| !is_ours(rv)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settle_table() {
+        let rv = |s: &str| Some(s.to_string());
+        let cases: Vec<(&str, Vec<Option<String>>, Option<&str>, Settled)> = vec![
+            (
+                "nothing held",
+                vec![],
+                Some("5"),
+                Settled {
+                    echo_seen: false,
+                    foreign: false,
+                },
+            ),
+            (
+                "the echo came first",
+                vec![rv("5")],
+                Some("5"),
+                Settled {
+                    echo_seen: true,
+                    foreign: false,
+                },
+            ),
+            (
+                "another change only",
+                vec![rv("4")],
+                Some("5"),
+                Settled {
+                    echo_seen: false,
+                    foreign: true,
+                },
+            ),
+            (
+                "both",
+                vec![rv("4"), rv("5")],
+                Some("5"),
+                Settled {
+                    echo_seen: true,
+                    foreign: true,
+                },
+            ),
+            (
+                "a later change after the echo",
+                vec![rv("5"), rv("6")],
+                Some("5"),
+                Settled {
+                    echo_seen: true,
+                    foreign: true,
+                },
+            ),
+            (
+                "failed write: all foreign",
+                vec![rv("5")],
+                None,
+                Settled {
+                    echo_seen: false,
+                    foreign: true,
+                },
+            ),
+            (
+                "failed write, nothing held",
+                vec![],
+                None,
+                Settled {
+                    echo_seen: false,
+                    foreign: false,
+                },
+            ),
+            (
+                "event without a version",
+                vec![None],
+                Some("5"),
+                Settled {
+                    echo_seen: false,
+                    foreign: true,
+                },
+            ),
+        ];
+        for (case, held, ours, want) in cases {
+            assert_eq!(settle(&held, ours), want, "{case}");
+        }
     }
 }

@@ -14,6 +14,8 @@
 pub mod context;
 pub mod mirror;
 pub mod provider;
+mod wait;
+mod workspace;
 
 use std::sync::Arc;
 
@@ -41,6 +43,7 @@ pub async fn run(
         let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
         controller = controller.watch(Arc::<str>::from(url.as_str()), events);
     }
+    ctx.set_queue(controller.handle());
     let controller = {
         let (echo, gone, depth) = (ctx.clone(), ctx.clone(), ctx.clone());
         controller
@@ -145,13 +148,27 @@ mod tests {
             name: "q".into(),
         };
         assert!(!ctx.is_own_write(&key, Some("5")));
-        ctx.remember_own_write(&key, Some("5".into()));
+        ctx.own_write(&key).answered(Some("5".into()));
         assert!(!ctx.is_own_write(&key, Some("4")), "an older event is not ours");
         assert!(ctx.is_own_write(&key, Some("5")));
         assert!(
             !ctx.is_own_write(&key, Some("5")),
             "only once: a resync must do the full work"
         );
+
+        // The echo overtakes the write's answer: held back while in flight, then recognised.
+        let write = ctx.own_write(&key);
+        assert!(
+            ctx.is_own_write(&key, Some("6")),
+            "held back while the write is in flight"
+        );
+        write.answered(Some("6".into()));
+        assert!(!ctx.is_own_write(&key, Some("6")), "its echo was seen already");
+        assert!(!ctx.is_own_write(&key, Some("7")), "a later change is not ours");
+
+        // A write that never answered (dropped) holds nothing back afterwards.
+        drop(ctx.own_write(&key));
+        assert!(!ctx.is_own_write(&key, Some("8")));
 
         assert!(!ctx.is_own_mirror_event("q-kubeconfig", Some("7")));
         ctx.remember_mirror_write("q-kubeconfig", Some("7".into()));

@@ -10,7 +10,8 @@
 //!    its role there (`bind` on the exports, token reviews: [`crate::identity::hub::provider_role`])
 //!    (`ServiceAccountError`);
 //! 4. token Secret `provider-token`, waited until kcp fills the token, and the kubeconfig
-//!    (`KubeconfigError`);
+//!    (`KubeconfigError`); the token Secret is applied right after the ServiceAccount and waited on
+//!    while the bindings of step 3 are written;
 //! 5. the kubeconfig Secret in `root:faros:system:providers`, and removal of the previous one when
 //!    `spec.secretName` changed (`SecretError`);
 //! 6. with the mirror enabled, the same Secret in the mirror namespace of the hosting cluster, and
@@ -27,7 +28,6 @@ use faros_core::conditions;
 use faros_core::kcp::Workspace;
 use faros_core::names;
 use faros_core::provider::Provider;
-use faros_core::wait::wait_for;
 use faros_runtime::Retry;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
@@ -39,7 +39,8 @@ use serde_json::json;
 
 use super::context::{Context, ProviderKey, Target};
 use super::mirror as mirror_step;
-use crate::bootstrap;
+use super::wait::wait_from;
+use super::workspace;
 use crate::kubeconfig::{self, KubeconfigParams};
 use crate::mirror::{MirrorError, REASON_MIRROR_ERROR};
 use crate::registrar::objects::is_reserved_secret;
@@ -168,17 +169,21 @@ async fn patch_finalizers(
     key: &ProviderKey,
     provider: &Provider,
     finalizers: Vec<String>,
+    ctx: &Context,
 ) -> Result<Provider, Error> {
     let patch = json!({"metadata": {"resourceVersion": provider.resource_version(), "finalizers": finalizers}});
-    api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map_err(|source| match source {
-            kube::Error::Api(s) if s.code == 409 => Error::Conflict { key: key.clone() },
-            source => Error::ProviderWrite {
-                key: key.clone(),
-                source,
-            },
-        })
+    let write = ctx.own_write(key);
+    let written = api
+        .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await;
+    write.answered(written.as_ref().ok().and_then(ResourceExt::resource_version));
+    written.map_err(|source| match source {
+        kube::Error::Api(s) if s.code == 409 => Error::Conflict { key: key.clone() },
+        source => Error::ProviderWrite {
+            key: key.clone(),
+            source,
+        },
+    })
 }
 
 /// Adds the finalizer. Provisioning continues in the same reconcile, so the watch echo of this write
@@ -191,9 +196,7 @@ async fn add_finalizer(
 ) -> Result<Provider, Error> {
     let mut finalizers = provider.finalizers().to_vec();
     finalizers.push(names::PROVIDER_FINALIZER.to_string());
-    let written = patch_finalizers(api, key, provider, finalizers).await?;
-    ctx.remember_own_write(key, written.resource_version());
-    Ok(written)
+    patch_finalizers(api, key, provider, finalizers, ctx).await
 }
 
 /// Writes the status for `outcome` if it differs from the stored one; returns the written object.
@@ -220,14 +223,15 @@ async fn write_status(
         "kind": Provider::kind(&()),
         "status": desired,
     });
+    let write = ctx.own_write(key);
     let written = api
         .patch_status(&key.name, &field_manager("status"), &Patch::Apply(&body))
-        .await
-        .map_err(|source| Error::ProviderWrite {
-            key: key.clone(),
-            source,
-        })?;
-    ctx.remember_own_write(key, written.resource_version());
+        .await;
+    write.answered(written.as_ref().ok().and_then(ResourceExt::resource_version));
+    let written = written.map_err(|source| Error::ProviderWrite {
+        key: key.clone(),
+        source,
+    })?;
     Ok(Some(written))
 }
 
@@ -254,11 +258,10 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
     }
 
     let workspace_err = step(names::REASON_WORKSPACE_ERROR, None);
-    let ws = bootstrap::ensure_workspace(
+    let ws = workspace::ensure(
         &ctx.factory,
-        names::PROVIDERS_PATH,
         name,
-        bootstrap::faros_type(names::WORKSPACE_TYPE_PROVIDER),
+        provider.status.as_ref(),
         ctx.settings.workspace_timeout,
     )
     .await
@@ -269,29 +272,36 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
         ))
     })?;
 
-    let in_ws = ctx.factory.cluster(&cluster).map_err(|e| {
-        step(names::REASON_SERVICE_ACCOUNT_ERROR, Some(&cluster))(format!("ensuring provider ServiceAccount: {e}"))
-    })?;
-    ensure_service_account(&in_ws, name).await.map_err(|e| {
-        step(names::REASON_SERVICE_ACCOUNT_ERROR, Some(&cluster))(format!(
-            "ensuring provider ServiceAccount in {path}: {e}"
-        ))
-    })?;
-    if let Some(user) = &ctx.settings.hub_user {
-        let manager = format!("{}/{FIELD_SCOPE}", names::RECONCILER_FIELD_MANAGER);
-        crate::identity::apply_hub_provider(&in_ws, &path, user, &manager)
-            .await
-            .map_err(|e| {
-                step(names::REASON_SERVICE_ACCOUNT_ERROR, Some(&cluster))(format!(
-                    "granting the hub API's kcp user {user:?} its role in {path}: {e}"
-                ))
-            })?;
-    }
-
-    let kubeconfig_err = step(names::REASON_KUBECONFIG_ERROR, Some(&cluster));
-    let token = ensure_token(&in_ws, name, ctx.settings.token_timeout)
+    let sa_err = step(names::REASON_SERVICE_ACCOUNT_ERROR, Some(&cluster));
+    let in_ws = ctx
+        .factory
+        .cluster(&cluster)
+        .map_err(|e| sa_err(format!("ensuring provider ServiceAccount: {e}")))?;
+    ensure_service_account(&in_ws, name)
         .await
-        .map_err(|e| kubeconfig_err(format!("minting kubeconfig: {e}")))?;
+        .map_err(|e| sa_err(format!("ensuring provider ServiceAccount in {path}: {e}")))?;
+    // The token Secret right after its ServiceAccount, and the bindings while kcp's token controller
+    // fills it: neither waits on the other. Failures are still reported in step order.
+    let grants = async {
+        ensure_binding(&in_ws, name)
+            .await
+            .map_err(|e| sa_err(format!("ensuring provider ServiceAccount in {path}: {e}")))?;
+        if let Some(user) = &ctx.settings.hub_user {
+            let manager = format!("{}/{FIELD_SCOPE}", names::RECONCILER_FIELD_MANAGER);
+            crate::identity::apply_hub_provider(&in_ws, &path, user, &manager)
+                .await
+                .map_err(|e| {
+                    sa_err(format!(
+                        "granting the hub API's kcp user {user:?} its role in {path}: {e}"
+                    ))
+                })?;
+        }
+        Ok::<(), StepError>(())
+    };
+    let kubeconfig_err = step(names::REASON_KUBECONFIG_ERROR, Some(&cluster));
+    let (grants, token) = tokio::join!(grants, ensure_token(&in_ws, name, ctx.settings.token_timeout));
+    grants?;
+    let token = token.map_err(|e| kubeconfig_err(format!("minting kubeconfig: {e}")))?;
     let params = KubeconfigParams {
         server_base: kubeconfig::server_base(provider.spec.server_url_override.as_deref(), &ctx.settings.hub_url),
         cluster_id: &cluster,
@@ -365,7 +375,7 @@ fn meta(name: &str, namespace: Option<&str>, provider: &str) -> ObjectMeta {
     }
 }
 
-/// Namespace, ServiceAccount and ClusterRoleBinding in the provider workspace.
+/// Namespace and ServiceAccount in the provider workspace.
 async fn ensure_service_account(client: &kube::Client, provider: &str) -> Result<(), String> {
     let pp = field_manager(FIELD_SCOPE);
     let ns = Namespace {
@@ -400,10 +410,15 @@ async fn ensure_service_account(client: &kube::Client, provider: &str) -> Result
                 crate::message::kube_message(&e)
             )
         })?;
+    Ok(())
+}
+
+/// The ServiceAccount's ClusterRoleBinding in the provider workspace.
+async fn ensure_binding(client: &kube::Client, provider: &str) -> Result<(), String> {
     Api::<ClusterRoleBinding>::all(client.clone())
         .patch(
             names::PROVIDER_SA_BINDING,
-            &pp,
+            &field_manager(FIELD_SCOPE),
             &Patch::Apply(&cluster_role_binding(provider)),
         )
         .await
@@ -476,19 +491,15 @@ async fn ensure_token(client: &kube::Client, provider: &str, timeout: Duration) 
     if let Some(token) = token_of(&applied) {
         return Ok(token);
     }
-    let filled = wait_for(
-        api,
-        names::PROVIDER_TOKEN_SECRET,
-        |s| s.and_then(token_of).is_some(),
-        timeout,
-    )
-    .await
-    .map_err(|e| {
-        format!(
-            "waiting for kcp to fill token Secret {}: {e}",
-            names::PROVIDER_TOKEN_SECRET
-        )
-    })?;
+    // Watched from the version just applied: kcp's token controller fills it moments later.
+    let filled = wait_from(api, &applied, |s| s.and_then(token_of).is_some(), timeout)
+        .await
+        .map_err(|e| {
+            format!(
+                "waiting for kcp to fill token Secret {}: {e}",
+                names::PROVIDER_TOKEN_SECRET
+            )
+        })?;
     filled
         .as_ref()
         .and_then(token_of)
@@ -567,7 +578,7 @@ async fn cleanup(provider: &Provider, key: &ProviderKey, api: &Api<Provider>, ct
         .filter(|f| *f != names::PROVIDER_FINALIZER)
         .cloned()
         .collect();
-    match patch_finalizers(api, key, &current, remaining).await {
+    match patch_finalizers(api, key, &current, remaining, ctx).await {
         Ok(_) => {}
         // Gone already: someone else removed the last finalizer.
         Err(Error::ProviderWrite {
@@ -591,14 +602,20 @@ async fn teardown(key: &ProviderKey, valid: bool, secrets_to_delete: &[String], 
         message,
     };
     let workspaces: Api<Workspace> = Api::all(ctx.factory.cluster(names::PROVIDERS_PATH)?);
-    if valid {
-        delete_ignoring_absent(&workspaces, name).await.map_err(|e| {
-            cleanup_err(format!(
-                "deleting workspace {path}: {}",
-                crate::message::kube_message(&e)
-            ))
-        })?;
-    }
+    // The workspace as the delete left it: still there (finalizers) and to be waited gone, or gone.
+    let deleting = match valid {
+        false => None,
+        true => match workspaces.delete(name, &DeleteParams::default()).await {
+            Ok(either) => either.left(),
+            Err(kube::Error::Api(s)) if s.code == 404 => None,
+            Err(e) => {
+                return Err(cleanup_err(format!(
+                    "deleting workspace {path}: {}",
+                    crate::message::kube_message(&e)
+                )));
+            }
+        },
+    };
     let secrets: Api<Secret> = Api::namespaced(
         ctx.factory.cluster(names::SYSTEM_PROVIDERS_PATH)?,
         names::PROVIDER_NAMESPACE,
@@ -622,8 +639,8 @@ async fn teardown(key: &ProviderKey, valid: bool, secrets_to_delete: &[String], 
                 })?;
         }
     }
-    if valid {
-        wait_for(workspaces, name, |ws| ws.is_none(), ctx.settings.workspace_timeout)
+    if let Some(ws) = deleting {
+        wait_from(workspaces, &ws, |ws| ws.is_none(), ctx.settings.workspace_timeout)
             .await
             .map_err(|e| cleanup_err(format!("waiting for workspace {path} to be deleted: {e}")))?;
     }
