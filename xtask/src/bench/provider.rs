@@ -3,6 +3,7 @@
 //! Provider provisioned. Baseline in the same run: 100 bare Workspaces applied at once, time to Ready
 //! (what provisioning can never beat: each Provider needs a workspace).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,6 +17,41 @@ use super::stats::{ms, percentile};
 use super::watch::{ready, watch_until};
 
 const TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long the reconciler is given to go idle (its echo-queued passes done) before requests are
+/// counted again, and how long the idle request rate is measured.
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// The embedded kcp's request counter by HTTP method (`faros_kcp_apiserver_requests_total`, labelled
+/// by method and code; watches are GETs).
+async fn requests_by_method(f: &Faros) -> anyhow::Result<BTreeMap<String, u64>> {
+    let text = f
+        .http
+        .get(format!("{}/metrics", f.url))
+        .bearer_auth(&f.token)
+        .send()
+        .await?
+        .text()
+        .await?;
+    let mut by = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("faros_kcp_apiserver_requests_total{") else {
+            continue;
+        };
+        let method = rest
+            .split("method=\"")
+            .nth(1)
+            .and_then(|m| m.split('"').next())
+            .unwrap_or("?");
+        let n = rest
+            .rsplit(' ')
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        *by.entry(method.to_string()).or_insert(0) += n as u64;
+    }
+    Ok(by)
+}
 
 /// POSTs `bodies` to `collection` all at once.
 async fn apply_all(f: &Arc<Faros>, collection: &str, bodies: Vec<Value>) -> anyhow::Result<()> {
@@ -57,8 +93,13 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // The reconciler's Provider controller is watching once its lease is held; give it a moment to settle.
+    // The reconciler's Provider controller is watching once its lease is held; give it a moment to
+    // settle, and take the idle request rate meanwhile (lease renewals) to subtract it later.
     tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle_from = (Instant::now(), f.requests_total().await?);
+    tokio::time::sleep(SETTLE).await;
+    let idle_per_sec =
+        f.requests_total().await?.saturating_sub(idle_from.1) as f64 / idle_from.0.elapsed().as_secs_f64();
 
     // Baseline: bare workspaces.
     let ws_names: Vec<String> = (0..count).map(|i| format!("bench-{i}")).collect();
@@ -79,6 +120,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     // Providers.
     let names: Vec<String> = (0..count).map(|i| format!("p{i}")).collect();
     let before = f.requests_total().await?;
+    let by_method_before = requests_by_method(&f).await?;
     let t0 = Instant::now();
     apply_all(&f, providers, names.iter().map(|n| json!({"apiVersion": "admin.faros.sh/v1alpha1", "kind": "Provider", "metadata": {"name": n}, "spec": {}})).collect()).await?;
     let mut times = watch_until(&f, providers, &names, t0, TIMEOUT, ready)
@@ -89,6 +131,18 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     let own = count as u64 + 3;
     let per_provider = (after.saturating_sub(before).saturating_sub(own)) as f64 / count as f64;
     let ws_per = (ws_requests.saturating_sub(own)) as f64 / count as f64;
+    // Requests after the last Ready count too (a second reconcile queued by a watch event, say): read
+    // again once the reconciler is idle, less the idle rate (lease renewals) and the metric reads.
+    tokio::time::sleep(SETTLE).await;
+    let settled = requests_by_method(&f).await?;
+    let idle = idle_per_sec * t0.elapsed().as_secs_f64();
+    let settled_total: u64 = settled.values().sum();
+    let settled_per = (settled_total.saturating_sub(before + own) as f64 - idle).max(0.0) / count as f64;
+    let mut breakdown = String::new();
+    for (method, n) in &settled {
+        let delta = n.saturating_sub(by_method_before.get(method).copied().unwrap_or(0));
+        breakdown.push_str(&format!(" {method} {:.2}", delta as f64 / count as f64));
+    }
 
     let (w50, w95) = (percentile(&mut ws_times, 50.0), percentile(&mut ws_times, 95.0));
     let (p50, p95) = (percentile(&mut times, 50.0), percentile(&mut times, 95.0));
@@ -101,6 +155,10 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         "{count} Providers to Ready=True                       p50 {:>8.1}ms  p95 {:>8.1}ms  requests/provider {per_provider:.1}",
         ms(p50),
         ms(p95)
+    );
+    println!(
+        "requests/provider once idle ({SETTLE:?} later, less {idle_per_sec:.1}/s idle): {settled_per:.1}; by method, \
+         the benchmark's own included:{breakdown}"
     );
     Ok(format!(
         "\nsummary: Provider p95 {:.0}ms = {:.2}x the bare-workspace p95, {:.2} of the 1 s target; {per_provider:.1} kube requests per Provider ({:.2} of the 25 target)",
