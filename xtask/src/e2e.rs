@@ -12,7 +12,7 @@
 //! This module only reads flags and the machine (which tools exist), never decides the plan.
 
 mod exec;
-mod kcp;
+pub(crate) mod kcp;
 mod kind;
 mod plan;
 mod platform;

@@ -5,13 +5,21 @@
 //! - resident memory idle and at N ConfigMaps (the list collection), from /proc of the process;
 //! - creates/s of 1 KiB ConfigMaps from 8 and 64 concurrent clients;
 //! - list latency p50 of those N objects (JSON and protobuf, unpaged and paged);
-//! - watch event latency p99 with 100 watchers;
+//! - watch event latency p99 with 100 watchers ([`watch`]: every watcher must get every event, or
+//!   the figure is not given and why is);
 //! - workspace create-to-Ready p50/p95, created one after the other by a tenant with a grant (kcp
 //!   binds a workspace's default APIs as its creator and records none for `system:masters`, so an
 //!   admin's workspace never becomes Ready there).
 //!
+//! Then the platform on each ([`platform`]): `faros dev` against the hub reconciler, the hub API and
+//! quickstart as processes on real kcp (the kcp e2e target's plan): time from start to quickstart
+//! Ready, N Providers at once to Ready (p50/p95), the platform's memory.
+//!
 //! Each figure is printed for both with the ratio embedded/real. The load is the `kcp` suite's
 //! ([`super::kcp`], [`super::faros`]); the servers start as `cargo xtask kcp diff` starts them.
+
+mod platform;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +33,7 @@ use super::faros::Faros;
 use super::profile::Profile;
 use super::stats::{ms, percentile};
 use crate::kcp::diff::servers::{Launch, embedded_launch, real_kcp_launch, tokens};
+use platform::PlatformFigures;
 
 /// `--kcp-binary`, set by the command before the suite runs.
 static KCP_BINARY: OnceLock<PathBuf> = OnceLock::new();
@@ -50,17 +59,17 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const TENANT: &str = "bob";
 
 /// One server's figures.
-#[derive(Default)]
 struct Figures {
     readyz: Duration,
     rss_idle: f64,
     rss_loaded: f64,
     creates: Vec<(usize, f64)>,
     lists: Vec<(String, Duration)>,
-    /// None when the server did not serve every watcher to the end.
-    watch_p99: Option<Duration>,
+    /// Why not, when the server did not serve every watcher every event.
+    watch_p99: Result<Duration, String>,
     workspace_p50: Duration,
     workspace_p95: Duration,
+    platform: PlatformFigures,
 }
 
 /// The rows of the comparison: name, embedded, real, unit; lower is better except for rates.
@@ -86,7 +95,7 @@ fn rows(embedded: &Figures, real: &Figures) -> Vec<(String, f64, f64, &'static s
     for ((form, e), (_, r)) in embedded.lists.iter().zip(&real.lists) {
         rows.push((format!("list p50, {form}"), ms(*e), ms(*r), "ms"));
     }
-    let watch = |f: &Figures| f.watch_p99.map_or(f64::NAN, ms);
+    let watch = |f: &Figures| f.watch_p99.as_ref().map_or(f64::NAN, |d| ms(*d));
     rows.push(("watch p99".to_string(), watch(embedded), watch(real), "ms"));
     rows.push((
         "workspace create-to-Ready p50".to_string(),
@@ -100,6 +109,33 @@ fn rows(embedded: &Figures, real: &Figures) -> Vec<(String, f64, f64, &'static s
         ms(real.workspace_p95),
         "ms",
     ));
+    let (e, r) = (&embedded.platform, &real.platform);
+    rows.extend([
+        (
+            "platform: start to quickstart Ready".to_string(),
+            ms(e.to_quickstart_ready),
+            ms(r.to_quickstart_ready),
+            "ms",
+        ),
+        (
+            "platform: Providers to Ready p50".to_string(),
+            ms(e.providers_p50),
+            ms(r.providers_p50),
+            "ms",
+        ),
+        (
+            "platform: Providers to Ready p95".to_string(),
+            ms(e.providers_p95),
+            ms(r.providers_p95),
+            "ms",
+        ),
+        (
+            "platform: RSS after the Providers".to_string(),
+            e.rss_mib,
+            r.rss_mib,
+            "MiB",
+        ),
+    ]);
     rows
 }
 
@@ -231,24 +267,30 @@ async fn measure_one(
         );
         list_p50.push((form.label(), p50));
     }
-    // A server may end watchers' streams before their events arrived (real kcp did with 100
-    // watchers, in a run on 2 shared cores): reported, and the other figures still measured.
-    let watch_p99 = match super::kcp::watch_latency(&f, p).await {
-        Ok((mut watch, _)) => {
-            let p99 = percentile(&mut watch, 99.0);
-            println!(
-                "  watch p99, {} watchers, {} events {:>7.2}ms",
-                p.watchers,
-                watch.len(),
-                ms(p99)
-            );
-            Some(p99)
-        }
-        Err(e) => {
-            println!("  watch p99, {} watchers: not measured: {e}", p.watchers);
-            None
-        }
-    };
+    // Every watcher must get every event; when some do not, why is the figure.
+    let terminated_before = watch::terminated_watchers(&f).await.unwrap_or_default();
+    let outcomes = watch::watch_latency(&f, "watch", p.watchers, p.watch_events).await?;
+    let mut watch_p99 = watch::summarize(outcomes).map(|mut latencies| {
+        let p99 = percentile(&mut latencies, 99.0);
+        println!(
+            "  watch p99, {} watchers, {} events {:>7.2}ms",
+            p.watchers,
+            latencies.len(),
+            ms(p99)
+        );
+        p99
+    });
+    if let Err(why) = &mut watch_p99
+        && let Some(closed) = watch::terminated_watchers(&f).await
+    {
+        why.push_str(&format!(
+            "; the server closed {} watchers as unresponsive meanwhile (apiserver_terminated_watchers_total)",
+            closed - terminated_before
+        ));
+    }
+    if let Err(why) = &watch_p99 {
+        println!("  watch p99, {} watchers: not measured: {why}", p.watchers);
+    }
     let mut creates = Vec::new();
     for clients in [8, 64] {
         let ns = format!("creates-{clients}");
@@ -275,7 +317,22 @@ async fn measure_one(
         watch_p99,
         workspace_p50,
         workspace_p95,
+        platform: PlatformFigures::default(),
     })
+}
+
+/// The components the platform on real kcp runs as processes (`faros` for `faros grant`), built
+/// as the measured `faros` is: release, or debug for a smoke run.
+fn build_components(root: &Path, smoke: bool) -> anyhow::Result<()> {
+    let sh = xshell::Shell::new()?;
+    sh.change_dir(root);
+    let release: &[&str] = if smoke { &[] } else { &["--release"] };
+    xshell::cmd!(
+        sh,
+        "cargo build {release...} -p faros -p faros-hub-api -p faros-hub-reconciler -p faros-provider-quickstart --bins"
+    )
+    .run()
+    .context("building the platform's components")
 }
 
 /// Runs the comparison; returns the summary line. Without a kcp binary a smoke run is skipped
@@ -301,21 +358,26 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         p.faros.display(),
         kcp.display()
     );
+    build_components(root, p.smoke)?;
     let tokens = tokens()?;
-    let real = measure_one(
+    let mut real = measure_one(
         "real kcp",
         real_kcp_launch(&kcp, &work.join("real"), &tokens)?,
         &tokens,
         p,
     )
     .await?;
-    let embedded = measure_one(
+    let mut embedded = measure_one(
         "embedded kcp",
         embedded_launch(&p.faros, &work.join("embedded"), &tokens)?,
         &tokens,
         p,
     )
     .await?;
+    real.platform = platform::real(root, &kcp, p, work.join("platform-real")).await?;
+    let state = work.join("platform-embedded");
+    let _ = std::fs::remove_dir_all(&state);
+    embedded.platform = platform::embedded(p, state).await?;
     println!("\n{:<40} {:>12} {:>12} {:>9}", "", "embedded", "real kcp", "emb/real");
     let mut summary = Vec::new();
     for (name, e, r, unit) in rows(&embedded, &real) {
@@ -337,9 +399,15 @@ mod tests {
             rss_loaded: 20.0 * scale,
             creates: vec![(8, 1000.0 * scale), (64, 2000.0 * scale)],
             lists: vec![("JSON, unpaged".into(), Duration::from_millis((30.0 * scale) as u64))],
-            watch_p99: Some(Duration::from_millis((4.0 * scale) as u64)),
+            watch_p99: Ok(Duration::from_millis((4.0 * scale) as u64)),
             workspace_p50: Duration::from_millis((500.0 * scale) as u64),
             workspace_p95: Duration::from_millis((900.0 * scale) as u64),
+            platform: PlatformFigures {
+                to_quickstart_ready: Duration::from_millis((1000.0 * scale) as u64),
+                providers_p50: Duration::from_millis((300.0 * scale) as u64),
+                providers_p95: Duration::from_millis((600.0 * scale) as u64),
+                rss_mib: 100.0 * scale,
+            },
         };
         let rows = rows(&figures(1.0), &figures(2.0));
         let names: Vec<&str> = rows.iter().map(|(n, ..)| n.as_str()).collect();
@@ -355,6 +423,10 @@ mod tests {
                 "watch p99",
                 "workspace create-to-Ready p50",
                 "workspace create-to-Ready p95",
+                "platform: start to quickstart Ready",
+                "platform: Providers to Ready p50",
+                "platform: Providers to Ready p95",
+                "platform: RSS after the Providers",
             ]
         );
         for (name, e, r, _) in rows {

@@ -61,6 +61,39 @@ impl Drop for Processes {
     }
 }
 
+/// How often a gate is checked while the e2e runs (whole seconds suit its minutes-long steps).
+const GATE_POLL: Duration = Duration::from_secs(1);
+
+/// Processes some steps started ([`start`]), left running until this is dropped; then they are
+/// stopped as at the end of [`run`].
+#[derive(Default)]
+pub(crate) struct Running(Processes);
+
+impl Running {
+    /// The id of process `name` (an [`Action::Spawn`]'s name).
+    pub(crate) fn pid(&self, name: &str) -> Option<u32> {
+        self.0.0.iter().find(|(n, _)| n == name).map(|(_, c)| c.id())
+    }
+
+    /// Process `name`, handed to the caller (who stops it).
+    pub(crate) fn take(&mut self, name: &str) -> Option<Child> {
+        let i = self.0.0.iter().position(|(n, _)| n == name)?;
+        Some(self.0.0.remove(i).1)
+    }
+}
+
+/// Runs `steps` from `root` as [`run`] does, checking gates every `poll`, and leaves the processes
+/// they start in `running` (also when a step fails, so that dropping it stops them). No log
+/// collection, no teardown: for a caller that measures a platform a plan starts.
+pub(crate) fn start(steps: &[Step], root: &Path, poll: Duration, running: &mut Running) -> anyhow::Result<()> {
+    let total = steps.len();
+    for (i, step) in steps.iter().enumerate() {
+        run_step(step, root, &format!("{}/{total}", i + 1), &mut running.0, poll)
+            .map_err(|e| e.context(format!("step {}/{total} `{}` failed", i + 1, step.name)))?;
+    }
+    Ok(())
+}
+
 /// Runs every step from `root`; on failure collects logs, then tears down, and returns the failure.
 pub(crate) fn run(plan: &Plan, root: &Path) -> anyhow::Result<()> {
     let started = Instant::now();
@@ -68,7 +101,7 @@ pub(crate) fn run(plan: &Plan, root: &Path) -> anyhow::Result<()> {
     let mut result = Ok(());
     let procs = &mut Processes::default();
     for (i, step) in plan.steps.iter().enumerate() {
-        if let Err(e) = run_step(step, root, &format!("{}/{total}", i + 1), procs) {
+        if let Err(e) = run_step(step, root, &format!("{}/{total}", i + 1), procs, GATE_POLL) {
             result = Err(e.context(format!("step {}/{total} `{}` failed", i + 1, step.name)));
             break;
         }
@@ -76,13 +109,13 @@ pub(crate) fn run(plan: &Plan, root: &Path) -> anyhow::Result<()> {
     if result.is_err() {
         for step in &plan.on_failure {
             // Collection is best effort: a half-created cluster still yields what it can.
-            if let Err(e) = run_step(step, root, "on failure", procs) {
+            if let Err(e) = run_step(step, root, "on failure", procs, GATE_POLL) {
                 eprintln!("    (log collection incomplete: {e:#})");
             }
         }
     }
     for step in &plan.teardown {
-        if let Err(e) = run_step(step, root, "teardown", procs) {
+        if let Err(e) = run_step(step, root, "teardown", procs, GATE_POLL) {
             eprintln!("    teardown failed: {e:#}");
         }
     }
@@ -94,10 +127,10 @@ pub(crate) fn run(plan: &Plan, root: &Path) -> anyhow::Result<()> {
     result
 }
 
-fn run_step(step: &Step, root: &Path, position: &str, procs: &mut Processes) -> anyhow::Result<()> {
+fn run_step(step: &Step, root: &Path, position: &str, procs: &mut Processes, poll: Duration) -> anyhow::Result<()> {
     eprintln!("==> [{position}] {}", step.name);
     let started = Instant::now();
-    let result = step.actions.iter().try_for_each(|a| run_action(a, root, procs));
+    let result = step.actions.iter().try_for_each(|a| run_action(a, root, procs, poll));
     let outcome = if result.is_ok() { "done" } else { "FAILED" };
     eprintln!("<== [{position}] {} {outcome} in {:.1?}", step.name, started.elapsed());
     result
@@ -157,7 +190,7 @@ fn write_file(path: &Path, contents: &[u8], private: bool) -> anyhow::Result<()>
         .with_context(|| format!("writing {}", path.display()))
 }
 
-fn run_action(action: &Action, root: &Path, procs: &mut Processes) -> anyhow::Result<()> {
+fn run_action(action: &Action, root: &Path, procs: &mut Processes, poll: Duration) -> anyhow::Result<()> {
     let at = |p: &Path| root.join(p);
     match action {
         Action::Run(cmd) => run_cmd(cmd, root),
@@ -233,7 +266,7 @@ fn run_action(action: &Action, root: &Path, procs: &mut Processes) -> anyhow::Re
             reroute(&mut kc, server, tls_server_name);
             write_file(&at(to), &serde_json::to_vec_pretty(&kc)?, true)
         }
-        Action::Wait { gate, timeout_secs } => wait(gate, Duration::from_secs(*timeout_secs), root, procs),
+        Action::Wait { gate, timeout_secs } => wait(gate, Duration::from_secs(*timeout_secs), root, procs, poll),
         Action::Spawn { name, cmd, log } => {
             eprintln!("    $ {cmd} > {} 2>&1 &", log.display());
             let log_path = at(log);
@@ -308,7 +341,7 @@ fn reroute(kc: &mut Value, server: &str, tls_server_name: &str) {
     }
 }
 
-fn wait(gate: &Gate, timeout: Duration, root: &Path, procs: &mut Processes) -> anyhow::Result<()> {
+fn wait(gate: &Gate, timeout: Duration, root: &Path, procs: &mut Processes, poll: Duration) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let started = Instant::now();
     let mut last = String::new();
@@ -353,7 +386,7 @@ fn wait(gate: &Gate, timeout: Duration, root: &Path, procs: &mut Processes) -> a
         if started.elapsed() > timeout {
             bail!("timed out after {timeout:?} waiting for {gate:?}{last}");
         }
-        std::thread::sleep(Duration::from_secs(1));
+        std::thread::sleep(poll);
     }
 }
 

@@ -22,6 +22,7 @@
 //! front-proxy, and the hub, the reconciler and quickstart reach kcp through the front-proxy only.
 
 mod sharded;
+pub(crate) mod start;
 
 use std::path::{Path, PathBuf};
 
@@ -266,7 +267,6 @@ impl Input<'_> {
 
 /// The whole run.
 pub(crate) fn plan(input: &Input<'_>) -> Plan {
-    let path = |name: &str| input.path(name);
     let mut steps = Vec::new();
 
     let mut build = Vec::new();
@@ -293,153 +293,9 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
         ],
     )));
     steps.push(Step::new("binaries (kcp, hub API, hub reconciler, quickstart)", build));
-
-    // A fresh kcp every run: its root directory (etcd's data, generated keys) goes first.
-    let mut files = vec![
-        Action::Run(
-            Cmd::new("rm", &["-rf"])
-                .args(match input.sharded {
-                    Some(s) => s.fresh_dirs(input),
-                    None => vec![path("kcp-root")],
-                })
-                .arg(path("logs")),
-        ),
-        Action::Write {
-            path: input.file("tokens.csv"),
-            contents: input.tokens.token_file(),
-            private: true,
-        },
-        Action::Write {
-            path: input.file("users.csv"),
-            contents: input.tokens.users_file(),
-            private: true,
-        },
-        Action::Write {
-            path: input.file("serving.ext"),
-            contents: "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n".into(),
-            private: false,
-        },
-        input.ca("ca", "faros-e2e-ca"),
-    ];
-    files.extend(input.serving_cert("kcp"));
-    files.extend(input.serving_cert("hub"));
-    files.extend(input.idp_files());
-    match input.sharded {
-        Some(s) => {
-            files.extend(s.files(input));
-            steps.push(Step::new(
-                "token files, CAs, serving and client certificates, kcp's kubeconfigs",
-                files,
-            ));
-            steps.push(input.idp_step());
-            steps.extend(s.servers(input));
-        }
-        None => {
-            steps.push(Step::new("token files, CA and serving certificates", files));
-            steps.push(input.idp_step());
-            let mut kcp = vec![
-                Action::Spawn {
-                    name: "kcp".into(),
-                    cmd: kcp_start(input, &input.path("kcp-root"), input.ports.kcp)
-                        .arg(format!("--embedded-etcd-client-port={}", input.ports.etcd_client))
-                        .arg(format!("--embedded-etcd-peer-port={}", input.ports.etcd_peer)),
-                    log: input.log("kcp"),
-                },
-                Action::Wait {
-                    gate: Gate::Readyz {
-                        url: input.kcp_url(),
-                        ca: input.file("ca.crt"),
-                    },
-                    timeout_secs: START_TIMEOUT,
-                },
-            ];
-            kcp.extend(input.kcp_kubeconfigs());
-            steps.push(Step::new("kcp (one shard, embedded etcd)", kcp));
-        }
-    }
-
-    // The one step run as kcp's admin: the components' own users get their permissions.
-    steps.push(Step::new(
-        "kcp identities of the hub and the reconciler (faros grant, as kcp's admin)",
-        vec![Action::Run(
-            Cmd::new(&faros_bin(input, "faros"), &["grant"])
-                .arg(format!("--kubeconfig={}", input.path("admin.kubeconfig")))
-                .arg(format!("--reconciler-user={RECONCILER_USER}"))
-                .arg(format!("--hub-user={HUB_USER}")),
-        )],
-    ));
-    steps.push(Step::new(
-        "hub reconciler and hub API (the charts' flags)",
-        vec![
-            Action::Spawn {
-                name: "hub-reconciler".into(),
-                cmd: reconciler(input),
-                log: input.log("hub-reconciler"),
-            },
-            Action::Spawn {
-                name: "hub-api".into(),
-                cmd: hub_api(input),
-                log: input.log("hub-api"),
-            },
-            Action::Wait {
-                gate: Gate::Readyz {
-                    url: input.hub_url(),
-                    ca: input.file("ca.crt"),
-                },
-                timeout_secs: START_TIMEOUT,
-            },
-        ],
-    ));
-
-    let providers = |args: &[&str]| {
-        Cmd::new("kubectl", &["--kubeconfig"])
-            .arg(path("providers.kubeconfig"))
-            .args(args.iter().copied())
-    };
-    let secret = format!("{PROVIDER}-kubeconfig");
-    steps.push(Step::new(
-        "quickstart Provider into root:faros:system:providers, its kubeconfig from its Secret",
-        vec![
-            Action::Wait {
-                gate: Gate::Command(providers(&["get", "providers"])),
-                timeout_secs: START_TIMEOUT,
-            },
-            Action::Run(providers(&["apply", "-f", "providers/quickstart/provider.yaml"])),
-            Action::Wait {
-                gate: Gate::Command(providers(&["-n", "default", "get", "secret", &secret])),
-                timeout_secs: START_TIMEOUT,
-            },
-            Action::ExtractSecret {
-                kubeconfig: input.file("providers.kubeconfig"),
-                namespace: "default".into(),
-                name: secret.clone(),
-                key: "kubeconfig".into(),
-                to: input.file("quickstart.kubeconfig"),
-            },
-        ],
-    ));
-
-    steps.push(Step::new(
-        "quickstart provider (init, then serve)",
-        vec![
-            Action::Run(quickstart(input, "init")),
-            Action::Spawn {
-                name: "quickstart".into(),
-                cmd: quickstart(input, "serve"),
-                log: input.log("quickstart"),
-            },
-            Action::Wait {
-                gate: Gate::ProviderReady {
-                    hub: input.hub_url(),
-                    ca: input.file("ca.crt"),
-                    user: GATE_USER.into(),
-                    tokens: input.file("tokens.csv"),
-                    provider: PROVIDER.into(),
-                },
-                timeout_secs: START_TIMEOUT,
-            },
-        ],
-    ));
+    let Startup { prepare, start } = startup(input);
+    steps.extend(prepare);
+    steps.extend(start);
 
     if let Some(s) = input.sharded {
         steps.push(s.spread(input));
@@ -489,6 +345,168 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
         teardown: Vec::new(),
         keep_processes: false,
     }
+}
+
+/// The platform as the plan starts it, in two parts: what a deployment has before anything starts
+/// (fresh directories, token files, certificates, the test IdP), then kcp, the components' kcp
+/// identities, the hub reconciler and hub API, the quickstart Provider and the quickstart provider,
+/// until the hub reports quickstart Ready. [`plan`] runs both before the scenarios; `cargo xtask
+/// bench kcp-vs-real` ([`start::platform`]) times `start` against `faros dev`.
+pub(crate) struct Startup {
+    pub prepare: Vec<Step>,
+    pub start: Vec<Step>,
+}
+
+pub(crate) fn startup(input: &Input<'_>) -> Startup {
+    let path = |name: &str| input.path(name);
+    let (mut prepare, mut start) = (Vec::new(), Vec::new());
+    // A fresh kcp every run: its root directory (etcd's data, generated keys) goes first.
+    let mut files = vec![
+        Action::Run(
+            Cmd::new("rm", &["-rf"])
+                .args(match input.sharded {
+                    Some(s) => s.fresh_dirs(input),
+                    None => vec![path("kcp-root")],
+                })
+                .arg(path("logs")),
+        ),
+        Action::Write {
+            path: input.file("tokens.csv"),
+            contents: input.tokens.token_file(),
+            private: true,
+        },
+        Action::Write {
+            path: input.file("users.csv"),
+            contents: input.tokens.users_file(),
+            private: true,
+        },
+        Action::Write {
+            path: input.file("serving.ext"),
+            contents: "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n".into(),
+            private: false,
+        },
+        input.ca("ca", "faros-e2e-ca"),
+    ];
+    files.extend(input.serving_cert("kcp"));
+    files.extend(input.serving_cert("hub"));
+    files.extend(input.idp_files());
+    match input.sharded {
+        Some(s) => {
+            files.extend(s.files(input));
+            prepare.push(Step::new(
+                "token files, CAs, serving and client certificates, kcp's kubeconfigs",
+                files,
+            ));
+            prepare.push(input.idp_step());
+            start.extend(s.servers(input));
+        }
+        None => {
+            prepare.push(Step::new("token files, CA and serving certificates", files));
+            prepare.push(input.idp_step());
+            let mut kcp = vec![
+                Action::Spawn {
+                    name: "kcp".into(),
+                    cmd: kcp_start(input, &input.path("kcp-root"), input.ports.kcp)
+                        .arg(format!("--embedded-etcd-client-port={}", input.ports.etcd_client))
+                        .arg(format!("--embedded-etcd-peer-port={}", input.ports.etcd_peer)),
+                    log: input.log("kcp"),
+                },
+                Action::Wait {
+                    gate: Gate::Readyz {
+                        url: input.kcp_url(),
+                        ca: input.file("ca.crt"),
+                    },
+                    timeout_secs: START_TIMEOUT,
+                },
+            ];
+            kcp.extend(input.kcp_kubeconfigs());
+            start.push(Step::new("kcp (one shard, embedded etcd)", kcp));
+        }
+    }
+
+    // The one step run as kcp's admin: the components' own users get their permissions.
+    start.push(Step::new(
+        "kcp identities of the hub and the reconciler (faros grant, as kcp's admin)",
+        vec![Action::Run(
+            Cmd::new(&faros_bin(input, "faros"), &["grant"])
+                .arg(format!("--kubeconfig={}", input.path("admin.kubeconfig")))
+                .arg(format!("--reconciler-user={RECONCILER_USER}"))
+                .arg(format!("--hub-user={HUB_USER}")),
+        )],
+    ));
+    start.push(Step::new(
+        "hub reconciler and hub API (the charts' flags)",
+        vec![
+            Action::Spawn {
+                name: "hub-reconciler".into(),
+                cmd: reconciler(input),
+                log: input.log("hub-reconciler"),
+            },
+            Action::Spawn {
+                name: "hub-api".into(),
+                cmd: hub_api(input),
+                log: input.log("hub-api"),
+            },
+            Action::Wait {
+                gate: Gate::Readyz {
+                    url: input.hub_url(),
+                    ca: input.file("ca.crt"),
+                },
+                timeout_secs: START_TIMEOUT,
+            },
+        ],
+    ));
+
+    let providers = |args: &[&str]| {
+        Cmd::new("kubectl", &["--kubeconfig"])
+            .arg(path("providers.kubeconfig"))
+            .args(args.iter().copied())
+    };
+    let secret = format!("{PROVIDER}-kubeconfig");
+    start.push(Step::new(
+        "quickstart Provider into root:faros:system:providers, its kubeconfig from its Secret",
+        vec![
+            Action::Wait {
+                gate: Gate::Command(providers(&["get", "providers"])),
+                timeout_secs: START_TIMEOUT,
+            },
+            Action::Run(providers(&["apply", "-f", "providers/quickstart/provider.yaml"])),
+            Action::Wait {
+                gate: Gate::Command(providers(&["-n", "default", "get", "secret", &secret])),
+                timeout_secs: START_TIMEOUT,
+            },
+            Action::ExtractSecret {
+                kubeconfig: input.file("providers.kubeconfig"),
+                namespace: "default".into(),
+                name: secret.clone(),
+                key: "kubeconfig".into(),
+                to: input.file("quickstart.kubeconfig"),
+            },
+        ],
+    ));
+
+    start.push(Step::new(
+        "quickstart provider (init, then serve)",
+        vec![
+            Action::Run(quickstart(input, "init")),
+            Action::Spawn {
+                name: "quickstart".into(),
+                cmd: quickstart(input, "serve"),
+                log: input.log("quickstart"),
+            },
+            Action::Wait {
+                gate: Gate::ProviderReady {
+                    hub: input.hub_url(),
+                    ca: input.file("ca.crt"),
+                    user: GATE_USER.into(),
+                    tokens: input.file("tokens.csv"),
+                    provider: PROVIDER.into(),
+                },
+                timeout_secs: START_TIMEOUT,
+            },
+        ],
+    ));
+    Startup { prepare, start }
 }
 
 /// `kcp start` as kcp's own e2e servers run a shard: its files in `root_dir`, every listener on
