@@ -9,3 +9,10 @@ async fn membership_decides_every_tenant_route() {
     scenarios::tenancy::run(&p).await;
     p.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn membership_index_answers_without_reviews() {
+    let p = faros_e2e::Platform::start().await.expect("starting the platform");
+    scenarios::membership_index::run(&p).await;
+    p.stop().await;
+}

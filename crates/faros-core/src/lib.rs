@@ -17,6 +17,7 @@ pub mod conditions;
 pub mod drain;
 pub mod identity;
 pub mod kcp;
+pub mod membership;
 pub mod metrics;
 pub mod names;
 pub mod oidc;

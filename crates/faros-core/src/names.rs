@@ -74,6 +74,9 @@ pub const API_VERSION: &str = "v1alpha1";
 pub const ADMIN_EXPORT: &str = ADMIN_GROUP;
 /// APIExport serving `catalogentries`.
 pub const PROVIDERS_EXPORT: &str = PROVIDERS_GROUP;
+/// APIExport serving nothing of its own: its permission claim shows the hub every tenant
+/// workspace's membership bindings ([`crate::membership`]); default-bound in tenant workspaces.
+pub const TENANCY_EXPORT: &str = "tenancy.faros.sh";
 /// Plural of `Provider`.
 pub const PROVIDERS_RESOURCE: &str = "providers";
 /// Plural of `CatalogEntry`.

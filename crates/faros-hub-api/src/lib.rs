@@ -31,6 +31,7 @@ pub mod auth;
 pub mod catalog;
 pub use faros_core::drain;
 pub mod edge;
+pub mod export_urls;
 pub mod keys;
 pub mod mcp;
 pub mod metrics;
@@ -268,7 +269,7 @@ impl Hub {
             Arc::new(Registry::new(config.clock.clone(), config.registry).with_upstream_policy(upstreams.clone()));
         let keys = Arc::new(keys);
         let metrics = Arc::new(Metrics::new());
-        let tenancy = tenancy::Tenancy::new(factory.clone(), config.tenancy.clone());
+        let tenancy = tenancy::Tenancy::new(factory.clone(), config.tenancy.clone(), metrics.membership.clone());
         let directory = mcp::directory::TenancyDirectory::new(tenancy.clone(), registry.clone());
         let mcp = mcp::Federation::new(
             registry.clone(),
@@ -366,7 +367,10 @@ impl Hub {
         let catalog = Arc::new(catalog::watch::Catalog {
             factory: self.factory.clone(),
             registry: self.state.registry.clone(),
-            resolver: Arc::new(catalog::watch::Resolver::new(self.factory.clone())),
+            resolver: Arc::new(catalog::watch::Resolver::new(
+                self.factory.clone(),
+                self.state.tenancy.paths.clone(),
+            )),
             metrics: self.state.metrics.clone(),
             settings: self.config.catalog,
         });
@@ -379,6 +383,17 @@ impl Hub {
         if let Some(records) = &self.records {
             tasks.spawn(records.clone().run(cancel.clone()));
         }
+        tasks.spawn(tenancy::index::watch::run(
+            self.factory.clone(),
+            self.state.tenancy.index.clone(),
+            tenancy::index::watch::IndexSettings::default(),
+            cancel.clone(),
+        ));
+        tasks.spawn(tenancy::index::backfill::run(
+            self.state.tenancy.clone(),
+            tenancy::index::watch::IndexSettings::default(),
+            cancel.clone(),
+        ));
         tasks.spawn(mcp::bindings::watch(
             self.factory.clone(),
             self.state.tenancy.clone(),

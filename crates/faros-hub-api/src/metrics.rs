@@ -22,6 +22,8 @@ pub struct Metrics {
     status_writes: Family<RouteLabel, Counter>,
     /// MCP federation.
     pub mcp: McpMetrics,
+    /// Membership decisions and the index behind them.
+    pub membership: MembershipMetrics,
 }
 
 impl Default for Metrics {
@@ -56,9 +58,11 @@ impl Metrics {
             status_writes.clone(),
         );
         let mcp = McpMetrics::register(&mut registry);
+        let membership = MembershipMetrics::register(&mut registry);
         Self {
             registry,
             mcp,
+            membership,
             requests,
             proxy_latency,
             heartbeats,
@@ -99,6 +103,39 @@ impl Metrics {
     /// `GET /metrics`.
     pub fn response(&self) -> axum::response::Response {
         faros_core::metrics::response(&self.registry)
+    }
+}
+
+/// Metrics of membership decisions ([`crate::tenancy::index`], [`crate::tenancy::access`]).
+#[derive(Clone, Debug, Default)]
+pub struct MembershipMetrics {
+    decisions: Family<[(&'static str, &'static str); 1], Counter>,
+    bindings: Gauge,
+}
+
+impl MembershipMetrics {
+    fn register(registry: &mut Registry) -> Self {
+        let m = Self::default();
+        registry.register(
+            "membership_decisions",
+            "Membership decisions by source: the watch-fed index, or a kcp SubjectAccessReview",
+            m.decisions.clone(),
+        );
+        registry.register(
+            "membership_bindings",
+            "Membership ClusterRoleBindings held by the index",
+            m.bindings.clone(),
+        );
+        m
+    }
+
+    /// One decision answered by `source` (`index` or `review`).
+    pub fn decided(&self, source: &'static str) {
+        self.decisions.get_or_create(&[("source", source)]).inc();
+    }
+
+    pub fn set_bindings(&self, n: usize) {
+        self.bindings.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 }
 

@@ -5,14 +5,14 @@
 //!    workspace does not serve content to us); namespace `faros-system` (leader Lease, hub records)
 //!    in `system:controllers`; when the hub API has its own kcp user, its roles in the tree
 //!    ([`crate::identity::apply_hub_tree`]: the hub's start-up waits on them);
-//! 2. APIResourceSchemas (immutable, so create-if-absent) and the `admin.faros.sh` /
+//! 2. APIResourceSchemas (immutable, so create-if-absent) and the `admin.faros.sh`, `tenancy.faros.sh` and
 //!    `providers.faros.sh` APIExports in `root:faros:system:controllers`;
 //! 3. their APIBindings in `root:faros:system:providers`, waited until bound (the Provider API must
 //!    be served before the controller starts, and the export's virtual workspace URL only appears
 //!    once a binding exists);
 //! 4. the WorkspaceTypes in `root:faros`: after the exports, because WorkspaceType admission checks
 //!    `bind` permission on the default bindings;
-//! 5. the `admin.faros.sh` endpoint slice (kcp ≥ 0.28 creates it itself; creating it if absent
+//! 5. the `admin.faros.sh` and `tenancy.faros.sh` endpoint slices (kcp ≥ 0.28 creates them; creating them if absent
 //!    covers older kcp).
 //!
 //! Everything mutable is server-side applied with a fixed body, so a second run writes nothing new.
@@ -141,7 +141,24 @@ pub fn exports() -> Vec<APIExport> {
         e.metadata = managed_meta(export);
         e
     })
+    .chain(std::iter::once(tenancy_export()))
     .collect()
+}
+
+/// `tenancy.faros.sh`: no resources, a claim on faros' ClusterRoleBindings ([`faros_core::membership`]).
+fn tenancy_export() -> APIExport {
+    let mut e = faros_core::membership::export();
+    e.metadata = managed_meta(names::TENANCY_EXPORT);
+    e
+}
+
+/// Organizations and team workspaces bind `tenancy.faros.sh` (accepting its claim), so the hub sees
+/// their membership bindings through one watch.
+fn tenancy_binding() -> Option<Vec<APIExportReference>> {
+    Some(vec![APIExportReference {
+        path: Some(names::SYSTEM_CONTROLLERS_PATH.into()),
+        export: names::TENANCY_EXPORT.into(),
+    }])
 }
 
 /// Bindings of both exports in `system:providers`, each named after its export.
@@ -193,6 +210,7 @@ pub fn workspace_types() -> Vec<WorkspaceType> {
             none: None,
             types: Some(vec![universal()]),
         }),
+        default_api_bindings: tenancy_binding(),
         ..Default::default()
     };
     let team = WorkspaceTypeSpec {
@@ -207,6 +225,7 @@ pub fn workspace_types() -> Vec<WorkspaceType> {
             none: None,
             types: Some(vec![faros_type(names::WORKSPACE_TYPE_ORGANIZATION)]),
         }),
+        default_api_bindings: tenancy_binding(),
         ..Default::default()
     };
     [
@@ -231,20 +250,26 @@ pub fn system_namespace() -> Namespace {
     }
 }
 
-/// The endpoint slice the Provider controller reads its virtual workspace URL from.
-pub fn admin_endpoint_slice() -> APIExportEndpointSlice {
-    let mut s = APIExportEndpointSlice::new(
-        names::ADMIN_EXPORT,
-        APIExportEndpointSliceSpec {
-            export: ExportBindingReference {
-                path: Some(names::SYSTEM_CONTROLLERS_PATH.into()),
-                name: names::ADMIN_EXPORT.into(),
-            },
-            ..Default::default()
-        },
-    );
-    s.metadata = managed_meta(names::ADMIN_EXPORT);
-    s
+/// The endpoint slices read by name: the Provider controller's (`admin.faros.sh`) and the hub's
+/// membership index's (`tenancy.faros.sh`).
+pub fn endpoint_slices() -> Vec<APIExportEndpointSlice> {
+    [names::ADMIN_EXPORT, names::TENANCY_EXPORT]
+        .into_iter()
+        .map(|export| {
+            let mut s = APIExportEndpointSlice::new(
+                export,
+                APIExportEndpointSliceSpec {
+                    export: ExportBindingReference {
+                        path: Some(names::SYSTEM_CONTROLLERS_PATH.into()),
+                        name: export.into(),
+                    },
+                    ..Default::default()
+                },
+            );
+            s.metadata = managed_meta(export);
+            s
+        })
+        .collect()
 }
 
 /// Timeouts of one attempt.
@@ -355,7 +380,9 @@ pub async fn bootstrap(
         apply(&types, &wt, "bootstrap", "WorkspaceType", names::FAROS_PATH).await?;
     }
     let slices: Api<APIExportEndpointSlice> = Api::all(controllers);
-    create_if_absent(&slices, &admin_endpoint_slice(), "APIExportEndpointSlice").await?;
+    for slice in endpoint_slices() {
+        create_if_absent(&slices, &slice, "APIExportEndpointSlice").await?;
+    }
     tracing::info!("bootstrap: complete");
     Ok(())
 }
@@ -545,6 +572,11 @@ mod tests {
                     "metadata": {"name": "providers.faros.sh", "labels": {"app.kubernetes.io/managed-by": "faros"}},
                     "spec": {"resources": [{"name": "catalogentries", "group": "providers.faros.sh",
                         "schema": "v1alpha1.catalogentries.providers.faros.sh", "storage": {"crd": {}}}]}}),
+                json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
+                    "metadata": {"name": "tenancy.faros.sh", "labels": {"app.kubernetes.io/managed-by": "faros"}},
+                    "spec": {"permissionClaims": [{"group": "rbac.authorization.k8s.io", "resource": "clusterrolebindings",
+                        "verbs": ["get", "list", "watch"],
+                        "defaultSelector": {"matchLabels": {"app.kubernetes.io/managed-by": "faros"}}}]}}),
             ]
         );
         // Every exported schema is one bootstrap creates.
@@ -554,7 +586,7 @@ mod tests {
             .map(|s| s["metadata"]["name"].as_str().unwrap().to_string())
             .collect();
         for e in exports() {
-            for r in e.spec.resources.unwrap() {
+            for r in e.spec.resources.unwrap_or_default() {
                 assert!(schema_names.contains(&r.schema), "{}", r.schema);
             }
         }
@@ -589,10 +621,12 @@ mod tests {
                 json!({"extend": {"with": [{"name": "universal", "path": "root"}]},
                     "defaultChildWorkspaceType": {"name": "workspace", "path": "root:faros"},
                     "limitAllowedChildren": {"types": [{"name": "workspace", "path": "root:faros"}]},
-                    "limitAllowedParents": {"types": [{"name": "universal", "path": "root"}]}}),
+                    "limitAllowedParents": {"types": [{"name": "universal", "path": "root"}]},
+                    "defaultAPIBindings": [{"path": "root:faros:system:controllers", "export": "tenancy.faros.sh"}]}),
                 json!({"extend": {"with": [{"name": "universal", "path": "root"}]},
                     "limitAllowedChildren": {"none": true},
-                    "limitAllowedParents": {"types": [{"name": "organization", "path": "root:faros"}]}}),
+                    "limitAllowedParents": {"types": [{"name": "organization", "path": "root:faros"}]},
+                    "defaultAPIBindings": [{"path": "root:faros:system:controllers", "export": "tenancy.faros.sh"}]}),
             ]
         );
         let names: Vec<String> = workspace_types().iter().map(ResourceExt::name_any).collect();
@@ -601,12 +635,16 @@ mod tests {
 
     #[test]
     fn slice_and_namespace() {
-        assert_eq!(
-            serde_json::to_value(admin_endpoint_slice()).unwrap(),
+        let slices: Vec<serde_json::Value> = endpoint_slices()
+            .iter()
+            .map(|s| serde_json::to_value(s).unwrap())
+            .collect();
+        let want = |name: &str| {
             json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExportEndpointSlice",
-                "metadata": {"name": "admin.faros.sh", "labels": {"app.kubernetes.io/managed-by": "faros"}},
-                "spec": {"export": {"path": "root:faros:system:controllers", "name": "admin.faros.sh"}}})
-        );
+                "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "faros"}},
+                "spec": {"export": {"path": "root:faros:system:controllers", "name": name}}})
+        };
+        assert_eq!(slices, [want("admin.faros.sh"), want("tenancy.faros.sh")]);
         assert_eq!(system_namespace().metadata.name.as_deref(), Some("faros-system"));
     }
 

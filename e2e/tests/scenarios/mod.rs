@@ -6,6 +6,7 @@
 pub mod gitops;
 pub mod lifecycle;
 pub mod mcp;
+pub mod membership_index;
 pub mod provider_deletion;
 pub mod security;
 pub mod tenancy;

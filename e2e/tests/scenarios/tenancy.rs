@@ -2,7 +2,8 @@
 //!
 //! Runs on every target.
 
-use faros_e2e::{Platform, kubectl};
+use faros_e2e::eventually::eventually;
+use faros_e2e::{Platform, WAIT, kubectl};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -144,13 +145,15 @@ pub async fn run(p: &Platform) {
         .await,
         403
     );
-    let me = p.call(Method::GET, "/api/me", Some(&bob), None).await.unwrap();
+    // /api/me lists what the membership index holds: behind several replicas, the grant reaches the
+    // others' watches a moment after it was written through one (docs/tenancy.md#decisions).
+    let me = eventually("bob's /api/me to list dev", WAIT, || async {
+        let me = p.call(Method::GET, "/api/me", Some(&bob), None).await?;
+        Ok((me.body["organizations"][0]["workspaces"][0]["name"] == "dev").then_some(me))
+    })
+    .await
+    .unwrap();
     assert_eq!(me.body["user"], bob.name.as_str());
-    assert_eq!(
-        me.body["organizations"][0]["workspaces"][0]["name"], "dev",
-        "{}",
-        me.text
-    );
     assert_eq!(
         me.body["organizations"][0]["workspaces"][0]["role"], "member",
         "{}",

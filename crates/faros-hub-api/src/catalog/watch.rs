@@ -8,16 +8,14 @@
 //! was observed, so N replicas do not fight.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use faros_core::catalog::{CatalogEntry, CatalogEntryStatus};
 use faros_core::client::ClientFactory;
-use faros_core::kcp::apis::v1alpha1::APIExportEndpointSlice;
 use faros_core::kcp::endpoints::UrlChanges;
-use faros_core::kcp::{ANNOTATION_CLUSTER, ANNOTATION_PATH, LOGICALCLUSTER_NAME, LogicalCluster, Workspace};
+use faros_core::kcp::{ANNOTATION_CLUSTER, Workspace};
 use faros_core::names;
-use faros_core::wait::wait_for;
 use futures::StreamExt;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::WatchStreamExt;
@@ -28,9 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::registry::{Candidate, Registry, StatusWork};
 use crate::metrics::Metrics;
-
-/// First retry delay while the endpoint slice of the providers export cannot be read yet.
-const FIRST_ENDPOINT_RETRY: Duration = Duration::from_millis(100);
+use crate::workspace::ClusterPaths;
 
 /// Timings of the catalog loops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,43 +64,24 @@ pub enum CatalogError {
     Missing(String),
 }
 
-/// Cluster-name → workspace-path lookups, cached (a logical cluster's path never changes).
+/// Cluster-name → workspace-path lookups (through [`ClusterPaths`]) and provider workspaces.
 #[derive(Debug)]
 pub struct Resolver {
     factory: ClientFactory,
-    paths: Mutex<HashMap<String, String>>,
+    paths: Arc<ClusterPaths>,
 }
 
 impl Resolver {
-    pub fn new(factory: ClientFactory) -> Self {
-        Self {
-            factory,
-            paths: Mutex::default(),
-        }
+    pub fn new(factory: ClientFactory, paths: Arc<ClusterPaths>) -> Self {
+        Self { factory, paths }
     }
 
     /// The workspace path of logical cluster `cluster`.
     pub async fn path_of(&self, cluster: &str) -> Result<String, CatalogError> {
-        if let Some(p) = self.paths.lock().unwrap_or_else(|p| p.into_inner()).get(cluster) {
-            return Ok(p.clone());
-        }
-        let api: Api<LogicalCluster> = Api::all(self.factory.cluster(cluster)?);
-        let lc = api
-            .get(LOGICALCLUSTER_NAME)
-            .await
-            .map_err(|source| CatalogError::Kube {
-                what: format!("reading LogicalCluster of {cluster}"),
-                source,
-            })?;
-        let path =
-            lc.annotations().get(ANNOTATION_PATH).cloned().ok_or_else(|| {
-                CatalogError::Missing(format!("LogicalCluster of {cluster} has no {ANNOTATION_PATH}"))
-            })?;
         self.paths
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(cluster.to_string(), path.clone());
-        Ok(path)
+            .path_of(cluster)
+            .await
+            .map_err(|e| CatalogError::Missing(e.to_string()))
     }
 
     /// The logical cluster of `root:faros:providers:<name>` (for admin-applied entries).
@@ -175,43 +152,12 @@ impl Catalog {
 
     /// The endpoint slice's URLs once they are non-empty and differ from `current`; `None` on cancel.
     async fn endpoints(&self, cancel: &CancellationToken, current: &[String]) -> Option<Vec<String>> {
-        // While the tree is being bootstrapped the slice's workspace appears within a second:
-        // start retrying quickly and back off to `retry_delay`, rather than sleep it out.
-        let mut delay = FIRST_ENDPOINT_RETRY.min(self.settings.retry_delay);
-        loop {
-            let found = async {
-                let api: Api<APIExportEndpointSlice> = Api::all(self.factory.cluster(names::SYSTEM_CONTROLLERS_PATH)?);
-                let slice = wait_for(
-                    api,
-                    names::PROVIDERS_EXPORT,
-                    |s| {
-                        let found = urls(s);
-                        !found.is_empty() && found != current
-                    },
-                    self.settings.endpoint_timeout,
-                )
-                .await
-                .map_err(|e| CatalogError::Missing(e.to_string()))?;
-                Ok::<_, CatalogError>(urls(slice.as_ref()))
-            };
-            tokio::select! {
-                _ = cancel.cancelled() => return None,
-                r = found => match r {
-                    Ok(urls) => return Some(urls),
-                    Err(error) if current.is_empty() => {
-                        tracing::info!(%error, "waiting for the providers.faros.sh virtual workspace URL")
-                    }
-                    // Watching for a change that did not come within the timeout: watch again.
-                    Err(error) => tracing::debug!(%error, "providers.faros.sh virtual workspace URLs unchanged"),
-                },
-            }
-            // The tree may not be bootstrapped yet: do not hammer kcp.
-            tokio::select! {
-                _ = cancel.cancelled() => return None,
-                _ = tokio::time::sleep(delay) => {}
-            }
-            delay = (delay * 2).min(self.settings.retry_delay);
-        }
+        let follow = crate::export_urls::Follow {
+            export: names::PROVIDERS_EXPORT,
+            timeout: self.settings.endpoint_timeout,
+            retry_delay: self.settings.retry_delay,
+        };
+        crate::export_urls::next(&self.factory, follow, cancel, current).await
     }
 
     async fn candidate(&self, source: &str, entry: CatalogEntry) -> Option<Candidate> {
@@ -354,14 +300,6 @@ impl Catalog {
             })?;
         Ok(updated.status.unwrap_or_else(|| work.desired.clone()))
     }
-}
-
-fn urls(slice: Option<&APIExportEndpointSlice>) -> Vec<String> {
-    slice
-        .and_then(|s| s.status.as_ref())
-        .and_then(|s| s.endpoints.as_ref())
-        .map(|eps| eps.iter().map(|e| e.url.clone()).filter(|u| !u.is_empty()).collect())
-        .unwrap_or_default()
 }
 
 /// The merge patch body of `status`: the hub's fields with explicit nulls for absent ones, so a

@@ -1,7 +1,9 @@
 //! Who may do what in a tenant workspace, decided by kcp itself.
 //!
 //! Membership is kcp RBAC inside the workspace (see [`super::rbac`]); the hub never keeps its own
-//! membership list. A caller is a **member** of a workspace when kcp would let them in at all
+//! membership list. It answers first from the membership index ([`super::index`]), which mirrors
+//! those bindings through a watch, and asks kcp as described below where the index cannot be sure
+//! (a workspace it does not see yet, a ServiceAccount caller). A caller is a **member** of a workspace when kcp would let them in at all
 //! (`access` on `/`), and an **admin** when kcp would let them create APIBindings there, which is
 //! exactly what Enable does on their behalf. Both questions are SubjectAccessReviews against the
 //! workspace, so `kubectl` and the hub can never disagree. The reviews carry the caller's whole
@@ -14,7 +16,7 @@
 //! here, so a cached "not a member" (or "member" where admin is needed) is asked again.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use faros_core::client::ClientFactory;
@@ -29,6 +31,7 @@ use kube::Api;
 use kube::api::PostParams;
 use tokio::time::Instant;
 
+use super::index::MembershipIndex;
 use crate::auth::Caller;
 pub use crate::workspace::WorkspaceRef;
 
@@ -76,6 +79,7 @@ struct DecisionKey {
 /// Resolves tenant workspaces and decides membership (see the module docs).
 pub struct Access {
     factory: ClientFactory,
+    index: Arc<MembershipIndex>,
     settings: AccessSettings,
     /// Memberships kcp confirmed, with when. Refusals are not kept: they are always asked again.
     decisions: Mutex<HashMap<DecisionKey, (Instant, Role)>>,
@@ -83,9 +87,10 @@ pub struct Access {
 }
 
 impl Access {
-    pub fn new(factory: ClientFactory, settings: AccessSettings) -> Self {
+    pub fn new(factory: ClientFactory, settings: AccessSettings, index: Arc<MembershipIndex>) -> Self {
         Self {
             factory,
+            index,
             settings,
             decisions: Mutex::new(HashMap::new()),
             resolved: Mutex::new(HashMap::new()),
@@ -171,10 +176,14 @@ impl Access {
 
     /// The caller's role in the logical cluster `cluster`, `None` when not a member.
     ///
-    /// Only a cached membership is trusted: a cached refusal is asked again, as in
+    /// The index's answer, where it has one (a refusal included: it follows kcp by watch). Otherwise
+    /// only a cached membership is trusted: a cached refusal is asked again, as in
     /// [`Access::require`], because behind a balancer the grant may have gone through another
     /// replica a moment ago and this one's cache would hide it from `/api/me` and the lists.
     pub async fn role(&self, caller: &Caller, cluster: &str) -> Result<Option<Role>, Status> {
+        if let Some(answer) = self.index.role(caller, cluster) {
+            return Ok(answer);
+        }
         match self.cached_role(caller, cluster) {
             Some(role) => Ok(Some(role)),
             None => self.review_role(caller, cluster).await,
@@ -227,7 +236,8 @@ impl Access {
         min: Role,
     ) -> Result<(WorkspaceRef, Role), Status> {
         let target = self.resolve(org, ws).await?;
-        let role = match self.cached_role(caller, &target.cluster) {
+        let indexed = self.index.role(caller, &target.cluster).flatten();
+        let role = match indexed.or_else(|| self.cached_role(caller, &target.cluster)) {
             Some(r) if r >= min => Some(r),
             // Not cached, or cached short of `min`: perhaps granted since (through another replica),
             // so a refusal is decided on kcp's answer now.
@@ -248,6 +258,7 @@ impl Access {
 
     async fn review(&self, caller: &Caller, cluster: &str, attrs: Attrs) -> Result<bool, Status> {
         let client = self.client(cluster)?;
+        self.index.metrics.decided("review");
         let user = review_user(caller);
         let (resource_attributes, non_resource_attributes) = match attrs {
             Attrs::Resource(r) => (Some(*r), None),

@@ -1,9 +1,11 @@
 //! `GET /api/me`: who the hub thinks the caller is, and where they belong.
 
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use axum::extract::State;
 use axum::{Extension, Json};
+use faros_core::kcp::Workspace;
 use faros_core::names;
 use faros_core::status::Status;
 use futures::future::join_all;
@@ -45,10 +47,34 @@ pub struct WorkspaceMembership {
 
 /// Every organization the caller belongs to, or has a workspace in (a workspace member need not
 /// be an org member).
+///
+/// With the membership index ([`super::index`]), organizations come from memory and only those
+/// where the caller holds a role, or holds one in a workspace of, are looked into: no request per
+/// organization. Organizations the index does not cover yet are asked about as before.
 pub async fn me(State(tenancy): State<Arc<Tenancy>>, Extension(caller): Extension<Caller>) -> Result<Json<Me>, Status> {
     let t = &tenancy;
-    let orgs = spaces::children(t, names::TENANTS_PATH).await?;
-    let per_org = orgs.into_iter().filter(|o| o.is_ready()).map(|org| {
+    let mut orgs: Vec<Arc<Workspace>> = match t.index.orgs.list() {
+        Some(orgs) => orgs,
+        None => spaces::children(t, names::TENANTS_PATH)
+            .await?
+            .into_iter()
+            .map(Arc::new)
+            .collect(),
+    };
+    orgs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    // Where the index says the caller belongs: the organizations of those workspaces.
+    let indexed = match t.index.roles(&caller) {
+        Some(roles) => Some(member_orgs(t, &roles).await),
+        None => None,
+    };
+    // Decided in memory first: a covered organization the caller has nothing in costs nothing.
+    let candidates = orgs.into_iter().filter(|o| o.is_ready()).filter(|org| {
+        let (Some(member_orgs), Some(cluster)) = (&indexed, org.spec.cluster.as_deref()) else {
+            return true;
+        };
+        !t.index.is_covered(cluster) || org.metadata.name.as_ref().is_some_and(|n| member_orgs.contains(n))
+    });
+    let per_org = candidates.map(|org| {
         let tenancy = tenancy.clone();
         let caller = caller.clone();
         async move {
@@ -86,4 +112,39 @@ pub async fn me(State(tenancy): State<Arc<Tenancy>>, Extension(caller): Extensio
         groups: caller.groups.clone(),
         organizations: join_all(per_org).await.into_iter().flatten().collect(),
     }))
+}
+
+/// The organizations of the workspaces in `roles` (logical clusters), by their paths.
+async fn member_orgs(t: &Tenancy, roles: &BTreeMap<String, Role>) -> HashSet<String> {
+    let paths = join_all(roles.keys().map(|cluster| t.paths.path_of(cluster))).await;
+    paths
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter_map(|p| org_of(&p).map(str::to_string))
+        .collect()
+}
+
+/// The organization of a tenant workspace path (`root:faros:tenants:<org>[:<ws>]`).
+fn org_of(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix(names::TENANTS_PATH)?.strip_prefix(':')?;
+    rest.split(':').next().filter(|o| !o.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::org_of;
+
+    #[test]
+    fn orgs_of_paths() {
+        for (path, want) in [
+            ("root:faros:tenants:acme", Some("acme")),
+            ("root:faros:tenants:acme:dev", Some("acme")),
+            ("root:faros:tenants", None),
+            ("root:faros:tenants:", None),
+            ("root:faros:providers:quickstart", None),
+            ("root:faros:tenantsx:acme", None),
+        ] {
+            assert_eq!(org_of(path), want, "{path}");
+        }
+    }
 }

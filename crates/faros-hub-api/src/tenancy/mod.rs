@@ -3,9 +3,10 @@
 //!
 //! One source of truth: an organization is the workspace `root:faros:tenants:<org>`, a team
 //! workspace is `root:faros:tenants:<org>:<ws>`, and a user belongs to one when a ClusterRoleBinding
-//! there grants them `faros:workspace:admin` or `faros:workspace:member` ([`rbac`]). The hub asks kcp
-//! ([`access`]) instead of keeping an index, so what the portal shows and what `kubectl` allows are
-//! the same thing. Org admins are materialized as admins into every workspace of the org, because
+//! there grants them `faros:workspace:admin` or `faros:workspace:member` ([`rbac`]). The hub reads
+//! those bindings from kcp itself: from an index fed by one watch of them across all tenant
+//! workspaces ([`index`]), and where the index cannot be sure, from kcp's SubjectAccessReviews
+//! ([`access`]), so what the portal shows and what `kubectl` allows stay the same thing. Org admins are materialized as admins into every workspace of the org, because
 //! kcp RBAC does not inherit across workspaces.
 //!
 //! This module must not talk to providers; it only reads the registry and writes kcp.
@@ -14,6 +15,7 @@ pub mod access;
 pub mod bound;
 pub mod enable;
 pub mod identity;
+pub mod index;
 pub mod kubeconfig;
 pub mod me;
 pub mod members;
@@ -50,12 +52,23 @@ pub struct Tenancy {
     bindings_changed: watch::Sender<u64>,
     /// What each workspace enabled, for the backend proxy ([`bound`]).
     pub bound: bound::BoundProviders,
+    /// Memberships of every tenant workspace, fed by watches ([`index`]).
+    pub index: Arc<index::MembershipIndex>,
+    /// Logical cluster → workspace path.
+    pub paths: Arc<crate::workspace::ClusterPaths>,
 }
 
 impl Tenancy {
-    pub fn new(factory: ClientFactory, settings: TenancySettings) -> Arc<Self> {
+    pub fn new(
+        factory: ClientFactory,
+        settings: TenancySettings,
+        metrics: crate::metrics::MembershipMetrics,
+    ) -> Arc<Self> {
+        let index = Arc::new(index::MembershipIndex::new(metrics));
         Arc::new(Self {
-            access: Access::new(factory, settings.access),
+            paths: Arc::new(crate::workspace::ClusterPaths::new(factory.clone())),
+            access: Access::new(factory, settings.access, index.clone()),
+            index,
             settings,
             bindings_changed: watch::channel(0).0,
             bound: bound::BoundProviders::default(),

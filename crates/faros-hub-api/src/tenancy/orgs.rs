@@ -9,6 +9,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use faros_core::kcp::Workspace;
 use faros_core::names;
 use faros_core::status::Status;
 use futures::future::join_all;
@@ -58,7 +59,9 @@ pub async fn list_orgs(
     Ok(Json(SpaceList { items }))
 }
 
-/// Children of `parent` the caller has a role in, with that role.
+/// Children of `parent` the caller has a role in, with that role, sorted by name. The
+/// organizations come from the index's watch once it has listed them; a child the index covers is
+/// decided in memory, any other by asking kcp.
 pub async fn visible(
     tenancy: &Tenancy,
     caller: &Caller,
@@ -66,18 +69,43 @@ pub async fn visible(
     path_of: impl Fn(&str) -> String,
 ) -> Result<Vec<Space>, Status> {
     let t = tenancy;
-    let all = spaces::children(t, parent).await?;
-    let checks = all.iter().map(|ws| async {
-        let cluster = ws.spec.cluster.clone().filter(|_| ws.is_ready())?;
+    let cached = if parent == names::TENANTS_PATH {
+        t.index.orgs.list()
+    } else {
+        None
+    };
+    let all: Vec<Arc<Workspace>> = match cached {
+        Some(orgs) => orgs,
+        None => spaces::children(t, parent).await?.into_iter().map(Arc::new).collect(),
+    };
+    let mut decided: Vec<Space> = Vec::new();
+    let mut undecided: Vec<(Arc<Workspace>, String)> = Vec::new();
+    for ws in all {
+        let Some(cluster) = ws.spec.cluster.clone().filter(|_| ws.is_ready()) else {
+            continue;
+        };
+        match t.index.role(caller, &cluster) {
+            Some(Some(role)) => decided.push(spaces::space(
+                &ws,
+                path_of(ws.metadata.name.as_deref().unwrap_or_default()),
+                Some(role),
+            )),
+            Some(None) => {}
+            None => undecided.push((ws, cluster)),
+        }
+    }
+    let checks = undecided.iter().map(|(ws, cluster)| async {
         // A failed review hides the entry rather than failing the whole listing.
-        let role = t.access.role(caller, &cluster).await.ok().flatten()?;
+        let role = t.access.role(caller, cluster).await.ok().flatten()?;
         Some(spaces::space(
             ws,
             path_of(ws.metadata.name.as_deref().unwrap_or_default()),
             Some(role),
         ))
     });
-    Ok(join_all(checks).await.into_iter().flatten().collect())
+    decided.extend(join_all(checks).await.into_iter().flatten());
+    decided.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(decided)
 }
 
 /// `GET /api/orgs/{org}`
@@ -95,11 +123,19 @@ async fn describe_space(tenancy: &Tenancy, target: &WorkspaceRef, role: Role) ->
         Some(ws) => (names::org_workspace_path(&target.org), ws.as_str()),
         None => (names::TENANTS_PATH.to_string(), target.org.as_str()),
     };
-    let ws = spaces::children(tenancy, &parent)
-        .await?
-        .into_iter()
-        .find(|w| w.metadata.name.as_deref() == Some(name))
-        .ok_or_else(|| Status::not_found_message(format!("{} not found", describe(target))))?;
+    let cached = match &target.workspace {
+        None => tenancy.index.orgs.get(name).flatten(),
+        Some(_) => None,
+    };
+    let ws = match cached {
+        Some(ws) => ws,
+        None => spaces::children(tenancy, &parent)
+            .await?
+            .into_iter()
+            .find(|w| w.metadata.name.as_deref() == Some(name))
+            .map(Arc::new)
+            .ok_or_else(|| Status::not_found_message(format!("{} not found", describe(target))))?,
+    };
     Ok(spaces::space(&ws, target.path.clone(), Some(role)))
 }
 

@@ -289,27 +289,34 @@ async fn put_binding(t: &Tenancy, cluster: &str, binding: ClusterRoleBinding) ->
     if let Some(existing) = api.get_opt(&name).await.map_err(Status::from)? {
         // roleRef is immutable: a role change is a replacement.
         if existing.role_ref == binding.role_ref && existing.subjects == binding.subjects {
+            t.index.wrote(cluster, &binding);
             return Ok(());
         }
         api.delete(&name, &DeleteParams::default())
             .await
             .map_err(Status::from)?;
+        t.index.removed(cluster, &name);
     }
     match api.create(&PostParams::default(), &binding).await {
-        Ok(_) => Ok(()),
         // A concurrent identical PUT won.
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(e) => Err(Status::from(e)),
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => return Err(Status::from(e)),
     }
+    // This replica reads its own write at once; the watch delivers it to the others.
+    t.index.wrote(cluster, &binding);
+    Ok(())
 }
 
 async fn delete_binding(t: &Tenancy, cluster: &str, name: &str) -> Result<bool, Status> {
     let api = Api::<ClusterRoleBinding>::all(t.client(cluster)?);
-    match api.delete(name, &DeleteParams::default()).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
-        Err(e) => Err(Status::from(e)),
-    }
+    let deleted = match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => true,
+        Err(kube::Error::Api(s)) if s.code == 404 => false,
+        Err(e) => return Err(Status::from(e)),
+    };
+    t.index.removed(cluster, name);
+    Ok(deleted)
 }
 
 /// Grants `user` the direct `role` in `cluster`.

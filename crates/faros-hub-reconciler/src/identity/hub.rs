@@ -97,6 +97,11 @@ pub fn tree_roles() -> Vec<(&'static str, ClusterRole)> {
                     &["apiexports/content"],
                     &[names::PROVIDERS_EXPORT],
                 ),
+                // The membership index: faros' ClusterRoleBindings of every tenant workspace through
+                // the tenancy.faros.sh virtual workspace (read only)...
+                resource(&READ, APIS_GROUP, &["apiexports/content"], &[names::TENANCY_EXPORT]),
+                // ...and binding that export in tenant workspaces made before it existed.
+                resource(&["bind"], APIS_GROUP, &["apiexports"], &[names::TENANCY_EXPORT]),
             ]),
         ),
         (
@@ -227,7 +232,11 @@ mod tests {
                     json!([access,
                         {"apiGroups": ["apis.kcp.io"], "resources": ["apiexportendpointslices"], "verbs": ["get", "list", "watch"]},
                         {"apiGroups": ["apis.kcp.io"], "resources": ["apiexports/content"],
-                            "resourceNames": ["providers.faros.sh"], "verbs": ["get", "list", "watch", "patch", "update"]}])
+                            "resourceNames": ["providers.faros.sh"], "verbs": ["get", "list", "watch", "patch", "update"]},
+                        {"apiGroups": ["apis.kcp.io"], "resources": ["apiexports/content"],
+                            "resourceNames": ["tenancy.faros.sh"], "verbs": ["get", "list", "watch"]},
+                        {"apiGroups": ["apis.kcp.io"], "resources": ["apiexports"],
+                            "resourceNames": ["tenancy.faros.sh"], "verbs": ["bind"]}])
                 ),
                 (
                     "root:faros:system:providers",
