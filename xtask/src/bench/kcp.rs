@@ -4,7 +4,9 @@
 //!   one-commit-per-write);
 //! - watch event latency p50/p99 with 100 watchers, against one GET round trip;
 //! - list latency for 10k objects, JSON and protobuf, in one response and in pages of 500;
-//! - resident memory at N objects (default 100k), read from /proc of the server process.
+//! - resident memory at N objects (default 100k), read from /proc of the server process;
+//! - restart time with N/2 objects: from starting the process on a filled state directory (left by
+//!   a SIGKILL, as a crash would) to the embedded kcp answering `/readyz`, with the RSS right after.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -322,6 +324,40 @@ pub(super) async fn list_latency(f: &Arc<Faros>, p: &Profile) -> anyhow::Result<
     Ok(results)
 }
 
+/// Restarts timed per restart measurement (the median is reported).
+const RESTARTS: usize = 3;
+
+/// Fills `state` with `objects` ConfigMaps, kills the server, then restarts it [`RESTARTS`] times:
+/// per restart, the time from spawning the process to `/readyz` answering 200 and the RSS then.
+async fn restart_times(p: &Profile, state: &Path, objects: usize) -> anyhow::Result<Vec<(Duration, f64)>> {
+    let f = Arc::new(Faros::start(p, state.to_path_buf(), Faros::CORE)?);
+    f.namespace("restart").await?;
+    f.create_many("restart", "s", objects, CLIENTS).await?;
+    drop(f);
+    let mut runs = Vec::new();
+    for _ in 0..RESTARTS {
+        let started = Instant::now();
+        let f = Faros::start(p, state.to_path_buf(), Faros::CORE)?;
+        loop {
+            let resp = f
+                .http
+                .get(format!("{}/readyz", f.url))
+                .bearer_auth(&f.token)
+                .send()
+                .await;
+            if resp.is_ok_and(|r| r.status().is_success()) {
+                break;
+            }
+            if started.elapsed() > Duration::from_secs(120) {
+                bail!("the embedded kcp was not ready 120s after a restart with {objects} objects");
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        runs.push((started.elapsed(), f.rss_mib()?));
+    }
+    Ok(runs)
+}
+
 pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     let rss_objects = p.rss_objects;
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
@@ -410,10 +446,25 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         rss / 200.0
     );
 
+    drop(f);
+
+    let restart_objects = rss_objects / 2;
+    let mut restarts = restart_times(p, &dir.path().join("restart"), restart_objects).await?;
+    let each: Vec<String> = restarts
+        .iter()
+        .map(|(t, rss)| format!("{:.0}ms/{rss:.0}MiB", ms(*t)))
+        .collect();
+    restarts.sort_by_key(|(t, _)| *t);
+    let restart = restarts.get(restarts.len() / 2).map_or(0.0, |(t, _)| ms(*t));
+    println!(
+        "restart with {restart_objects} objects to /readyz, median of {RESTARTS} {restart:>9.0}ms   (each, with RSS then: {})",
+        each.join(", ")
+    );
+
     let rate_at = |n: usize| rates.iter().find(|(c, _)| *c == n).map_or(0.0, |(_, r)| *r);
     let creates: Vec<String> = rates.iter().map(|(c, r)| format!("{:.2}x at {c}", r / limit)).collect();
     Ok(format!(
-        "\nsummary: creates/s vs redb limit with group commit {} (target >= 3.00 at 64: {:.2}), {:.2}x without at {CLIENTS} (target >= 0.50); watch p99 {:.2}ms (< 10); list p50 {} (< 25); RSS {:.0}MiB (< 200)",
+        "\nsummary: creates/s vs redb limit with group commit {} (target >= 3.00 at 64: {:.2}), {:.2}x without at {CLIENTS} (target >= 0.50); watch p99 {:.2}ms (< 10); list p50 {} (< 25); RSS {:.0}MiB (< 200); restart with {restart_objects} objects {restart:.0}ms",
         creates.join(", "),
         rate_at(64) / limit,
         nogc / limit,

@@ -206,10 +206,26 @@ pub fn encode_list_item(api_version: &str, list_kind: &str, item: &Value) -> Res
 }
 
 /// A `<Kind>List` body from its `head` (`apiVersion`, `kind`, `metadata`: everything but `items`)
-/// and messages of [`encode_list_item`]; the same bytes [`encode`] writes for the whole list.
+/// and messages of [`encode_list_item`]; the same bytes [`encode`] writes for the whole list (lists
+/// are served streamed, from [`encode_list_head`] and [`put_list_item`]).
+#[cfg(test)]
 pub fn encode_list<'a>(
     head: &Map<String, Value>,
     items: impl IntoIterator<Item = &'a [u8]>,
+) -> Result<Vec<u8>, ProtobufError> {
+    let items: Vec<&[u8]> = items.into_iter().collect();
+    let mut out = encode_list_head(head, items.iter().map(|i| i.len()))?;
+    for item in items {
+        put_list_item(&mut out, item);
+    }
+    Ok(out)
+}
+
+/// What a `<Kind>List` body holds before its items (see [`encode_list`]), given the lengths of the
+/// item messages that follow it, each written by [`put_list_item`]: a list can then be streamed.
+pub fn encode_list_head(
+    head: &Map<String, Value>,
+    item_lens: impl IntoIterator<Item = usize>,
 ) -> Result<Vec<u8>, ProtobufError> {
     let field = |k: &str| head.get(k).and_then(Value::as_str).unwrap_or_default();
     let (api_version, kind) = (field("apiVersion"), field("kind"));
@@ -217,10 +233,9 @@ pub fn encode_list<'a>(
         return Err(ProtobufError::NotEncodable(format!("kind {kind:?}")));
     };
     let list_meta = codec::encode(head, schema::LIST, TYPE_KEYS, kind)?;
-    let items: Vec<&[u8]> = items.into_iter().collect();
-    // Lists run to megabytes: size the body once and write the envelope's header before the items
-    // rather than building the list and copying it into the envelope (what `seal` does).
-    let raw_len = list_meta.len() + items.iter().map(|i| bytes_field_len(2, i.len())).sum::<usize>();
+    // Lists run to megabytes: the envelope's header is written before the items rather than
+    // building the list and copying it into the envelope (what `seal` does).
+    let raw_len = list_meta.len() + item_lens.into_iter().map(|len| bytes_field_len(2, len)).sum::<usize>();
     let mut type_meta = Vec::new();
     wire::put_bytes_field(&mut type_meta, 1, api_version.as_bytes());
     wire::put_bytes_field(&mut type_meta, 2, kind.as_bytes());
@@ -230,10 +245,12 @@ pub fn encode_list<'a>(
     wire::put_varint(&mut out, (2 << 3) | 2);
     wire::put_varint(&mut out, raw_len as u64);
     out.extend_from_slice(&list_meta);
-    for item in items {
-        wire::put_bytes_field(&mut out, 2, item);
-    }
     Ok(out)
+}
+
+/// Appends one item message of a list after [`encode_list_head`].
+pub fn put_list_item(out: &mut Vec<u8>, item: &[u8]) {
+    wire::put_bytes_field(out, 2, item);
 }
 
 /// The encoded size of a length-delimited field of `len` bytes.

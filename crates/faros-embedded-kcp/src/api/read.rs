@@ -2,9 +2,12 @@
 
 use std::sync::Arc;
 
+use axum::body::Body;
 use axum::response::Response;
 use faros_core::status::Status;
 use serde_json::Value;
+
+mod list_body;
 
 use super::RequestContext;
 use super::protobuf;
@@ -158,7 +161,7 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
 
 /// A list response assembled from the stored JSON text of its items without parsing it, or from
 /// their kept protobuf messages when the client prefers protobuf (as `negotiate_encoding` would
-/// re-encode the JSON answer).
+/// re-encode the JSON answer). Either body is streamed (see [`list_body`]).
 fn raw_list(ctx: &RequestContext, def: &ResourceDef, page: ListPage) -> Response {
     let mut metadata = serde_json::Map::new();
     metadata.insert(
@@ -187,27 +190,24 @@ fn raw_list(ctx: &RequestContext, def: &ResourceDef, page: ListPage) -> Response
     if (!accepts.json || accepts.protobuf_first)
         && let Some(body) = protobuf_list(ctx, def, &head, &page.raw_items)
     {
-        return protobuf_bytes(body);
+        return with_content_type(body, protobuf::MEDIA_TYPE);
     }
     // `{"kind":…,"apiVersion":…,"metadata":{…},"items":[…]}` with the stored items spliced in.
-    let mut body = serde_json::to_vec(&Value::Object(head)).unwrap_or_default();
-    body.pop();
-    let items_len: usize = page.raw_items.iter().map(|i| i.json().len() + 1).sum();
-    body.reserve(items_len + 12);
-    body.extend_from_slice(b",\"items\":[");
+    let mut opening = serde_json::to_vec(&Value::Object(head)).unwrap_or_default();
+    opening.pop();
+    opening.extend_from_slice(b",\"items\":[");
     let type_meta = TypeMetaPrefixes::new(def);
-    for (i, item) in page.raw_items.iter().enumerate() {
+    let body = list_body::streamed(opening, page.raw_items, b"]}", move |out, i, item: &RawItem| {
         if i > 0 {
-            body.push(b',');
+            out.push(b',');
         }
         match typed {
             // A built-in kind's list items carry no apiVersion/kind (kube writes them typed).
-            true => type_meta.splice_without(&mut body, item.json()),
-            false => body.extend_from_slice(item.json()),
+            true => type_meta.splice_without(out, item.json()),
+            false => out.extend_from_slice(item.json()),
         }
-    }
-    body.extend_from_slice(b"]}");
-    super::respond::json_bytes(http::StatusCode::OK, body)
+    });
+    with_content_type(body, "application/json")
 }
 
 /// Where stored text holds a built-in item's type meta, for cutting it out without parsing: the
@@ -278,7 +278,7 @@ fn protobuf_list(
     def: &ResourceDef,
     head: &serde_json::Map<String, Value>,
     items: &[RawItem],
-) -> Option<Vec<u8>> {
+) -> Option<Body> {
     let api_version = def.api_version();
     if !protobuf::supports(&api_version, &def.list_kind) {
         return None;
@@ -286,20 +286,21 @@ fn protobuf_list(
     let messages = ctx
         .state
         .protobuf_items
-        .get_or_derive(items.iter().map(|i| (i.key.as_slice(), i.rv)), |i| {
+        .get_or_derive(items.iter().map(|i| (&i.key[..], i.rv)), |i| {
             let item: Value = serde_json::from_slice(items[i].json()).map_err(|_| ())?;
             protobuf::encode_list_item(&api_version, &def.list_kind, &item).map_err(|_| ())
         })
         .ok()?;
-    protobuf::encode_list(head, messages.iter().map(|m| &m[..])).ok()
+    let opening = protobuf::encode_list_head(head, messages.iter().map(|m| m.len())).ok()?;
+    Some(list_body::streamed(opening, messages, b"", |out, _, message| {
+        protobuf::put_list_item(out, message)
+    }))
 }
 
-fn protobuf_bytes(body: Vec<u8>) -> Response {
-    let mut resp = Response::new(axum::body::Body::from(body));
-    resp.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static(protobuf::MEDIA_TYPE),
-    );
+fn with_content_type(body: Body, content_type: &'static str) -> Response {
+    let mut resp = Response::new(body);
+    resp.headers_mut()
+        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(content_type));
     resp
 }
 

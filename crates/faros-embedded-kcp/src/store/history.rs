@@ -3,13 +3,16 @@
 //! Only the newest [`PARSED_EVENTS`] events stay parsed (what live watchers read, each once per
 //! watcher). Older ones are kept as their JSON text, parsed again only for a watch resuming that far
 //! back or a continued list undoing them: a parsed 1 KiB object takes about 6 KiB, and 10 000 parsed
-//! events were a fifth of the embedded kcp's memory at 100 000 objects.
+//! events were a fifth of the embedded kcp's memory at 100 000 objects. The text is the stored value
+//! itself (resourceVersion prefix and JSON) wherever the writer has it: an event's new state and the
+//! state it replaced are shared with the memory image instead of being serialized into a copy.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::key::{decode_value, encode_value};
 use super::{Event, EventType, ObjectKey, StoreError};
 
 /// How many of the newest events stay parsed.
@@ -22,20 +25,35 @@ pub(crate) struct Held {
     rv: u64,
     event_type: EventType,
     key: ObjectKey,
-    object: Box<[u8]>,
-    prev: Option<Box<[u8]>>,
+    /// Stored values (resourceVersion prefix, then JSON) of the event's object and of its `prev`.
+    object: Arc<[u8]>,
+    prev: Option<Arc<[u8]>>,
+}
+
+/// The stored values the writer already has for an event: its object's and its prev's, when they are
+/// exactly those states (an event's object is the stored one unless a later op of the same batch
+/// replaced it, or the event is a deletion).
+#[derive(Debug, Default)]
+pub(crate) struct StoredText {
+    pub(crate) object: Option<Arc<[u8]>>,
+    pub(crate) prev: Option<Arc<[u8]>>,
 }
 
 impl Held {
-    /// Encodes `event` (done by the publisher, outside the history's lock).
-    pub(crate) fn new(event: Arc<Event>) -> Self {
-        let text = |v: &Value| serde_json::to_vec(v).unwrap_or_default().into_boxed_slice();
+    /// Keeps `event` with its text: `stored` where given, else encoded (done by the publisher,
+    /// outside the history's lock).
+    pub(crate) fn new(event: Arc<Event>, stored: StoredText) -> Self {
+        // The prefix of an encoded text is never read: parsing takes only the JSON after it.
+        let text = |v: &Value| -> Arc<[u8]> { encode_value(0, v).unwrap_or_default().into() };
         Self {
             rv: event.rv,
             event_type: event.event_type,
             key: event.key.clone(),
-            object: text(&event.object),
-            prev: event.prev.as_deref().map(text),
+            object: stored.object.unwrap_or_else(|| text(&event.object)),
+            prev: match (stored.prev, event.prev.as_deref()) {
+                (Some(stored), Some(_)) => Some(stored),
+                (_, prev) => prev.map(text),
+            },
             parsed: Some(event),
         }
     }
@@ -54,7 +72,7 @@ impl Held {
             event_type: self.event_type,
             key: self.key.clone(),
             object: Arc::new(parse(&self.object)?),
-            prev: self.prev.as_deref().map(parse).transpose()?.map(Arc::new),
+            prev: self.prev.as_ref().map(parse).transpose()?.map(Arc::new),
         }))
     }
 
@@ -62,13 +80,15 @@ impl Held {
     pub(crate) fn prev(&self) -> Result<Option<Arc<Value>>, StoreError> {
         match &self.parsed {
             Some(event) => Ok(event.prev.clone()),
-            None => Ok(self.prev.as_deref().map(parse).transpose()?.map(Arc::new)),
+            None => Ok(self.prev.as_ref().map(parse).transpose()?.map(Arc::new)),
         }
     }
 }
 
-fn parse(text: &[u8]) -> Result<Value, StoreError> {
-    serde_json::from_slice(text).map_err(|e| StoreError::Corrupt(format!("an event in the history: {e}")))
+fn parse(text: &Arc<[u8]>) -> Result<Value, StoreError> {
+    decode_value(text)
+        .map(|(_, value)| value)
+        .map_err(|e| StoreError::Corrupt(format!("an event in the history: {e}")))
 }
 
 /// Events in RV order, at most `capacity` of them.
@@ -168,13 +188,16 @@ mod tests {
     use super::*;
 
     fn event(rv: u64, name: &str) -> Held {
-        Held::new(Arc::new(Event {
-            rv,
-            event_type: EventType::Added,
-            key: ObjectKey::new("", "configmaps", "c", "ns", name),
-            object: Arc::new(json!({})),
-            prev: None,
-        }))
+        Held::new(
+            Arc::new(Event {
+                rv,
+                event_type: EventType::Added,
+                key: ObjectKey::new("", "configmaps", "c", "ns", name),
+                object: Arc::new(json!({})),
+                prev: None,
+            }),
+            StoredText::default(),
+        )
     }
 
     fn rvs(events: &[Arc<Event>]) -> Vec<u64> {
@@ -252,7 +275,15 @@ mod tests {
             .collect();
         let mut h = History::new(count as usize, 0);
         for e in &originals {
-            h.push(Held::new(e.clone()));
+            // Every third event comes with the writer's stored values, as the writer shares them.
+            let stored = match e.rv % 3 {
+                0 => StoredText {
+                    object: Some(encode_value(e.rv, &e.object).unwrap().into()),
+                    prev: e.prev.as_deref().map(|p| encode_value(e.rv - 1, p).unwrap().into()),
+                },
+                _ => StoredText::default(),
+            };
+            h.push(Held::new(e.clone(), stored));
         }
         let parsed: Vec<bool> = h.after(0).map(|e| e.parsed.is_some()).collect();
         assert_eq!(parsed.iter().filter(|p| **p).count(), PARSED_EVENTS);

@@ -25,8 +25,9 @@ pub(crate) struct Image {
 /// One stored value and its encoded key, shared with the image.
 pub(crate) type Entry = (Arc<[u8]>, Arc<[u8]>);
 
-/// A batch's final value per encoded key (`None` = removed), in the order applied.
-pub(crate) type Writes = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+/// A batch's final value per encoded key (`None` = removed), in the order applied. Values are
+/// shared: the history holds the same text for the events that produced them.
+pub(crate) type Writes = Vec<(Vec<u8>, Option<Arc<[u8]>>)>;
 
 impl Image {
     /// Reads every stored object (startup).
@@ -48,28 +49,35 @@ impl Image {
         self.objects.get(key).cloned()
     }
 
-    /// The entries from `lower` up to (not including) `end`, shared: cheap enough to take under the
-    /// lock, so parsing and filtering happen after it is released.
-    pub(crate) fn range(&self, lower: Bound<&[u8]>, end: &[u8]) -> Vec<Entry> {
-        self.objects
-            .range::<[u8], _>((lower, Bound::Excluded(end)))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+    /// The entries from `lower` up to (not including) `end`, at most `max` of them, shared: cheap
+    /// enough to take under the lock, so parsing and filtering happen after it is released. The flag
+    /// says whether entries were left out; a page of a big collection takes only what it can use
+    /// instead of every entry after its start.
+    pub(crate) fn range(&self, lower: Bound<&[u8]>, end: &[u8], max: Option<usize>) -> (Vec<Entry>, bool) {
+        let mut found = self.objects.range::<[u8], _>((lower, Bound::Excluded(end)));
+        let max = max.unwrap_or(usize::MAX);
+        let taken: Vec<Entry> = found.by_ref().take(max).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let truncated = taken.len() == max && found.next().is_some();
+        (taken, truncated)
     }
 
-    /// Applies one durable commit.
-    pub(crate) fn apply(&mut self, writes: Writes, rv: u64) {
+    /// Applies one durable commit; returns the values it replaced or removed.
+    pub(crate) fn apply(&mut self, writes: Writes, rv: u64) -> Vec<Arc<[u8]>> {
+        let mut replaced = Vec::new();
         for (key, value) in writes {
             match value {
-                Some(value) => {
-                    self.objects.insert(key.into(), value.into());
-                }
-                None => {
-                    self.objects.remove(key.as_slice());
-                }
+                // An update keeps the key it has instead of allocating it again.
+                Some(value) => match self.objects.get_mut(key.as_slice()) {
+                    Some(slot) => replaced.push(std::mem::replace(slot, value)),
+                    None => {
+                        self.objects.insert(key.into(), value);
+                    }
+                },
+                None => replaced.extend(self.objects.remove(key.as_slice())),
             }
         }
         self.rv = rv;
+        replaced
     }
 }
 
@@ -77,8 +85,8 @@ impl Image {
 mod tests {
     use super::*;
 
-    fn entry(k: &str, v: &str) -> (Vec<u8>, Option<Vec<u8>>) {
-        (k.as_bytes().to_vec(), Some(v.as_bytes().to_vec()))
+    fn entry(k: &str, v: &str) -> (Vec<u8>, Option<Arc<[u8]>>) {
+        (k.as_bytes().to_vec(), Some(v.as_bytes().into()))
     }
 
     fn keys(found: &[Entry]) -> Vec<String> {
@@ -93,7 +101,9 @@ mod tests {
         let mut image = Image::default();
         image.apply(vec![entry("a/1", "x"), entry("a/2", "y"), entry("b/1", "z")], 3);
         // A later value of a key in the same batch wins; a removal removes.
-        image.apply(vec![entry("a/1", "x2"), (b"a/2".to_vec(), None), entry("a/1", "x3")], 6);
+        let replaced = image.apply(vec![entry("a/1", "x2"), (b"a/2".to_vec(), None), entry("a/1", "x3")], 6);
+        let replaced: Vec<&[u8]> = replaced.iter().map(|v| &v[..]).collect();
+        assert_eq!(replaced, [&b"x"[..], b"y", b"x2"]);
         assert_eq!(image.rv(), 6);
         assert_eq!(image.get(b"a/1").as_deref(), Some(&b"x3"[..]));
         assert_eq!(image.get(b"a/2"), None);
@@ -105,7 +115,21 @@ mod tests {
             (Bound::Included(b"c"), b"d", vec![]),
         ];
         for (lower, end, want) in cases {
-            assert_eq!(keys(&image.range(lower, end)), want, "{lower:?}..{end:?}");
+            let (found, truncated) = image.range(lower, end, None);
+            assert_eq!(keys(&found), want, "{lower:?}..{end:?}");
+            assert!(!truncated, "{lower:?}..{end:?}");
+        }
+        // (max, expected entries, expected truncation)
+        let bounded: [(usize, Vec<&str>, bool); 4] = [
+            (0, vec![], true),
+            (1, vec!["a/1=x3"], true),
+            (2, vec!["a/1=x3", "b/1=z"], false),
+            (3, vec!["a/1=x3", "b/1=z"], false),
+        ];
+        for (max, want, truncated) in bounded {
+            let (found, cut) = image.range(Bound::Included(b"a/"), b"c", Some(max));
+            assert_eq!(keys(&found), want, "max {max}");
+            assert_eq!(cut, truncated, "max {max}");
         }
     }
 }

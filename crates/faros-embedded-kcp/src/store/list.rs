@@ -63,8 +63,8 @@ impl std::fmt::Debug for ListQuery {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RawItem {
     /// The encoded key: with `rv`, the identity of this exact state (RVs are never reused), so
-    /// representations derived from the text can be cached under it.
-    pub key: Vec<u8>,
+    /// representations derived from the text can be cached under it. Shared with the image.
+    pub key: Arc<[u8]>,
     pub rv: u64,
     /// The stored value (RV prefix, then JSON), shared with the memory image.
     value: Arc<[u8]>,
@@ -161,6 +161,26 @@ impl Scan {
         })
     }
 
+    /// How many stored entries a page of `q` can use at most when no later write is undone: its
+    /// items and the remaining ones it counts, plus one. `None` when that is not known in advance
+    /// (an unpaged list, a filter, or keys of other namespaces in the range).
+    pub(crate) fn entries_needed(&self, q: &ListQuery) -> Option<usize> {
+        self.is_bounded(q).then(|| self.entries_needed_with(q, 0))
+    }
+
+    /// Like [`Scan::entries_needed`] with `undone` entries restored from the history: each can hide
+    /// one stored entry. Only meaningful when the page is bounded.
+    pub(crate) fn entries_needed_with(&self, q: &ListQuery, undone: usize) -> usize {
+        let limit = q.limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
+        limit
+            .saturating_add(REMAINING_COUNT_CAP as usize + 2)
+            .saturating_add(undone)
+    }
+
+    fn is_bounded(&self, q: &ListQuery) -> bool {
+        q.filter.is_none() && self.namespace_filter.is_none() && q.limit.is_some_and(|l| l > 0)
+    }
+
     fn wants(&self, key: &[u8]) -> bool {
         self.namespace_filter
             .as_ref()
@@ -176,14 +196,12 @@ impl Scan {
     }
 }
 
+/// The state at some RV of keys touched since (`None`: the key did not exist then).
+pub(crate) type Undo = BTreeMap<Arc<[u8]>, Option<Arc<Value>>>;
+
 /// The state at `at_rv` of every key in `scan` touched by history events in `(at_rv, ..]`: the object
 /// as it was then, or `None` if it did not exist.
-pub(crate) fn undo_map(
-    history: &History,
-    at_rv: u64,
-    scan: &Scan,
-    q: &ListQuery,
-) -> Result<BTreeMap<Vec<u8>, Option<Arc<Value>>>, StoreError> {
+pub(crate) fn undo_map(history: &History, at_rv: u64, scan: &Scan, q: &ListQuery) -> Result<Undo, StoreError> {
     if at_rv < history.floor() {
         return Err(StoreError::Expired {
             requested: at_rv,
@@ -201,11 +219,9 @@ pub(crate) fn undo_map(
             continue;
         }
         let encoded = k.encode()?;
-        if scan.contains(&encoded) {
+        if scan.contains(&encoded) && !undo.contains_key(encoded.as_slice()) {
             // The oldest event after `at_rv` knows the state at `at_rv`: its `prev`.
-            if let std::collections::btree_map::Entry::Vacant(slot) = undo.entry(encoded) {
-                slot.insert(event.prev()?);
-            }
+            undo.insert(encoded.into(), event.prev()?);
         }
     }
     Ok(undo)
@@ -223,7 +239,7 @@ pub(crate) fn read_page(
     stored: &[Entry],
     scan: &Scan,
     q: &ListQuery,
-    undo: &BTreeMap<Vec<u8>, Option<Arc<Value>>>,
+    undo: &Undo,
     after: Option<&[u8]>,
     page_rv: u64,
     raw: bool,
@@ -241,7 +257,7 @@ pub(crate) fn read_page(
         // Merge the two ordered sources; an undo entry replaces the image's entry for its key.
         let order = match (next_stored, restored.peek()) {
             (None, None) => break,
-            (Some((s, _)), Some((r, _))) => s[..].cmp(r.as_slice()),
+            (Some((s, _)), Some((r, _))) => s[..].cmp(&r[..]),
             (Some(_), None) => Ordering::Less,
             (None, Some(_)) => Ordering::Greater,
         };
@@ -280,7 +296,7 @@ struct PageBuilder<'q> {
     /// With `raw`, matching stored items are kept as their JSON text instead of being parsed.
     raw: bool,
     raw_items: Vec<RawItem>,
-    last_key: Option<Vec<u8>>,
+    last_key: Option<Arc<[u8]>>,
     /// A matching entry exists after the page.
     more: bool,
     /// Matching entries after the page (counted only without a filter).
@@ -309,7 +325,7 @@ impl<'q> PageBuilder<'q> {
         self.more && (self.q.filter.is_some() || self.remaining > REMAINING_COUNT_CAP)
     }
 
-    fn offer(&mut self, key: &[u8], item: Option<Item<'_>>) -> Result<(), StoreError> {
+    fn offer(&mut self, key: &Arc<[u8]>, item: Option<Item<'_>>) -> Result<(), StoreError> {
         let Some(item) = item else { return Ok(()) };
         if !self.scan.wants(key) {
             return Ok(());
@@ -332,11 +348,11 @@ impl<'q> PageBuilder<'q> {
                 }
             };
             self.raw_items.push(RawItem {
-                key: key.to_vec(),
+                key: key.clone(),
                 rv,
                 value,
             });
-            self.last_key = Some(key.to_vec());
+            self.last_key = Some(key.clone());
             return Ok(());
         }
         let value = match item {
@@ -350,14 +366,20 @@ impl<'q> PageBuilder<'q> {
             self.more = true;
         } else {
             self.items.push(value);
-            self.last_key = Some(key.to_vec());
+            self.last_key = Some(key.clone());
         }
         Ok(())
     }
 
     fn finish(self, page_rv: u64) -> ListPage {
         let continue_token = match (self.more, self.last_key) {
-            (true, Some(last_key)) => Some(ContinueToken { rv: page_rv, last_key }.encode()),
+            (true, Some(last_key)) => Some(
+                ContinueToken {
+                    rv: page_rv,
+                    last_key: last_key.to_vec(),
+                }
+                .encode(),
+            ),
             _ => None,
         };
         let remaining_item_count =

@@ -330,26 +330,63 @@ impl Store {
             Some(t) => Bound::Excluded(t.last_key.as_slice()),
             None => Bound::Included(scan.start.as_slice()),
         };
-        let (snapshot_rv, stored) = {
-            let image = self.image();
-            (image.rv(), image.range(lower, &scan.end))
-        };
-        match token {
-            None => list::read_page(&stored, &scan, q, &BTreeMap::new(), None, snapshot_rv, raw),
-            Some(t) if t.rv > snapshot_rv => Err(StoreError::InvalidContinue(format!(
-                "continue token is from the future ({})",
-                t.rv
-            ))),
-            Some(t) => {
-                let undo = if t.rv == snapshot_rv {
-                    BTreeMap::new()
-                } else {
+        // A page first takes only the entries it can use; when undoing later writes needs more than
+        // that (many of them fell inside the page), it reads again without a bound.
+        for max in [scan.entries_needed(q), None] {
+            let (snapshot_rv, (stored, truncated)) = {
+                let image = self.image();
+                (image.rv(), image.range(lower, &scan.end, max))
+            };
+            let (undo, after, page_rv) = match &token {
+                None => (BTreeMap::new(), None, snapshot_rv),
+                Some(t) if t.rv > snapshot_rv => {
+                    return Err(StoreError::InvalidContinue(format!(
+                        "continue token is from the future ({})",
+                        t.rv
+                    )));
+                }
+                Some(t) if t.rv == snapshot_rv => (BTreeMap::new(), Some(t.last_key.as_slice()), t.rv),
+                Some(t) => {
                     let hub = self.shared().hub.lock_caught_up(snapshot_rv)?;
-                    list::undo_map(&hub.history, t.rv, &scan, q)?
-                };
-                list::read_page(&stored, &scan, q, &undo, Some(&t.last_key), t.rv, raw)
+                    let undo = list::undo_map(&hub.history, t.rv, &scan, q)?;
+                    (undo, Some(t.last_key.as_slice()), t.rv)
+                }
+            };
+            if truncated && max.is_some_and(|m| m < scan.entries_needed_with(q, undo.len())) {
+                continue;
+            }
+            return list::read_page(&stored, &scan, q, &undo, after, page_rv, raw);
+        }
+        Err(StoreError::Storage("a list page could not be read".into()))
+    }
+
+    /// The stored objects of `group/resource` (in `cluster`, or every cluster) whose stored JSON
+    /// contains `needle`, parsed: for scans that care only about objects having some member (a
+    /// needle such as `"ownerReferences"`, quotes included). The text is searched instead of
+    /// parsing every object; an object whose text merely mentions the needle is returned too, so
+    /// callers still check what they look for.
+    pub fn objects_containing(
+        &self,
+        group: &str,
+        resource: &str,
+        cluster: Option<&str>,
+        needle: &str,
+    ) -> Result<Vec<Value>, StoreError> {
+        let (start, end) = match cluster {
+            Some(c) => prefix_range(&[group, resource, c])?,
+            None => prefix_range(&[group, resource])?,
+        };
+        let (stored, _) = self.image().range(Bound::Included(start.as_slice()), &end, None);
+        let mut found = Vec::new();
+        for (_, value) in &stored {
+            let json = value.get(8..).unwrap_or_default();
+            // Stored JSON is serde's output, so UTF-8; std's substring search is vectorized.
+            let text = std::str::from_utf8(json).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            if text.contains(needle) {
+                found.push(decode_value(value)?.1);
             }
         }
+        Ok(found)
     }
 
     /// Events with `rv > from_rv` matching `filter`; `TooOld` when the history no longer reaches back.

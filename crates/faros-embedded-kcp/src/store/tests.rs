@@ -1007,3 +1007,111 @@ async fn raw_lists_match_parsed_lists_across_pages() {
     assert_eq!(reparsed, parsed.items);
     assert_eq!(reparsed.len(), 2);
 }
+
+fn creates(names: impl Iterator<Item = String>) -> Vec<WriteOp> {
+    names
+        .map(|n| WriteOp::Create {
+            key: key("c1", "", &n),
+            object: obj(&n, 0),
+        })
+        .collect()
+}
+
+/// Pages read only the entries they can use; with many writes between pages a continued page reads
+/// again without that bound, and every page still shows the first page's state.
+#[tokio::test]
+async fn bounded_pages_of_a_big_collection_match_unbounded_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, 10_000);
+    store
+        .write(creates((0..1100).map(|i| format!("o{i:04}"))))
+        .await
+        .unwrap();
+    let mut q = query(Some("c1"), None);
+    // First pages around the remaining count's cap: (limit, remaining).
+    for (limit, remaining) in [(100, Some(1000)), (99, None), (97, None), (90, None), (1100, None)] {
+        q.limit = Some(limit);
+        let page = store.list_raw(&q).unwrap();
+        assert_eq!(
+            (page.raw_items.len(), page.remaining_item_count),
+            (limit, remaining),
+            "limit {limit}"
+        );
+        assert_eq!(page.continue_token.is_some(), limit < 1100, "limit {limit}");
+    }
+    q.limit = Some(1);
+    let first = store.list_raw(&q).unwrap();
+    // After the first page: 1100 objects sorting after every old one, and 100 old ones deleted.
+    store
+        .write(creates((0..1100).map(|i| format!("p{i:04}"))))
+        .await
+        .unwrap();
+    let deletes = (1..=100)
+        .map(|i| WriteOp::Delete {
+            key: key("c1", "", &format!("o{i:04}")),
+            expected_rv: None,
+        })
+        .collect();
+    store.write(deletes).await.unwrap();
+    q.continue_token = first.continue_token.clone();
+    // (limit, expected remaining): the state of the first page has 1099 objects after it.
+    for (limit, remaining) in [(1, None), (98, None), (99, Some(1000)), (1099, None), (5000, None)] {
+        q.limit = Some(limit);
+        let page = store.list(&q).unwrap();
+        let want: Vec<String> = (1..=limit.min(1099)).map(|i| format!("o{i:04}")).collect();
+        assert_eq!(names(&page), want, "limit {limit}");
+        assert_eq!(page.remaining_item_count, remaining, "limit {limit}");
+        assert_eq!(page.continue_token.is_some(), limit < 1099, "limit {limit}");
+        assert_eq!(page.resource_version, first.resource_version);
+    }
+}
+
+#[tokio::test]
+async fn objects_containing_a_needle_are_found_by_their_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, 100);
+    let with = |name: &str, extra: Value| {
+        let mut o = obj(name, 0);
+        o["metadata"]["ownerReferences"] = extra;
+        o
+    };
+    let ops = vec![
+        WriteOp::Create {
+            key: key("c1", "", "owned"),
+            object: with("owned", json!([{"uid": "u"}])),
+        },
+        WriteOp::Create {
+            key: key("c1", "", "plain"),
+            object: obj("plain", 0),
+        },
+        WriteOp::Create {
+            key: key("c2", "", "owned"),
+            object: with("owned", json!([])),
+        },
+        WriteOp::Create {
+            key: key("c2", "", "mentions"),
+            object: json!({"metadata": {"name": "mentions"}, "spec": {"note": "\"ownerReferences\""}}),
+        },
+    ];
+    store.write(ops).await.unwrap();
+    let found = |cluster: Option<&str>, needle: &str| -> Vec<String> {
+        let mut names: Vec<String> = store
+            .objects_containing(G, R, cluster, needle)
+            .unwrap()
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    // (cluster, needle, expected names)
+    let cases: [(Option<&str>, &str, Vec<&str>); 4] = [
+        (None, "\"ownerReferences\"", vec!["owned", "owned"]),
+        (Some("c1"), "\"ownerReferences\"", vec!["owned"]),
+        (None, "ownerReferences", vec!["mentions", "owned", "owned"]),
+        (Some("c2"), "\"deletionTimestamp\"", vec![]),
+    ];
+    for (cluster, needle, want) in cases {
+        assert_eq!(found(cluster, needle), want, "{cluster:?} {needle}");
+    }
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::Stream;
 
-use super::history::{Held, History};
+use super::history::{Held, History, StoredText};
 use super::{Event, ObjectKey, StoreError};
 
 /// Events a watcher takes from the history per lock; bounds how far a slow watcher can hide its lag in a
@@ -67,12 +67,16 @@ impl Hub {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Appends committed events (in RV order) and wakes every idle watcher.
-    pub(crate) fn publish(&self, events: Vec<Arc<Event>>) {
+    /// Appends committed events (in RV order), with the stored values the writer has for them, and
+    /// wakes every idle watcher.
+    pub(crate) fn publish(&self, events: Vec<(Arc<Event>, StoredText)>) {
         if events.is_empty() {
             return;
         }
-        let held: Vec<Held> = events.into_iter().map(Held::new).collect();
+        let held: Vec<Held> = events
+            .into_iter()
+            .map(|(event, stored)| Held::new(event, stored))
+            .collect();
         let wakers = {
             let mut state = self.lock();
             for event in held {

@@ -11,8 +11,9 @@ use redb::{Durability, ReadableTable};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::history::StoredText;
 use super::image::Writes;
-use super::key::{decode_value, encode_value, set_resource_version, with_resource_version};
+use super::key::{decode_value, encode_value, set_resource_version, value_rv, with_resource_version};
 use super::{Event, EventType, META, OBJECTS, ObjectKey, RV_KEY, Shared, StoreError};
 
 /// Upper bound of calls folded into one transaction, so one commit's latency stays bounded.
@@ -221,17 +222,33 @@ pub(crate) fn process_batch(shared: &Shared, batch: Vec<Request>) -> Result<(), 
     let outcome = run_transaction(shared, base_rv, batch, &mut replies);
     match outcome {
         Ok((last_rv, writes)) => {
+            // Stored values by their resourceVersion (each state has its own): the history keeps
+            // these for the events that wrote them or replaced them instead of encoding copies.
+            let mut texts: HashMap<u64, Arc<[u8]>> = HashMap::new();
             if last_rv != base_rv {
+                texts.extend(writes.iter().filter_map(|(_, v)| v.as_ref()).filter_map(stored_with_rv));
                 // Durable now: readers may see it (before any caller hears of it or any watcher does).
                 let mut image = shared.image.write().unwrap_or_else(|p| p.into_inner());
-                image.apply(writes, last_rv);
+                let replaced = image.apply(writes, last_rv);
+                drop(image);
+                texts.extend(replaced.iter().filter_map(stored_with_rv));
             }
             shared.current_rv.store(last_rv, Ordering::Release);
-            let published: Vec<Arc<Event>> = replies
+            let published: Vec<(Arc<Event>, StoredText)> = replies
                 .iter()
                 .filter_map(|(_, result)| result.as_ref().ok())
                 .flatten()
-                .map(|e| Arc::new(e.clone()))
+                .map(|e| {
+                    let stored = StoredText {
+                        object: texts.get(&e.rv).cloned(),
+                        prev: e
+                            .prev
+                            .as_deref()
+                            .and_then(object_rv)
+                            .and_then(|rv| texts.get(&rv).cloned()),
+                    };
+                    (Arc::new(e.clone()), stored)
+                })
                 .collect();
             shared.hub.publish(published);
             for (reply, result) in replies {
@@ -246,6 +263,16 @@ pub(crate) fn process_batch(shared: &Shared, batch: Vec<Request>) -> Result<(), 
             Err(e)
         }
     }
+}
+
+/// A stored value keyed by the resourceVersion in its prefix.
+fn stored_with_rv(value: &Arc<[u8]>) -> Option<(u64, Arc<[u8]>)> {
+    Some((value_rv(value).ok()?, value.clone()))
+}
+
+/// The resourceVersion an object carries (every stored state carries its own).
+fn object_rv(object: &Value) -> Option<u64> {
+    object.pointer("/metadata/resourceVersion")?.as_str()?.parse().ok()
 }
 
 type Reply = (
@@ -336,8 +363,8 @@ fn apply(objects: &mut redb::Table<'_, &[u8], &[u8]>, plan: &Plan, writes: &mut 
     for (key, state) in &plan.writes {
         match state {
             Some(current) => {
-                let bytes = encode_value(current.rv, &current.object)?;
-                objects.insert(key.as_slice(), bytes.as_slice())?;
+                let bytes: Arc<[u8]> = encode_value(current.rv, &current.object)?.into();
+                objects.insert(key.as_slice(), &bytes[..])?;
                 writes.push((key.clone(), Some(bytes)));
             }
             None => {
