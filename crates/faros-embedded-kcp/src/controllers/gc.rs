@@ -51,7 +51,7 @@ impl Collector {
     /// Indexes every stored object that has owners (startup).
     pub fn rebuild(&mut self, state: &ServerState) {
         for def in all_defs(state) {
-            for obj in state.list_all(&def.group, &def.resource, None, None) {
+            for obj in objects_with(state, &def, None, "\"ownerReferences\"") {
                 if !owner_uids(&obj).is_empty() {
                     let key = meta::key_of(&def.group, &def.resource, &obj);
                     self.index(&key, Some(&obj), None);
@@ -67,7 +67,7 @@ impl Collector {
             self.collect_if_orphaned(state, &key).await;
         }
         for def in all_defs(state) {
-            for obj in state.list_all(&def.group, &def.resource, None, None) {
+            for obj in objects_with(state, &def, None, "\"deletionTimestamp\"") {
                 if meta::is_deleting(&obj) {
                     let key = meta::key_of(&def.group, &def.resource, &obj);
                     self.process_finalizers(state, &key, &obj).await;
@@ -140,7 +140,7 @@ impl Collector {
     async fn recheck_owner(&mut self, state: &ServerState, cluster: &str, owner_uid: &str) {
         // Owners are found through their dependents' references; scan the few kinds with deletion pending.
         for def in all_defs(state) {
-            for obj in state.list_all(&def.group, &def.resource, Some(cluster), None) {
+            for obj in objects_with(state, &def, Some(cluster), "\"deletionTimestamp\"") {
                 if meta::uid(&obj) == Some(owner_uid) && meta::is_deleting(&obj) {
                     let key = meta::key_of(&def.group, &def.resource, &obj);
                     self.process_finalizers(state, &key, &obj).await;
@@ -208,6 +208,20 @@ impl Collector {
             }
         }
     }
+}
+
+/// The stored objects of `def` whose text holds `member` (a quoted JSON member name): the scans here
+/// look for a few objects among all of them, and parsing only those keeps a restart with many
+/// stored objects from parsing every one of them twice. A storage failure reads as none, as for
+/// `ServerState::list_all`.
+fn objects_with(state: &ServerState, def: &ResourceDef, cluster: Option<&str>, member: &str) -> Vec<Value> {
+    state
+        .store
+        .objects_containing(&def.group, &def.resource, cluster, member)
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, group = %def.group, resource = %def.resource, "listing stored objects failed");
+            Vec::new()
+        })
 }
 
 fn all_defs(state: &ServerState) -> Vec<Arc<ResourceDef>> {
