@@ -144,17 +144,21 @@ fn ratio(embedded: f64, real: f64) -> f64 {
     if real == 0.0 { f64::NAN } else { embedded / real }
 }
 
+/// A client of the servers this run starts on loopback with fresh self-signed certificates.
+fn loopback_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .tls_danger_accept_invalid_certs(true)
+        .pool_max_idle_per_host(256)
+        .build()
+}
+
 /// Starts a server and waits for `/readyz`; returns it as the load functions take it, and how long
 /// it took to be ready.
 async fn start(launch: Launch, tokens: &BTreeMap<String, String>) -> anyhow::Result<(Arc<Faros>, Duration)> {
     let base = launch.base.clone();
     let log = launch.log.clone();
     let state = log.parent().map(Path::to_path_buf).unwrap_or_default();
-    // Both servers are processes this run starts on loopback with fresh self-signed certificates.
-    let http = reqwest::Client::builder()
-        .tls_danger_accept_invalid_certs(true)
-        .pool_max_idle_per_host(256)
-        .build()?;
+    let http = loopback_client()?;
     let started = Instant::now();
     let mut child = launch.spawn()?;
     loop {
@@ -269,7 +273,7 @@ async fn measure_one(
     }
     // Every watcher must get every event; when some do not, why is the figure.
     let terminated_before = watch::terminated_watchers(&f).await.unwrap_or_default();
-    let outcomes = watch::watch_latency(&f, "watch", p.watchers, p.watch_events).await?;
+    let outcomes = watch::watch_latency(&f, loopback_client, "watch", p.watchers, p.watch_events).await?;
     let mut watch_p99 = watch::summarize(outcomes).map(|mut latencies| {
         let p99 = percentile(&mut latencies, 99.0);
         println!(

@@ -3,6 +3,15 @@
 //! is its arrival minus that stamp. Every watcher must see every event: one that does not is
 //! reported with why (its HTTP status, the Status of an `ERROR` event, or the server ending its
 //! stream after some events), grouped, instead of a figure measured on the watchers that were left.
+//!
+//! Every watcher has its own connection, as N controllers would, and the creates go through the
+//! caller's client, on yet another. One shared HTTP/2 connection cannot carry them: real kcp
+//! allows 100 concurrent streams per connection (kube's secure serving default when
+//! `--http2-max-streams-per-connection` is unset; kube-apiserver sets 1000, kcp does not), and
+//! hyper queues a request beyond the server's limit instead of opening another connection, so with
+//! 100 watchers on the connection the first create waited until every watch hit its
+//! `timeoutSeconds` and ended without an event.
+//!
 //! It measures only; the servers are the caller's.
 
 use std::collections::BTreeMap;
@@ -96,11 +105,17 @@ fn now_nanos() -> u128 {
         .unwrap_or_default()
 }
 
-/// Reads one watch until `events` stamped events arrived, saying on `opened` once its response
-/// headers (or its failure) are in: kube's watch handler sends them after it registered the watch,
-/// so events created from then on reach it.
-async fn watch(f: &Faros, url: &str, events: usize, opened: tokio::sync::mpsc::Sender<()>) -> Outcome {
-    let resp = f.http.get(url).bearer_auth(&f.token).send().await;
+/// Reads one watch through `http` until `events` stamped events arrived, saying on `opened` once
+/// its response headers (or its failure) are in: kube's watch handler sends them after it
+/// registered the watch, so events created from then on reach it.
+async fn watch(
+    http: reqwest::Client,
+    token: &str,
+    url: &str,
+    events: usize,
+    opened: tokio::sync::mpsc::Sender<()>,
+) -> Outcome {
+    let resp = http.get(url).bearer_auth(token).send().await;
     let _ = opened.send(()).await;
     let resp = match resp {
         Ok(r) => r,
@@ -165,10 +180,12 @@ async fn watch(f: &Faros, url: &str, events: usize, opened: tokio::sync::mpsc::S
     Outcome::Complete(latencies)
 }
 
-/// `watchers` watches of namespace `ns`'s ConfigMaps from its list's resourceVersion, then `events`
-/// creates one after the other; every watcher's outcome.
+/// `watchers` watches of namespace `ns`'s ConfigMaps from its list's resourceVersion, each through
+/// its own client from `connect` (its own connection), then `events` creates one after the other
+/// through `f`'s; every watcher's outcome.
 pub(super) async fn watch_latency(
     f: &Arc<Faros>,
+    connect: fn() -> reqwest::Result<reqwest::Client>,
     ns: &str,
     watchers: usize,
     events: usize,
@@ -191,9 +208,11 @@ pub(super) async fn watch_latency(
     let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(watchers);
     let mut tasks = Vec::new();
     for _ in 0..watchers {
-        let (f, ready) = (f.clone(), ready_tx.clone());
+        let (http, token, ready) = (connect()?, f.token.clone(), ready_tx.clone());
         let url = format!("{collection}?watch=true&resourceVersion={rv}&timeoutSeconds=300");
-        tasks.push(tokio::spawn(async move { watch(&f, &url, events, ready).await }));
+        tasks.push(tokio::spawn(
+            async move { watch(http, &token, &url, events, ready).await },
+        ));
     }
     drop(ready_tx);
     for _ in 0..watchers {
@@ -214,10 +233,13 @@ pub(super) async fn watch_latency(
 mod tests {
     use super::*;
 
+    /// Outcomes, and the latencies or the explanation they sum up to.
+    type Case = (Vec<Outcome>, Result<Vec<Duration>, &'static str>);
+
     #[test]
     fn failed_watchers_are_grouped_by_why() {
         let ms = Duration::from_millis;
-        let cases: Vec<(Vec<Outcome>, Result<Vec<Duration>, &str>)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 vec![Outcome::Complete(vec![ms(1), ms(2)]), Outcome::Complete(vec![ms(3)])],
                 Ok(vec![ms(1), ms(2), ms(3)]),
