@@ -112,9 +112,12 @@ impl Service<Request<Body>> for HubService {
             }
         };
         // Over HTTP/2 and HTTP/1.1 alike, an answer given before the body was read must reach a
-        // client that is still sending: the unread rest is drained in the background.
-        let (parts, body) = req.into_parts();
-        req = Request::from_parts(parts, faros_core::drain::drain_on_drop(body));
+        // client that is still sending: the unread rest is drained in the background. A request
+        // without a body (most GETs) has nothing left to drain.
+        if !axum::body::HttpBody::is_end_stream(req.body()) {
+            let (parts, body) = req.into_parts();
+            req = Request::from_parts(parts, faros_core::drain::drain_on_drop(body));
+        }
         let path = req.uri().path();
         let label = route_label(path);
         let target = target(path);

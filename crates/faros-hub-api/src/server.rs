@@ -320,6 +320,9 @@ async fn connection(
     phases: Phases,
 ) {
     let stop = phases.stop.clone();
+    // Shared by the connection's requests rather than cloned for each: a token's clone and drop
+    // lock its node, which every connection thread shares.
+    let phases = Arc::new(phases);
     let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
         req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
         let router = router.clone();
@@ -329,17 +332,17 @@ async fn connection(
                 return Ok::<_, Infallible>(draining_readyz());
             }
             let get = req.method() == http::Method::GET;
-            let (query, accept) = (
-                req.uri().query().map(str::to_string),
-                header_str(req.headers(), http::header::ACCEPT).map(str::to_string),
+            // What the request says is decided before it is handed on (no copies of its query
+            // or Accept kept); the response's Content-Type can only add to it.
+            let requested = is_reopened_stream(
+                get,
+                req.uri().query(),
+                header_str(req.headers(), http::header::ACCEPT),
+                None,
             );
             let Ok(resp) = router.oneshot(req.map(Body::new)).await;
-            let stream = is_reopened_stream(
-                get,
-                query.as_deref(),
-                accept.as_deref(),
-                header_str(resp.headers(), http::header::CONTENT_TYPE),
-            );
+            let stream = requested
+                || is_reopened_stream(get, None, None, header_str(resp.headers(), http::header::CONTENT_TYPE));
             Ok(if stream {
                 resp.map(|inner| {
                     Body::new(EndsOnStop {
@@ -456,6 +459,12 @@ mod tests {
                 is_reopened_stream(get, query, accept, content_type),
                 want,
                 "{get} {query:?} {accept:?} {content_type:?}"
+            );
+            // The server asks about the request first and the response after: the same answer.
+            assert_eq!(
+                is_reopened_stream(get, query, accept, None) || is_reopened_stream(get, None, None, content_type),
+                want,
+                "in two steps: {get} {query:?} {accept:?} {content_type:?}"
             );
         }
     }

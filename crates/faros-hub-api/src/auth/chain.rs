@@ -6,20 +6,23 @@ use faros_core::status::Status;
 use futures::future::BoxFuture;
 use http::HeaderMap;
 
-use super::{Authenticator, Caller, Verdict, bearer_token, invalid_token, missing_credentials};
+use super::{Authenticator, Bearer, Caller, Verdict, invalid_token, missing_credentials};
 
 /// Asks each authenticator in turn: [`Verdict::NotMine`] moves on, anything else is final. A
-/// request without a bearer is 401 before any is asked; a bearer nobody claims is 401 too.
+/// request without a bearer is 401 before any is asked; a bearer nobody claims is 401 too. The
+/// token is hashed once here and the digest handed to each ([`Authenticator::verdict_on`]).
 pub struct Chain(pub Vec<Arc<dyn Authenticator>>);
 
 impl Authenticator for Chain {
     fn authenticate<'a>(&'a self, headers: &'a HeaderMap) -> BoxFuture<'a, Result<Caller, Status>> {
+        Box::pin(async move { self.authenticate_shared(headers).await.map(Arc::unwrap_or_clone) })
+    }
+
+    fn authenticate_shared<'a>(&'a self, headers: &'a HeaderMap) -> BoxFuture<'a, Result<Arc<Caller>, Status>> {
         Box::pin(async move {
-            if bearer_token(headers).is_none() {
-                return Err(missing_credentials());
-            }
+            let bearer = Bearer::from_headers(headers).ok_or_else(missing_credentials)?;
             for authn in &self.0 {
-                match authn.verdict(headers).await {
+                match authn.verdict_on(headers, &bearer).await {
                     Verdict::NotMine => continue,
                     Verdict::Accepted(caller) => return Ok(caller),
                     Verdict::Rejected(status) => return Err(status),
@@ -36,8 +39,8 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::auth::CredentialSource;
     use crate::auth::test_support::{bearer, headers};
+    use crate::auth::{CredentialSource, bearer_token};
 
     /// Claims tokens starting with its prefix; "<prefix>bad" is rejected. Records what it saw.
     struct Fake {
@@ -66,11 +69,11 @@ mod tests {
                 match token.strip_prefix(self.prefix) {
                     None => Verdict::NotMine,
                     Some("bad") => Verdict::Rejected(Status::unauthorized(format!("{} says no", self.prefix))),
-                    Some(user) => Verdict::Accepted(Caller {
+                    Some(user) => Verdict::Accepted(Arc::new(Caller {
                         user: format!("{}{user}", self.prefix),
                         source: CredentialSource::Oidc,
                         ..Default::default()
-                    }),
+                    })),
                 }
             })
         }

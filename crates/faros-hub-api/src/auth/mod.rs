@@ -19,6 +19,7 @@ use faros_core::status::Status;
 use faros_core::user::{UserInfo, split_service_account_username};
 use futures::future::BoxFuture;
 use http::HeaderMap;
+use sha2::{Digest, Sha256};
 
 use crate::auth::tokenreview::TokenReviewer;
 
@@ -140,24 +141,77 @@ impl Principal {
 pub enum Verdict {
     /// Not this authenticator's kind of credential: the chain asks the next one.
     NotMine,
-    Accepted(Caller),
+    /// Shared: authenticators that cache callers hand out the cached one, not a copy.
+    Accepted(Arc<Caller>),
     /// This authenticator's kind of credential, but not valid (or not checkable now): final.
     Rejected(Status),
+}
+
+/// A request's bearer token and its SHA-256, taken once per request: every authenticator of a
+/// [`Chain`] that looks tokens up by digest (the token file's table, the TokenReview cache) is
+/// handed this one instead of hashing the token again. Never printed: `Debug` shows neither.
+#[derive(Clone, Copy)]
+pub struct Bearer<'a> {
+    token: &'a str,
+    digest: [u8; 32],
+}
+
+impl<'a> Bearer<'a> {
+    pub fn new(token: &'a str) -> Self {
+        Self {
+            token,
+            digest: Sha256::digest(token.as_bytes()).into(),
+        }
+    }
+
+    /// The bearer of `Authorization: Bearer <token>`, if any.
+    pub fn from_headers(headers: &'a HeaderMap) -> Option<Self> {
+        bearer_token(headers).map(Self::new)
+    }
+
+    pub fn token(&self) -> &'a str {
+        self.token
+    }
+
+    /// SHA-256 of the token.
+    pub fn digest(&self) -> &[u8; 32] {
+        &self.digest
+    }
+}
+
+impl std::fmt::Debug for Bearer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Bearer(<redacted>)")
+    }
 }
 
 /// Authenticates a request from its headers.
 pub trait Authenticator: Send + Sync + 'static {
     fn authenticate<'a>(&'a self, headers: &'a HeaderMap) -> BoxFuture<'a, Result<Caller, Status>>;
 
+    /// [`Self::authenticate`] with the caller shared: the proxies' hot path, where a copy of a
+    /// cached caller per request is measurable. The default wraps `authenticate`.
+    fn authenticate_shared<'a>(&'a self, headers: &'a HeaderMap) -> BoxFuture<'a, Result<Arc<Caller>, Status>> {
+        Box::pin(async move { self.authenticate(headers).await.map(Arc::new) })
+    }
+
     /// The answer inside a [`Chain`]. The default makes every answer final, which suits a fallback
     /// such as [`BearerTokenReview`]; authenticators that recognize their own credentials override it.
     fn verdict<'a>(&'a self, headers: &'a HeaderMap) -> BoxFuture<'a, Verdict> {
         Box::pin(async move {
             match self.authenticate(headers).await {
-                Ok(caller) => Verdict::Accepted(caller),
+                Ok(caller) => Verdict::Accepted(Arc::new(caller)),
                 Err(status) => Verdict::Rejected(status),
             }
         })
+    }
+
+    /// [`Self::verdict`] on the request's `bearer`, already taken from `headers` and hashed by the
+    /// [`Chain`]. Authenticators that look tokens up by digest override it; the default asks
+    /// `verdict`.
+    fn verdict_on<'a>(&'a self, headers: &'a HeaderMap, bearer: &'a Bearer<'a>) -> BoxFuture<'a, Verdict> {
+        let _ = bearer;
+        self.verdict(headers)
     }
 }
 
@@ -197,6 +251,11 @@ pub fn invalid_token() -> Status {
 
 /// `authenticate` in terms of `verdict`, for authenticators that can say [`Verdict::NotMine`].
 pub(crate) fn settle(verdict: Verdict) -> Result<Caller, Status> {
+    settle_shared(verdict).map(Arc::unwrap_or_clone)
+}
+
+/// [`settle`], the caller shared.
+pub(crate) fn settle_shared(verdict: Verdict) -> Result<Arc<Caller>, Status> {
     match verdict {
         Verdict::Accepted(caller) => Ok(caller),
         Verdict::Rejected(status) => Err(status),
@@ -227,19 +286,38 @@ impl BearerTokenReview {
     }
 }
 
+impl BearerTokenReview {
+    async fn review(&self, bearer: &Bearer<'_>) -> Result<Arc<Caller>, Status> {
+        match self.reviewer.review_caller(&self.cluster, bearer).await {
+            Ok(Some(caller)) => Ok(caller),
+            Ok(None) => Err(invalid_token()),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot authenticate: TokenReview failed");
+                Err(Status::unavailable(
+                    "cannot authenticate right now: kcp did not answer the TokenReview",
+                ))
+            }
+        }
+    }
+}
+
 impl Authenticator for BearerTokenReview {
     fn authenticate<'a>(&'a self, headers: &'a HeaderMap) -> BoxFuture<'a, Result<Caller, Status>> {
+        Box::pin(async move { self.authenticate_shared(headers).await.map(Arc::unwrap_or_clone) })
+    }
+
+    fn authenticate_shared<'a>(&'a self, headers: &'a HeaderMap) -> BoxFuture<'a, Result<Arc<Caller>, Status>> {
         Box::pin(async move {
-            let token = bearer_token(headers).ok_or_else(missing_credentials)?;
-            match self.reviewer.review(&self.cluster, token).await {
-                Ok(Some(user)) => Ok(Caller::new(user, CredentialSource::TokenReview)),
-                Ok(None) => Err(invalid_token()),
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot authenticate: TokenReview failed");
-                    Err(Status::unavailable(
-                        "cannot authenticate right now: kcp did not answer the TokenReview",
-                    ))
-                }
+            let bearer = Bearer::from_headers(headers).ok_or_else(missing_credentials)?;
+            self.review(&bearer).await
+        })
+    }
+
+    fn verdict_on<'a>(&'a self, _: &'a HeaderMap, bearer: &'a Bearer<'a>) -> BoxFuture<'a, Verdict> {
+        Box::pin(async move {
+            match self.review(bearer).await {
+                Ok(caller) => Verdict::Accepted(caller),
+                Err(status) => Verdict::Rejected(status),
             }
         })
     }
@@ -263,12 +341,17 @@ pub async fn require_caller(State(authn): State<Arc<dyn Authenticator>>, mut req
 /// hub's or the reconciler's own, far beyond any person's. Not 403: the credential is not one the
 /// hub takes at all, as a token it does not know is not.
 pub fn admit(caller: Caller) -> Result<Caller, Status> {
+    admits(&caller).map(|()| caller)
+}
+
+/// [`admit`] without taking the caller (a shared one, as the proxies hold).
+pub fn admits(caller: &Caller) -> Result<(), Status> {
     match caller.groups.iter().any(|g| g == COMPONENTS_GROUP) {
         true => Err(Status::unauthorized(format!(
             "the bearer token belongs to a faros component (group {COMPONENTS_GROUP}); components \
              authenticate to kcp, never to the hub"
         ))),
-        false => Ok(caller),
+        false => Ok(()),
     }
 }
 

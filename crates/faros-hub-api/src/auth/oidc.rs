@@ -113,7 +113,7 @@ impl OidcAuthenticator {
             Outcome::Unavailable => Verdict::Rejected(Status::unavailable(
                 "cannot authenticate right now: the OIDC issuer's keys could not be fetched",
             )),
-            Outcome::Accepted(user) => Verdict::Accepted(Caller::new(user, CredentialSource::Oidc)),
+            Outcome::Accepted(user) => Verdict::Accepted(Arc::new(Caller::new(user, CredentialSource::Oidc))),
         }
     }
 }

@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -33,13 +34,14 @@ use futures::future::BoxFuture;
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
 
-use super::{AuthError, Authenticator, Caller, CredentialSource, Verdict, bearer_token, settle};
+use super::{AuthError, Authenticator, Bearer, Caller, CredentialSource, Verdict, bearer_token, settle};
 use faros_core::user::UserInfo;
 
 /// Default interval between checks of the token file.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-type Table = HashMap<[u8; 32], Caller>;
+/// Callers by token digest, shared: a hit hands out the caller, not a copy of it.
+type Table = HashMap<[u8; 32], Arc<Caller>>;
 
 struct Check {
     at: Instant,
@@ -61,6 +63,10 @@ pub struct StaticTokens {
     check_every: Duration,
     table: RwLock<Arc<Table>>,
     check: tokio::sync::Mutex<Check>,
+    /// When the next periodic check is due, in nanoseconds since `epoch`: read without a lock, so
+    /// the requests between two checks touch neither the check's lock nor the clock twice.
+    due: AtomicU64,
+    epoch: Instant,
     /// Digests of tokens the file was just checked for and did not hold, and when.
     misses: Mutex<HashMap<[u8; 32], Instant>>,
     reloads: ReloadCounter,
@@ -93,7 +99,7 @@ fn table(tokens: Vec<StaticToken>) -> Table {
                 extra: Default::default(),
             };
             let caller = Caller::new(user, CredentialSource::StaticToken);
-            (digest(&t.token), caller)
+            (digest(&t.token), Arc::new(caller))
         })
         .collect()
 }
@@ -114,23 +120,34 @@ impl StaticTokens {
             path: path.clone(),
             source,
         })?;
-        Ok(Self {
+        let epoch = Instant::now();
+        let loaded = Self {
             table: RwLock::new(Arc::new(table(tokens))),
-            check: tokio::sync::Mutex::new(Check {
-                at: Instant::now(),
-                stamp,
-            }),
+            check: tokio::sync::Mutex::new(Check { at: epoch, stamp }),
+            due: AtomicU64::new(0),
+            epoch,
             misses: Mutex::default(),
             path,
             check_every: CHECK_EVERY,
             reloads: ReloadCounter::default(),
-        })
+        };
+        loaded.set_due(epoch + CHECK_EVERY);
+        Ok(loaded)
     }
 
     /// Checks the file for changes at most once per `every` (default [`CHECK_EVERY`]).
     pub fn check_every(mut self, every: Duration) -> Self {
         self.check_every = every;
+        self.set_due(Instant::now() + every);
         self
+    }
+
+    fn nanos_since_epoch(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn set_due(&self, at: Instant) {
+        self.due.store(self.nanos_since_epoch(at), Ordering::Relaxed);
     }
 
     pub fn path(&self) -> &Path {
@@ -152,6 +169,9 @@ impl StaticTokens {
             // A concurrent check may be reading the change this request needs: wait for it.
             self.check.lock().await
         } else {
+            if self.nanos_since_epoch(Instant::now()) < self.due.load(Ordering::Relaxed) {
+                return;
+            }
             // One request checks; concurrent ones carry on with the tokens they have.
             let Ok(check) = self.check.try_lock() else {
                 return;
@@ -162,6 +182,7 @@ impl StaticTokens {
             check
         };
         check.at = Instant::now();
+        self.set_due(check.at + self.check_every);
         let path = self.path.clone();
         let stamp = tokio::task::spawn_blocking(move || file_stamp(&path))
             .await
@@ -191,9 +212,14 @@ impl StaticTokens {
 
     /// The caller `token` authenticates as, if it is in the file.
     pub async fn lookup(&self, token: &str) -> Option<Caller> {
+        self.lookup_digest(&digest(token)).await.map(Arc::unwrap_or_clone)
+    }
+
+    /// [`Self::lookup`] by the token's SHA-256 ([`Bearer::digest`]), the caller shared.
+    pub async fn lookup_digest(&self, digest: &[u8; 32]) -> Option<Arc<Caller>> {
         self.refresh(false).await;
-        let digest = digest(token);
-        if let Some(caller) = self.current().get(&digest) {
+        let digest = *digest;
+        if let Some(caller) = self.table.read().unwrap_or_else(|p| p.into_inner()).get(&digest) {
             return Some(caller.clone());
         }
         // Perhaps added since the last check (see the module doc): look at the file now, unless
@@ -232,10 +258,16 @@ impl Authenticator for StaticTokens {
     /// A token not in the file is [`Verdict::NotMine`]: kcp may still know it (ServiceAccounts).
     fn verdict<'a>(&'a self, headers: &'a HeaderMap) -> BoxFuture<'a, Verdict> {
         Box::pin(async move {
-            let Some(token) = bearer_token(headers) else {
+            let Some(bearer) = Bearer::from_headers(headers) else {
                 return Verdict::NotMine;
             };
-            match self.lookup(token).await {
+            self.verdict_on(headers, &bearer).await
+        })
+    }
+
+    fn verdict_on<'a>(&'a self, _: &'a HeaderMap, bearer: &'a Bearer<'a>) -> BoxFuture<'a, Verdict> {
+        Box::pin(async move {
+            match self.lookup_digest(bearer.digest()).await {
                 Some(caller) => Verdict::Accepted(caller),
                 None => Verdict::NotMine,
             }

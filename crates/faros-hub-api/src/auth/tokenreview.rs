@@ -14,8 +14,9 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use kube::Api;
 use kube::api::PostParams;
-use sha2::{Digest, Sha256};
 use tokio::time::Instant;
+
+use super::{Bearer, Caller, CredentialSource};
 
 pub use faros_core::user::EXTRA_CLUSTER_NAME;
 
@@ -37,6 +38,20 @@ pub trait TokenReviewer: Send + Sync + 'static {
         cluster: &'a str,
         token: &'a str,
     ) -> BoxFuture<'a, Result<Option<ReviewedUser>, ReviewError>>;
+
+    /// The [`Caller`] `bearer` authenticates as in `cluster`, shared: a cache hands out the caller
+    /// it keeps, and looks it up by the digest the request's [`Bearer`] already carries. The
+    /// default reviews and builds a new caller.
+    fn review_caller<'a>(
+        &'a self,
+        cluster: &'a str,
+        bearer: &'a Bearer<'a>,
+    ) -> BoxFuture<'a, Result<Option<Arc<Caller>>, ReviewError>> {
+        Box::pin(async move {
+            let user = self.review(cluster, bearer.token()).await?;
+            Ok(user.map(|u| Arc::new(Caller::new(u, CredentialSource::TokenReview))))
+        })
+    }
 }
 
 /// Posts `TokenReview`s to kcp at `/clusters/<cluster>`.
@@ -108,23 +123,61 @@ impl Default for CacheSettings {
     }
 }
 
-/// SHA-256 of (cluster, NUL, token): a cluster name has no NUL, so distinct pairs never share an
-/// input, and a lookup needs no allocation.
-type CacheKey = [u8; 32];
-
-fn cache_key(cluster: &str, token: &str) -> CacheKey {
-    let mut h = Sha256::new();
-    h.update(cluster.as_bytes());
-    h.update([0u8]);
-    h.update(token.as_bytes());
-    h.finalize().into()
+/// A cached answer: the user as kcp reported it (heartbeats read that) and the caller made of it
+/// (the authenticated routes read that), both shared, or `None` for a rejected token.
+#[derive(Clone)]
+struct Answer {
+    expires: Instant,
+    reviewed: Option<(Arc<ReviewedUser>, Arc<Caller>)>,
 }
 
 /// A caching wrapper around any reviewer. Errors are never cached.
+///
+/// Entries are keyed by the token's SHA-256 (the same digest as [`Bearer::digest`], so an
+/// authentication hashes the token once) and then by cluster: the same token is a separate
+/// question in each cluster. Clusters per digest are few (usually one), hence a list.
 pub struct CachedReviewer<R> {
     inner: R,
     settings: CacheSettings,
-    entries: Mutex<HashMap<CacheKey, (Instant, Option<ReviewedUser>)>>,
+    entries: Mutex<Entries>,
+}
+
+#[derive(Default)]
+struct Entries {
+    by_digest: HashMap<[u8; 32], Vec<(Box<str>, Answer)>>,
+    /// Answers held, over all digests and clusters.
+    len: usize,
+}
+
+impl Entries {
+    fn get(&self, digest: &[u8; 32], cluster: &str, now: Instant) -> Option<&Answer> {
+        let answers = self.by_digest.get(digest)?;
+        let (_, answer) = answers.iter().find(|(c, _)| &**c == cluster)?;
+        (answer.expires > now).then_some(answer)
+    }
+
+    fn insert(&mut self, digest: [u8; 32], cluster: &str, answer: Answer, max: usize, now: Instant) {
+        if self.len >= max {
+            self.by_digest.retain(|_, answers| {
+                answers.retain(|(_, a)| a.expires > now);
+                !answers.is_empty()
+            });
+            self.len = self.by_digest.values().map(Vec::len).sum();
+            if self.len >= max {
+                // Still full of live entries: start over rather than grow without bound.
+                self.by_digest.clear();
+                self.len = 0;
+            }
+        }
+        let answers = self.by_digest.entry(digest).or_default();
+        match answers.iter_mut().find(|(c, _)| &**c == cluster) {
+            Some((_, old)) => *old = answer,
+            None => {
+                answers.push((cluster.into(), answer));
+                self.len += 1;
+            }
+        }
+    }
 }
 
 impl<R> CachedReviewer<R> {
@@ -135,6 +188,40 @@ impl<R> CachedReviewer<R> {
             entries: Mutex::default(),
         }
     }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<R: TokenReviewer> CachedReviewer<R> {
+    /// The cached answer for `bearer` in `cluster`, asking `inner` on a miss or an expired entry.
+    async fn answer(&self, cluster: &str, bearer: &Bearer<'_>) -> Result<Answer, ReviewError> {
+        let now = Instant::now();
+        if let Some(answer) = self.lock().get(bearer.digest(), cluster, now) {
+            return Ok(answer.clone());
+        }
+        let user = self.inner.review(cluster, bearer.token()).await?;
+        let (ttl, reviewed) = match user {
+            Some(user) => {
+                let caller = Arc::new(Caller::new(user.clone(), CredentialSource::TokenReview));
+                (self.settings.authenticated_ttl, Some((Arc::new(user), caller)))
+            }
+            None => (self.settings.rejected_ttl, None),
+        };
+        let answer = Answer {
+            expires: now + ttl,
+            reviewed,
+        };
+        self.lock().insert(
+            *bearer.digest(),
+            cluster,
+            answer.clone(),
+            self.settings.max_entries,
+            now,
+        );
+        Ok(answer)
+    }
 }
 
 impl<R: TokenReviewer> TokenReviewer for CachedReviewer<R> {
@@ -144,29 +231,19 @@ impl<R: TokenReviewer> TokenReviewer for CachedReviewer<R> {
         token: &'a str,
     ) -> BoxFuture<'a, Result<Option<ReviewedUser>, ReviewError>> {
         Box::pin(async move {
-            let key = cache_key(cluster, token);
-            let now = Instant::now();
-            if let Some((expires, user)) = self.entries.lock().unwrap_or_else(|p| p.into_inner()).get(&key)
-                && *expires > now
-            {
-                return Ok(user.clone());
-            }
-            let user = self.inner.review(cluster, token).await?;
-            let ttl = if user.is_some() {
-                self.settings.authenticated_ttl
-            } else {
-                self.settings.rejected_ttl
-            };
-            let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-            if entries.len() >= self.settings.max_entries {
-                entries.retain(|_, (expires, _)| *expires > now);
-                if entries.len() >= self.settings.max_entries {
-                    // Still full of live entries: start over rather than grow without bound.
-                    entries.clear();
-                }
-            }
-            entries.insert(key, (now + ttl, user.clone()));
-            Ok(user)
+            let answer = self.answer(cluster, &Bearer::new(token)).await?;
+            Ok(answer.reviewed.map(|(user, _)| Arc::unwrap_or_clone(user)))
+        })
+    }
+
+    fn review_caller<'a>(
+        &'a self,
+        cluster: &'a str,
+        bearer: &'a Bearer<'a>,
+    ) -> BoxFuture<'a, Result<Option<Arc<Caller>>, ReviewError>> {
+        Box::pin(async move {
+            let answer = self.answer(cluster, bearer).await?;
+            Ok(answer.reviewed.map(|(_, caller)| caller))
         })
     }
 }
@@ -236,5 +313,66 @@ mod tests {
         tokio::time::advance(Duration::from_secs(8)).await;
         cached.review("c1", "t").await.unwrap();
         assert_eq!(calls.load(Ordering::Relaxed), 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn cached_callers_are_shared_with_the_reviews() {
+        let alice = ReviewedUser {
+            username: "alice".into(),
+            groups: vec!["dev".into()],
+            ..Default::default()
+        };
+        let backing = StaticReviewer::default().with("c1", "t", alice);
+        let calls = backing.calls.clone();
+        let cached = CachedReviewer::new(backing, CacheSettings::default());
+        let bearer = Bearer::new("t");
+        let first = cached.review_caller("c1", &bearer).await.unwrap().unwrap();
+        let again = cached.review_caller("c1", &bearer).await.unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "a hit hands out the cached caller");
+        assert_eq!(
+            (first.user.as_str(), first.groups.clone(), first.source),
+            (
+                "alice",
+                vec!["dev".to_string(), crate::auth::GROUP_AUTHENTICATED.to_string()],
+                CredentialSource::TokenReview
+            )
+        );
+        // Reviews (heartbeats) and callers (authenticated routes) read the same entries.
+        let user = cached.review("c1", "t").await.unwrap().unwrap();
+        assert_eq!(user.username, "alice");
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        assert_eq!(cached.review_caller("c2", &bearer).await.unwrap(), None);
+        assert_eq!(cached.review_caller("c1", &Bearer::new("u")).await.unwrap(), None);
+        assert_eq!(calls.load(Ordering::Relaxed), 3);
+        tokio::time::advance(Duration::from_secs(11)).await;
+        let renewed = cached.review_caller("c1", &bearer).await.unwrap().unwrap();
+        assert_eq!(calls.load(Ordering::Relaxed), 4);
+        assert!(!Arc::ptr_eq(&first, &renewed), "an expired entry is asked again");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_cache_drops_expired_entries_then_starts_over() {
+        let backing = StaticReviewer::default();
+        let calls = backing.calls.clone();
+        let settings = CacheSettings {
+            max_entries: 2,
+            ..Default::default()
+        };
+        let cached = CachedReviewer::new(backing, settings);
+        for token in ["a", "b"] {
+            cached.review("c", token).await.unwrap();
+        }
+        // Both live: a third entry clears the cache, so "a" is asked again.
+        cached.review("c", "x").await.unwrap();
+        cached.review("c", "a").await.unwrap();
+        assert_eq!(calls.load(Ordering::Relaxed), 4);
+        assert_eq!(cached.lock().len, 2);
+        // Expired ones are dropped first: the live "x" stays.
+        tokio::time::advance(Duration::from_secs(1)).await;
+        cached.review("c", "x").await.unwrap();
+        assert_eq!(calls.load(Ordering::Relaxed), 4);
+        tokio::time::advance(Duration::from_millis(1500)).await;
+        cached.review("c", "y").await.unwrap();
+        assert_eq!(cached.lock().len, 1);
     }
 }

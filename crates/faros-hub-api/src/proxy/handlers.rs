@@ -207,7 +207,9 @@ pub async fn backend(st: &AppState, req: Request) -> Response {
     let started = Instant::now();
     let result = async {
         // Before anything else: an anonymous caller learns nothing, not even which providers exist.
-        let caller = st.authn.authenticate(req.headers()).await?;
+        // A component's own kcp identity is refused here as on every authenticated API route.
+        let caller = st.authn.authenticate_shared(req.headers()).await?;
+        crate::auth::admits(&caller)?;
         refuse_loops(&req)?;
         let uri = req.uri().clone();
         let (name, target) = resolve(st, &uri, Surface::Backend)?;

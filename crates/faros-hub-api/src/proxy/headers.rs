@@ -26,6 +26,17 @@ const HOP_BY_HOP: &[&str] = &[
 /// `X-Faros-Base-Path`: where the provider is mounted on the hub (for URLs it renders).
 pub const HEADER_BASE_PATH: &str = "x-faros-base-path";
 
+// The names the proxies set, made once at compile time rather than parsed per request.
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+const X_FAROS_BASE_PATH: HeaderName = HeaderName::from_static(HEADER_BASE_PATH);
+const X_FAROS_USER: HeaderName = HeaderName::from_static(names::HEADER_USER);
+const X_FAROS_ORG: HeaderName = HeaderName::from_static(names::HEADER_ORG);
+const X_FAROS_WORKSPACE: HeaderName = HeaderName::from_static(names::HEADER_WORKSPACE);
+const X_FAROS_CLUSTER: HeaderName = HeaderName::from_static(names::HEADER_CLUSTER);
+const X_FAROS_ASSERTION: HeaderName = HeaderName::from_static(names::HEADER_ASSERTION);
+
 /// Which proxy is rewriting.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -112,34 +123,34 @@ pub fn request_headers(inbound: &HeaderMap, mode: &Mode, forwarded: &Forwarded) 
         out.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
         out.insert(header::UPGRADE, u.clone());
     }
-    let mut set = |name: &'static str, value: &str| {
+    let mut set = |name: HeaderName, value: &str| {
         if let Ok(v) = HeaderValue::from_str(value) {
-            out.insert(HeaderName::from_static(name), v);
+            out.insert(name, v);
         }
     };
     if let Some(ip) = &forwarded.client_ip {
-        set("x-forwarded-for", ip);
+        set(X_FORWARDED_FOR, ip);
     }
-    set("x-forwarded-proto", forwarded.proto);
+    set(X_FORWARDED_PROTO, forwarded.proto);
     if let Some(host) = &forwarded.host {
-        set("x-forwarded-host", host);
+        set(X_FORWARDED_HOST, host);
     }
 
     match mode {
-        Mode::Ui { base_path } => set(HEADER_BASE_PATH, base_path),
+        Mode::Ui { base_path } => set(X_FAROS_BASE_PATH, base_path),
         Mode::Backend {
             base_path,
             identity,
             assertion,
         } => {
-            set(HEADER_BASE_PATH, base_path);
-            set(names::HEADER_USER, &identity.user);
+            set(X_FAROS_BASE_PATH, base_path);
+            set(X_FAROS_USER, &identity.user);
             if !identity.cluster.is_empty() {
-                set(names::HEADER_ORG, &identity.org);
-                set(names::HEADER_WORKSPACE, &identity.workspace);
-                set(names::HEADER_CLUSTER, &identity.cluster);
+                set(X_FAROS_ORG, &identity.org);
+                set(X_FAROS_WORKSPACE, &identity.workspace);
+                set(X_FAROS_CLUSTER, &identity.cluster);
             }
-            out.insert(HeaderName::from_static(names::HEADER_ASSERTION), assertion.clone());
+            out.insert(X_FAROS_ASSERTION, assertion.clone());
         }
         Mode::Kcp => {}
     }
