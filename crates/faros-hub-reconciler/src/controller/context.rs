@@ -156,10 +156,10 @@ impl Context {
             }
             settled
         };
-        if held.foreign {
-            if let Some(queue) = lock(&self.queue).as_ref() {
-                queue.enqueue(key.clone());
-            }
+        if held.foreign
+            && let Some(queue) = lock(&self.queue).as_ref()
+        {
+            queue.enqueue(key.clone());
         }
     }
 
@@ -243,83 +243,27 @@ mod tests {
 
     #[test]
     fn settle_table() {
-        let rv = |s: &str| Some(s.to_string());
-        let cases: Vec<(&str, Vec<Option<String>>, Option<&str>, Settled)> = vec![
-            (
-                "nothing held",
-                vec![],
-                Some("5"),
-                Settled {
-                    echo_seen: false,
-                    foreign: false,
-                },
-            ),
-            (
-                "the echo came first",
-                vec![rv("5")],
-                Some("5"),
-                Settled {
-                    echo_seen: true,
-                    foreign: false,
-                },
-            ),
-            (
-                "another change only",
-                vec![rv("4")],
-                Some("5"),
-                Settled {
-                    echo_seen: false,
-                    foreign: true,
-                },
-            ),
-            (
-                "both",
-                vec![rv("4"), rv("5")],
-                Some("5"),
-                Settled {
-                    echo_seen: true,
-                    foreign: true,
-                },
-            ),
+        /// (case, resourceVersions held back, the write's answer, echo seen, foreign change)
+        type Case<'a> = (&'a str, &'a [Option<&'a str>], Option<&'a str>, bool, bool);
+        let cases: &[Case] = &[
+            ("nothing held", &[], Some("5"), false, false),
+            ("the echo came first", &[Some("5")], Some("5"), true, false),
+            ("another change only", &[Some("4")], Some("5"), false, true),
+            ("both", &[Some("4"), Some("5")], Some("5"), true, true),
             (
                 "a later change after the echo",
-                vec![rv("5"), rv("6")],
+                &[Some("5"), Some("6")],
                 Some("5"),
-                Settled {
-                    echo_seen: true,
-                    foreign: true,
-                },
+                true,
+                true,
             ),
-            (
-                "failed write: all foreign",
-                vec![rv("5")],
-                None,
-                Settled {
-                    echo_seen: false,
-                    foreign: true,
-                },
-            ),
-            (
-                "failed write, nothing held",
-                vec![],
-                None,
-                Settled {
-                    echo_seen: false,
-                    foreign: false,
-                },
-            ),
-            (
-                "event without a version",
-                vec![None],
-                Some("5"),
-                Settled {
-                    echo_seen: false,
-                    foreign: true,
-                },
-            ),
+            ("failed write: all foreign", &[Some("5")], None, false, true),
+            ("failed write, nothing held", &[], None, false, false),
+            ("event without a version", &[None], Some("5"), false, true),
         ];
-        for (case, held, ours, want) in cases {
-            assert_eq!(settle(&held, ours), want, "{case}");
+        for &(case, held, ours, echo_seen, foreign) in cases {
+            let held: Vec<Option<String>> = held.iter().map(|rv| rv.map(str::to_string)).collect();
+            assert_eq!(settle(&held, ours), Settled { echo_seen, foreign }, "{case}");
         }
     }
 }
