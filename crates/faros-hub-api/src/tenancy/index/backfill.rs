@@ -8,6 +8,7 @@
 //! bound) after the export existed, and so were its workspaces or they were bound with it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use faros_core::kcp::Workspace;
 use faros_core::kcp::apis::v1alpha2::APIBinding;
@@ -25,18 +26,37 @@ use super::watch::IndexSettings;
 /// Bindings created at once.
 const IN_FLIGHT: usize = 16;
 
+/// First delay before a pass that could not bind everything is tried again: at start the hub may
+/// not hold `bind` on the export yet (the reconciler's bootstrap grants it).
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+
 /// Runs passes until `cancel` (see the module docs).
 pub async fn run(tenancy: Arc<Tenancy>, settings: IndexSettings, cancel: CancellationToken) {
-    let mut tick = tokio::time::interval(settings.backfill_interval);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut wait = Duration::ZERO;
+    let mut retry = FIRST_RETRY;
     loop {
         tokio::select! {
             _ = cancel.cancelled() => return,
             _ = tenancy.index.changed() => {}
-            _ = tick.tick() => {}
+            _ = tokio::time::sleep(wait) => {}
         }
-        pass(&tenancy).await;
+        let outcome = pass(&tenancy).await;
+        if outcome.failed > 0 {
+            wait = retry.min(settings.backfill_interval);
+            retry = (retry * 2).min(settings.backfill_interval);
+        } else {
+            wait = settings.backfill_interval;
+            retry = FIRST_RETRY;
+        }
     }
+}
+
+/// What one pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub created: usize,
+    /// Workspaces it could not bind (retried sooner than the interval).
+    pub failed: usize,
 }
 
 /// Logical clusters of `workspaces` that are Ready and not covered.
@@ -51,16 +71,17 @@ fn uncovered(tenancy: &Tenancy, workspaces: impl IntoIterator<Item = Arc<Workspa
         .collect()
 }
 
-/// One pass; returns how many bindings it created.
-pub async fn pass(tenancy: &Tenancy) -> usize {
+/// One pass.
+pub async fn pass(tenancy: &Tenancy) -> Outcome {
     let index = &tenancy.index;
     if !index.is_settled() {
-        return 0;
+        return Outcome::default();
     }
     let Some(orgs) = index.orgs.list() else {
-        return 0;
+        return Outcome::default();
     };
     let mut targets: Vec<String> = index.take_restores().into_iter().collect();
+    let mut outcome = Outcome::default();
     for (org, cluster) in uncovered(tenancy, orgs) {
         targets.push(cluster);
         let name = org.metadata.name.clone().unwrap_or_default();
@@ -71,47 +92,57 @@ pub async fn pass(tenancy: &Tenancy) -> usize {
                     .map(|(_, c)| c),
             ),
             Err(error) => {
-                tracing::warn!(org = %name, message = %error.message, "listing an organization's workspaces to bind tenancy.faros.sh")
+                outcome.failed += 1;
+                tracing::warn!(org = %name, message = %error.message, "listing an organization's workspaces to bind tenancy.faros.sh");
             }
         }
     }
-    if targets.is_empty() {
-        return 0;
-    }
-    let created: usize = futures::stream::iter(targets)
-        .map(|cluster| async move { usize::from(bind(tenancy, &cluster).await) })
+    let results: Vec<Bind> = futures::stream::iter(targets)
+        .map(|cluster| async move { bind(tenancy, &cluster).await })
         .buffer_unordered(IN_FLIGHT)
-        .collect::<Vec<usize>>()
-        .await
-        .into_iter()
-        .sum();
-    if created > 0 {
+        .collect()
+        .await;
+    for r in results {
+        match r {
+            Bind::Created => outcome.created += 1,
+            Bind::Failed => outcome.failed += 1,
+            Bind::Exists | Bind::Gone => {}
+        }
+    }
+    if outcome.created > 0 {
         tracing::info!(
-            created,
+            created = outcome.created,
             "bound tenancy.faros.sh in tenant workspaces made before it existed"
         );
     }
-    created
+    outcome
 }
 
-/// Creates the binding in `cluster`; `true` when this call created it.
-async fn bind(tenancy: &Tenancy, cluster: &str) -> bool {
+/// What binding one workspace came to.
+enum Bind {
+    Created,
+    /// Bound already (its claims not applied yet), or by another replica a moment ago.
+    Exists,
+    /// The workspace is gone.
+    Gone,
+    Failed,
+}
+
+/// Creates the binding in `cluster`.
+async fn bind(tenancy: &Tenancy, cluster: &str) -> Bind {
     let api: Api<APIBinding> = match tenancy.client(cluster) {
         Ok(c) => Api::all(c),
-        Err(_) => return false,
+        Err(_) => return Bind::Failed,
     };
     match api.create(&PostParams::default(), &consumer_binding()).await {
-        Ok(_) => true,
-        // Bound already (its claims not applied yet), or by another replica a moment ago.
-        Err(kube::Error::Api(s)) if s.code == 409 => false,
-        // The workspace is gone, or made by another identity the hub was never granted.
-        Err(kube::Error::Api(s)) if s.code == 403 || s.code == 404 => {
-            tracing::debug!(cluster, message = %s.message, "cannot bind tenancy.faros.sh here");
-            false
-        }
+        Ok(_) => Bind::Created,
+        Err(kube::Error::Api(s)) if s.code == 409 => Bind::Exists,
+        Err(kube::Error::Api(s)) if s.code == 404 => Bind::Gone,
+        // Refused: at start the hub may not hold `bind` on the export yet; a workspace made by
+        // another identity the hub was never granted stays refused (and on the review path).
         Err(error) => {
-            tracing::warn!(cluster, %error, "binding tenancy.faros.sh");
-            false
+            tracing::debug!(cluster, %error, "cannot bind tenancy.faros.sh yet");
+            Bind::Failed
         }
     }
 }

@@ -49,7 +49,7 @@ pub struct MembershipIndex {
     settled: AtomicBool,
     /// Workspaces whose tenancy binding went away ([`backfill`] binds them again).
     restores: Mutex<BTreeSet<String>>,
-    /// Wakes [`backfill`]: settled, or a restore requested.
+    /// Wakes [`backfill`]: settled, organizations listed, or a restore requested.
     changed: tokio::sync::Notify,
     pub metrics: crate::metrics::MembershipMetrics,
 }
@@ -123,6 +123,11 @@ impl MembershipIndex {
 
     fn settle(&self) {
         self.settled.store(true, Ordering::Release);
+        self.poke();
+    }
+
+    /// Wakes [`backfill`] (something it waits for changed).
+    pub(crate) fn poke(&self) {
         self.changed.notify_one();
     }
 

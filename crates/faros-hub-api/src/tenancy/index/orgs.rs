@@ -13,6 +13,8 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Api, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
+use super::MembershipIndex;
+
 /// Organizations by name; `None` until the first listing completed.
 #[derive(Debug, Default)]
 pub struct OrgCache {
@@ -49,8 +51,9 @@ impl OrgCache {
     }
 }
 
-/// Watches `root:faros:tenants` into `cache` until `cancel`.
-pub async fn watch(factory: ClientFactory, cache: &OrgCache, cancel: CancellationToken) {
+/// Watches `root:faros:tenants` into the index's organizations until `cancel`.
+pub async fn watch(factory: ClientFactory, index: &MembershipIndex, cancel: CancellationToken) {
+    let cache = &index.orgs;
     let client = match factory.cluster(names::TENANTS_PATH) {
         Ok(c) => c,
         Err(error) => {
@@ -77,6 +80,8 @@ pub async fn watch(factory: ClientFactory, cache: &OrgCache, cancel: Cancellatio
             Ok(Event::InitDone) => {
                 tracing::info!(organizations = listing.len(), "organizations listed");
                 cache.replace(std::mem::take(&mut listing));
+                // The backfill waits for the organizations too.
+                index.poke();
             }
             Ok(Event::Apply(ws)) => cache.apply(ws),
             Ok(Event::Delete(ws)) => cache.delete(&ws.name_any()),

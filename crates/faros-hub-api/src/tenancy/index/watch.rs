@@ -57,7 +57,7 @@ pub async fn run(
     {
         let (factory, index, cancel) = (factory.clone(), index.clone(), cancel.clone());
         tasks.spawn(async move {
-            super::orgs::watch(factory, &index.orgs, cancel).await;
+            super::orgs::watch(factory, &index, cancel).await;
         });
     }
     // What the slice says now, possibly nothing (no tenant workspace bound yet): the index is
