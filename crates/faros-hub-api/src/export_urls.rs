@@ -26,15 +26,22 @@ pub struct Follow<'a> {
     pub retry_delay: Duration,
 }
 
-/// The slice's URLs, read once (empty when it publishes none or does not exist yet).
+/// The slice's URLs, read once: empty when it publishes none or does not exist yet, an error while
+/// its workspace does not exist yet (the tree is being bootstrapped) or cannot be read.
 pub async fn current(factory: &ClientFactory, export: &str) -> Result<Vec<String>, String> {
     let api: Api<APIExportEndpointSlice> = Api::all(
         factory
             .cluster(names::SYSTEM_CONTROLLERS_PATH)
             .map_err(|e| e.to_string())?,
     );
-    let slice = api.get_opt(export).await.map_err(|e| e.to_string())?;
-    Ok(urls(slice.as_ref()))
+    match api.get(export).await {
+        Ok(slice) => Ok(urls(Some(&slice))),
+        // The slice itself is missing, not its workspace (kcp names the workspace in that case).
+        Err(kube::Error::Api(s)) if s.code == 404 && s.details.as_ref().is_none_or(|d| d.kind != "workspaces") => {
+            Ok(Vec::new())
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// The slice's URLs once they are non-empty and differ from `current`; `None` on cancel.
