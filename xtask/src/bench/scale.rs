@@ -34,16 +34,21 @@ const START_TIMEOUT: Duration = Duration::from_secs(300);
 /// Writes the two bench users into `faros dev`'s token file before it starts (it adds its own
 /// dev user to an existing file); returns their tokens.
 fn write_users(state: &Path) -> anyhow::Result<(String, String)> {
-    std::fs::create_dir_all(state)?;
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    // Private from the start, as `faros dev` wants its state (it tightens and warns otherwise).
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(state)?;
     let nonce = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_nanos();
     let owner = format!("scale-owner-{nonce:x}");
     let member = format!("scale-member-{nonce:x}");
-    std::fs::write(
-        state.join("tokens.csv"),
-        format!("{owner},{OWNER},{OWNER}\n{member},{MEMBER},{MEMBER}\n"),
-    )?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(state.join("tokens.csv"))?
+        .write_all(format!("{owner},{OWNER},{OWNER}\n{member},{MEMBER},{MEMBER}\n").as_bytes())?;
     Ok((owner, member))
 }
 
@@ -68,6 +73,10 @@ async fn wait_ready(f: &Faros) -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+fn cpu_between(before: rss::Usage, after: rss::Usage) -> Duration {
+    Duration::from_secs_f64((after.cpu_secs - before.cpu_secs).max(0.0))
 }
 
 fn latency_table(rows: &[(usize, latency::Sampled)]) -> String {
@@ -106,28 +115,33 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     let f = Faros::start(p, state, Faros::CORE)?;
     wait_ready(&f).await?;
     let pid = f.child.id();
-    let idle_rss = rss::tree_rss_mib(pid)?;
+    let mut usage = rss::tree_usage(pid)?;
+    let idle_rss = usage.rss_mib;
     println!("ready; RSS idle {idle_rss:.0} MiB");
 
     let owner = tenants::HubClient::new(&f, &owner_token);
     let mut tenant_rows = Vec::new();
     let mut latencies = Vec::new();
     for (n, step) in tenant_steps.iter().enumerate() {
+        // From here, not from the last step's end: the latency sampling between is not this step's.
+        usage = rss::tree_usage(pid)?;
         let t0 = Instant::now();
         owner
             .create(step)
             .await
             .with_context(|| format!("creating tenants up to {} workspaces", step.workspaces))?;
         let wall = t0.elapsed();
+        let now = rss::tree_usage(pid)?;
         let row = plan::Row {
             size: step.workspaces,
             created: step.created(),
             wall,
-            rss_mib: rss::tree_rss_mib(pid)?,
+            cpu: cpu_between(usage, now),
+            rss_mib: now.rss_mib,
         };
         println!(
-            "{} workspaces in {} organizations: {} created in {:.1?}, RSS {:.0} MiB",
-            step.workspaces, step.orgs.end, row.created, wall, row.rss_mib
+            "{} workspaces in {} organizations: {} created in {:.1?} (faros CPU {:.1?}), RSS {:.0} MiB",
+            step.workspaces, step.orgs.end, row.created, wall, row.cpu, row.rss_mib
         );
         tenant_rows.push(row);
         if n == 0 {
@@ -153,21 +167,26 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     let retries = owner.retries.load(std::sync::atomic::Ordering::Relaxed);
 
     let mut provider_rows = Vec::new();
+    // Latency sampling between tenant steps is not the next step's work.
+    usage = rss::tree_usage(pid)?;
     for step in provider_steps {
         let size = step.end;
         let created = step.len();
         let wall = providers::apply_step(&f, step)
             .await
             .with_context(|| format!("applying Providers up to {size}"))?;
+        let now = rss::tree_usage(pid)?;
         let row = plan::Row {
             size,
             created,
             wall,
-            rss_mib: rss::tree_rss_mib(pid)?,
+            cpu: cpu_between(usage, now),
+            rss_mib: now.rss_mib,
         };
+        usage = now;
         println!(
-            "{size} Providers: {created} Ready in {wall:.1?}, RSS {:.0} MiB",
-            row.rss_mib
+            "{size} Providers: {created} Ready in {wall:.1?} (faros CPU {:.1?}), RSS {:.0} MiB",
+            row.cpu, row.rss_mib
         );
         provider_rows.push(row);
     }

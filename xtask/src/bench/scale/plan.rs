@@ -98,6 +98,9 @@ pub(in crate::bench) struct Row {
     /// Objects the step created.
     pub created: usize,
     pub wall: Duration,
+    /// CPU time the `faros dev` process tree spent during the step: unlike wall time, what others
+    /// running on a shared machine do not inflate.
+    pub cpu: Duration,
     /// RSS of the `faros dev` process tree after the step.
     pub rss_mib: f64,
 }
@@ -105,6 +108,10 @@ pub(in crate::bench) struct Row {
 impl Row {
     pub fn per_item(&self) -> Duration {
         self.wall / self.created.max(1) as u32
+    }
+
+    pub fn cpu_per_item(&self) -> Duration {
+        self.cpu / self.created.max(1) as u32
     }
 }
 
@@ -119,21 +126,23 @@ pub(in crate::bench) fn growth(rows: &[Row]) -> Vec<f64> {
 /// The growth table of one series: `unit` names what a size counts, `item` what a step creates.
 pub(in crate::bench) fn table(unit: &str, item: &str, rows: &[Row]) -> String {
     let mut out = format!(
-        "{unit:>12} {:>9} {:>10} {:>14} {:>12} {:>10}\n",
+        "{unit:>12} {:>9} {:>10} {:>14} {:>12} {:>18} {:>10}\n",
         "created",
         "step",
         format!("ms/{item}"),
         "vs 1st step",
+        format!("CPU ms/{item}"),
         "RSS MiB"
     );
     for (row, ratio) in rows.iter().zip(growth(rows)) {
         out.push_str(&format!(
-            "{:>12} {:>9} {:>9.1}s {:>14.2} {:>11.2}x {:>10.0}\n",
+            "{:>12} {:>9} {:>9.1}s {:>14.2} {:>11.2}x {:>18.2} {:>10.0}\n",
             row.size,
             row.created,
             row.wall.as_secs_f64(),
             row.per_item().as_secs_f64() * 1000.0,
             ratio,
+            row.cpu_per_item().as_secs_f64() * 1000.0,
             row.rss_mib
         ));
     }
@@ -201,6 +210,7 @@ mod tests {
             size,
             created,
             wall: Duration::from_millis(ms),
+            cpu: Duration::from_millis(ms / 2),
             rss_mib: 100.0,
         };
         // 1 ms per item, then 1 ms (linear), then 2 ms (quadratic-ish).

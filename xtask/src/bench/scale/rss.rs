@@ -1,5 +1,6 @@
-//! Resident memory of a process and everything it started, from `/proc` (Linux only): what the
-//! growth curves report after each step. It reads; it never signals or waits on a process.
+//! Resident memory and CPU time of a process and everything it started, from `/proc` (Linux only):
+//! what the growth curves report after each step (CPU time, unlike wall time, holds on a machine
+//! others share). It reads; it never signals or waits on a process.
 
 use std::collections::HashMap;
 
@@ -11,11 +12,25 @@ pub(in crate::bench) enum RssError {
     NoRss(u32),
 }
 
-/// The parent pid from the text of `/proc/<pid>/stat`. The command name (field 2, in parentheses)
-/// may itself contain spaces and parentheses, so the fields are counted from the last `)`.
+/// Clock ticks per second of `/proc/<pid>/stat`'s times (`USER_HZ`, 100 on Linux).
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// The fields after the command name of `/proc/<pid>/stat` (field 3, the state, first). The command
+/// name (field 2, in parentheses) may itself contain spaces and parentheses, so the fields are
+/// counted from the last `)`.
+fn fields(stat: &str) -> Option<Vec<&str>> {
+    Some(stat[stat.rfind(')')? + 1..].split_whitespace().collect())
+}
+
+/// The parent pid from the text of `/proc/<pid>/stat`.
 fn parent_of(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
+    fields(stat)?.get(1)?.parse().ok()
+}
+
+/// User plus system CPU ticks (fields 14 and 15) from the text of `/proc/<pid>/stat`.
+fn cpu_ticks(stat: &str) -> Option<u64> {
+    let f = fields(stat)?;
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
 /// `VmRSS` in KiB from the text of `/proc/<pid>/status`; kernel threads have none.
@@ -41,32 +56,46 @@ fn tree(root: u32, parents: &HashMap<u32, u32>) -> Vec<u32> {
     members
 }
 
-/// Summed RSS of `root` and its descendants, in MiB. Processes that exit while /proc is read are
-/// skipped; `root` itself must be readable.
-pub(in crate::bench) fn tree_rss_mib(root: u32) -> Result<f64, RssError> {
+/// What a process tree uses.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::bench) struct Usage {
+    pub rss_mib: f64,
+    /// User plus system CPU time since the processes started.
+    pub cpu_secs: f64,
+}
+
+/// Summed RSS and CPU time of `root` and its descendants. Processes that exit while /proc is read
+/// are skipped; `root` itself must be readable.
+pub(in crate::bench) fn tree_usage(root: u32) -> Result<Usage, RssError> {
     let mut parents = HashMap::new();
+    let mut ticks = HashMap::new();
     for entry in std::fs::read_dir("/proc")? {
         let Some(pid) = entry?.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        if let Some(parent) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .as_deref()
-            .and_then(parent_of)
-        {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if let Some(parent) = parent_of(&stat) {
             parents.insert(pid, parent);
         }
+        ticks.insert(pid, cpu_ticks(&stat).unwrap_or(0));
     }
     let root_status = std::fs::read_to_string(format!("/proc/{root}/status"))?;
     let mut kib = vm_rss_kib(&root_status).ok_or(RssError::NoRss(root))?;
-    for pid in tree(root, &parents).into_iter().skip(1) {
+    let members = tree(root, &parents);
+    for pid in members.iter().skip(1) {
         kib += std::fs::read_to_string(format!("/proc/{pid}/status"))
             .ok()
             .as_deref()
             .and_then(vm_rss_kib)
             .unwrap_or(0);
     }
-    Ok(kib as f64 / 1024.0)
+    let cpu: u64 = members.iter().filter_map(|p| ticks.get(p)).sum();
+    Ok(Usage {
+        rss_mib: kib as f64 / 1024.0,
+        cpu_secs: cpu as f64 / TICKS_PER_SECOND,
+    })
 }
 
 #[cfg(test)]
@@ -74,14 +103,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parent_is_read_after_the_command_name() {
+    fn parent_and_cpu_are_read_after_the_command_name() {
         let cases = [
-            ("42 (faros) S 7 42 42 0 -1", Some(7)),
-            ("43 (tokio (worker) 1) R 42 42 42 0 -1", Some(42)),
-            ("garbage", None),
+            (
+                "42 (faros) S 7 42 42 0 -1 4194560 1 0 0 0 250 50 0 0 20",
+                Some(7),
+                Some(300),
+            ),
+            (
+                "43 (tokio (worker) 1) R 42 42 42 0 -1 0 0 0 0 0 3 4 0 0",
+                Some(42),
+                Some(7),
+            ),
+            ("44 (short) S 1 44", Some(1), None),
+            ("garbage", None, None),
         ];
-        for (stat, want) in cases {
-            assert_eq!(parent_of(stat), want, "{stat}");
+        for (stat, parent, cpu) in cases {
+            assert_eq!(parent_of(stat), parent, "{stat}");
+            assert_eq!(cpu_ticks(stat), cpu, "{stat}");
         }
     }
 
@@ -104,6 +143,6 @@ mod tests {
 
     #[test]
     fn this_process_has_a_resident_size() {
-        assert!(tree_rss_mib(std::process::id()).unwrap() > 0.0);
+        assert!(tree_usage(std::process::id()).unwrap().rss_mib > 0.0);
     }
 }
