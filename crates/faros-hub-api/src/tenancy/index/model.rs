@@ -319,8 +319,18 @@ mod tests {
     #[test]
     fn roles_follow_grants_and_coverage() {
         type Step = (&'static str, &'static str, &'static str, Option<Grant>);
+        /// (name, steps, covered clusters, user, cluster, groups, expected answer)
+        type Case<'a> = (
+            &'a str,
+            &'a [Step],
+            &'a [&'a str],
+            &'a str,
+            &'a str,
+            &'a [&'a str],
+            Option<Option<Role>>,
+        );
         let none: &[&str] = &[];
-        let cases: &[(&str, &[Step], &[&str], &str, &str, &[&str], Option<Option<Role>>)] = &[
+        let cases: &[Case<'_>] = &[
             (
                 "uncovered: unknown",
                 &[("s", "c1", "b1", g(&[user("alice")], Role::Admin))],
