@@ -100,8 +100,9 @@ where
     }
 }
 
-/// A short description of an object's state for error messages: its `status`, else "absent".
-fn describe<K: serde::Serialize>(obj: Option<&K>) -> String {
+/// A short description of an object's state for error messages: its `status`, else "absent"
+/// (what [`WaitError`]'s `last_state` says; shared by other waits so their messages match).
+pub fn describe<K: serde::Serialize>(obj: Option<&K>) -> String {
     let Some(obj) = obj else { return "absent".into() };
     let value = serde_json::to_value(obj).unwrap_or_default();
     let status = value.get("status").cloned().unwrap_or(serde_json::Value::Null);

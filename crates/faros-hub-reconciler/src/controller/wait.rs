@@ -107,28 +107,9 @@ where
             kind: api.resource_url().rsplit('/').next().unwrap_or("object").to_string(),
             name,
             waited: timeout,
-            last_state: describe(last.as_ref()),
+            last_state: faros_core::wait::describe(last.as_ref()),
         }),
     }
-}
-
-/// The object's `status` for the timeout message (as `wait_for` reports it), else "absent".
-fn describe<K: serde::Serialize>(obj: Option<&K>) -> String {
-    let Some(obj) = obj else { return "absent".into() };
-    let status = serde_json::to_value(obj)
-        .ok()
-        .and_then(|v| v.get("status").cloned())
-        .filter(|s| !s.is_null());
-    let mut text = status.map_or_else(|| "exists, no status".to_string(), |s| s.to_string());
-    if text.len() > 512 {
-        let mut cut = 512;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push('…');
-    }
-    text
 }
 
 #[cfg(test)]
