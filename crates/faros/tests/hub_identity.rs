@@ -66,6 +66,14 @@ async fn component_tokens_are_kcps_own(dev: &devproc::DevProcess) {
             body["message"].as_str().unwrap().contains(names::COMPONENTS_GROUP),
             "{body}"
         );
+        // The backend proxy authenticates like the API routes: no provider sees a component's call.
+        let proxied = https
+            .get(format!("{}/services/providers/quickstart/api/hello", dev.hub))
+            .bearer_auth(token.trim())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(proxied.status().as_u16(), 401, "the backend proxy takes {file} as a caller");
     }
     let shared = std::fs::read_to_string(&dev.token_file).unwrap();
     for user in [hub::DEFAULT_USER, names::RECONCILER_KCP_USER] {
