@@ -73,7 +73,11 @@ async fn component_tokens_are_kcps_own(dev: &devproc::DevProcess) {
             .send()
             .await
             .unwrap();
-        assert_eq!(proxied.status().as_u16(), 401, "the backend proxy takes {file} as a caller");
+        assert_eq!(
+            proxied.status().as_u16(),
+            401,
+            "the backend proxy takes {file} as a caller"
+        );
     }
     let shared = std::fs::read_to_string(&dev.token_file).unwrap();
     for user in [hub::DEFAULT_USER, names::RECONCILER_KCP_USER] {

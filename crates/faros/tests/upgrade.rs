@@ -431,17 +431,16 @@ async fn an_install_written_by_an_earlier_build_upgrades_in_place() {
 
     // Tenant workspaces the earlier build made without the tenancy.faros.sh binding get it from the
     // hub (docs/tenancy.md#the-membership-index), its claim applied.
-    for path in [names::org_workspace_path(ORG), names::team_workspace_path(ORG, WORKSPACE)] {
+    for path in [
+        names::org_workspace_path(ORG),
+        names::team_workspace_path(ORG, WORKSPACE),
+    ] {
         let bindings: Api<APIBinding> = Api::all(factory.cluster(&path).unwrap());
         eventually(&format!("tenancy.faros.sh bound in {path}"), WAIT, || {
             let bindings = bindings.clone();
             async move {
                 let listed = bindings.list(&Default::default()).await?;
-                Ok(listed
-                    .items
-                    .iter()
-                    .any(faros_core::membership::covers)
-                    .then_some(()))
+                Ok(listed.items.iter().any(faros_core::membership::covers).then_some(()))
             }
         })
         .await
