@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::{Extension, Json};
-use faros_core::kcp::Workspace;
 use faros_core::names;
 use faros_core::status::Status;
 use futures::future::join_all;
@@ -53,15 +52,7 @@ pub struct WorkspaceMembership {
 /// organization. Organizations the index does not cover yet are asked about as before.
 pub async fn me(State(tenancy): State<Arc<Tenancy>>, Extension(caller): Extension<Caller>) -> Result<Json<Me>, Status> {
     let t = &tenancy;
-    let mut orgs: Vec<Arc<Workspace>> = match t.index.orgs.list() {
-        Some(orgs) => orgs,
-        None => spaces::children(t, names::TENANTS_PATH)
-            .await?
-            .into_iter()
-            .map(Arc::new)
-            .collect(),
-    };
-    orgs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let orgs = spaces::listed_children(t, names::TENANTS_PATH).await?;
     // Where the index says the caller belongs: the organizations of those workspaces.
     let indexed = match t.index.roles(&caller) {
         Some(roles) => Some(member_orgs(t, &roles).await),

@@ -69,15 +69,7 @@ pub async fn visible(
     path_of: impl Fn(&str) -> String,
 ) -> Result<Vec<Space>, Status> {
     let t = tenancy;
-    let cached = if parent == names::TENANTS_PATH {
-        t.index.orgs.list()
-    } else {
-        None
-    };
-    let all: Vec<Arc<Workspace>> = match cached {
-        Some(orgs) => orgs,
-        None => spaces::children(t, parent).await?.into_iter().map(Arc::new).collect(),
-    };
+    let all = spaces::listed_children(t, parent).await?;
     let mut decided: Vec<Space> = Vec::new();
     let mut undecided: Vec<(Arc<Workspace>, String)> = Vec::new();
     for ws in all {

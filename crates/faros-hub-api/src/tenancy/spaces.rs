@@ -143,6 +143,22 @@ pub async fn children(t: &Tenancy, parent: &str) -> Result<Vec<Workspace>, Statu
     Ok(items)
 }
 
+/// Workspaces directly under `parent`, sorted by name; the organizations (`parent` is
+/// `root:faros:tenants`) come from the membership index's watch once it has listed them.
+pub async fn listed_children(t: &Tenancy, parent: &str) -> Result<Vec<std::sync::Arc<Workspace>>, Status> {
+    if parent == names::TENANTS_PATH
+        && let Some(mut orgs) = t.index.orgs.list()
+    {
+        orgs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        return Ok(orgs);
+    }
+    Ok(children(t, parent)
+        .await?
+        .into_iter()
+        .map(std::sync::Arc::new)
+        .collect())
+}
+
 /// Creates workspace `req.name` in `parent` and waits until it is Ready. When it already exists
 /// and `creator` created it, this resumes (a retry after a timeout finishes the setup); otherwise 409.
 pub async fn create(
