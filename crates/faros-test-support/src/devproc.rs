@@ -392,7 +392,36 @@ impl Drop for KillOnDrop {
 }
 
 fn tail(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
+    tail_of(&std::fs::read_to_string(log).unwrap_or_default())
+}
+
+/// The log's last lines, ending before a backtrace: with `RUST_BACKTRACE` set, an error's
+/// backtrace is longer than the quote and would push out the message saying what failed.
+fn tail_of(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
+    let end = lines
+        .iter()
+        .rposition(|line| line.trim_start() == "stack backtrace:" || line.trim_start() == "Stack backtrace:")
+        .unwrap_or(lines.len());
+    lines[end.saturating_sub(LOG_TAIL_LINES)..end].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tail_of;
+
+    #[test]
+    fn the_quote_ends_where_a_backtrace_starts() {
+        let cases = [
+            ("a\nb", "a\nb"),
+            ("a\nError: state dir\nstack backtrace:\n  0: main", "a\nError: state dir"),
+            ("Error: x\n\nStack backtrace:\n  0: f\n  1: g", "Error: x\n"),
+            ("", ""),
+        ];
+        for (log, quote) in cases {
+            assert_eq!(tail_of(log), quote, "log {log:?}");
+        }
+        let long: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+        assert_eq!(tail_of(&long.join("\n")).lines().count(), super::LOG_TAIL_LINES);
+    }
 }

@@ -64,7 +64,8 @@ pub fn live_export(state: &ServerState, export_cluster: &str, export_name: &str)
     })
 }
 
-/// Runs the API export/binding controller until aborted.
-pub async fn run(state: Arc<ServerState>) {
-    controller::run(state).await;
+/// Starts the API export/binding controller, once what requests read from it is restored (see
+/// `controller::start`).
+pub fn start(state: Arc<ServerState>) -> tokio::task::JoinHandle<()> {
+    controller::start(state)
 }

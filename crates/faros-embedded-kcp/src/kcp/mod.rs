@@ -21,10 +21,7 @@ use std::sync::Arc;
 
 use crate::state::ServerState;
 
-/// Starts kcp's controllers.
+/// Starts kcp's controllers; the server takes requests only after this returns.
 pub fn spawn_controllers(state: &Arc<ServerState>) -> Vec<tokio::task::JoinHandle<()>> {
-    vec![
-        tokio::spawn(tenancy::run(state.clone())),
-        tokio::spawn(apis::run(state.clone())),
-    ]
+    vec![tokio::spawn(tenancy::run(state.clone())), apis::start(state.clone())]
 }

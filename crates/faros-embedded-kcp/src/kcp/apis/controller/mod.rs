@@ -36,6 +36,8 @@ mod decide;
 mod deletion;
 mod export;
 mod registry;
+#[cfg(test)]
+mod restart_tests;
 mod schemas;
 mod slice;
 
@@ -135,26 +137,40 @@ struct Controller {
     slices_waiting: BTreeSet<ExportKey>,
 }
 
-/// Runs until aborted.
-pub async fn run(state: Arc<ServerState>) {
-    // A restarted controller rebuilds the index from scratch.
-    let index = state.apis.clone();
-    index.clear();
-    let mut c = Controller {
-        state: state.clone(),
-        index,
-        dirty: Dirty::default(),
-        bindings_by_export: HashMap::new(),
-        export_of_binding: HashMap::new(),
-        slices_by_export: HashMap::new(),
-        export_of_slice: HashMap::new(),
-        schema_defs: HashMap::new(),
-        deleting: BTreeSet::new(),
-        slices_waiting: BTreeSet::new(),
-    };
+/// Builds the controller and restores what requests read from it, every consumer cluster's bound
+/// resources and claim labels, before returning: a request served before that would find a bound
+/// resource missing (404) or write an object without its claim labels. Then runs it until aborted.
+pub fn start(state: Arc<ServerState>) -> tokio::task::JoinHandle<()> {
+    let mut c = Controller::new(state);
+    c.register_all();
+    tokio::spawn(run(c))
+}
+
+impl Controller {
+    fn new(state: Arc<ServerState>) -> Self {
+        // A restarted controller rebuilds the index from scratch.
+        let index = state.apis.clone();
+        index.clear();
+        Controller {
+            state,
+            index,
+            dirty: Dirty::default(),
+            bindings_by_export: HashMap::new(),
+            export_of_binding: HashMap::new(),
+            slices_by_export: HashMap::new(),
+            export_of_slice: HashMap::new(),
+            schema_defs: HashMap::new(),
+            deleting: BTreeSet::new(),
+            slices_waiting: BTreeSet::new(),
+        }
+    }
+}
+
+/// Watches and reconciles until aborted, relisting everything when it falls behind.
+async fn run(mut c: Controller) {
     loop {
-        let from = state.store.current_rv();
-        let streams = match watches(&state, from) {
+        let from = c.state.store.current_rv();
+        let streams = match watches(&c.state, from) {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "apis controller cannot watch; retrying");
@@ -222,14 +238,20 @@ fn watches(state: &ServerState, from: u64) -> Result<Vec<EventStream>, StoreErro
 }
 
 impl Controller {
-    /// Everything dirty (startup and after falling behind). Registrations first, so bound resources
-    /// are served again as early as possible after a restart.
-    async fn resync(&mut self) {
+    /// Every consumer cluster's bound resources and claim labels, from the stored bindings; returns them.
+    fn register_all(&mut self) -> Vec<Value> {
         let bindings = self.state.list_all(GROUP, BINDINGS, None, None);
         let clusters: BTreeSet<String> = bindings.iter().map(|b| meta::cluster(b).to_string()).collect();
         for cluster in &clusters {
             self.sync_registry(cluster);
         }
+        bindings
+    }
+
+    /// Everything dirty (startup and after falling behind). Registrations first, so bound resources
+    /// are served again as early as possible after a restart.
+    async fn resync(&mut self) {
+        let bindings = self.register_all();
         for obj in &bindings {
             self.dirty
                 .bindings
