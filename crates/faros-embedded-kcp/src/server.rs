@@ -366,7 +366,7 @@ impl Server {
     pub fn export_view(&self, export_cluster: &str, export_name: &str) -> Option<ExportSummary> {
         let view = crate::kcp::apis::export_view(&self.state, export_cluster, export_name)?;
         Some(ExportSummary {
-            identity_hash: view.identity_hash,
+            identity_hash: view.identity_hash.clone(),
             resources: view
                 .resources
                 .iter()
@@ -374,22 +374,22 @@ impl Server {
                 .collect(),
             bindings: view
                 .bindings
-                .into_iter()
+                .iter()
                 .map(|(cluster, consumer)| {
                     let claims = consumer
                         .claims
-                        .into_iter()
+                        .iter()
                         .map(|c| ClaimSummary {
-                            group: c.group,
-                            resource: c.resource,
-                            verbs: c.verbs,
-                            selector: c.selector.map(|s| s.to_string()),
+                            group: c.group.clone(),
+                            resource: c.resource.clone(),
+                            verbs: c.verbs.clone(),
+                            selector: c.selector.as_ref().map(|s| s.to_string()),
                         })
                         .collect();
                     (
-                        cluster,
+                        cluster.clone(),
                         ConsumerSummary {
-                            binding_name: consumer.binding_name,
+                            binding_name: consumer.binding_name.clone(),
                             claims,
                         },
                     )

@@ -34,7 +34,7 @@ pub fn virtual_workspace_url(state: &ServerState, export_cluster: &str, export_n
 
 /// What the APIExport virtual workspace serves for `export_cluster`/`export_name` (None when the
 /// export does not exist or has no identity yet). Reads an in-memory index: cheap.
-pub fn export_view(state: &ServerState, export_cluster: &str, export_name: &str) -> Option<ExportView> {
+pub fn export_view(state: &ServerState, export_cluster: &str, export_name: &str) -> Option<Arc<ExportView>> {
     state
         .apis
         .export(&(export_cluster.to_string(), export_name.to_string()))
@@ -52,7 +52,7 @@ impl LiveExport {
     /// Runs `f` on the export's current view (None once the export is gone).
     pub fn with<R>(&self, f: impl FnOnce(Option<&ExportView>) -> R) -> R {
         let guard = self.index.exports.read().unwrap_or_else(|p| p.into_inner());
-        f(guard.get(&self.key))
+        f(guard.get(&self.key).map(Arc::as_ref))
     }
 }
 

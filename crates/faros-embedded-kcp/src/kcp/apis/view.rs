@@ -1,6 +1,8 @@
 //! The in-memory index the virtual workspace and claim-label admission read on every request: one
 //! [`ExportView`] per export and the accepted claims per consumer cluster. Written only by the
-//! controller; readers take a read lock and clone.
+//! controller; readers take a read lock and share the view (an export bound in every workspace has
+//! as many consumers as there are workspaces, so neither a read nor one consumer's change may copy
+//! them all).
 //!
 //! The index is a field of the server's state (`ServerState::apis`), so each server in a process
 //! (tests run several) has its own and it goes away with the server. The controller clears it when
@@ -23,7 +25,7 @@ pub struct ClaimLabel {
 /// Everything one server's controller publishes.
 #[derive(Debug, Default)]
 pub struct Index {
-    pub exports: RwLock<HashMap<ExportKey, ExportView>>,
+    pub exports: RwLock<HashMap<ExportKey, Arc<ExportView>>>,
     /// Consumer cluster → claims of its Bound bindings.
     pub claims: RwLock<HashMap<String, Vec<ClaimLabel>>>,
 }
@@ -35,16 +37,34 @@ impl Index {
         self.claims.write().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
-    pub fn export(&self, key: &ExportKey) -> Option<ExportView> {
+    pub fn export(&self, key: &ExportKey) -> Option<Arc<ExportView>> {
         self.exports.read().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
     }
 
     pub fn set_export(&self, key: ExportKey, view: Option<ExportView>) {
         let mut guard = self.exports.write().unwrap_or_else(|p| p.into_inner());
         match view {
-            Some(v) => guard.insert(key, v),
+            Some(v) => guard.insert(key, Arc::new(v)),
             None => guard.remove(&key),
         };
+    }
+
+    /// Sets (or with None removes) consumer `cluster` of the export's view, leaving the rest as it
+    /// is; returns whether the view had consumers before, or None when there is no view to change.
+    /// The view is copied only while a reader still holds the previous one.
+    pub fn set_consumer(&self, key: &ExportKey, cluster: &str, consumer: Option<BoundConsumer>) -> Option<bool> {
+        let mut guard = self.exports.write().unwrap_or_else(|p| p.into_inner());
+        let view = Arc::make_mut(guard.get_mut(key)?);
+        let had = !view.bindings.is_empty();
+        match consumer {
+            Some(c) => {
+                view.bindings.insert(cluster.to_string(), c);
+            }
+            None => {
+                view.bindings.remove(cluster);
+            }
+        }
+        Some(had)
     }
 
     pub fn set_claims(&self, cluster: &str, claims: Vec<ClaimLabel>) {

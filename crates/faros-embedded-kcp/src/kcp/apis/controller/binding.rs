@@ -28,7 +28,7 @@ impl Controller {
             if let Some(set) = self.bindings_by_export.get_mut(&old) {
                 set.remove(bk);
             }
-            self.dirty.views.insert(old);
+            self.dirty.consumers.insert((old, bk.0.clone()));
             self.export_of_binding.remove(bk);
         }
         if let Some(new) = export {
@@ -37,7 +37,7 @@ impl Controller {
                 .or_default()
                 .insert(bk.clone());
             self.export_of_binding.insert(bk.clone(), new.clone());
-            self.dirty.views.insert(new);
+            self.dirty.consumers.insert((new, bk.0.clone()));
         }
     }
 
@@ -64,7 +64,7 @@ impl Controller {
         let ek = export_cluster.clone().map(|c| (c, export_name.clone()));
         self.track_binding(&bk, ek.clone());
         if let Some(ek) = &ek {
-            self.dirty.views.insert(ek.clone());
+            self.dirty.consumers.insert((ek.clone(), cluster.to_string()));
         }
         if meta::is_deleting(&obj) {
             self.reconcile_deletion(cluster, name, &obj, &binding).await;
@@ -97,7 +97,7 @@ impl Controller {
         next["status"] = status.clone();
         self.sync_registry_with(cluster, name, Some(&next));
         if let Some(ek) = &ek {
-            self.refresh_view_with(ek, Some((cluster, name, &next)));
+            self.refresh_consumer(ek, cluster, Some((name, &next)));
         }
         self.write_status(BINDINGS, &obj, status).await;
     }

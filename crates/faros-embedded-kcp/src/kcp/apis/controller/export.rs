@@ -172,35 +172,13 @@ impl Controller {
         let own = own_resources(&export);
         let mut bindings = BTreeMap::new();
         for (bc, bn) in self.bindings_by_export.get(ek).cloned().unwrap_or_default() {
-            let stored;
-            let bobj = match pending {
-                Some((pc, pn, obj)) if pc == bc && pn == bn => obj,
-                _ => {
-                    let Some(o) = get(&self.state, &key(BINDINGS, &bc, &bn)) else {
-                        continue;
-                    };
-                    stored = o;
-                    &stored
-                }
-            };
-            let Some(binding) = typed::<APIBinding>(bobj) else {
-                continue;
-            };
-            if binding.phase() != Some(&APIBindingPhase::Bound) || bindings.contains_key(&bc) {
+            if bindings.contains_key(&bc) {
                 continue;
             }
-            let eval = claims::evaluate(
-                export.spec.permission_claims.as_deref().unwrap_or_default(),
-                binding.spec.permission_claims.as_deref().unwrap_or_default(),
-                &own,
-            );
-            bindings.insert(
-                bc,
-                BoundConsumer {
-                    binding_name: bn,
-                    claims: eval.accepted,
-                },
-            );
+            let pending = pending.filter(|(pc, _, _)| *pc == bc).map(|(_, pn, obj)| (pn, obj));
+            if let Some(consumer) = self.consumer_of(&export, &own, &bc, &bn, pending) {
+                bindings.insert(bc, consumer);
+            }
         }
         let had_consumers = self.index.export(ek).is_some_and(|v| !v.bindings.is_empty());
         let has_consumers = !bindings.is_empty();
@@ -214,7 +192,85 @@ impl Controller {
                 bindings,
             }),
         );
-        if had_consumers != has_consumers || self.slices_by_export.get(ek).is_none_or(BTreeSet::is_empty) {
+        self.view_changed(ek, had_consumers != has_consumers);
+    }
+
+    /// Recomputes one consumer cluster's entry of the export's view after a binding of `cluster`
+    /// changed (`pending` as in [`Self::refresh_view_with`]). The other consumers are not read
+    /// again: root's exports are bound in every workspace, and rebuilding their whole view for each
+    /// binding made creating workspaces quadratic. Without a view yet, the whole view is built.
+    pub(super) fn refresh_consumer(&mut self, ek: &ExportKey, cluster: &str, pending: Option<(&str, &Value)>) {
+        let export = match self.index.export(ek) {
+            Some(_) => get(&self.state, &key(EXPORTS, &ek.0, &ek.1)).and_then(|o| typed::<APIExport>(&o)),
+            None => None,
+        };
+        let Some(export) = export else {
+            self.refresh_view_with(ek, pending.map(|(name, obj)| (cluster, name, obj)));
+            return;
+        };
+        let own = own_resources(&export);
+        // A cluster's first Bound binding (by name) is its consumer, as in the whole view.
+        let names: Vec<String> = self
+            .bindings_by_export
+            .get(ek)
+            .map(|set| {
+                set.range((cluster.to_string(), String::new())..)
+                    .take_while(|(bc, _)| bc == cluster)
+                    .map(|(_, bn)| bn.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let consumer = names
+            .iter()
+            .find_map(|bn| self.consumer_of(&export, &own, cluster, bn, pending));
+        let has_consumer = consumer.is_some();
+        match self.index.set_consumer(ek, cluster, consumer) {
+            Some(had_consumers) => {
+                let has_consumers = has_consumer || self.index.export(ek).is_some_and(|v| !v.bindings.is_empty());
+                self.view_changed(ek, had_consumers != has_consumers);
+            }
+            // Removed meanwhile: build it whole.
+            None => self.refresh_view_with(ek, pending.map(|(name, obj)| (cluster, name, obj))),
+        }
+    }
+
+    /// Binding `cluster/name` (or `pending`, standing for it when it names the same binding) as a
+    /// consumer of `export`, if it is Bound.
+    fn consumer_of(
+        &self,
+        export: &APIExport,
+        own: &[(String, String)],
+        cluster: &str,
+        name: &str,
+        pending: Option<(&str, &Value)>,
+    ) -> Option<BoundConsumer> {
+        let stored;
+        let bobj = match pending {
+            Some((pn, obj)) if pn == name => obj,
+            _ => {
+                stored = get(&self.state, &key(BINDINGS, cluster, name))?;
+                &stored
+            }
+        };
+        let binding = typed::<APIBinding>(bobj)?;
+        if binding.phase() != Some(&APIBindingPhase::Bound) {
+            return None;
+        }
+        let eval = claims::evaluate(
+            export.spec.permission_claims.as_deref().unwrap_or_default(),
+            binding.spec.permission_claims.as_deref().unwrap_or_default(),
+            own,
+        );
+        Some(BoundConsumer {
+            binding_name: name.to_string(),
+            claims: eval.accepted,
+        })
+    }
+
+    /// The export's slices follow its view; `flipped` when it gained its first consumer or lost
+    /// its last.
+    fn view_changed(&mut self, ek: &ExportKey, flipped: bool) {
+        if flipped || self.slices_by_export.get(ek).is_none_or(BTreeSet::is_empty) {
             // The slice named like the export may not be indexed yet.
             self.dirty.slices.insert(ek.clone());
         }

@@ -108,6 +108,8 @@ struct Dirty {
     clusters: BTreeSet<String>,
     /// Exports whose view (consumers, claims) must be recomputed.
     views: BTreeSet<ExportKey>,
+    /// One consumer cluster's entry of an export's view (a binding of it changed).
+    consumers: BTreeSet<(ExportKey, String)>,
 }
 
 impl Dirty {
@@ -117,6 +119,7 @@ impl Dirty {
             && self.slices.is_empty()
             && self.clusters.is_empty()
             && self.views.is_empty()
+            && self.consumers.is_empty()
     }
 }
 
@@ -345,6 +348,11 @@ impl Controller {
             }
             for export in &dirty.views {
                 self.refresh_view(export);
+            }
+            for (export, cluster) in &dirty.consumers {
+                if !dirty.views.contains(export) {
+                    self.refresh_consumer(export, cluster, None);
+                }
             }
             for (cluster, name) in &dirty.slices {
                 self.reconcile_slice(cluster, name).await;
