@@ -124,6 +124,7 @@ impl ServerState {
             limit: None,
             continue_token: None,
             filter: None,
+            name: None,
         };
         match self.store.list(&query) {
             Ok(page) => page.items,

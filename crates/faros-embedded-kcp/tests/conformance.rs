@@ -442,6 +442,37 @@ async fn selectors() {
         ),
         ["b"]
     );
+    // A pinned name is one key (kube's MatchesSingle); the rest of the selector still applies,
+    // across namespaces the name is no key, and cluster-scoped kinds pin it too.
+    assert!(
+        names(
+            cms.list(&ListParams::default().fields("metadata.name=b").labels("app=web"))
+                .await
+                .unwrap()
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        names(
+            cms.list(&ListParams::default().fields("metadata.name=b,metadata.namespace=default"))
+                .await
+                .unwrap()
+        ),
+        ["b"]
+    );
+    let everywhere: Api<ConfigMap> = Api::all(t.admin().await);
+    let roots = everywhere
+        .list(&ListParams::default().fields("metadata.name=kube-root-ca.crt"))
+        .await
+        .unwrap();
+    assert!(roots.items.len() > 1, "one per namespace: {:?}", roots.items.len());
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(t.admin().await);
+    let found = namespaces
+        .list(&ListParams::default().fields("metadata.name=default"))
+        .await
+        .unwrap();
+    assert_eq!(found.items.len(), 1);
+    assert_eq!(found.items[0].metadata.name.as_deref(), Some("default"));
     let err = api_err(
         cms.list(&ListParams::default().fields("spec.foo=bar"))
             .await

@@ -104,6 +104,20 @@ pub fn field_value(obj: &Value, field: &str) -> Option<String> {
     }
 }
 
+/// The one object name a list's field selector pins (`metadata.name=x`) when its key is known: in
+/// one cluster, and in one namespace unless the resource is cluster-scoped. kube's storage reads
+/// that key instead of the collection (`SelectionPredicate.MatchesSingle`); waiting for one object
+/// by name (kube-rs' watcher, the hub's wait helper) would otherwise parse every object of its kind
+/// in the cluster on each relist.
+fn pinned_name(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Option<String> {
+    if ctx.is_wildcard() || (def.namespaced && ns.is_none()) {
+        return None;
+    }
+    let selector = FieldSelector::parse(ctx.params.field_selector()?).ok()?;
+    let name = selector.exact_match("metadata.name")?;
+    (!name.is_empty() && !name.contains('\0')).then(|| name.to_string())
+}
+
 pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result<Response, Status> {
     let filter = selector_filter(ctx, def)?;
     let requested_rv = ctx.params.resource_version()?;
@@ -126,6 +140,15 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
         limit: ctx.params.limit()?,
         continue_token: ctx.params.continue_token().map(String::from),
         filter,
+        name: None,
+    };
+    let query = match pinned_name(ctx, def, ns) {
+        Some(name) => ListQuery {
+            namespace: Some(query.namespace.clone().unwrap_or_default()),
+            name: Some(name),
+            ..query
+        },
+        None => query,
     };
     let repr = Representation::from_headers(&ctx.headers);
     if repr == Representation::Object && query.filter.is_none() && def.conversion.is_none() {

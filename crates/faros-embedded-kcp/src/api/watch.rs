@@ -185,6 +185,7 @@ async fn run(
             limit: None,
             continue_token: None,
             filter: filter.clone(),
+            name: None,
         };
         let page = match state.store.list(&query) {
             Ok(p) => p,

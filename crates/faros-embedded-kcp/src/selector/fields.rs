@@ -71,7 +71,6 @@ impl FieldSelector {
 
     /// The value `field` must equal for anything to match (a `=` term), so the server can turn
     /// `metadata.name=x` into a point lookup.
-    #[cfg(test)]
     pub fn exact_match(&self, field: &str) -> Option<&str> {
         self.terms
             .iter()

@@ -43,6 +43,10 @@ pub struct ListQuery {
     pub limit: Option<usize>,
     pub continue_token: Option<String>,
     pub filter: Option<ObjectFilter>,
+    /// Only the object of this name (with `cluster` and `namespace` set; `Some("")` for a
+    /// cluster-scoped resource): one key is read instead of the collection, as kube's storage
+    /// does for a `metadata.name=` field selector. The filter still applies.
+    pub name: Option<String>,
 }
 
 impl std::fmt::Debug for ListQuery {
@@ -55,6 +59,7 @@ impl std::fmt::Debug for ListQuery {
             .field("limit", &self.limit)
             .field("continue_token", &self.continue_token)
             .field("filter", &self.filter.as_ref().map(|_| "<fn>"))
+            .field("name", &self.name)
             .finish()
     }
 }
@@ -146,7 +151,10 @@ pub(crate) struct Scan {
 impl Scan {
     pub(crate) fn for_query(q: &ListQuery) -> Result<Self, StoreError> {
         let (parts, namespace_filter): (Vec<&str>, _) = match (&q.cluster, &q.namespace) {
-            (Some(c), Some(ns)) => (vec![&q.group, &q.resource, c, ns], None),
+            (Some(c), Some(ns)) => match &q.name {
+                Some(name) => (vec![&q.group, &q.resource, c, ns, name], None),
+                None => (vec![&q.group, &q.resource, c, ns], None),
+            },
             (Some(c), None) => (vec![&q.group, &q.resource, c], None),
             (None, ns) => (vec![&q.group, &q.resource], ns.clone()),
         };

@@ -376,6 +376,32 @@ async fn prefix_scans_per_cluster_namespace_and_wildcard() {
 }
 
 #[tokio::test]
+async fn a_pinned_name_reads_only_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, 100);
+    // "a" and "ab" share a prefix: the pinned range must end at the name's separator.
+    for (cluster, ns, name) in [("c1", "", "a"), ("c1", "", "ab"), ("c1", "x", "a"), ("c2", "", "a")] {
+        create(&store, key(cluster, ns, name), 1).await;
+    }
+    let pinned = |cluster: &str, ns: &str, name: &str| ListQuery {
+        name: Some(name.into()),
+        ..query(Some(cluster), Some(ns))
+    };
+    let cases = [
+        (pinned("c1", "", "a"), vec!["a"]),
+        (pinned("c1", "", "ab"), vec!["ab"]),
+        (pinned("c1", "x", "a"), vec!["a"]),
+        (pinned("c1", "", "b"), vec![]),
+        (pinned("c3", "", "a"), vec![]),
+    ];
+    for (q, expected) in cases {
+        let page = store.list(&q).unwrap();
+        assert_eq!(names(&page), expected, "{q:?}");
+        assert_eq!((page.continue_token, page.remaining_item_count), (None, None), "{q:?}");
+    }
+}
+
+#[tokio::test]
 async fn pagination_is_consistent_under_interleaved_writes() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir, 100);

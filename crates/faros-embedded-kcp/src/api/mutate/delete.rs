@@ -105,6 +105,7 @@ pub async fn delete_collection(
         limit: None,
         continue_token: None,
         filter,
+        name: None,
     };
     let page = ctx.state.store.list(&query).map_err(|e| store_status(e, def, ""))?;
     let w = ctx.writer();
