@@ -414,7 +414,10 @@ mod tests {
     fn the_quote_ends_where_a_backtrace_starts() {
         let cases = [
             ("a\nb", "a\nb"),
-            ("a\nError: state dir\nstack backtrace:\n  0: main", "a\nError: state dir"),
+            (
+                "a\nError: state dir\nstack backtrace:\n  0: main",
+                "a\nError: state dir",
+            ),
             ("Error: x\n\nStack backtrace:\n  0: f\n  1: g", "Error: x\n"),
             ("", ""),
         ];
