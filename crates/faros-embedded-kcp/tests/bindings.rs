@@ -615,3 +615,63 @@ async fn bound_resources_survive_restart() {
     assert_eq!(got.data["spec"], json!({"size": 1, "color": "blue"}), "{got:?}");
     server.shutdown().await;
 }
+
+/// A binding's change recomputes only its consumer's entry of the export's view; a restarted
+/// server builds the view whole from storage. After binds, a claim rejected later and a consumer
+/// that left, both views must be the same.
+#[tokio::test]
+async fn the_view_kept_per_consumer_equals_the_view_built_whole() {
+    let t = start().await;
+    let root = t.admin().await;
+    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
+    create_export(
+        &root,
+        EXPORT,
+        "v1.widgets.example.io",
+        json!([{"resource": "configmaps", "verbs": ["get", "list"]}]),
+    )
+    .await;
+    let claim = |state: &str| {
+        json!([{"resource": "configmaps", "verbs": ["get", "list"], "state": state,
+                "selector": {"matchAll": true}}])
+    };
+    for (cluster, claims) in [("t1", claim("Accepted")), ("t2", json!([])), ("t3", claim("Accepted"))] {
+        make_cluster(&t, cluster).await;
+        let bindings: Api<v1alpha2::APIBinding> = Api::all(admin_in(&t, cluster).await);
+        bindings
+            .create(&PostParams::default(), &binding("widgets", "root", EXPORT, claims))
+            .await
+            .unwrap();
+        wait_bound(&bindings, "widgets").await;
+    }
+    let t3: Api<v1alpha2::APIBinding> = Api::all(admin_in(&t, "t3").await);
+    t3.delete("widgets", &DeleteParams::default()).await.unwrap();
+    wait_for(t3, "widgets", |b| b.is_none(), WAIT).await.unwrap();
+    let t1: Api<v1alpha2::APIBinding> = Api::all(admin_in(&t, "t1").await);
+    t1.patch(
+        "widgets",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"permissionClaims": claim("Rejected")}})),
+    )
+    .await
+    .unwrap();
+    let kept = eventually("t1 without claims and t2, t3 gone", WAIT, || async {
+        t.server
+            .export_view("root", EXPORT)
+            .filter(|v| v.bindings.len() == 2 && v.bindings.get("t1").is_some_and(|c| c.claims.is_empty()))
+    })
+    .await;
+    assert!(kept.bindings.contains_key("t2"), "{kept:?}");
+
+    let common::TestServer { server, dir } = t;
+    server.shutdown().await;
+    let mut config = faros_embedded_kcp::Config::new(dir.path().join("state"));
+    config.token_file = Some(dir.path().join("tokens.csv"));
+    let server = faros_embedded_kcp::Server::start(config).await.unwrap();
+    let whole = eventually("the view rebuilt after a restart", WAIT, || async {
+        server.export_view("root", EXPORT).filter(|v| v.bindings.len() == 2)
+    })
+    .await;
+    assert_eq!(kept, whole);
+    server.shutdown().await;
+}
