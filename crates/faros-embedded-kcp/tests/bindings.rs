@@ -52,8 +52,7 @@ async fn discovery_has(client: &kube::Client, path: &str) -> bool {
 async fn bind_check_phases_crud_endpoint_slice_and_deletion() {
     let t = start().await;
     let root = t.admin().await;
-    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
-    let export = create_export(&root, EXPORT, "v1.widgets.example.io", json!([])).await;
+    let export = publish_widgets(&root, EXPORT, json!([])).await;
 
     // Identity: secret kcp-system/<export> in the export's cluster, hash = sha256 of its key.
     let identity = export.identity_hash().unwrap().to_string();
@@ -406,14 +405,9 @@ async fn bind_check_phases_crud_endpoint_slice_and_deletion() {
 async fn claims_conflicts_versions_and_export_changes() {
     let t = start().await;
     let root = t.admin().await;
-    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
-    create_export(
-        &root,
-        EXPORT,
-        "v1.widgets.example.io",
-        json!([{"resource": "configmaps", "verbs": ["get", "list", "create"]}, {"resource": "secrets", "verbs": ["get"]}]),
-    )
-    .await;
+    let claims = json!([{"resource": "configmaps", "verbs": ["get", "list", "create"]},
+                        {"resource": "secrets", "verbs": ["get"]}]);
+    publish_widgets(&root, EXPORT, claims).await;
     make_cluster(&t, "t1").await;
     let t1 = admin_in(&t, "t1").await;
     let cms: Api<ConfigMap> = Api::namespaced(t1.clone(), "default");
@@ -586,8 +580,7 @@ async fn bound_resources_survive_restart() {
         }
     };
     let root = client_for(&server, "root").await;
-    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
-    create_export(&root, EXPORT, "v1.widgets.example.io", json!([])).await;
+    publish_widgets(&root, EXPORT, json!([])).await;
     let bindings: Api<v1alpha2::APIBinding> = Api::all(root.clone());
     bindings
         .create(&PostParams::default(), &binding("widgets", "", EXPORT, json!([])))
@@ -623,11 +616,9 @@ async fn bound_resources_survive_restart() {
 async fn the_view_kept_per_consumer_equals_the_view_built_whole() {
     let t = start().await;
     let root = t.admin().await;
-    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
-    create_export(
+    publish_widgets(
         &root,
         EXPORT,
-        "v1.widgets.example.io",
         json!([{"resource": "configmaps", "verbs": ["get", "list"]}]),
     )
     .await;

@@ -45,8 +45,7 @@ fn code(e: kube::Error) -> (u16, String) {
 /// The export in root with `claims`; returns its virtual workspace URL.
 async fn setup(t: &TestServer, claims: serde_json::Value) -> String {
     let root = t.admin().await;
-    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
-    create_export(&root, EXPORT, "v1.widgets.example.io", claims).await;
+    publish_widgets(&root, EXPORT, claims).await;
     format!("{}/services/apiexport/root/{EXPORT}", t.server.url())
 }
 

@@ -30,8 +30,7 @@ fn slice(name: &str, path: &str, export: &str) -> DynamicObject {
 async fn binding_references_and_slice_exports_are_immutable_and_checked() {
     let t = TestServer::start().await;
     let root = t.admin().await;
-    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
-    create_export(&root, "widgets.example.io", "v1.widgets.example.io", json!([])).await;
+    publish_widgets(&root, "widgets.example.io", json!([])).await;
     create_schema(&root, widget_schema("v1.gadgets.example.io", "Gadget", "gadgets")).await;
     let exports: Api<v1alpha2::APIExport> = Api::all(root.clone());
     exports
@@ -245,8 +244,7 @@ async fn default_api_bindings_of_a_workspace_type_need_bind_on_the_export() {
     use faros_core::kcp::{Workspace, WorkspaceType};
     let t = TestServer::start().await;
     let root = t.admin().await;
-    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
-    create_export(&root, "widgets.example.io", "v1.widgets.example.io", json!([])).await;
+    publish_widgets(&root, "widgets.example.io", json!([])).await;
     // bob administers workspace root:tenant.
     let workspaces: Api<Workspace> = Api::all(root.clone());
     workspaces

@@ -735,12 +735,11 @@ async fn initializers_are_named_after_the_logical_cluster_of_the_types_workspace
 
 #[tokio::test]
 async fn maintained_default_bindings_follow_new_export_claims() {
-    use common::kcp::{create_export, create_schema, widget_schema};
+    use common::kcp::publish_widgets;
     use faros_core::kcp::apis::v1alpha2::{APIBinding, APIExport};
     let t = start().await;
     let root = t.admin().await;
-    create_schema(&root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
-    create_export(&root, "widgets.example.io", "v1.widgets.example.io", json!([])).await;
+    publish_widgets(&root, "widgets.example.io", json!([])).await;
     let types: Api<WorkspaceType> = Api::all(root.clone());
     for (name, lifecycle) in [("kept", "Maintain"), ("once", "InitializeOnly")] {
         types

@@ -124,6 +124,12 @@ pub async fn create_schema(root: &kube::Client, schema: DynamicObject) {
     schemas.create(&PostParams::default(), &schema).await.unwrap();
 }
 
+/// The Widget schema (`v1.widgets.example.io`) and export `name` of it with `claims`, in `root`.
+pub async fn publish_widgets(root: &kube::Client, name: &str, claims: Value) -> v1alpha2::APIExport {
+    create_schema(root, widget_schema("v1.widgets.example.io", "Widget", "widgets")).await;
+    create_export(root, name, "v1.widgets.example.io", claims).await
+}
+
 pub async fn create_export(root: &kube::Client, name: &str, schema: &str, claims: Value) -> v1alpha2::APIExport {
     let exports: Api<v1alpha2::APIExport> = Api::all(root.clone());
     exports
