@@ -128,6 +128,7 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
             return Err(Status::expired(format!("too old resource version: {rv} ({current})")));
         }
     }
+    let pinned = pinned_name(ctx, def, ns);
     let query = ListQuery {
         group: def.group.clone(),
         resource: def.resource.clone(),
@@ -136,19 +137,16 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
         } else {
             Some(ctx.cluster.clone())
         },
-        namespace: if def.namespaced { ns.map(String::from) } else { None },
+        namespace: match (def.namespaced, &pinned) {
+            (true, _) => ns.map(String::from),
+            // A cluster-scoped key's namespace is empty; it is part of a pinned key.
+            (false, Some(_)) => Some(String::new()),
+            (false, None) => None,
+        },
         limit: ctx.params.limit()?,
         continue_token: ctx.params.continue_token().map(String::from),
         filter,
-        name: None,
-    };
-    let query = match pinned_name(ctx, def, ns) {
-        Some(name) => ListQuery {
-            namespace: Some(query.namespace.clone().unwrap_or_default()),
-            name: Some(name),
-            ..query
-        },
-        None => query,
+        name: pinned,
     };
     let repr = Representation::from_headers(&ctx.headers);
     if repr == Representation::Object && query.filter.is_none() && def.conversion.is_none() {

@@ -50,8 +50,8 @@ impl Index {
     }
 
     /// Sets (or with None removes) consumer `cluster` of the export's view, leaving the rest as it
-    /// is; returns whether the view had consumers before, or None when there is no view to change.
-    /// The view is copied only while a reader still holds the previous one.
+    /// is; returns whether that gave the view its first consumer or took its last, or None when
+    /// there is no view to change. The view is copied only while a reader still holds the previous one.
     pub fn set_consumer(&self, key: &ExportKey, cluster: &str, consumer: Option<BoundConsumer>) -> Option<bool> {
         let mut guard = self.exports.write().unwrap_or_else(|p| p.into_inner());
         let view = Arc::make_mut(guard.get_mut(key)?);
@@ -64,7 +64,8 @@ impl Index {
                 view.bindings.remove(cluster);
             }
         }
-        Some(had)
+        let has = !view.bindings.is_empty();
+        Some(had != has)
     }
 
     pub fn set_claims(&self, cluster: &str, claims: Vec<ClaimLabel>) {

@@ -200,37 +200,27 @@ impl Controller {
     /// again: root's exports are bound in every workspace, and rebuilding their whole view for each
     /// binding made creating workspaces quadratic. Without a view yet, the whole view is built.
     pub(super) fn refresh_consumer(&mut self, ek: &ExportKey, cluster: &str, pending: Option<(&str, &Value)>) {
-        let export = match self.index.export(ek) {
-            Some(_) => get(&self.state, &key(EXPORTS, &ek.0, &ek.1)).and_then(|o| typed::<APIExport>(&o)),
-            None => None,
-        };
+        let whole = pending.map(|(name, obj)| (cluster, name, obj));
+        let export = self
+            .index
+            .export(ek)
+            .and_then(|_| get(&self.state, &key(EXPORTS, &ek.0, &ek.1)))
+            .and_then(|o| typed::<APIExport>(&o));
         let Some(export) = export else {
-            self.refresh_view_with(ek, pending.map(|(name, obj)| (cluster, name, obj)));
+            self.refresh_view_with(ek, whole);
             return;
         };
         let own = own_resources(&export);
         // A cluster's first Bound binding (by name) is its consumer, as in the whole view.
-        let names: Vec<String> = self
-            .bindings_by_export
-            .get(ek)
-            .map(|set| {
-                set.range((cluster.to_string(), String::new())..)
-                    .take_while(|(bc, _)| bc == cluster)
-                    .map(|(_, bn)| bn.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let consumer = names
-            .iter()
-            .find_map(|bn| self.consumer_of(&export, &own, cluster, bn, pending));
-        let has_consumer = consumer.is_some();
+        let consumer = self.bindings_by_export.get(ek).and_then(|set| {
+            set.range((cluster.to_string(), String::new())..)
+                .take_while(|(bc, _)| bc == cluster)
+                .find_map(|(_, bn)| self.consumer_of(&export, &own, cluster, bn, pending))
+        });
         match self.index.set_consumer(ek, cluster, consumer) {
-            Some(had_consumers) => {
-                let has_consumers = has_consumer || self.index.export(ek).is_some_and(|v| !v.bindings.is_empty());
-                self.view_changed(ek, had_consumers != has_consumers);
-            }
+            Some(flipped) => self.view_changed(ek, flipped),
             // Removed meanwhile: build it whole.
-            None => self.refresh_view_with(ek, pending.map(|(name, obj)| (cluster, name, obj))),
+            None => self.refresh_view_with(ek, whole),
         }
     }
 
