@@ -292,6 +292,14 @@ impl Store {
             .transpose()
     }
 
+    /// The resourceVersion of the stored object, without parsing it: lets a caller that keeps
+    /// something derived from an object (a schema's resource definitions) tell whether it is stale.
+    pub fn resource_version(&self, key: &ObjectKey) -> Result<Option<u64>, StoreError> {
+        let encoded = key.encode()?;
+        let found = self.image().get(&encoded);
+        found.map(|value| key::value_rv(&value)).transpose()
+    }
+
     /// Applies `ops` atomically and returns their events once the commit is durable.
     ///
     /// Each op gets its own RV. Events reach watchers after the commit, in RV order.

@@ -220,6 +220,23 @@ async fn crud_and_errors() {
 }
 
 #[tokio::test]
+async fn resource_version_reads_the_stored_rv_without_the_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, 100);
+    let a = key("c1", "", "a");
+    assert_eq!(store.resource_version(&a).unwrap(), None);
+    let created = create(&store, a.clone(), 1).await;
+    assert_eq!(store.resource_version(&a).unwrap(), Some(created));
+    let updated = update(&store, a.clone(), 2).await;
+    assert!(updated > created);
+    assert_eq!(store.resource_version(&a).unwrap(), Some(updated));
+    // The same RV the parsed object carries.
+    assert_eq!(store.get(&a).unwrap(), Some(stored("a", 2, updated)));
+    delete(&store, a.clone()).await;
+    assert_eq!(store.resource_version(&a).unwrap(), None);
+}
+
+#[tokio::test]
 async fn a_call_is_atomic() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir, 100);

@@ -85,7 +85,8 @@ fn get(state: &ServerState, key: &ObjectKey) -> Option<Value> {
 }
 
 fn typed<T: serde::de::DeserializeOwned>(obj: &Value) -> Option<T> {
-    match serde_json::from_value(obj.clone()) {
+    // From the borrowed value: no copy of the object first.
+    match T::deserialize(obj) {
         Ok(t) => Some(t),
         Err(e) => {
             tracing::warn!(error = %e, "apis controller cannot decode a stored object");

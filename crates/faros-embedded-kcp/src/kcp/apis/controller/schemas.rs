@@ -9,7 +9,7 @@ use crate::registry::ResourceDef;
 
 /// Resource definitions built from one APIResourceSchema, cached by its resourceVersion.
 pub(super) struct CachedDefs {
-    rv: Option<u64>,
+    rv: u64,
     uid: String,
     defs: Vec<ResourceDef>,
 }
@@ -21,15 +21,28 @@ impl Controller {
         cluster: &str,
         name: &str,
     ) -> Result<(String, Vec<ResourceDef>, String), String> {
-        let Some(obj) = get(&self.state, &key(SCHEMAS, cluster, name)) else {
-            return Err(format!("APIResourceSchema {name:?} not found"));
+        let schema_key = key(SCHEMAS, cluster, name);
+        let not_found = || format!("APIResourceSchema {name:?} not found");
+        // Every binding's reconcile asks for its schemas: only the stored resourceVersion is read
+        // to tell the cached definitions are current, since parsing a whole schema (its OpenAPI
+        // included) each time made that the controller's biggest cost.
+        let current_rv = match self.state.store.resource_version(&schema_key) {
+            Ok(Some(rv)) => rv,
+            Ok(None) => return Err(not_found()),
+            Err(e) => {
+                tracing::warn!(error = %e, key = ?schema_key, "apis controller read failed");
+                return Err(not_found());
+            }
         };
         let k = (cluster.to_string(), name.to_string());
-        let current_rv = meta::rv(&obj);
         if let Some(cached) = self.schema_defs.get(&k).filter(|c| c.rv == current_rv) {
             let storage = cached.defs.first().map(|d| d.version.clone()).unwrap_or_default();
             return Ok((cached.uid.clone(), cached.defs.clone(), storage));
         }
+        let Some(obj) = get(&self.state, &schema_key) else {
+            return Err(not_found());
+        };
+        let current_rv = meta::rv(&obj).unwrap_or(current_rv);
         let spec = obj.get("spec").cloned().unwrap_or_default();
         let versions = spec
             .get("versions")
