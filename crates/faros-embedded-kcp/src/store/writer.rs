@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 
-use redb::{Durability, ReadableTable};
+use redb::Durability;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -289,6 +289,11 @@ fn run_transaction(
     replies: &mut Vec<Reply>,
 ) -> Result<(u64, Writes), TxnError> {
     let mut writes = Writes::new();
+    // This batch's latest value per key. With the memory image (the table as of the last commit:
+    // only this thread changes either, and the image is applied right after each commit) it
+    // answers every lookup, so planning neither walks the file's B-tree nor copies pages out of
+    // its cache.
+    let mut written: HashMap<Vec<u8>, Option<Arc<[u8]>>> = HashMap::new();
     let mut txn = shared.db.begin_write().map_err(aborted)?;
     txn.set_durability(Durability::Immediate).map_err(aborted)?;
     let mut rv = base_rv;
@@ -300,9 +305,13 @@ fn run_transaction(
         while let Some(Request { ops, reply }) = pending.next() {
             let planned = {
                 let mut lookup = |k: &[u8]| -> Result<Option<Current>, StoreError> {
-                    match objects.get(k)? {
-                        Some(guard) => {
-                            let (rv, object) = decode_value(guard.value())?;
+                    let value = match written.get(k) {
+                        Some(value) => value.clone(),
+                        None => shared.image.read().unwrap_or_else(|p| p.into_inner()).get(k),
+                    };
+                    match value {
+                        Some(value) => {
+                            let (rv, object) = decode_value(&value)?;
                             Ok(Some(Current {
                                 rv,
                                 object: Arc::new(object),
@@ -327,7 +336,9 @@ fn run_transaction(
                 Ok(plan) => plan,
             };
             replies.push((reply, Ok(Vec::new())));
+            let before = writes.len();
             let applied = apply(&mut objects, &plan, &mut writes);
+            written.extend(writes[before..].iter().cloned());
             if let Err(e) = applied {
                 // The table may hold part of this call: only dropping the whole transaction undoes it.
                 replies.extend(pending.map(|r| (r.reply, Ok(Vec::new()))));
