@@ -337,13 +337,12 @@ fn run_transaction(
             };
             replies.push((reply, Ok(Vec::new())));
             let before = writes.len();
-            let applied = apply(&mut objects, &plan, &mut writes);
-            written.extend(writes[before..].iter().cloned());
-            if let Err(e) = applied {
+            if let Err(e) = apply(&mut objects, &plan, &mut writes) {
                 // The table may hold part of this call: only dropping the whole transaction undoes it.
                 replies.extend(pending.map(|r| (r.reply, Ok(Vec::new()))));
                 return Err(TxnError::Aborted(e));
             }
+            written.extend(writes[before..].iter().cloned());
             if !plan.created_resources.is_empty() {
                 // Registered before the commit makes the objects visible, so `scan_cluster` never misses
                 // a resource; a registration whose commit then fails only costs an empty scan.

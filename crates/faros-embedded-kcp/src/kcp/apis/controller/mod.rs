@@ -84,6 +84,17 @@ fn get(state: &ServerState, key: &ObjectKey) -> Option<Value> {
     }
 }
 
+/// The stored resourceVersion of `key`, without parsing the object (read failures as in [`get`]).
+fn stored_rv(state: &ServerState, key: &ObjectKey) -> Option<u64> {
+    match state.store.resource_version(key) {
+        Ok(rv) => rv,
+        Err(e) => {
+            tracing::warn!(error = %e, ?key, "apis controller read failed");
+            None
+        }
+    }
+}
+
 fn typed<T: serde::de::DeserializeOwned>(obj: &Value) -> Option<T> {
     // From the borrowed value: no copy of the object first.
     match T::deserialize(obj) {

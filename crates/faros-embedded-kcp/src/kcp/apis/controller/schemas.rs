@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{BOUND_CRDS_CLUSTER, Controller, GROUP, SCHEMAS, get, key};
+use super::{BOUND_CRDS_CLUSTER, Controller, GROUP, SCHEMAS, get, key, stored_rv};
 use crate::objects::meta;
 use crate::registry::ResourceDef;
 
@@ -26,13 +26,8 @@ impl Controller {
         // Every binding's reconcile asks for its schemas: only the stored resourceVersion is read
         // to tell the cached definitions are current, since parsing a whole schema (its OpenAPI
         // included) each time made that the controller's biggest cost.
-        let current_rv = match self.state.store.resource_version(&schema_key) {
-            Ok(Some(rv)) => rv,
-            Ok(None) => return Err(not_found()),
-            Err(e) => {
-                tracing::warn!(error = %e, key = ?schema_key, "apis controller read failed");
-                return Err(not_found());
-            }
+        let Some(current_rv) = stored_rv(&self.state, &schema_key) else {
+            return Err(not_found());
         };
         let k = (cluster.to_string(), name.to_string());
         if let Some(cached) = self.schema_defs.get(&k).filter(|c| c.rv == current_rv) {
