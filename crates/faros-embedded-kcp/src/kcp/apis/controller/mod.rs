@@ -75,24 +75,20 @@ pub fn key(resource: &str, cluster: &str, name: &str) -> ObjectKey {
 }
 
 fn get(state: &ServerState, key: &ObjectKey) -> Option<Value> {
-    match state.store.get(key) {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::warn!(error = %e, ?key, "apis controller read failed");
-            None
-        }
-    }
+    logged(key, state.store.get(key))
 }
 
-/// The stored resourceVersion of `key`, without parsing the object (read failures as in [`get`]).
+/// The stored resourceVersion of `key`, without parsing the object.
 fn stored_rv(state: &ServerState, key: &ObjectKey) -> Option<u64> {
-    match state.store.resource_version(key) {
-        Ok(rv) => rv,
-        Err(e) => {
-            tracing::warn!(error = %e, ?key, "apis controller read failed");
-            None
-        }
-    }
+    logged(key, state.store.resource_version(key))
+}
+
+/// A read's answer; a failed read is logged and treated as absent.
+fn logged<T>(key: &ObjectKey, read: Result<Option<T>, StoreError>) -> Option<T> {
+    read.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, ?key, "apis controller read failed");
+        None
+    })
 }
 
 fn typed<T: serde::de::DeserializeOwned>(obj: &Value) -> Option<T> {
