@@ -3,15 +3,18 @@
 //! Types (faros' own `Provider` and `CatalogEntry`, kcp's API types written by hand), names and
 //! constants, kcp logical-cluster addressing, condition helpers, the kube client factory and the
 //! wait-for-condition helper, and the `Status` error body; with feature `axum`, `Status` as a
-//! response and the request-body drain servers use for early HTTP/2 answers.
+//! response, the request-body drain servers use for early HTTP/2 answers, and the write coalescing
+//! they put under their HTTP/2 connections.
 //!
 //! What it must not do: depend on any other faros crate, or perform IO outside the client
-//! factory, the wait helpers and the body drain (`oidc` verifies tokens and caches keys, but its
-//! fetches are the caller's, handed in as a `FetchJson`).
+//! factory, the wait helpers, the body drain and the transport wrapper of `coalesce` (`oidc` verifies
+//! tokens and caches keys, but its fetches are the caller's, handed in as a `FetchJson`).
 
 pub mod bearer;
 pub mod catalog;
 pub mod client;
+#[cfg(feature = "axum")]
+pub mod coalesce;
 pub mod conditions;
 #[cfg(feature = "axum")]
 pub mod drain;

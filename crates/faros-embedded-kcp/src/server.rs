@@ -11,6 +11,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use faros_core::coalesce::Coalesce;
 use faros_core::status::Status;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
@@ -581,7 +582,7 @@ async fn serve(
                 let _ = tcp.set_nodelay(true);
                 let acceptor = acceptor.clone();
                 let service = hyper_util::service::TowerToHyperService::new(router.clone());
-                let mut stop = stopped.clone();
+                let stop = stopped.clone();
                 connections.spawn(async move {
                     let tls = match acceptor.accept(tcp).await {
                         Ok(tls) => tls,
@@ -590,12 +591,11 @@ async fn serve(
                             return;
                         }
                     };
-                    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-                    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-                    tokio::pin!(conn);
-                    tokio::select! {
-                        _ = conn.as_mut() => {}
-                        _ = stop.changed() => {}
+                    if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+                        // HTTP/2 frames are written out per burst, not per frame (see `coalesce`).
+                        serve_connection(Coalesce::new(tls), service, stop).await;
+                    } else {
+                        serve_connection(tls, service, stop).await;
                     }
                 });
             }
@@ -605,6 +605,23 @@ async fn serve(
         while connections.try_join_next().is_some() {}
     }
     connections.shutdown().await;
+}
+
+/// Serves one connection, HTTP/2 or HTTP/1.1 told apart by its first bytes, until it ends or the server stops.
+async fn serve_connection<IO>(
+    io: IO,
+    service: hyper_util::service::TowerToHyperService<Router>,
+    mut stop: watch::Receiver<bool>,
+) where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = stop.changed() => {}
+    }
 }
 
 /// Converts a Status into a response (helper for non-API routes).

@@ -9,6 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::TestServer;
+use futures::StreamExt;
 use reqwest::{Method, Version};
 use serde_json::Value;
 
@@ -356,4 +357,99 @@ async fn every_built_in_resource_the_server_holds_encodes_in_protobuf() {
         );
         assert!(body.starts_with(b"k8s\0"), "{path}");
     }
+}
+
+/// HTTP/2 frames are coalesced under the connection (`faros_core::coalesce`): responses that finish
+/// together, lists many frames long and a watch's lone small event must all still arrive whole, in
+/// order and without waiting for more traffic — over HTTP/2 exactly as over HTTP/1.1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_answers_long_lists_and_lone_watch_events_arrive_whole_over_http2() {
+    const OBJECTS: usize = 200;
+    let srv = TestServer::start().await;
+    let h2 = client(&srv, Protocol::Http2);
+    let url = srv.url("/api/v1/namespaces/default/configmaps");
+    let payload = |i: usize| format!("{i:08}").repeat(1024);
+    // 8 KiB each, created 20 at a time over one connection: answers finish in the same group commit.
+    let creates = (0..OBJECTS).map(|i| {
+        let (h2, url, token) = (h2.clone(), url.clone(), srv.admin_token());
+        let body = serde_json::json!({"metadata": {"name": format!("big-{i:03}")}, "data": {"v": payload(i)}});
+        async move {
+            let resp = h2.post(&url).bearer_auth(&token).json(&body).send().await.unwrap();
+            assert_eq!(resp.version(), Version::HTTP_2);
+            assert_eq!(resp.status().as_u16(), 201, "create big-{i:03}");
+            let created: Value = resp.json().await.unwrap();
+            assert_eq!(created["metadata"]["name"], format!("big-{i:03}"));
+        }
+    });
+    futures::stream::iter(creates)
+        .buffer_unordered(20)
+        .collect::<Vec<()>>()
+        .await;
+
+    // One list of ~1.6 MB (~100 frames), the same over both protocols.
+    let mut lists = Vec::new();
+    for protocol in PROTOCOLS {
+        let resp = client(&srv, protocol)
+            .get(&url)
+            .bearer_auth(srv.admin_token())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        let list: Value = resp.json().await.unwrap();
+        let items: Vec<(String, String)> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["metadata"]["name"].as_str().unwrap().starts_with("big-"))
+            .map(|o| {
+                (
+                    o["metadata"]["name"].as_str().unwrap().into(),
+                    o["data"]["v"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        assert_eq!(items.len(), OBJECTS, "{protocol:?}");
+        for (i, (name, v)) in items.iter().enumerate() {
+            assert_eq!(
+                (name.as_str(), v.as_str()),
+                (format!("big-{i:03}").as_str(), payload(i).as_str())
+            );
+        }
+        lists.push(list);
+    }
+    let rv = lists[0]["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+
+    // A watch's single small event must go out on its own, not wait for the next frame.
+    let watch = h2
+        .get(format!("{url}?watch=true&resourceVersion={rv}"))
+        .bearer_auth(srv.admin_token())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.version(), Version::HTTP_2);
+    let resp = h2
+        .post(&url)
+        .bearer_auth(srv.admin_token())
+        .json(&serde_json::json!({"metadata": {"name": "lone"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let mut events = watch.bytes_stream();
+    let mut seen = Vec::new();
+    // The client's 60 s timeout bounds this wait; the event is due at once.
+    while !String::from_utf8_lossy(&seen).contains("\"name\":\"lone\"") {
+        let chunk = events.next().await.expect("the watch ended before its event").unwrap();
+        seen.extend_from_slice(&chunk);
+    }
+    let line = seen
+        .split(|b| *b == b'\n')
+        .find(|l| String::from_utf8_lossy(l).contains("\"name\":\"lone\""))
+        .unwrap();
+    let event: Value = serde_json::from_slice(line).unwrap();
+    assert_eq!(
+        (event["type"].as_str(), event["object"]["metadata"]["name"].as_str()),
+        (Some("ADDED"), Some("lone"))
+    );
 }

@@ -21,6 +21,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::response::Response;
+use faros_core::coalesce::Coalesce;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
@@ -359,7 +360,12 @@ async fn connection(
         Some(acceptor) => match acceptor.accept(tcp).await {
             Ok(tls) if tls.get_ref().1.alpn_protocol() == Some(b"h2") => {
                 let builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-                drive(builder.serve_connection(TokioIo::new(tls), service), stop).await
+                // Frames are written out per burst, not one TLS record and syscall each (see `coalesce`).
+                drive(
+                    builder.serve_connection(TokioIo::new(Coalesce::new(tls)), service),
+                    stop,
+                )
+                .await
             }
             Ok(tls) => {
                 let builder = hyper::server::conn::http1::Builder::new();
