@@ -114,16 +114,24 @@ impl History {
         }
     }
 
-    /// Appends an event; RVs must be pushed in increasing order.
-    pub(crate) fn push(&mut self, event: Held) {
+    /// Appends an event; RVs must be pushed in increasing order. Returns the parsed event this ages
+    /// out, if any, for the caller to free away from its hot path: freeing a parsed object is most
+    /// of what aging costs, and the publisher is the store's one writer thread.
+    #[must_use = "the aged event is returned to be freed elsewhere"]
+    pub(crate) fn push(&mut self, event: Held) -> Option<Arc<Event>> {
+        let mut evicted_parsed = None;
         if self.events.len() == self.capacity
             && let Some(evicted) = self.events.pop_front()
         {
             self.floor = evicted.rv;
+            evicted_parsed = evicted.parsed;
         }
         self.events.push_back(event);
-        if let Some(aged) = self.events.len().checked_sub(PARSED_EVENTS + 1) {
-            self.events[aged].parsed = None;
+        // An event is either evicted while still parsed (capacity within PARSED_EVENTS) or aged
+        // before its eviction (capacity beyond it), never both in one push.
+        match self.events.len().checked_sub(PARSED_EVENTS + 1) {
+            Some(aged) => self.events[aged].parsed.take().or(evicted_parsed),
+            None => evicted_parsed,
         }
     }
 
@@ -208,10 +216,13 @@ mod tests {
     fn eviction_moves_the_floor() {
         let mut h = History::new(3, 10);
         assert_eq!((h.floor(), h.last_rv()), (10, 10));
-        for rv in 11..=15 {
-            h.push(event(rv, "a"));
-        }
+        let evicted: Vec<Arc<Event>> = (11..=15).filter_map(|rv| h.push(event(rv, "a"))).collect();
         assert_eq!((h.floor(), h.last_rv()), (12, 15));
+        assert_eq!(
+            rvs(&evicted),
+            vec![11, 12],
+            "evicted while parsed: handed back to be freed"
+        );
         assert_eq!(h.after(0).map(|e| e.rv).collect::<Vec<_>>(), vec![13, 14, 15]);
         assert_eq!(h.after(13).map(|e| e.rv).collect::<Vec<_>>(), vec![14, 15]);
         assert!(h.check_covers(12).is_ok());
@@ -227,8 +238,8 @@ mod tests {
     #[test]
     fn zero_capacity_keeps_one_event() {
         let mut h = History::new(0, 0);
-        h.push(event(1, "a"));
-        h.push(event(2, "a"));
+        let _ = h.push(event(1, "a"));
+        let _ = h.push(event(2, "a"));
         assert_eq!((h.floor(), h.last_rv()), (1, 2));
     }
 
@@ -236,7 +247,7 @@ mod tests {
     fn collect_filters_limits_and_advances() {
         let mut h = History::new(10, 0);
         for (rv, name) in [(1, "a"), (2, "b"), (3, "a"), (4, "b"), (5, "a")] {
-            h.push(event(rv, name));
+            let _ = h.push(event(rv, name));
         }
         let is_a = |k: &ObjectKey| k.name == "a";
         let cases = [
@@ -274,6 +285,7 @@ mod tests {
             })
             .collect();
         let mut h = History::new(count as usize, 0);
+        let mut aged = Vec::new();
         for e in &originals {
             // Every third event comes with the writer's stored values, as the writer shares them.
             let stored = match e.rv % 3 {
@@ -283,8 +295,9 @@ mod tests {
                 },
                 _ => StoredText::default(),
             };
-            h.push(Held::new(e.clone(), stored));
+            aged.extend(h.push(Held::new(e.clone(), stored)));
         }
+        assert_eq!(rvs(&aged), vec![1, 2, 3, 4, 5], "each event is handed back as it ages");
         let parsed: Vec<bool> = h.after(0).map(|e| e.parsed.is_some()).collect();
         assert_eq!(parsed.iter().filter(|p| **p).count(), PARSED_EVENTS);
         assert!(!parsed[0] && parsed[parsed.len() - 1]);

@@ -68,19 +68,21 @@ impl Hub {
     }
 
     /// Appends committed events (in RV order), with the stored values the writer has for them, and
-    /// wakes every idle watcher.
-    pub(crate) fn publish(&self, events: Vec<(Arc<Event>, StoredText)>) {
+    /// wakes every idle watcher. Returns the parsed events that aged out of the history, to be freed
+    /// by the caller (not under the lock, and not necessarily on its thread).
+    pub(crate) fn publish(&self, events: Vec<(Arc<Event>, StoredText)>) -> Vec<Arc<Event>> {
         if events.is_empty() {
-            return;
+            return Vec::new();
         }
         let held: Vec<Held> = events
             .into_iter()
             .map(|(event, stored)| Held::new(event, stored))
             .collect();
+        let mut aged = Vec::new();
         let wakers = {
             let mut state = self.lock();
             for event in held {
-                state.history.push(event);
+                aged.extend(state.history.push(event));
             }
             std::mem::take(&mut state.wakers)
         };
@@ -88,6 +90,7 @@ impl Hub {
         for waker in wakers.into_values() {
             waker.wake();
         }
+        aged
     }
 
     /// Locks the history once it holds every event up to `rv`.
