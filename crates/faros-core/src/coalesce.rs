@@ -18,7 +18,8 @@
 //! of every poll), and everything buffered goes out then. Bytes never wait for more than one extra
 //! poll of the connection, and shutdown writes out the buffer first. The buffer is bounded: a write
 //! that would overflow it writes the buffer out first, and a write larger than the buffer passes
-//! through.
+//! through. It is held only during a burst (taken at its first write, given back at its real flush),
+//! so idle connections, such as a hundred controllers' watches, cost no buffer each.
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
@@ -44,7 +45,7 @@ impl<T> Coalesce<T> {
     pub fn new(inner: T) -> Self {
         Self {
             inner,
-            buf: Vec::with_capacity(CAPACITY),
+            buf: Vec::new(),
             written_out: 0,
             fresh: false,
         }
@@ -52,6 +53,15 @@ impl<T> Coalesce<T> {
 
     fn buffered(&self) -> usize {
         self.buf.len() - self.written_out
+    }
+
+    /// Appends to the buffer, taking one of [`CAPACITY`] at a burst's first write.
+    fn keep(&mut self, data: &[u8]) {
+        if self.buf.capacity() == 0 {
+            self.buf.reserve_exact(CAPACITY);
+        }
+        self.buf.extend_from_slice(data);
+        self.fresh = true;
     }
 }
 
@@ -91,8 +101,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesce<T> {
         if !ready!(this.poll_room(cx, data.len()))? {
             return Pin::new(&mut this.inner).poll_write(cx, data);
         }
-        this.buf.extend_from_slice(data);
-        this.fresh = true;
+        this.keep(data);
         Poll::Ready(Ok(data.len()))
     }
 
@@ -107,9 +116,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesce<T> {
             return Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
         }
         for b in bufs {
-            this.buf.extend_from_slice(b);
+            this.keep(b);
         }
-        this.fresh = true;
         Poll::Ready(Ok(len))
     }
 
@@ -127,6 +135,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesce<T> {
             return Poll::Ready(Ok(()));
         }
         ready!(this.poll_write_out(cx))?;
+        // The burst is over: an idle connection keeps no buffer.
+        this.buf = Vec::new();
         Pin::new(&mut this.inner).poll_flush(cx)
     }
 
@@ -352,6 +362,25 @@ mod tests {
         );
         assert_eq!(s.writes, vec![2 * half, 10]);
         assert_eq!(s.flushes, 1);
+    }
+
+    #[test]
+    fn only_a_burst_holds_a_buffer() {
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(wakes);
+        let mut cx = Context::from_waker(&waker);
+        let mut c = Coalesce::new(Recorder::default());
+        assert_eq!(c.buf.capacity(), 0, "a new connection holds none");
+        let _ = Pin::new(&mut c).poll_write(&mut cx, b"frame");
+        assert!(c.buf.capacity() >= CAPACITY, "the burst's first write takes one whole");
+        let _ = Pin::new(&mut c).poll_flush(&mut cx);
+        assert!(c.buf.capacity() >= CAPACITY, "kept while the burst may go on");
+        let _ = Pin::new(&mut c).poll_flush(&mut cx);
+        assert_eq!(
+            (c.buf.capacity(), c.inner.writes.len()),
+            (0, 1),
+            "given back at the real flush"
+        );
     }
 
     #[test]
