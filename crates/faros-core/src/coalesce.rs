@@ -96,13 +96,9 @@ impl<T: AsyncRead + Unpin> AsyncRead for Coalesce<T> {
 }
 
 impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesce<T> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
-        let this = &mut *self;
-        if !ready!(this.poll_room(cx, data.len()))? {
-            return Pin::new(&mut this.inner).poll_write(cx, data);
-        }
-        this.keep(data);
-        Poll::Ready(Ok(data.len()))
+    /// One slice is a vectored write of one: both paths buffer, bound and pass through alike.
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        self.poll_write_vectored(cx, &[IoSlice::new(data)])
     }
 
     fn poll_write_vectored(
