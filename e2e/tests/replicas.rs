@@ -16,7 +16,8 @@
 //!    quickstart and send quickstart's heartbeats. No request may fail: nginx retries a refused
 //!    connection on the next replica, a stopping replica finishes what it accepted. What the
 //!    protocols let a client retry is retried and counted (a 503 with Retry-After; an MCP request
-//!    failed in flight, which the hub makes a client see instead of waiting forever). Figures
+//!    failed in flight, which the hub makes a client see instead of waiting forever; a request
+//!    written on a kept-alive connection nginx closed on a reload before reading it). Figures
 //!    (requests, failures, retries, longest request) are printed.
 //! 4. Every replica stopped, then all started again: the session cookie and the MCP session made
 //!    before still work (they are records in kcp, not replica memory).
@@ -307,7 +308,7 @@ async fn rolling_restart_under_load(
                 .map_err(|e| match closed_in_flight(&e) {
                     // Sent again at once, as a client may (the call is a read).
                     true => Failed::RetryAfter(Duration::ZERO, format!("tools/call: {e}")),
-                    false => Failed::Error(e.into()),
+                    false => Failed::Error(mcp_failure(e)),
                 })?;
             if r.is_error == Some(true) {
                 return Err(Failed::Error(anyhow::anyhow!("tools/call: {:?}", r.content)));
@@ -410,19 +411,48 @@ impl From<anyhow::Error> for Failed {
 /// request then (RFC 9112, 9.3.1.1), and every request of the load loops is one (reads, and a
 /// heartbeat, which only says "alive now").
 fn closed_before_response(e: &anyhow::Error) -> bool {
-    e.chain().any(|cause| {
-        cause
-            .downcast_ref::<hyper::Error>()
-            .is_some_and(hyper::Error::is_incomplete_message)
+    e.chain().any(incomplete_message)
+}
+
+/// Whether `cause` is hyper's "connection closed before message completed".
+fn incomplete_message(cause: &(dyn std::error::Error + 'static)) -> bool {
+    cause
+        .downcast_ref::<hyper::Error>()
+        .is_some_and(hyper::Error::is_incomplete_message)
+}
+
+/// Whether an MCP request failed in flight and may be sent again: the way MCP's streamable HTTP
+/// defines (its response stream closed before the response and could not be resumed: the replica
+/// holding it stopped, another one answers the resume 405; rmcp's client reports a closed
+/// transport for that request), or the way HTTP does ([`closed_before_response`]: the POST was
+/// written on a kept-alive connection nginx closed).
+fn closed_in_flight(e: &rmcp::ServiceError) -> bool {
+    let stream_closed = matches!(e, rmcp::ServiceError::McpError(d)
+        if d.data.as_ref().is_some_and(|d| d.get("io.modelcontextprotocol/transportClosed").is_some()));
+    stream_closed
+        || http_cause(e).is_some_and(|http| {
+            std::iter::successors(Some(http as &dyn std::error::Error), |c| c.source()).any(incomplete_message)
+        })
+}
+
+/// The HTTP client's error inside an MCP request's failure. rmcp's transport error holds it without
+/// naming it as its source, so the error chain stops short of it and it is looked for by type.
+fn http_cause(e: &rmcp::ServiceError) -> Option<&reqwest::Error> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    std::iter::successors(Some(e as &(dyn std::error::Error + 'static)), |c| c.source()).find_map(|c| {
+        match c.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::Client(http)) => Some(http),
+            _ => None,
+        }
     })
 }
 
-/// Whether a request failed in flight the way MCP's streamable HTTP defines: its response stream
-/// closed before the response and could not be resumed (the replica holding it stopped; another
-/// one answers the resume 405), which rmcp's client reports as a closed transport for that request.
-fn closed_in_flight(e: &rmcp::ServiceError) -> bool {
-    matches!(e, rmcp::ServiceError::McpError(d)
-        if d.data.as_ref().is_some_and(|d| d.get("io.modelcontextprotocol/transportClosed").is_some()))
+/// `e` with its HTTP client's error in full (the causes [`http_cause`] says its chain leaves out).
+fn mcp_failure(e: rmcp::ServiceError) -> anyhow::Error {
+    match http_cause(&e).map(|http| format!("{http:?}")) {
+        Some(http) => anyhow::anyhow!("{e} (the HTTP client's error: {http})"),
+        None => e.into(),
+    }
 }
 
 /// `Err` unless `r` has status `want`; a 503 with `retryAfterSeconds` is [`Failed::RetryAfter`].
