@@ -50,15 +50,21 @@ impl Image {
     }
 
     /// The entries from `lower` up to (not including) `end`, at most `max` of them, shared: cheap
-    /// enough to take under the lock, so parsing and filtering happen after it is released. The flag
-    /// says whether entries were left out; a page of a big collection takes only what it can use
-    /// instead of every entry after its start.
-    pub(crate) fn range(&self, lower: Bound<&[u8]>, end: &[u8], max: Option<usize>) -> (Vec<Entry>, bool) {
+    /// enough to take under the lock, so parsing and filtering happen after it is released. Also how
+    /// many entries follow the ones taken, counted up to `count_beyond` without taking them (a page
+    /// counts what remains after it without sharing, and later dropping, a thousand more values); a
+    /// count of at least one says that entries were left out.
+    pub(crate) fn range(
+        &self,
+        lower: Bound<&[u8]>,
+        end: &[u8],
+        max: Option<usize>,
+        count_beyond: usize,
+    ) -> (Vec<Entry>, usize) {
         let mut found = self.objects.range::<[u8], _>((lower, Bound::Excluded(end)));
         let max = max.unwrap_or(usize::MAX);
         let taken: Vec<Entry> = found.by_ref().take(max).map(|(k, v)| (k.clone(), v.clone())).collect();
-        let truncated = taken.len() == max && found.next().is_some();
-        (taken, truncated)
+        (taken, found.take(count_beyond).count())
     }
 
     /// Applies one durable commit; returns the values it replaced or removed.
@@ -115,21 +121,29 @@ mod tests {
             (Bound::Included(b"c"), b"d", vec![]),
         ];
         for (lower, end, want) in cases {
-            let (found, truncated) = image.range(lower, end, None);
-            assert_eq!(keys(&found), want, "{lower:?}..{end:?}");
-            assert!(!truncated, "{lower:?}..{end:?}");
+            let (found, beyond) = image.range(lower, end, None, 5);
+            assert_eq!(
+                (keys(&found), beyond),
+                (want.iter().map(|k| k.to_string()).collect(), 0),
+                "{lower:?}..{end:?}"
+            );
         }
-        // (max, expected entries, expected truncation)
-        let bounded: [(usize, Vec<&str>, bool); 4] = [
-            (0, vec![], true),
-            (1, vec!["a/1=x3"], true),
-            (2, vec!["a/1=x3", "b/1=z"], false),
-            (3, vec!["a/1=x3", "b/1=z"], false),
+        // (max, count beyond, expected entries, expected count)
+        let bounded: [(usize, usize, Vec<&str>, usize); 6] = [
+            (0, 1, vec![], 1),
+            (0, 5, vec![], 2),
+            (1, 1, vec!["a/1=x3"], 1),
+            (1, 0, vec!["a/1=x3"], 0),
+            (2, 1, vec!["a/1=x3", "b/1=z"], 0),
+            (3, 1, vec!["a/1=x3", "b/1=z"], 0),
         ];
-        for (max, want, truncated) in bounded {
-            let (found, cut) = image.range(Bound::Included(b"a/"), b"c", Some(max));
-            assert_eq!(keys(&found), want, "max {max}");
-            assert_eq!(cut, truncated, "max {max}");
+        for (max, count_beyond, want, beyond) in bounded {
+            let (found, counted) = image.range(Bound::Included(b"a/"), b"c", Some(max), count_beyond);
+            assert_eq!(
+                (keys(&found), counted),
+                (want.iter().map(|k| k.to_string()).collect(), beyond),
+                "max {max}, count {count_beyond}"
+            );
         }
     }
 }

@@ -27,6 +27,10 @@ const TOKEN_VERSION: u8 = 1;
 /// the field allows) so that paging through a big collection stays linear.
 const REMAINING_COUNT_CAP: u64 = 1000;
 
+/// Entries after a page's own that are counted without being taken: enough to tell a remaining count
+/// within [`REMAINING_COUNT_CAP`] from one beyond it.
+pub(crate) const COUNTED_AFTER_PAGE: usize = REMAINING_COUNT_CAP as usize + 1;
+
 /// A predicate on objects (label and field selectors), applied before the limit.
 pub type ObjectFilter = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
 
@@ -169,15 +173,17 @@ impl Scan {
         })
     }
 
-    /// How many stored entries a page of `q` can use at most when no later write is undone: its
-    /// items and the remaining ones it counts, plus one. `None` when that is not known in advance
-    /// (an unpaged list, a filter, or keys of other namespaces in the range).
-    pub(crate) fn entries_needed(&self, q: &ListQuery) -> Option<usize> {
-        self.is_bounded(q).then(|| self.entries_needed_with(q, 0))
+    /// The stored entries a page of `q` takes when no later write is undone: its items and one more
+    /// (which says that more follow). `None` when that is not known in advance (an unpaged list, a
+    /// filter, or keys of other namespaces in the range).
+    pub(crate) fn page_entries(&self, q: &ListQuery) -> Option<usize> {
+        self.is_bounded(q)
+            .then(|| q.limit.filter(|l| *l > 0).unwrap_or(usize::MAX).saturating_add(1))
     }
 
-    /// Like [`Scan::entries_needed`] with `undone` entries restored from the history: each can hide
-    /// one stored entry. Only meaningful when the page is bounded.
+    /// The stored entries a page of `q` takes to count what remains after it when `undone` entries
+    /// are restored from the history (each can hide one stored entry): its items and the remaining
+    /// ones it counts, plus one. Only meaningful when the page is bounded.
     pub(crate) fn entries_needed_with(&self, q: &ListQuery, undone: usize) -> usize {
         let limit = q.limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
         limit
@@ -241,10 +247,17 @@ enum Item<'a> {
     Restored(&'a Value),
 }
 
-/// Reads one page from `stored` (the image's entries of the scan after `after`, in key order) with
-/// `undo` laid over it.
+/// What a page read of the image: its entries of the scan after `after`, in key order, and how many
+/// entries follow them there, counted but not taken.
+pub(crate) struct Stored<'a> {
+    pub(crate) entries: &'a [Entry],
+    /// Only without undone writes, and only when `entries` holds more than a page.
+    pub(crate) counted_after: usize,
+}
+
+/// Reads one page from `stored` with `undo` laid over it.
 pub(crate) fn read_page(
-    stored: &[Entry],
+    stored: Stored<'_>,
     scan: &Scan,
     q: &ListQuery,
     undo: &Undo,
@@ -257,7 +270,8 @@ pub(crate) fn read_page(
         None => Bound::Included(scan.start.as_slice()),
     };
     let bounds = (lower, Bound::Excluded(scan.end.as_slice()));
-    let mut stored = stored.iter();
+    let counted_after = stored.counted_after;
+    let mut stored = stored.entries.iter();
     let mut restored = undo.range::<[u8], _>(bounds).peekable();
     let mut next_stored = stored.next();
     let mut page = PageBuilder::new(scan, q, raw);
@@ -283,6 +297,7 @@ pub(crate) fn read_page(
             }
         }
     }
+    page.count_untaken(counted_after);
     Ok(page.finish(page_rv))
 }
 
@@ -377,6 +392,14 @@ impl<'q> PageBuilder<'q> {
             self.last_key = Some(key.clone());
         }
         Ok(())
+    }
+
+    /// Counts `n` entries after the page that the image counted instead of handing over.
+    fn count_untaken(&mut self, n: usize) {
+        if n > 0 {
+            self.more = true;
+            self.remaining = self.remaining.saturating_add(n as u64);
+        }
     }
 
     fn finish(self, page_rv: u64) -> ListPage {

@@ -338,12 +338,19 @@ impl Store {
             Some(t) => Bound::Excluded(t.last_key.as_slice()),
             None => Bound::Included(scan.start.as_slice()),
         };
-        // A page first takes only the entries it can use; when undoing later writes needs more than
-        // that (many of them fell inside the page), it reads again without a bound.
-        for max in [scan.entries_needed(q), None] {
-            let (snapshot_rv, (stored, truncated)) = {
+        // A page first takes only the entries it uses and counts the ones after it without taking
+        // them. Undone writes can hide or restore entries after the page, which a bare count cannot
+        // tell, so with any it takes those too (as many more as were undone); failing that (many
+        // writes fell inside the page), everything after its start.
+        let mut read = scan.page_entries(q).map(|take| (take, list::COUNTED_AFTER_PAGE));
+        loop {
+            let (max, count_beyond) = match read {
+                Some((take, count)) => (Some(take), count),
+                None => (None, 0),
+            };
+            let (snapshot_rv, (stored, beyond)) = {
                 let image = self.image();
-                (image.rv(), image.range(lower, &scan.end, max))
+                (image.rv(), image.range(lower, &scan.end, max, count_beyond))
             };
             let (undo, after, page_rv) = match &token {
                 None => (BTreeMap::new(), None, snapshot_rv),
@@ -360,12 +367,22 @@ impl Store {
                     (undo, Some(t.last_key.as_slice()), t.rv)
                 }
             };
-            if truncated && max.is_some_and(|m| m < scan.entries_needed_with(q, undo.len())) {
-                continue;
+            if beyond > 0 && !undo.is_empty() {
+                let needed = scan.entries_needed_with(q, undo.len());
+                if max.is_some_and(|take| take < needed) {
+                    read = match read {
+                        Some((_, count)) if count > 1 => Some((needed, 1)),
+                        _ => None,
+                    };
+                    continue;
+                }
             }
-            return list::read_page(&stored, &scan, q, &undo, after, page_rv, raw);
+            let stored = list::Stored {
+                entries: &stored,
+                counted_after: if undo.is_empty() { beyond } else { 0 },
+            };
+            return list::read_page(stored, &scan, q, &undo, after, page_rv, raw);
         }
-        Err(StoreError::Storage("a list page could not be read".into()))
     }
 
     /// The stored objects of `group/resource` (in `cluster`, or every cluster) whose stored JSON
@@ -384,7 +401,7 @@ impl Store {
             Some(c) => prefix_range(&[group, resource, c])?,
             None => prefix_range(&[group, resource])?,
         };
-        let (stored, _) = self.image().range(Bound::Included(start.as_slice()), &end, None);
+        let (stored, _) = self.image().range(Bound::Included(start.as_slice()), &end, None, 0);
         let mut found = Vec::new();
         for (_, value) in &stored {
             let json = value.get(8..).unwrap_or_default();

@@ -13,6 +13,10 @@ use bytes::Bytes;
 /// Size a chunk is filled to before it is handed on (several HTTP/2 frames, a few TLS records).
 pub const CHUNK: usize = 64 * 1024;
 
+/// Items up to this size are room a chunk keeps free for the next item; a bigger one grows its
+/// chunk instead, so that one big object does not leave every later chunk holding one item.
+const ROOM_KEPT_FOR: usize = CHUNK / 8;
+
 /// A body of `head`, then every item as `write_item` appends it (with its index), then `tail`.
 pub fn streamed<T, W>(head: Vec<u8>, items: Vec<T>, tail: &'static [u8], write_item: W) -> Body
 where
@@ -21,8 +25,9 @@ where
 {
     let chunks = Chunks {
         head: Some(head),
-        items: items.into_iter().enumerate(),
+        items: items.into_iter().enumerate().peekable(),
         tail: Some(tail),
+        largest: 0,
         write_item,
     };
     Body::from_stream(futures::stream::iter(chunks.map(Ok::<_, Infallible>)))
@@ -31,28 +36,39 @@ where
 /// The chunks of one body, produced on demand.
 struct Chunks<T, W> {
     head: Option<Vec<u8>>,
-    items: std::iter::Enumerate<std::vec::IntoIter<T>>,
+    items: std::iter::Peekable<std::iter::Enumerate<std::vec::IntoIter<T>>>,
     /// `None` once written: the body has ended.
     tail: Option<&'static [u8]>,
+    /// The most one item of at most [`ROOM_KEPT_FOR`] has written so far: a chunk ends when the
+    /// next item might not fit.
+    largest: usize,
     write_item: W,
 }
 
 impl<T, W: FnMut(&mut Vec<u8>, usize, &T)> Iterator for Chunks<T, W> {
     type Item = Bytes;
 
+    /// Fills one allocation without growing it: growing copied the whole chunk into a buffer twice
+    /// its size, for the few bytes of the item that crossed [`CHUNK`]. Only an item bigger than
+    /// every earlier one, or than [`ROOM_KEPT_FOR`], can still grow it.
     fn next(&mut self) -> Option<Bytes> {
         let tail = self.tail?;
         let mut chunk = self.head.take().unwrap_or_default();
-        chunk.reserve(CHUNK);
-        while chunk.len() < CHUNK {
-            match self.items.next() {
-                Some((i, item)) => (self.write_item)(&mut chunk, i, &item),
-                None => {
-                    chunk.extend_from_slice(tail);
-                    self.tail = None;
-                    break;
+        chunk.reserve_exact(CHUNK + tail.len());
+        let room = chunk.capacity() - tail.len();
+        while self.items.peek().is_some() && (chunk.is_empty() || chunk.len() + self.largest <= room) {
+            if let Some((i, item)) = self.items.next() {
+                let before = chunk.len();
+                (self.write_item)(&mut chunk, i, &item);
+                let written = chunk.len() - before;
+                if written <= ROOM_KEPT_FOR {
+                    self.largest = self.largest.max(written);
                 }
             }
+        }
+        if self.items.peek().is_none() {
+            chunk.extend_from_slice(tail);
+            self.tail = None;
         }
         Some(Bytes::from(chunk))
     }
@@ -63,25 +79,41 @@ impl<T, W: FnMut(&mut Vec<u8>, usize, &T)> Iterator for Chunks<T, W> {
 mod tests {
     use super::*;
 
-    async fn collect(body: Body) -> (Vec<u8>, usize) {
+    /// The body's bytes and the length of each chunk.
+    async fn collect(body: Body) -> (Vec<u8>, Vec<usize>) {
         use futures::StreamExt;
         let mut stream = body.into_data_stream();
-        let (mut all, mut chunks) = (Vec::new(), 0);
+        let (mut all, mut chunks) = (Vec::new(), Vec::new());
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.unwrap();
-            assert!(chunk.len() < 2 * CHUNK, "a chunk of {} bytes", chunk.len());
             all.extend_from_slice(&chunk);
-            chunks += 1;
+            chunks.push(chunk.len());
         }
         (all, chunks)
     }
 
     #[tokio::test]
-    async fn streams_head_items_and_tail_in_bounded_chunks() {
-        // (items, item size, expected chunks)
-        let cases = [(0, 10, 1), (3, 10, 1), (100, 1000, 2), (1000, 1000, 16)];
-        for (count, size, want_chunks) in cases {
-            let items: Vec<Vec<u8>> = (0..count).map(|i| vec![b'a' + (i % 26) as u8; size]).collect();
+    async fn streams_head_items_and_tail_in_chunks_that_never_outgrow_their_allocation() {
+        // (item sizes, expected chunks, whether every chunk stays within CHUNK and the tail): a
+        // chunk ends where an item as big as the biggest so far might not fit, so only an item
+        // bigger than every one before it (or than ROOM_KEPT_FOR) makes its chunk outgrow it.
+        let big = 3 * CHUNK / 2;
+        let cases: [(Vec<usize>, usize, bool); 7] = [
+            (vec![], 1, true),
+            (vec![10; 3], 1, true),
+            (vec![1000; 100], 2, true),
+            (vec![1000; 1000], 16, true),
+            ((0..300).map(|i| 300 - i).collect(), 1, true),
+            (vec![10, big, 10, 10, big, 10], 3, false),
+            // A big item early leaves later chunks as full as ever.
+            ([big].into_iter().chain([1000; 200]).collect(), 5, false),
+        ];
+        for (sizes, want_chunks, bounded) in cases {
+            let items: Vec<Vec<u8>> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, size)| vec![b'a' + (i % 26) as u8; *size])
+                .collect();
             let mut want = b"[".to_vec();
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
@@ -89,15 +121,20 @@ mod tests {
                 }
                 want.extend_from_slice(item);
             }
-            want.extend_from_slice(b"]");
-            let body = streamed(b"[".to_vec(), items, b"]", |out, i, item: &Vec<u8>| {
+            want.extend_from_slice(b"]}");
+            let body = streamed(b"[".to_vec(), items, b"]}", |out, i, item: &Vec<u8>| {
                 if i > 0 {
                     out.push(b',');
                 }
                 out.extend_from_slice(item);
             });
             let (got, chunks) = collect(body).await;
-            assert_eq!((got == want, chunks), (true, want_chunks), "{count} items of {size}");
+            let case = format!("{} items, {} bytes", sizes.len(), want.len());
+            assert!(got == want, "{case}: the bytes differ");
+            assert_eq!(chunks.len(), want_chunks, "{case}: chunks {chunks:?}");
+            if bounded {
+                assert!(chunks.iter().all(|len| *len <= CHUNK + 2), "{case}: chunks {chunks:?}");
+            }
         }
     }
 }
