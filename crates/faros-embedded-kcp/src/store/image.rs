@@ -62,8 +62,10 @@ impl Image {
         count_beyond: usize,
     ) -> (Vec<Entry>, usize) {
         let mut found = self.objects.range::<[u8], _>((lower, Bound::Excluded(end)));
+        // A range does not know its length: a page's is sized up front instead of grown by doubling.
+        let mut taken = Vec::with_capacity(max.map_or(0, |m| m.min(self.objects.len())));
         let max = max.unwrap_or(usize::MAX);
-        let taken: Vec<Entry> = found.by_ref().take(max).map(|(k, v)| (k.clone(), v.clone())).collect();
+        taken.extend(found.by_ref().take(max).map(|(k, v)| (k.clone(), v.clone())));
         (taken, found.take(count_beyond).count())
     }
 

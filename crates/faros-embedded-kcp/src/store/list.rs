@@ -271,10 +271,11 @@ pub(crate) fn read_page(
     };
     let bounds = (lower, Bound::Excluded(scan.end.as_slice()));
     let counted_after = stored.counted_after;
+    let mut page = PageBuilder::new(scan, q, raw);
+    page.reserve(stored.entries.len());
     let mut stored = stored.entries.iter();
     let mut restored = undo.range::<[u8], _>(bounds).peekable();
     let mut next_stored = stored.next();
-    let mut page = PageBuilder::new(scan, q, raw);
     while !page.finished() {
         // Merge the two ordered sources; an undo entry replaces the image's entry for its key.
         let order = match (next_stored, restored.peek()) {
@@ -392,6 +393,19 @@ impl<'q> PageBuilder<'q> {
             self.last_key = Some(key.clone());
         }
         Ok(())
+    }
+
+    /// Makes room for the items `stored` entries give, up to a page, when each of them is one (no
+    /// filter, no other namespace's keys among them): sized once instead of grown by doubling.
+    fn reserve(&mut self, stored: usize) {
+        if self.q.filter.is_some() || self.scan.namespace_filter.is_some() {
+            return;
+        }
+        let room = self.limit.min(stored);
+        match self.raw {
+            true => self.raw_items.reserve_exact(room),
+            false => self.items.reserve_exact(room),
+        }
     }
 
     /// Counts `n` entries after the page that the image counted instead of handing over.
