@@ -133,6 +133,12 @@ fn validate_name(def: &ResourceDef, name: &str) -> Result<(), Status> {
     }
 }
 
+/// Whether the server names `obj` on create: it has a `generateName` and no name.
+pub fn wants_generated_name(obj: &Value) -> bool {
+    let meta = |field| obj.pointer(field).and_then(Value::as_str).unwrap_or_default();
+    meta("/metadata/name").is_empty() && !meta("/metadata/generateName").is_empty()
+}
+
 fn generated_suffix() -> String {
     let mut rng = rand::rng();
     (0..5)

@@ -12,10 +12,48 @@ use crate::patch;
 use crate::registry::ResourceDef;
 use crate::store::WriteOp;
 
+/// How many times a create whose name the server generates is tried, each with a new name, while
+/// the generated name is taken: kube-apiserver's `maxNameGenerationCreateAttempts` (RetryGenerateName,
+/// on in every kube that kcp builds on), enough for a million names per prefix with about a 0.1 %
+/// chance of any of them colliding.
+pub const GENERATED_NAME_ATTEMPTS: usize = 8;
+
 /// Creates `obj` (already decoded). `managed`: the field manager to record; None when the caller
 /// (server-side apply) computed managedFields itself. Returns the stored object (the admitted one
 /// on a dry run) and warnings.
+///
+/// An object with `generateName` and no name is created as kube-apiserver does: when the name
+/// generated for it is taken, the whole create runs again from the object as sent, with a new name,
+/// up to [`GENERATED_NAME_ATTEMPTS`] times in all.
 pub async fn create(
+    w: &Writer<'_>,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    obj: Value,
+    managed: Option<&str>,
+) -> Result<(Value, Vec<String>), Status> {
+    if !objects::wants_generated_name(&obj) {
+        return create_once(w, def, ns, obj, managed).await;
+    }
+    while_name_taken(|| create_once(w, def, ns, obj.clone(), managed)).await
+}
+
+/// Runs `attempt` again while it fails with AlreadyExists, [`GENERATED_NAME_ATTEMPTS`] times at most.
+async fn while_name_taken<T, F, Fut>(mut attempt: F) -> Result<T, Status>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Status>>,
+{
+    let mut attempts = 1;
+    loop {
+        match attempt().await {
+            Err(e) if e.reason == "AlreadyExists" && attempts < GENERATED_NAME_ATTEMPTS => attempts += 1,
+            done => return done,
+        }
+    }
+}
+
+async fn create_once(
     w: &Writer<'_>,
     def: &ResourceDef,
     ns: Option<&str>,
@@ -70,4 +108,64 @@ pub async fn create(
     let key = w.key(def, ns, &name);
     let stored = w.commit(def, &name, WriteOp::Create { key, object: obj }).await?;
     Ok((stored, warnings))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_nameless_object_with_a_generate_name_is_named_by_the_server() {
+        let cases = [
+            (serde_json::json!({"metadata": {"generateName": "g-"}}), true),
+            (
+                serde_json::json!({"metadata": {"generateName": "g-", "name": ""}}),
+                true,
+            ),
+            (
+                serde_json::json!({"metadata": {"generateName": "g-", "name": "n"}}),
+                false,
+            ),
+            (serde_json::json!({"metadata": {"generateName": ""}}), false),
+            (serde_json::json!({"metadata": {"name": "n"}}), false),
+            (serde_json::json!({}), false),
+        ];
+        for (obj, want) in cases {
+            assert_eq!(objects::wants_generated_name(&obj), want, "{obj}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_taken_generated_name_is_tried_again_eight_times_in_all() {
+        let taken = || Status::already_exists("", "configmaps", "g-abcde");
+        // (failures before the outcome, the outcome, expected attempts, expected reason or success)
+        type Case = (usize, Result<(), Status>, usize, Option<&'static str>);
+        let cases: [Case; 5] = [
+            (0, Ok(()), 1, None),
+            (3, Ok(()), 4, None),
+            (7, Ok(()), 8, None),
+            (8, Ok(()), 8, Some("AlreadyExists")),
+            // Only a taken name is tried again.
+            (0, Err(Status::bad_request("bad")), 1, Some("BadRequest")),
+        ];
+        for (failures, outcome, want_attempts, want_reason) in cases {
+            let mut attempts = 0;
+            let got = while_name_taken(|| {
+                attempts += 1;
+                let result = match attempts <= failures {
+                    true => Err(taken()),
+                    false => outcome.clone(),
+                };
+                async move { result }
+            })
+            .await;
+            let reason = got.err().map(|e| e.reason);
+            assert_eq!(
+                (attempts, reason.as_deref()),
+                (want_attempts, want_reason),
+                "{failures} taken before {outcome:?}"
+            );
+        }
+    }
 }
