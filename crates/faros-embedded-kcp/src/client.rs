@@ -82,7 +82,7 @@ impl<'a> Client<'a> {
         let ns = meta::namespace(&obj).map(String::from);
         let (stored, _) =
             crate::write::create::create(&self.writer(cluster), &def, ns.as_deref(), obj, Some(SYSTEM_MANAGER)).await?;
-        Ok(stored)
+        Ok(std::sync::Arc::unwrap_or_clone(stored))
     }
 
     /// Replaces the stored `old` (which carries its resourceVersion) with `new`, like a controller

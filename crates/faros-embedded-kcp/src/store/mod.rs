@@ -292,6 +292,19 @@ impl Store {
             .transpose()
     }
 
+    /// The stored object read into `T`, which takes only the fields it names: a check of one field
+    /// (is the namespace being deleted?) builds no tree of the whole object.
+    pub fn get_as<T: serde::de::DeserializeOwned>(&self, key: &ObjectKey) -> Result<Option<T>, StoreError> {
+        let encoded = key.encode()?;
+        let found = self.image().get(&encoded);
+        found
+            .map(|value| {
+                let json = value.get(8..).unwrap_or_default();
+                serde_json::from_slice(json).map_err(|e| StoreError::Corrupt(e.to_string()))
+            })
+            .transpose()
+    }
+
     /// The resourceVersion of the stored object, without parsing it: lets a caller that keeps
     /// something derived from an object (a schema's resource definitions) tell whether it is stale.
     pub fn resource_version(&self, key: &ObjectKey) -> Result<Option<u64>, StoreError> {

@@ -92,10 +92,25 @@ pub fn check_namespace(w: &Writer<'_>, def: &ResourceDef, ns: &str, name: &str) 
         namespace: String::new(),
         name: ns.into(),
     };
-    let found = w.state.store.get(&key).map_err(|e| store_status(e, def, name))?;
+    /// What the check reads of the namespace (every create in it reads it).
+    #[derive(serde::Deserialize)]
+    struct Namespace {
+        #[serde(default)]
+        metadata: Deleting,
+    }
+    #[derive(Default, serde::Deserialize)]
+    struct Deleting {
+        #[serde(default, rename = "deletionTimestamp")]
+        deletion_timestamp: Option<serde::de::IgnoredAny>,
+    }
+    let found = w
+        .state
+        .store
+        .get_as::<Namespace>(&key)
+        .map_err(|e| store_status(e, def, name))?;
     match found {
         None => Err(Status::not_found("", "namespaces", ns)),
-        Some(n) if meta::is_deleting(&n) => Err(Status::forbidden(format!(
+        Some(n) if n.metadata.deletion_timestamp.is_some() => Err(Status::forbidden(format!(
             "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
             faros_core::status::qualified(&def.group, &def.resource)
         ))),

@@ -1,5 +1,7 @@
 //! Create: metadata rules, admission, namespace check, managedFields, kcp admission, commit.
 
+use std::sync::Arc;
+
 use faros_core::status::Status;
 use serde_json::Value;
 
@@ -31,7 +33,7 @@ pub async fn create(
     ns: Option<&str>,
     obj: Value,
     managed: Option<&str>,
-) -> Result<(Value, Vec<String>), Status> {
+) -> Result<(Arc<Value>, Vec<String>), Status> {
     if !objects::wants_generated_name(&obj) {
         return create_once(w, def, ns, obj, managed).await;
     }
@@ -59,7 +61,7 @@ async fn create_once(
     ns: Option<&str>,
     mut obj: Value,
     managed: Option<&str>,
-) -> Result<(Value, Vec<String>), Status> {
+) -> Result<(Arc<Value>, Vec<String>), Status> {
     let now = objects::now_rfc3339();
     // Server-side apply computed managedFields already; metadata rules would otherwise drop them.
     let applied_fields = if managed.is_none() {
@@ -102,7 +104,7 @@ async fn create_once(
     // kcp's storage adds the cluster annotation on the way in and out of etcd; a dry run never
     // gets there.
     if w.dry_run.clone()? {
-        return Ok((obj, warnings));
+        return Ok((Arc::new(obj), warnings));
     }
     stamp_cluster(&mut obj, w.cluster);
     let key = w.key(def, ns, &name);

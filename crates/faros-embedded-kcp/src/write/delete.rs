@@ -98,7 +98,7 @@ pub async fn delete(
                     },
                 )
                 .await?;
-            Ok(Deleted::Pending(stored))
+            Ok(Deleted::Pending(std::sync::Arc::unwrap_or_clone(stored)))
         }
         DeleteOutcome::Remove => {
             if !dry_run {

@@ -19,6 +19,8 @@ pub(crate) mod create;
 pub(crate) mod delete;
 pub(crate) mod update;
 
+use std::sync::Arc;
+
 use faros_core::status::Status;
 use serde_json::Value;
 
@@ -67,15 +69,16 @@ impl Writer<'_> {
             .ok_or_else(|| Status::not_found(&def.group, &def.resource, name))
     }
 
-    /// Commits one write and runs the commit hook; returns the stored object.
-    async fn commit(&self, def: &ResourceDef, name: &str, op: WriteOp) -> Result<Value, Status> {
+    /// Commits one write and runs the commit hook; returns the stored object, shared with the
+    /// event (copying it for the answer was a deep copy of every object written).
+    async fn commit(&self, def: &ResourceDef, name: &str, op: WriteOp) -> Result<Arc<Value>, Status> {
         let events = self
             .state
             .store
             .write(vec![op])
             .await
             .map_err(|e| store_status(e, def, name))?;
-        let object = events.first().map(|e| (*e.object).clone()).unwrap_or(Value::Null);
+        let object = events.first().map(|e| e.object.clone()).unwrap_or_default();
         self.state.committed(&events);
         Ok(object)
     }

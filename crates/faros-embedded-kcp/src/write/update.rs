@@ -112,16 +112,18 @@ pub async fn update(
         }
         last
     } else {
-        w.commit(
-            def,
-            &name,
-            WriteOp::Update {
-                key,
-                object: new,
-                expected_rv,
-            },
-        )
-        .await?
+        let stored = w
+            .commit(
+                def,
+                &name,
+                WriteOp::Update {
+                    key,
+                    object: new,
+                    expected_rv,
+                },
+            )
+            .await?;
+        std::sync::Arc::unwrap_or_clone(stored)
     };
     Ok(Updated {
         object,
