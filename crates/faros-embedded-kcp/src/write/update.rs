@@ -1,6 +1,8 @@
 //! Update: `new` replaces `old` (whole object, `/status` or `/finalize`), or removes it when its
 //! deletion completes; a no-op update writes nothing.
 
+use std::sync::Arc;
+
 use faros_core::status::Status;
 use serde_json::Value;
 
@@ -24,8 +26,9 @@ pub fn part(sub: Option<&str>) -> WritePart {
 
 /// What an update did.
 pub struct Updated {
-    /// The stored object (the admitted one on a dry run; the last state when removed).
-    pub object: Value,
+    /// The stored object (the admitted one on a dry run; the last state when removed), shared with
+    /// its event.
+    pub object: Arc<Value>,
     pub warnings: Vec<String>,
     /// The update completed a pending deletion: the object is gone.
     pub removed: bool,
@@ -90,14 +93,14 @@ pub async fn update(
             return Err(Status::conflict(&def.group, &def.resource, &name));
         }
         return Ok(Updated {
-            object: old.clone(),
+            object: Arc::new(old.clone()),
             warnings,
             removed: false,
         });
     }
     if w.dry_run.clone()? {
         return Ok(Updated {
-            object: new,
+            object: Arc::new(new),
             warnings,
             removed: remove,
         });
@@ -110,20 +113,18 @@ pub async fn update(
         if let Some(rv) = meta::resource_version(&deleted) {
             meta::meta_mut(&mut last).insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
-        last
+        Arc::new(last)
     } else {
-        let stored = w
-            .commit(
-                def,
-                &name,
-                WriteOp::Update {
-                    key,
-                    object: new,
-                    expected_rv,
-                },
-            )
-            .await?;
-        std::sync::Arc::unwrap_or_clone(stored)
+        w.commit(
+            def,
+            &name,
+            WriteOp::Update {
+                key,
+                object: new,
+                expected_rv,
+            },
+        )
+        .await?
     };
     Ok(Updated {
         object,
