@@ -82,7 +82,7 @@ impl<'a> Client<'a> {
         let ns = meta::namespace(&obj).map(String::from);
         let (stored, _) =
             crate::write::create::create(&self.writer(cluster), &def, ns.as_deref(), obj, Some(SYSTEM_MANAGER)).await?;
-        Ok(Arc::unwrap_or_clone(stored))
+        Ok(stored.into_value())
     }
 
     /// Replaces the stored `old` (which carries its resourceVersion) with `new`, like a controller
@@ -92,9 +92,7 @@ impl<'a> Client<'a> {
     pub async fn update(&self, group: &str, resource: &str, old: &Value, new: Value) -> Result<Value, Status> {
         let def = self.storage_def(meta::cluster(old), group, resource)?;
         if !def.status_subresource || old.get("status") == new.get("status") {
-            return Ok(Arc::unwrap_or_clone(
-                self.write_part(&def, old, new, None).await?.object,
-            ));
+            return Ok(self.write_part(&def, old, new, None).await?.object.into_value());
         }
         let without_status = |v: &Value| {
             let mut v = v.clone();
@@ -112,19 +110,19 @@ impl<'a> Client<'a> {
             let updated = self.write_part(&def, old, new.clone(), None).await?;
             if updated.removed {
                 // The deletion completed: no status left to write.
-                return Ok(Arc::unwrap_or_clone(updated.object));
+                return Ok(updated.object.into_value());
             }
-            Arc::unwrap_or_clone(updated.object)
+            updated.object.into_value()
         };
         let mut status_write = new;
         if let Some(rv) = meta::resource_version(&current).map(|rv| Value::String(rv.to_string())) {
             meta::meta_mut(&mut status_write).insert("resourceVersion".into(), rv);
         }
-        Ok(Arc::unwrap_or_clone(
-            self.write_part(&def, &current, status_write, Some("status"))
-                .await?
-                .object,
-        ))
+        Ok(self
+            .write_part(&def, &current, status_write, Some("status"))
+            .await?
+            .object
+            .into_value())
     }
 
     /// Replaces the status of `old` with that of `new` (`/status` when the kind has it).
@@ -150,7 +148,7 @@ impl<'a> Client<'a> {
             Some("status") if !def.status_subresource => None,
             s => s,
         };
-        Ok(Arc::unwrap_or_clone(self.write_part(&def, old, new, sub).await?.object))
+        Ok(self.write_part(&def, old, new, sub).await?.object.into_value())
     }
 
     async fn write_part(

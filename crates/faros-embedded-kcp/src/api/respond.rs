@@ -162,8 +162,8 @@ pub fn json_response(code: StatusCode, body: &Value) -> Response {
     json_bytes(code, serde_json::to_vec(body).unwrap_or_default())
 }
 
-pub fn json_bytes(code: StatusCode, body: Vec<u8>) -> Response {
-    let mut resp = Response::new(Body::from(body));
+pub fn json_bytes(code: StatusCode, body: impl Into<bytes::Bytes>) -> Response {
+    let mut resp = Response::new(Body::from(body.into()));
     *resp.status_mut() = code;
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));

@@ -247,9 +247,9 @@ enum Item<'a> {
     Restored(&'a Value),
 }
 
-/// What a page read of the image: its entries of the scan after `after`, in key order, and how many
-/// entries follow them there, counted but not taken.
-pub(crate) struct Stored<'a> {
+/// What a page took from the image: its entries of the scan after `after`, in key order, and how
+/// many entries follow them there, counted but not taken.
+pub(crate) struct Taken<'a> {
     pub(crate) entries: &'a [Entry],
     /// Only without undone writes, and only when `entries` holds more than a page.
     pub(crate) counted_after: usize,
@@ -257,7 +257,7 @@ pub(crate) struct Stored<'a> {
 
 /// Reads one page from `stored` with `undo` laid over it.
 pub(crate) fn read_page(
-    stored: Stored<'_>,
+    stored: Taken<'_>,
     scan: &Scan,
     q: &ListQuery,
     undo: &Undo,

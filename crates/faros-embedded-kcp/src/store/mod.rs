@@ -175,6 +175,24 @@ pub struct Event {
     pub prev: Option<Arc<Value>>,
 }
 
+/// One committed change as its writer hears of it: the event, and the stored value of its object
+/// (resourceVersion prefix, then the JSON text) when this commit wrote it, so that an answer can be
+/// those bytes instead of a serialization of the same object. A deletion, or a state a later write
+/// in the same commit replaced, has none.
+#[derive(Clone, Debug)]
+pub struct Committed {
+    pub event: Event,
+    pub stored: Option<Arc<[u8]>>,
+}
+
+impl Committed {
+    /// The object's JSON text as stored, if this commit stored it.
+    pub fn json(&self) -> Option<bytes::Bytes> {
+        let stored = self.stored.clone()?;
+        Some(bytes::Bytes::from_owner(stored).slice(8..))
+    }
+}
+
 /// State shared by the handles and the writer thread.
 pub(crate) struct Shared {
     pub(crate) db: Database,
@@ -317,6 +335,12 @@ impl Store {
     ///
     /// Each op gets its own RV. Events reach watchers after the commit, in RV order.
     pub async fn write(&self, ops: Vec<WriteOp>) -> Result<Vec<Event>, StoreError> {
+        let committed = self.write_committed(ops).await?;
+        Ok(committed.into_iter().map(|c| c.event).collect())
+    }
+
+    /// Like [`Store::write`], with the stored text of each event's object (see [`Committed`]).
+    pub async fn write_committed(&self, ops: Vec<WriteOp>) -> Result<Vec<Committed>, StoreError> {
         if ops.is_empty() {
             return Ok(Vec::new());
         }
@@ -390,7 +414,7 @@ impl Store {
                     continue;
                 }
             }
-            let stored = list::Stored {
+            let stored = list::Taken {
                 entries: &stored,
                 counted_after: if undo.is_empty() { beyond } else { 0 },
             };

@@ -775,7 +775,7 @@ async fn one_transaction_keeps_calls_independent() {
         results.push(
             a.await
                 .unwrap()
-                .map(|events| events.iter().map(summary).collect::<Vec<_>>()),
+                .map(|committed| committed.iter().map(|c| summary(&c.event)).collect::<Vec<_>>()),
         );
     }
     assert_eq!(
@@ -1180,5 +1180,51 @@ async fn objects_containing_a_needle_are_found_by_their_text() {
     ];
     for (cluster, needle, want) in cases {
         assert_eq!(found(cluster, needle), want, "{cluster:?} {needle}");
+    }
+}
+
+/// A writer hears of each state its commit stored with the stored text, which is exactly the
+/// serialization of the event's object (answers send it instead of serializing again); a state a
+/// later write of the same commit replaced, and a deletion, have none.
+#[tokio::test]
+async fn committed_states_carry_the_text_they_were_stored_as() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, 100);
+    let (a, b) = (key("c1", "", "a"), key("c1", "", "b"));
+    let ops = vec![
+        WriteOp::Create {
+            key: a.clone(),
+            object: obj("a", 1),
+        },
+        WriteOp::Create {
+            key: b.clone(),
+            object: obj("b", 1),
+        },
+        WriteOp::Update {
+            key: b.clone(),
+            object: obj("b", 2),
+            expected_rv: None,
+        },
+    ];
+    let first = store.write_committed(ops).await.unwrap();
+    let second = store
+        .write_committed(vec![WriteOp::Delete {
+            key: a.clone(),
+            expected_rv: None,
+        }])
+        .await
+        .unwrap();
+    // (name, has text): b's first state was replaced within the commit.
+    let want = [("a", true), ("b", false), ("b", true), ("a", false)];
+    let got: Vec<(&str, bool)> = first
+        .iter()
+        .chain(&second)
+        .map(|c| (c.event.key.name.as_str(), c.json().is_some()))
+        .collect();
+    assert_eq!(got, want);
+    for c in first.iter().chain(&second) {
+        if let Some(json) = c.json() {
+            assert_eq!(json, serde_json::to_vec(&*c.event.object).unwrap(), "{:?}", c.event.key);
+        }
     }
 }

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use super::history::StoredText;
 use super::image::Writes;
 use super::key::{decode_value, encode_value, set_resource_version, value_rv, with_resource_version};
-use super::{Event, EventType, META, OBJECTS, ObjectKey, RV_KEY, Shared, StoreError};
+use super::{Committed, Event, EventType, META, OBJECTS, ObjectKey, RV_KEY, Shared, StoreError};
 
 /// Upper bound of calls folded into one transaction, so one commit's latency stays bounded.
 const MAX_BATCH: usize = 1024;
@@ -37,7 +37,7 @@ pub enum WriteOp {
 /// A `write` call queued for the writer thread.
 pub(crate) struct Request {
     pub(crate) ops: Vec<WriteOp>,
-    pub(crate) reply: oneshot::Sender<Result<Vec<Event>, StoreError>>,
+    pub(crate) reply: oneshot::Sender<Result<Vec<Committed>, StoreError>>,
 }
 
 /// The current state of a key as seen by a call in progress.
@@ -285,7 +285,16 @@ pub(crate) fn process_batch(shared: &Shared, batch: Vec<Request>) -> Result<Vec<
                 .collect();
             let aged = shared.hub.publish(published);
             for (reply, result) in replies {
-                let _ = reply.send(result);
+                let committed = result.map(|events| {
+                    events
+                        .into_iter()
+                        .map(|event| Committed {
+                            stored: texts.get(&event.rv).cloned(),
+                            event,
+                        })
+                        .collect()
+                });
+                let _ = reply.send(committed);
             }
             Ok(aged)
         }
@@ -309,7 +318,7 @@ fn object_rv(object: &Value) -> Option<u64> {
 }
 
 type Reply = (
-    oneshot::Sender<Result<Vec<Event>, StoreError>>,
+    oneshot::Sender<Result<Vec<Committed>, StoreError>>,
     Result<Vec<Event>, StoreError>,
 );
 

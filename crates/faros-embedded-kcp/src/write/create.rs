@@ -1,12 +1,10 @@
 //! Create: metadata rules, admission, namespace check, managedFields, kcp admission, commit.
 
-use std::sync::Arc;
-
 use faros_core::status::Status;
 use serde_json::Value;
 
-use super::Writer;
 use super::checks::{check_namespace, kcp_admit, prune_and_validate, stamp_cluster};
+use super::{Stored, Writer};
 use crate::kcp::admission::Operation;
 use crate::objects;
 use crate::objects::meta;
@@ -33,7 +31,7 @@ pub async fn create(
     ns: Option<&str>,
     obj: Value,
     managed: Option<&str>,
-) -> Result<(Arc<Value>, Vec<String>), Status> {
+) -> Result<(Stored, Vec<String>), Status> {
     if !objects::wants_generated_name(&obj) {
         return create_once(w, def, ns, obj, managed).await;
     }
@@ -61,7 +59,7 @@ async fn create_once(
     ns: Option<&str>,
     mut obj: Value,
     managed: Option<&str>,
-) -> Result<(Arc<Value>, Vec<String>), Status> {
+) -> Result<(Stored, Vec<String>), Status> {
     let now = objects::now_rfc3339();
     // Server-side apply computed managedFields already; metadata rules would otherwise drop them.
     let applied_fields = if managed.is_none() {
@@ -104,7 +102,7 @@ async fn create_once(
     // kcp's storage adds the cluster annotation on the way in and out of etcd; a dry run never
     // gets there.
     if w.dry_run.clone()? {
-        return Ok((Arc::new(obj), warnings));
+        return Ok((Stored::new(obj), warnings));
     }
     stamp_cluster(&mut obj, w.cluster);
     let key = w.key(def, ns, &name);

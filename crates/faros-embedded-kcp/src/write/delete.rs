@@ -98,7 +98,7 @@ pub async fn delete(
                     },
                 )
                 .await?;
-            Ok(Deleted::Pending(std::sync::Arc::unwrap_or_clone(stored)))
+            Ok(Deleted::Pending(stored.into_value()))
         }
         DeleteOutcome::Remove => {
             if !dry_run {

@@ -21,13 +21,15 @@ pub(crate) mod update;
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use faros_core::status::Status;
 use serde_json::Value;
 
 use crate::auth::UserInfo;
 use crate::registry::ResourceDef;
 use crate::state::ServerState;
-use crate::store::{ObjectKey, StoreError, WriteOp};
+use crate::store::{Event, ObjectKey, StoreError, WriteOp};
 
 /// What to do with fields the schema does not know (`fieldValidation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,18 +71,64 @@ impl Writer<'_> {
             .ok_or_else(|| Status::not_found(&def.group, &def.resource, name))
     }
 
-    /// Commits one write and runs the commit hook; returns the stored object, shared with the
-    /// event (copying it for the answer was a deep copy of every object written).
-    async fn commit(&self, def: &ResourceDef, name: &str, op: WriteOp) -> Result<Arc<Value>, Status> {
-        let events = self
+    /// Commits one write and runs the commit hook; returns the stored object.
+    async fn commit(&self, def: &ResourceDef, name: &str, op: WriteOp) -> Result<Stored, Status> {
+        let committed = self
             .state
             .store
-            .write(vec![op])
+            .write_committed(vec![op])
             .await
             .map_err(|e| store_status(e, def, name))?;
-        let object = events.first().map(|e| e.object.clone()).unwrap_or_default();
+        let stored = match committed.first() {
+            Some(c) => Stored {
+                object: c.event.object.clone(),
+                json: c.json(),
+            },
+            None => Stored::new(Value::Null),
+        };
+        let events: Vec<Event> = committed.into_iter().map(|c| c.event).collect();
         self.state.committed(&events);
-        Ok(object)
+        Ok(stored)
+    }
+}
+
+/// An object as a write left it: parsed, shared with its event (an answer used to deep-copy every
+/// object written), and, when the write stored it, the JSON text it was stored as, which an answer
+/// sends as it is instead of serializing the same object again.
+#[derive(Clone, Debug)]
+pub struct Stored {
+    pub object: Arc<Value>,
+    json: Option<Bytes>,
+}
+
+impl Stored {
+    /// An object no commit wrote (a dry run's, a deletion's last state).
+    pub fn new(object: Value) -> Self {
+        Self {
+            object: Arc::new(object),
+            json: None,
+        }
+    }
+
+    /// The object's JSON text: as stored, or serialized.
+    pub fn json(&self) -> Bytes {
+        match &self.json {
+            Some(json) => json.clone(),
+            None => serde_json::to_vec(&*self.object).unwrap_or_default().into(),
+        }
+    }
+
+    /// The object, copied unless this was its last holder.
+    pub fn into_value(self) -> Value {
+        Arc::unwrap_or_clone(self.object)
+    }
+}
+
+impl std::ops::Deref for Stored {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        &self.object
     }
 }
 

@@ -1,13 +1,11 @@
 //! Update: `new` replaces `old` (whole object, `/status` or `/finalize`), or removes it when its
 //! deletion completes; a no-op update writes nothing.
 
-use std::sync::Arc;
-
 use faros_core::status::Status;
 use serde_json::Value;
 
-use super::Writer;
 use super::checks::{kcp_admit, prune_and_validate, stamp_cluster};
+use super::{Stored, Writer};
 use crate::kcp::admission::Operation;
 use crate::objects::meta;
 use crate::objects::{self, WritePart};
@@ -28,7 +26,7 @@ pub fn part(sub: Option<&str>) -> WritePart {
 pub struct Updated {
     /// The stored object (the admitted one on a dry run; the last state when removed), shared with
     /// its event.
-    pub object: Arc<Value>,
+    pub object: Stored,
     pub warnings: Vec<String>,
     /// The update completed a pending deletion: the object is gone.
     pub removed: bool,
@@ -93,14 +91,14 @@ pub async fn update(
             return Err(Status::conflict(&def.group, &def.resource, &name));
         }
         return Ok(Updated {
-            object: Arc::new(old.clone()),
+            object: Stored::new(old.clone()),
             warnings,
             removed: false,
         });
     }
     if w.dry_run.clone()? {
         return Ok(Updated {
-            object: Arc::new(new),
+            object: Stored::new(new),
             warnings,
             removed: remove,
         });
@@ -113,7 +111,7 @@ pub async fn update(
         if let Some(rv) = meta::resource_version(&deleted) {
             meta::meta_mut(&mut last).insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
-        Arc::new(last)
+        Stored::new(last)
     } else {
         w.commit(
             def,

@@ -23,8 +23,8 @@ pub use patch::patch;
 pub use update::update;
 
 use super::RequestContext;
-use super::respond::json_response;
-use crate::write::Writer;
+use super::respond::json_bytes;
+use crate::write::{Stored, Writer};
 
 /// How many times a patch is re-applied when the object changed underneath it.
 const PATCH_RETRIES: usize = 8;
@@ -92,8 +92,9 @@ pub(in crate::api) fn manager(ctx: &RequestContext) -> String {
     ua.split('/').next().unwrap_or("unknown").chars().take(128).collect()
 }
 
-fn respond(code: StatusCode, body: &Value, warnings: &[String]) -> Response {
-    let mut resp = json_response(code, body);
+/// The answer to a write: the object as stored (its stored text when the write stored it).
+fn respond(code: StatusCode, stored: &Stored, warnings: &[String]) -> Response {
+    let mut resp = json_bytes(code, stored.json());
     for w in warnings {
         if let Ok(v) = HeaderValue::from_str(&format!("299 - {:?}", w)) {
             resp.headers_mut().append(header::WARNING, v);
