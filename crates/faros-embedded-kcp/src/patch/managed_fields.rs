@@ -502,6 +502,22 @@ pub(crate) fn without_managed_fields(obj: &Value) -> Value {
     out
 }
 
+/// Runs `f` on `obj` without its `metadata.managedFields`, then puts them back where they were: the
+/// form objects are compared in, without copying the object being written.
+fn with_managed_fields_aside<T>(obj: &mut Value, f: impl FnOnce(&Value) -> T) -> T {
+    let aside = obj.get_mut("metadata").and_then(Value::as_object_mut).and_then(|meta| {
+        let at = meta.keys().position(|k| k == "managedFields")?;
+        Some((at, meta.shift_remove("managedFields")?))
+    });
+    let out = f(obj);
+    if let Some((at, fields)) = aside
+        && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.shift_insert(at, "managedFields".into(), fields);
+    }
+    out
+}
+
 /// Store `entries` into `obj.metadata.managedFields` (removed when nothing is owned).
 pub(crate) fn set_managed_fields(obj: &mut Value, entries: &[ManagedFieldsEntry]) {
     let Some(root) = obj.as_object_mut() else {
@@ -565,8 +581,7 @@ pub fn update_managed_fields(
     }
     let mut entries = entries_for_update(old, new, subresource.is_some());
     let old_obj = old.map_or_else(|| Value::Object(Map::new()), without_managed_fields);
-    let new_obj = without_managed_fields(new);
-    let c = compare(&old_obj, &new_obj, schema);
+    let c = with_managed_fields_aside(new, |new_obj| compare(&old_obj, new_obj, schema));
     let changed = strip_ignored(&c.added.union(&c.modified));
     for e in &mut entries {
         e.fields = e.fields.difference(&changed).difference(&c.removed);
@@ -634,6 +649,31 @@ mod tests {
 
     fn fields_of(obj: Value) -> Value {
         field_set(&obj, &schema()).unwrap().to_fields_v1()
+    }
+
+    #[test]
+    fn managed_fields_are_set_aside_and_put_back_in_place() {
+        let mf = json!([{"manager": "m", "operation": "Update"}]);
+        // (object, what the closure sees)
+        let cases = [
+            (
+                json!({"metadata": {"name": "a", "managedFields": mf, "uid": "u"}, "spec": {}}),
+                json!({"metadata": {"name": "a", "uid": "u"}, "spec": {}}),
+            ),
+            (json!({"metadata": {"name": "a"}}), json!({"metadata": {"name": "a"}})),
+            (json!({"metadata": "odd"}), json!({"metadata": "odd"})),
+            (json!({}), json!({})),
+        ];
+        for (obj, seen) in cases {
+            let mut out = obj.clone();
+            let got = with_managed_fields_aside(&mut out, Value::clone);
+            assert_eq!(got, seen);
+            // Back in its place: the same text, key order included.
+            assert_eq!(
+                serde_json::to_string(&out).unwrap(),
+                serde_json::to_string(&obj).unwrap()
+            );
+        }
     }
 
     #[test]
