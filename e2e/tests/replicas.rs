@@ -411,14 +411,16 @@ impl From<anyhow::Error> for Failed {
 /// request then (RFC 9112, 9.3.1.1), and every request of the load loops is one (reads, and a
 /// heartbeat, which only says "alive now").
 fn closed_before_response(e: &anyhow::Error) -> bool {
-    e.chain().any(incomplete_message)
+    incomplete_message(e.as_ref())
 }
 
-/// Whether `cause` is hyper's "connection closed before message completed".
-fn incomplete_message(cause: &(dyn std::error::Error + 'static)) -> bool {
-    cause
-        .downcast_ref::<hyper::Error>()
-        .is_some_and(hyper::Error::is_incomplete_message)
+/// Whether `e` or one of its causes is hyper's "connection closed before message completed".
+fn incomplete_message(e: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(e), |cause| cause.source()).any(|cause| {
+        cause
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_incomplete_message)
+    })
 }
 
 /// Whether an MCP request failed in flight and may be sent again: the way MCP's streamable HTTP
@@ -429,10 +431,7 @@ fn incomplete_message(cause: &(dyn std::error::Error + 'static)) -> bool {
 fn closed_in_flight(e: &rmcp::ServiceError) -> bool {
     let stream_closed = matches!(e, rmcp::ServiceError::McpError(d)
         if d.data.as_ref().is_some_and(|d| d.get("io.modelcontextprotocol/transportClosed").is_some()));
-    stream_closed
-        || http_cause(e).is_some_and(|http| {
-            std::iter::successors(Some(http as &dyn std::error::Error), |c| c.source()).any(incomplete_message)
-        })
+    stream_closed || http_cause(e).is_some_and(|http| incomplete_message(http))
 }
 
 /// The HTTP client's error inside an MCP request's failure. rmcp's transport error holds it without

@@ -133,10 +133,11 @@ fn validate_name(def: &ResourceDef, name: &str) -> Result<(), Status> {
     }
 }
 
-/// Whether the server names `obj` on create: it has a `generateName` and no name.
-pub fn wants_generated_name(obj: &Value) -> bool {
+/// The prefix the server names `obj` from on create: its `generateName`, when it has no name.
+pub fn generate_name(obj: &Value) -> Option<&str> {
     let meta = |field| obj.pointer(field).and_then(Value::as_str).unwrap_or_default();
-    meta("/metadata/name").is_empty() && !meta("/metadata/generateName").is_empty()
+    let prefix = meta("/metadata/generateName");
+    (meta("/metadata/name").is_empty() && !prefix.is_empty()).then_some(prefix)
 }
 
 fn generated_suffix() -> String {
@@ -194,6 +195,11 @@ pub fn prepare_create(
     now: &str,
 ) -> Result<(), Status> {
     check_type(def, obj)?;
+    // Kubernetes truncates the prefix so the generated name stays a valid length.
+    let generated = generate_name(obj).map(|prefix| {
+        let prefix: String = prefix.chars().take(58).collect();
+        format!("{prefix}{}", generated_suffix())
+    });
     let meta = meta::meta_mut(obj);
     if meta
         .get("resourceVersion")
@@ -206,15 +212,9 @@ pub fn prepare_create(
     }
     let mut name = meta.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
     if name.is_empty() {
-        match meta
-            .get("generateName")
-            .and_then(Value::as_str)
-            .filter(|g| !g.is_empty())
-        {
-            Some(prefix) => {
-                // Kubernetes truncates the prefix so the generated name stays a valid length.
-                let prefix: String = prefix.chars().take(58).collect();
-                name = format!("{prefix}{}", generated_suffix());
+        match generated {
+            Some(generated) => {
+                name = generated;
                 meta.insert("name".into(), Value::String(name.clone()));
             }
             None => {

@@ -145,20 +145,32 @@ pub(crate) fn encode_value(rv: u64, object: &Value) -> Result<Vec<u8>, StoreErro
     Ok(out)
 }
 
+/// Bytes of a stored value before its JSON: the resourceVersion, big-endian.
+pub(crate) const RV_PREFIX: usize = 8;
+
 /// The resourceVersion prefix of a stored value.
 pub(crate) fn value_rv(bytes: &[u8]) -> Result<u64, StoreError> {
-    let prefix: [u8; 8] = bytes
-        .get(..8)
+    let prefix: [u8; RV_PREFIX] = bytes
+        .get(..RV_PREFIX)
         .and_then(|p| p.try_into().ok())
         .ok_or_else(|| StoreError::Corrupt("stored value shorter than its resourceVersion prefix".into()))?;
     Ok(u64::from_be_bytes(prefix))
 }
 
+/// The JSON text of a stored value (empty when the value is shorter than its prefix).
+pub(crate) fn value_json(bytes: &[u8]) -> &[u8] {
+    bytes.get(RV_PREFIX..).unwrap_or_default()
+}
+
+/// Reads the JSON of a stored value into `T` (which takes only the fields it names).
+pub(crate) fn decode_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError> {
+    value_rv(bytes)?;
+    serde_json::from_slice(value_json(bytes)).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
 /// Parses a stored value into its resourceVersion and object.
 pub(crate) fn decode_value(bytes: &[u8]) -> Result<(u64, Value), StoreError> {
-    let rv = value_rv(bytes)?;
-    let object = serde_json::from_slice(&bytes[8..]).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    Ok((rv, object))
+    Ok((value_rv(bytes)?, decode_json(bytes)?))
 }
 
 /// Sets `metadata.resourceVersion` to `rv` (decimal string), creating `metadata` when absent.

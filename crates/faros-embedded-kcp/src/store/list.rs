@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::history::History;
 use super::image::Entry;
 
-use super::key::{decode_value, encode_value, namespace_of, prefix_range, value_rv};
+use super::key::{decode_value, encode_value, namespace_of, prefix_range, value_json, value_rv};
 use super::{ObjectKey, StoreError};
 
 const TOKEN_VERSION: u8 = 1;
@@ -82,7 +82,7 @@ pub struct RawItem {
 impl RawItem {
     /// JSON written by the store itself, so it is spliced into responses without being checked.
     pub fn json(&self) -> &[u8] {
-        self.value.get(8..).unwrap_or_default()
+        value_json(&self.value)
     }
 }
 

@@ -189,8 +189,19 @@ impl Committed {
     /// The object's JSON text as stored, if this commit stored it.
     pub fn json(&self) -> Option<bytes::Bytes> {
         let stored = self.stored.clone()?;
-        Some(bytes::Bytes::from_owner(stored).slice(8..))
+        Some(bytes::Bytes::from_owner(stored).slice(key::RV_PREFIX..))
     }
+}
+
+/// What a list page takes from the image, in the order it tries them.
+#[derive(Clone, Copy)]
+enum Take {
+    /// Its own entries and one more; those after them are only counted.
+    PageAndCount(usize),
+    /// This many entries: enough to merge undone writes and count what remains.
+    Entries(usize),
+    /// Every entry after its start.
+    All,
 }
 
 /// State shared by the handles and the writer thread.
@@ -303,11 +314,7 @@ impl Store {
 
     /// The stored object, with `metadata.resourceVersion` set.
     pub fn get(&self, key: &ObjectKey) -> Result<Option<Value>, StoreError> {
-        let encoded = key.encode()?;
-        let found = self.image().get(&encoded);
-        found
-            .map(|value| decode_value(&value).map(|(_, object)| object))
-            .transpose()
+        self.get_as(key)
     }
 
     /// The stored object read into `T`, which takes only the fields it names: a check of one field
@@ -315,12 +322,7 @@ impl Store {
     pub fn get_as<T: serde::de::DeserializeOwned>(&self, key: &ObjectKey) -> Result<Option<T>, StoreError> {
         let encoded = key.encode()?;
         let found = self.image().get(&encoded);
-        found
-            .map(|value| {
-                let json = value.get(8..).unwrap_or_default();
-                serde_json::from_slice(json).map_err(|e| StoreError::Corrupt(e.to_string()))
-            })
-            .transpose()
+        found.map(|value| key::decode_json(&value)).transpose()
     }
 
     /// The resourceVersion of the stored object, without parsing it: lets a caller that keeps
@@ -379,11 +381,15 @@ impl Store {
         // them. Undone writes can hide or restore entries after the page, which a bare count cannot
         // tell, so with any it takes those too (as many more as were undone); failing that (many
         // writes fell inside the page), everything after its start.
-        let mut read = scan.page_entries(q).map(|take| (take, list::COUNTED_AFTER_PAGE));
+        let mut take = match scan.page_entries(q) {
+            Some(page) => Take::PageAndCount(page),
+            None => Take::All,
+        };
         loop {
-            let (max, count_beyond) = match read {
-                Some((take, count)) => (Some(take), count),
-                None => (None, 0),
+            let (max, count_beyond) = match take {
+                Take::PageAndCount(page) => (Some(page), list::COUNTED_AFTER_PAGE),
+                Take::Entries(n) => (Some(n), 1),
+                Take::All => (None, 0),
             };
             let (snapshot_rv, (stored, beyond)) = {
                 let image = self.image();
@@ -406,10 +412,10 @@ impl Store {
             };
             if beyond > 0 && !undo.is_empty() {
                 let needed = scan.entries_needed_with(q, undo.len());
-                if max.is_some_and(|take| take < needed) {
-                    read = match read {
-                        Some((_, count)) if count > 1 => Some((needed, 1)),
-                        _ => None,
+                if max.is_some_and(|n| n < needed) {
+                    take = match take {
+                        Take::PageAndCount(_) => Take::Entries(needed),
+                        Take::Entries(_) | Take::All => Take::All,
                     };
                     continue;
                 }
@@ -441,7 +447,7 @@ impl Store {
         let (stored, _) = self.image().range(Bound::Included(start.as_slice()), &end, None, 0);
         let mut found = Vec::new();
         for (_, value) in &stored {
-            let json = value.get(8..).unwrap_or_default();
+            let json = key::value_json(value);
             // Stored JSON is serde's output, so UTF-8; std's substring search is vectorized.
             let text = std::str::from_utf8(json).map_err(|e| StoreError::Corrupt(e.to_string()))?;
             if text.contains(needle) {

@@ -32,7 +32,7 @@ pub async fn create(
     obj: Value,
     managed: Option<&str>,
 ) -> Result<(Stored, Vec<String>), Status> {
-    if !objects::wants_generated_name(&obj) {
+    if objects::generate_name(&obj).is_none() {
         return create_once(w, def, ns, obj, managed).await;
     }
     while_name_taken(|| create_once(w, def, ns, obj.clone(), managed)).await
@@ -132,7 +132,7 @@ mod tests {
             (serde_json::json!({}), false),
         ];
         for (obj, want) in cases {
-            assert_eq!(objects::wants_generated_name(&obj), want, "{obj}");
+            assert_eq!(objects::generate_name(&obj).is_some(), want, "{obj}");
         }
     }
 

@@ -56,14 +56,15 @@ impl<T, W: FnMut(&mut Vec<u8>, usize, &T)> Iterator for Chunks<T, W> {
         let mut chunk = self.head.take().unwrap_or_default();
         chunk.reserve_exact(CHUNK + tail.len());
         let room = chunk.capacity() - tail.len();
-        while self.items.peek().is_some() && (chunk.is_empty() || chunk.len() + self.largest <= room) {
-            if let Some((i, item)) = self.items.next() {
-                let before = chunk.len();
-                (self.write_item)(&mut chunk, i, &item);
-                let written = chunk.len() - before;
-                if written <= ROOM_KEPT_FOR {
-                    self.largest = self.largest.max(written);
-                }
+        while let Some((i, item)) = self
+            .items
+            .next_if(|_| chunk.is_empty() || chunk.len() + self.largest <= room)
+        {
+            let before = chunk.len();
+            (self.write_item)(&mut chunk, i, &item);
+            let written = chunk.len() - before;
+            if written <= ROOM_KEPT_FOR {
+                self.largest = self.largest.max(written);
             }
         }
         if self.items.peek().is_none() {
