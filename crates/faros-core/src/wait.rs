@@ -1,14 +1,115 @@
 //! The one wait-for-condition helper: watch an object until a predicate holds, or time out with an
 //! error that names the object and the last state seen (so "timed out" is never a mystery).
+//!
+//! And the wait that comes before a watch: [`until_listable`] and [`permitted_watcher`]. A component
+//! starts before whoever grants it its roles (the reconciler, `faros grant`) or makes the
+//! workspaces it watches; its first lists get 403 or 404 for a second or two. kube-runtime's
+//! watcher logs every 403 as a warning, so a watch is started only once one list (of one item)
+//! succeeds, and start-up ordering is not reported as a fault: see [`report`].
 
 use std::fmt::Debug;
-use std::time::Duration;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
-use futures::TryStreamExt;
-use kube::api::Api;
+use futures::{Stream, StreamExt, TryStreamExt};
+use kube::api::{Api, ListParams};
 use kube::runtime::watcher::{self, Event};
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
+
+/// How long after a process's first list probe a 403 or 404 is taken for start-up ordering (roles
+/// not granted yet, workspace not made yet) rather than a fault; also the shortest time between two
+/// warnings of one wait.
+pub const BOOTSTRAP_GRACE: Duration = Duration::from_secs(60);
+
+/// The first delay between list probes; it doubles up to [`PROBE_RETRY_MAX`]. Grants arrive within
+/// a second of start, so the first retries are quick.
+const PROBE_RETRY_FIRST: Duration = Duration::from_millis(50);
+const PROBE_RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// When this process first probed a list: the start of its [`BOOTSTRAP_GRACE`].
+static FIRST_PROBE: OnceLock<Instant> = OnceLock::new();
+
+/// How a failed list probe is logged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// Debug level: start-up ordering, or a repeat of a warning given less than a grace ago.
+    Quiet,
+    Warn,
+}
+
+/// How to log a failed list probe. `ordering`: the failure is a 403 or 404 (what start-up ordering
+/// looks like); `since_start`: since the process's first probe; `since_warned`: since this wait last
+/// warned, `None` if it has not.
+pub fn report(ordering: bool, since_start: Duration, since_warned: Option<Duration>) -> Report {
+    if ordering && since_start < BOOTSTRAP_GRACE {
+        return Report::Quiet;
+    }
+    match since_warned {
+        Some(d) if d < BOOTSTRAP_GRACE => Report::Quiet,
+        _ => Report::Warn,
+    }
+}
+
+/// Lists one object of `api` (with `config`'s selectors) until that succeeds; failures are logged
+/// as [`report`] decides. `give_up_after`: return the failure of the first probe made after this
+/// long instead of trying again (`Some(Duration::ZERO)`: one probe, nothing logged).
+pub async fn until_listable<K>(
+    api: &Api<K>,
+    config: &watcher::Config,
+    give_up_after: Option<Duration>,
+) -> Result<(), kube::Error>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let params = ListParams {
+        label_selector: config.label_selector.clone(),
+        field_selector: config.field_selector.clone(),
+        limit: Some(1),
+        ..ListParams::default()
+    };
+    let first_probe = *FIRST_PROBE.get_or_init(Instant::now);
+    let started = Instant::now();
+    let mut delay = PROBE_RETRY_FIRST;
+    let mut warned: Option<Instant> = None;
+    loop {
+        let error = match api.list(&params).await {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        if give_up_after.is_some_and(|g| started.elapsed() >= g) {
+            return Err(error);
+        }
+        let ordering = matches!(&error, kube::Error::Api(s) if s.code == 403 || s.code == 404);
+        let now = Instant::now();
+        match report(ordering, now - first_probe, warned.map(|w| now - w)) {
+            Report::Quiet => tracing::debug!(url = %api.resource_url(), %error, "cannot list yet; retrying"),
+            Report::Warn => {
+                warned = Some(now);
+                tracing::warn!(url = %api.resource_url(), %error, "cannot list; retrying");
+            }
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(PROBE_RETRY_MAX);
+    }
+}
+
+/// kube-runtime's watcher, started once `api` can be listed ([`until_listable`]): the watch of a
+/// long-running loop, which would otherwise log each 403 of start-up ordering as a warning.
+pub fn permitted_watcher<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> impl Stream<Item = watcher::Result<Event<K>>> + Send
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    futures::stream::once(async move {
+        // Never gives up, so never fails.
+        let _ = until_listable(&api, &config, None).await;
+        (api, config)
+    })
+    .flat_map(|(api, config)| watcher::watcher(api, config))
+}
 
 /// Errors from [`wait_for`].
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +149,15 @@ where
     let kind = api.resource_url().rsplit('/').next().unwrap_or("object").to_string();
     let mut last: Option<K> = None;
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    // One probe first: a list that fails (403 before the grants, 404 before the workspace) fails
+    // the wait at once, as the watch's own first list would, without the watcher's warning.
+    if let Err(e) = until_listable(&api, &config, Some(Duration::ZERO)).await {
+        return Err(WaitError::Watch {
+            kind,
+            name: name.into(),
+            source: watcher::Error::InitialListFailed(e),
+        });
+    }
     let mut stream = std::pin::pin!(watcher::watcher(api, config));
     let work = async {
         // Until the initial list completes we cannot tell "absent" from "not listed yet".
@@ -126,6 +236,31 @@ pub fn describe<K: serde::Serialize>(obj: Option<&K>) -> String {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
+
+    #[test]
+    fn start_up_ordering_is_quiet_for_a_grace_and_warnings_are_spaced() {
+        let s = Duration::from_secs;
+        // (403 or 404, since the first probe, since this wait warned, report)
+        let cases = [
+            (true, s(0), None, Report::Quiet),
+            (true, s(59), None, Report::Quiet),
+            (true, s(60), None, Report::Warn),
+            (true, s(90), Some(s(30)), Report::Quiet),
+            (true, s(130), Some(s(70)), Report::Warn),
+            // Anything else (connection refused, 500) is a fault from the start...
+            (false, s(0), None, Report::Warn),
+            // ...warned about once a grace.
+            (false, s(10), Some(s(10)), Report::Quiet),
+            (false, s(70), Some(s(60)), Report::Warn),
+        ];
+        for (ordering, since_start, since_warned, want) in cases {
+            assert_eq!(
+                report(ordering, since_start, since_warned),
+                want,
+                "{ordering} {since_start:?} {since_warned:?}"
+            );
+        }
+    }
 
     #[test]
     fn describe_summarises_status() {

@@ -364,6 +364,16 @@ impl DevProcess {
         tail(&self.log)
     }
 
+    /// The lines of its log so far at level WARN or ERROR (text format, colored or not).
+    pub fn log_warnings(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(" WARN") || l.contains("ERROR"))
+            .map(str::to_string)
+            .collect()
+    }
+
     /// SIGKILL: no chance to flush anything.
     pub fn kill(&mut self) {
         let _ = self.child.0.kill();

@@ -189,7 +189,8 @@ impl Catalog {
             }
         };
         let api: Api<CatalogEntry> = Api::all(client);
-        let mut stream = std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff());
+        let mut stream =
+            std::pin::pin!(faros_core::wait::permitted_watcher(api, watcher::Config::default()).default_backoff());
         let mut listing: Vec<Candidate> = Vec::new();
         loop {
             let event = tokio::select! {

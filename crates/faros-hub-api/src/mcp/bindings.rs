@@ -55,7 +55,10 @@ pub async fn watch(factory: ClientFactory, tenancy: Arc<Tenancy>, cancel: Cancel
         }
     };
     let api: Api<APIBinding> = Api::all(client);
-    let mut stream = std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff());
+    let config = watcher::Config::default();
+    // The hub's grants arrive after it starts: a 403 that outlasts start-up is kcp's answer (below).
+    let _ = faros_core::wait::until_listable(&api, &config, Some(faros_core::wait::BOOTSTRAP_GRACE)).await;
+    let mut stream = std::pin::pin!(watcher::watcher(api, config).default_backoff());
     let mut bound: HashMap<String, bool> = HashMap::new();
     let mut listing: HashMap<String, bool> = HashMap::new();
     loop {

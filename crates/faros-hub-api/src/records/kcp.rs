@@ -152,7 +152,8 @@ impl KcpBackend {
     /// Watches the records into the cache and deletes expired ones, until `cancel`.
     pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
         let config = watcher::Config::default().labels(RECORD_LABEL);
-        let mut stream = std::pin::pin!(watcher::watcher(self.secrets.clone(), config).default_backoff());
+        let mut stream =
+            std::pin::pin!(faros_core::wait::permitted_watcher(self.secrets.clone(), config).default_backoff());
         let mut gc = tokio::time::interval(GC_INTERVAL);
         gc.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut listing: HashMap<String, Raw> = HashMap::new();

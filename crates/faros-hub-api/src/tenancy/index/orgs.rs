@@ -62,7 +62,8 @@ pub async fn watch(factory: ClientFactory, index: &MembershipIndex, cancel: Canc
         }
     };
     let api: Api<Workspace> = Api::all(client);
-    let mut stream = std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff());
+    let mut stream =
+        std::pin::pin!(faros_core::wait::permitted_watcher(api, watcher::Config::default()).default_backoff());
     let mut listing: HashMap<String, Arc<Workspace>> = HashMap::new();
     loop {
         let event = tokio::select! {

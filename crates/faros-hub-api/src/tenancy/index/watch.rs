@@ -14,6 +14,7 @@ use faros_core::kcp::apis::v1alpha2::APIBinding;
 use faros_core::kcp::endpoints::UrlChanges;
 use faros_core::membership::covers;
 use faros_core::names;
+use faros_core::wait::permitted_watcher;
 use futures::StreamExt;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::runtime::WatchStreamExt;
@@ -136,8 +137,8 @@ async fn source(factory: ClientFactory, index: Arc<MembershipIndex>, url: String
     let crbs: Api<ClusterRoleBinding> = Api::all(client.clone());
     let bindings: Api<APIBinding> = Api::all(client);
     let mut crbs =
-        std::pin::pin!(watcher::watcher(crbs, watcher::Config::default().labels(&selector)).default_backoff());
-    let mut bindings = std::pin::pin!(watcher::watcher(bindings, watcher::Config::default()).default_backoff());
+        std::pin::pin!(permitted_watcher(crbs, watcher::Config::default().labels(&selector)).default_backoff());
+    let mut bindings = std::pin::pin!(permitted_watcher(bindings, watcher::Config::default()).default_backoff());
     let mut l = Listing::default();
     loop {
         tokio::select! {
