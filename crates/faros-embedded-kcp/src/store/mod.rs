@@ -342,9 +342,14 @@ impl Store {
     }
 
     /// Like [`Store::write`], with the stored text of each event's object (see [`Committed`]).
-    pub async fn write_committed(&self, ops: Vec<WriteOp>) -> Result<Vec<Committed>, StoreError> {
+    pub async fn write_committed(&self, mut ops: Vec<WriteOp>) -> Result<Vec<Committed>, StoreError> {
         if ops.is_empty() {
             return Ok(Vec::new());
+        }
+        for op in &mut ops {
+            if let WriteOp::Create { object, .. } | WriteOp::Update { object, .. } = op {
+                key::reserve_resource_version(object);
+            }
         }
         let (reply, answer) = oneshot::channel();
         let requests = self.inner.requests.as_ref().ok_or(StoreError::Closed)?;

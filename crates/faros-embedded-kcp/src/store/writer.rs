@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 use super::history::StoredText;
 use super::image::Writes;
-use super::key::{decode_value, encode_value, set_resource_version, value_rv, with_resource_version};
+use super::key::{decode_value, encode_value_into, set_resource_version, value_rv, with_resource_version};
 use super::{Committed, Event, EventType, META, OBJECTS, ObjectKey, RV_KEY, Shared, StoreError};
 
 /// Upper bound of calls folded into one transaction, so one commit's latency stays bounded.
@@ -257,7 +257,7 @@ pub(crate) fn process_batch(shared: &Shared, batch: Vec<Request>) -> Result<Vec<
         Ok((last_rv, writes)) => {
             // Stored values by their resourceVersion (each state has its own): the history keeps
             // these for the events that wrote them or replaced them instead of encoding copies.
-            let mut texts: HashMap<u64, Arc<[u8]>> = HashMap::new();
+            let mut texts: HashMap<u64, Arc<[u8]>> = HashMap::with_capacity(2 * writes.len());
             if last_rv != base_rv {
                 texts.extend(writes.iter().filter_map(|(_, v)| v.as_ref()).filter_map(stored_with_rv));
                 // Durable now: readers may see it (before any caller hears of it or any watcher does).
@@ -335,7 +335,9 @@ fn run_transaction(
     // only this thread changes either, and the image is applied right after each commit) it
     // answers every lookup, so planning neither walks the file's B-tree nor copies pages out of
     // its cache.
-    let mut written: HashMap<Vec<u8>, Option<Arc<[u8]>>> = HashMap::new();
+    let mut written: HashMap<Vec<u8>, Option<Arc<[u8]>>> = HashMap::with_capacity(batch.len());
+    // Each value is encoded here and copied out at its exact size.
+    let mut encoded = Vec::with_capacity(4096);
     let mut txn = shared.db.begin_write().map_err(aborted)?;
     txn.set_durability(Durability::Immediate).map_err(aborted)?;
     let mut rv = base_rv;
@@ -379,7 +381,7 @@ fn run_transaction(
             };
             replies.push((reply, Ok(Vec::new())));
             let before = writes.len();
-            if let Err(e) = apply(&mut objects, &plan, &mut writes) {
+            if let Err(e) = apply(&mut objects, &plan, &mut writes, &mut encoded) {
                 // The table may hold part of this call: only dropping the whole transaction undoes it.
                 replies.extend(pending.map(|r| (r.reply, Ok(Vec::new()))));
                 return Err(TxnError::Aborted(e));
@@ -411,11 +413,17 @@ fn run_transaction(
     Ok((rv, writes))
 }
 
-fn apply(objects: &mut redb::Table<'_, &[u8], &[u8]>, plan: &Plan, writes: &mut Writes) -> Result<(), StoreError> {
+fn apply(
+    objects: &mut redb::Table<'_, &[u8], &[u8]>,
+    plan: &Plan,
+    writes: &mut Writes,
+    encoded: &mut Vec<u8>,
+) -> Result<(), StoreError> {
     for (key, state) in &plan.writes {
         match state {
             Some(current) => {
-                let bytes: Arc<[u8]> = encode_value(current.rv, &current.object)?.into();
+                encode_value_into(encoded, current.rv, &current.object)?;
+                let bytes: Arc<[u8]> = Arc::from(&encoded[..]);
                 objects.insert(key.as_slice(), &bytes[..])?;
                 writes.push((key.clone(), Some(bytes)));
             }
