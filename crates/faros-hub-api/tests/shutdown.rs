@@ -83,3 +83,45 @@ async fn a_stopping_replica_drains_finishes_requests_and_ends_streams() {
     assert_eq!(resp.text().await.unwrap(), "done");
     tokio::time::timeout(WAIT, served).await.unwrap().unwrap();
 }
+
+/// Where kcp refuses the hub's watch of APIBindings in all workspaces, the watch waits out the
+/// start-up grace before taking that as kcp's answer; a stop during that wait ends it at once
+/// (it held every in-process stack's stop for the rest of its first minute).
+#[tokio::test]
+async fn the_apibinding_watch_ends_at_stop_while_kcp_refuses_it() {
+    use axum::http::StatusCode;
+    use faros_hub_api::tenancy::{Tenancy, TenancySettings};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio_util::sync::CancellationToken;
+
+    common::init_tracing_and_crypto();
+    let lists = Arc::new(AtomicUsize::new(0));
+    let refused = {
+        let lists = lists.clone();
+        move || async move {
+            lists.fetch_add(1, Ordering::SeqCst);
+            let status = serde_json::json!({
+                "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
+                "message": "apibindings.apis.kcp.io is forbidden: wildcard watches need system:masters",
+            });
+            (StatusCode::FORBIDDEN, axum::Json(status))
+        }
+    };
+    let kcp = common::serve(Router::new().fallback(refused)).await;
+    let config = kube::Config::new(format!("http://{kcp}").parse().unwrap());
+    let factory = faros_core::client::ClientFactory::new(config).unwrap();
+    let tenancy = Tenancy::new(factory.clone(), TenancySettings::default(), Default::default());
+    let cancel = CancellationToken::new();
+    let watch = tokio::spawn(faros_hub_api::mcp::bindings::watch(factory, tenancy, cancel.clone()));
+    eventually("the watch's list probes to be refused twice", WAIT, || {
+        let seen = lists.load(Ordering::SeqCst);
+        async move { (seen >= 2).then_some(()) }
+    })
+    .await;
+    cancel.cancel();
+    // Far below the grace (a minute): what is bounded here is a wait that must not happen at all.
+    tokio::time::timeout(Duration::from_secs(10), watch)
+        .await
+        .expect("the watch ends at stop instead of waiting out the start-up grace")
+        .unwrap();
+}

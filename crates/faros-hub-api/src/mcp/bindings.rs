@@ -57,7 +57,12 @@ pub async fn watch(factory: ClientFactory, tenancy: Arc<Tenancy>, cancel: Cancel
     let api: Api<APIBinding> = Api::all(client);
     let config = watcher::Config::default();
     // The hub's grants arrive after it starts: a 403 that outlasts start-up is kcp's answer (below).
-    let _ = faros_core::wait::until_listable(&api, &config, Some(faros_core::wait::BOOTSTRAP_GRACE)).await;
+    // Raced against `cancel`: where kcp refuses the watch, that wait is the whole grace, and a stop
+    // during it would otherwise wait it out (every in-process stack took a minute to stop).
+    tokio::select! {
+        _ = cancel.cancelled() => return,
+        _ = faros_core::wait::until_listable(&api, &config, Some(faros_core::wait::BOOTSTRAP_GRACE)) => {}
+    }
     let mut stream = std::pin::pin!(watcher::watcher(api, config).default_backoff());
     let mut bound: HashMap<String, bool> = HashMap::new();
     let mut listing: HashMap<String, bool> = HashMap::new();
