@@ -20,7 +20,7 @@ pub struct Kcp {
 
 #[derive(Subcommand)]
 enum KcpCommand {
-    /// Build kcp, kcp-front-proxy and cache-server from kcp's Go modules into target/kcp/<version>/
+    /// Build kcp, kcp-front-proxy and cache-server from kcp's Go modules into `target/kcp/<version>/`
     /// (only what is missing; needs Go).
     Build(build::Build),
     /// Run the request scripts of e2e/kcp-diff/ against real kcp and the embedded kcp and compare

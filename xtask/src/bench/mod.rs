@@ -38,7 +38,7 @@ pub struct Bench {
     /// report figures (CI); the timings mean nothing.
     #[arg(long)]
     smoke: bool,
-    /// The real kcp binary `kcp-vs-real` compares with (default: target/kcp/<pinned version>/kcp,
+    /// The real kcp binary `kcp-vs-real` compares with (default: `target/kcp/<pinned version>/kcp`,
     /// from `cargo xtask kcp build`).
     #[arg(long)]
     kcp_binary: Option<std::path::PathBuf>,

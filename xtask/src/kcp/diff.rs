@@ -44,14 +44,14 @@ pub struct Diff {
     /// Write docs/kcp-diff.md (all scripts only).
     #[arg(long)]
     report: bool,
-    /// The kcp binary (default: target/kcp/<pinned version>/kcp, from `cargo xtask kcp build`).
+    /// The kcp binary (default: `target/kcp/<pinned version>/kcp`, from `cargo xtask kcp build`).
     #[arg(long)]
     kcp_binary: Option<PathBuf>,
     /// The faros binary serving `faros kcp` (default: target/debug/faros, built first).
     #[arg(long)]
     faros_binary: Option<PathBuf>,
     /// Write both normalised answers of every step that is not `same` to
-    /// target/kcp-diff/<script>/answers/, to read a difference whole (the table shows the first).
+    /// `target/kcp-diff/<script>/answers/`, to read a difference whole (the table shows the first).
     #[arg(long)]
     dump: bool,
 }

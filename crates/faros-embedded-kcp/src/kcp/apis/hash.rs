@@ -39,7 +39,7 @@ pub fn base62_sha224(input: &[u8]) -> String {
 }
 
 /// Value of label `internal.apis.kcp.io/export` on APIBindings, and the hash part of the claim label
-/// key: base62(sha224("<export cluster name>:<export name>")).
+/// key: `base62(sha224("<export cluster name>:<export name>"))`.
 pub fn export_hash(export_cluster: &str, export_name: &str) -> String {
     base62_sha224(format!("{export_cluster}:{export_name}").as_bytes())
 }
