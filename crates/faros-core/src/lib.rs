@@ -2,7 +2,7 @@
 //!
 //! Types (faros' own `Provider` and `CatalogEntry`, kcp's API types written by hand), names and
 //! constants, kcp logical-cluster addressing, condition helpers, the kube client factory and the
-//! wait-for-condition helper, and the `Status` error body; with feature `axum`, `Status` as a
+//! wait-for-condition helper, the servers' TLS policy, and the `Status` error body; with feature `axum`, `Status` as a
 //! response, the request-body drain servers use for early HTTP/2 answers, and the write coalescing
 //! they put under their HTTP/2 connections.
 //!
@@ -32,6 +32,7 @@ mod proptests;
 pub mod provider;
 pub mod schema_gen;
 pub mod schema_revision;
+pub mod server_tls;
 pub mod status;
 pub mod telemetry;
 pub mod token_file;

@@ -153,11 +153,7 @@ impl TlsMaterial {
             path: key_path,
             detail: e.to_string(),
         })?;
-        let mut config = ServerConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()?
-            .with_no_client_auth()
-            .with_single_cert(chain, key)?;
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let config = faros_core::server_tls::server_config(|b| b.with_single_cert(chain, key))?;
 
         #[cfg(not(test))]
         let _ = (ca_der, cert_pem);
@@ -361,7 +357,10 @@ mod tests {
     }
 
     /// Serves one TLS connection that echoes 4 bytes, and returns the ALPN the client negotiated.
-    async fn handshake(server: &TlsMaterial, client: Arc<ClientConfig>, name: &str) -> Result<Option<Vec<u8>>, String> {
+    /// What a handshake settled: the ALPN protocol and the cipher suite.
+    type Negotiated = (Option<Vec<u8>>, Option<rustls::CipherSuite>);
+
+    async fn handshake(server: &TlsMaterial, client: Arc<ClientConfig>, name: &str) -> Result<Negotiated, String> {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let acceptor = tokio_rustls::TlsAcceptor::from(server.server_config());
@@ -385,7 +384,11 @@ mod tests {
                 let mut buf = [0u8; 4];
                 tls.read_exact(&mut buf).await.unwrap();
                 assert_eq!(&buf, b"ping");
-                Ok(tls.get_ref().1.alpn_protocol().map(|p| p.to_vec()))
+                let session = tls.get_ref().1;
+                Ok((
+                    session.alpn_protocol().map(|p| p.to_vec()),
+                    session.negotiated_cipher_suite().map(|s| s.suite()),
+                ))
             }
             Err(e) => Err(e.to_string()),
         };
@@ -402,17 +405,22 @@ mod tests {
         for name in ["localhost", "127.0.0.1", "::1", "faros.test"] {
             let mut client = ClientConfig::clone(&tls.client_config().unwrap());
             client.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+            // The client lists AES-256-GCM first (rustls' default); the server's order wins
+            // (faros_core::server_tls).
             assert_eq!(
                 handshake(&tls, Arc::new(client), name).await,
-                Ok(Some(b"h2".to_vec())),
+                Ok((
+                    Some(b"h2".to_vec()),
+                    Some(rustls::CipherSuite::TLS13_AES_128_GCM_SHA256)
+                )),
                 "{name}"
             );
         }
         let mut http1 = ClientConfig::clone(&tls.client_config().unwrap());
         http1.alpn_protocols = vec![b"http/1.1".to_vec()];
         assert_eq!(
-            handshake(&tls, Arc::new(http1), "localhost").await,
-            Ok(Some(b"http/1.1".to_vec()))
+            handshake(&tls, Arc::new(http1), "localhost").await.unwrap().0,
+            Some(b"http/1.1".to_vec())
         );
 
         let err = handshake(&tls, tls.client_config().unwrap(), "other.test")

@@ -105,7 +105,8 @@ fn draining_readyz() -> Response {
 pub use crate::tls_reload::TlsError;
 
 /// A rustls server config serving the PEM files `cert` and `key` (certificate chain, private
-/// key), offering h2 and http/1.1. The pair is loaded now (an error if it does not load) and
+/// key), with the servers' TLS policy ([`faros_core::server_tls`]: h2 and http/1.1, the server's
+/// cipher suite order). The pair is loaded now (an error if it does not load) and
 /// again when the files change (cert-manager renewals): see [`crate::tls_reload`].
 pub fn tls_from_files(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     tls_reloading(cert, key, crate::tls_reload::CHECK_INTERVAL)
@@ -114,10 +115,7 @@ pub fn tls_from_files(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfi
 /// [`tls_from_files`], looking at the files at most every `interval`.
 pub fn tls_reloading(cert: &Path, key: &Path, interval: Duration) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let resolver = crate::tls_reload::ReloadingCert::new(cert, key, interval)?;
-    let mut config = rustls::ServerConfig::builder()
-        .with_no_client_auth()
-        .with_cert_resolver(Arc::new(resolver));
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let config = faros_core::server_tls::server_config(|b| Ok(b.with_cert_resolver(Arc::new(resolver))))?;
     Ok(Arc::new(config))
 }
 
