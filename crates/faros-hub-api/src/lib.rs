@@ -397,6 +397,7 @@ impl Hub {
         tasks.spawn(mcp::bindings::watch(
             self.factory.clone(),
             self.state.tenancy.clone(),
+            faros_core::wait::BOOTSTRAP_GRACE,
             cancel.clone(),
         ));
         tasks.spawn(catalog::probe::run(

@@ -84,22 +84,17 @@ async fn a_stopping_replica_drains_finishes_requests_and_ends_streams() {
     tokio::time::timeout(WAIT, served).await.unwrap().unwrap();
 }
 
-/// Where kcp refuses the hub's watch of APIBindings in all workspaces, the watch waits out the
-/// start-up grace before taking that as kcp's answer; a stop during that wait ends it at once
-/// (it held every in-process stack's stop for the rest of its first minute).
-#[tokio::test]
-async fn the_apibinding_watch_ends_at_stop_while_kcp_refuses_it() {
+/// A kcp stand-in that refuses every request as kcp refuses the hub a wildcard watch, and counts
+/// them; a client factory for it.
+async fn refusing_kcp() -> (faros_core::client::ClientFactory, Arc<std::sync::atomic::AtomicUsize>) {
     use axum::http::StatusCode;
-    use faros_hub_api::tenancy::{Tenancy, TenancySettings};
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use tokio_util::sync::CancellationToken;
 
-    common::init_tracing_and_crypto();
-    let lists = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(AtomicUsize::new(0));
     let refused = {
-        let lists = lists.clone();
+        let requests = requests.clone();
         move || async move {
-            lists.fetch_add(1, Ordering::SeqCst);
+            requests.fetch_add(1, Ordering::SeqCst);
             let status = serde_json::json!({
                 "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
                 "message": "apibindings.apis.kcp.io is forbidden: wildcard watches need system:masters",
@@ -109,19 +104,50 @@ async fn the_apibinding_watch_ends_at_stop_while_kcp_refuses_it() {
     };
     let kcp = common::serve(Router::new().fallback(refused)).await;
     let config = kube::Config::new(format!("http://{kcp}").parse().unwrap());
-    let factory = faros_core::client::ClientFactory::new(config).unwrap();
+    (faros_core::client::ClientFactory::new(config).unwrap(), requests)
+}
+
+/// Where kcp refuses the hub's watch of APIBindings in all workspaces, the watch waits out the
+/// start-up grace before taking that as kcp's answer: a stop during that wait ends it at once (it
+/// held every in-process stack's stop for the rest of its first minute), and after it the watch
+/// ends on the refusal it probed, without starting kube-runtime's watcher (which logged the same
+/// 403 as a warning).
+#[tokio::test]
+async fn the_apibinding_watch_ends_at_stop_or_on_kcps_refusal() {
+    use faros_hub_api::mcp::bindings::watch;
+    use faros_hub_api::tenancy::{Tenancy, TenancySettings};
+    use std::sync::atomic::Ordering;
+    use tokio_util::sync::CancellationToken;
+
+    common::init_tracing_and_crypto();
+    let (factory, requests) = refusing_kcp().await;
     let tenancy = Tenancy::new(factory.clone(), TenancySettings::default(), Default::default());
+
+    // Stopped within the grace.
     let cancel = CancellationToken::new();
-    let watch = tokio::spawn(faros_hub_api::mcp::bindings::watch(factory, tenancy, cancel.clone()));
+    let grace = faros_core::wait::BOOTSTRAP_GRACE;
+    let watching = tokio::spawn(watch(factory.clone(), tenancy.clone(), grace, cancel.clone()));
     eventually("the watch's list probes to be refused twice", WAIT, || {
-        let seen = lists.load(Ordering::SeqCst);
+        let seen = requests.load(Ordering::SeqCst);
         async move { (seen >= 2).then_some(()) }
     })
     .await;
     cancel.cancel();
-    // Far below the grace (a minute): what is bounded here is a wait that must not happen at all.
-    tokio::time::timeout(Duration::from_secs(10), watch)
+    // Far below the grace: what is bounded here is a wait that must not happen at all.
+    tokio::time::timeout(Duration::from_secs(10), watching)
         .await
         .expect("the watch ends at stop instead of waiting out the start-up grace")
         .unwrap();
+
+    // The grace over: one probe, refused, and the watch is over without a stop.
+    let before = requests.load(Ordering::SeqCst);
+    let never = CancellationToken::new();
+    tokio::time::timeout(WAIT, watch(factory, tenancy, Duration::ZERO, never))
+        .await
+        .expect("a refusal after the grace ends the watch");
+    assert_eq!(
+        requests.load(Ordering::SeqCst) - before,
+        1,
+        "one list probe, and no watcher started after it"
+    );
 }

@@ -111,7 +111,9 @@ impl Drop for Nginx {
     }
 }
 
-/// nginx as an HTTPS reverse proxy to `upstream`, with the hub's certificate.
+/// nginx as an HTTPS reverse proxy to `upstream`, with the hub's certificate and its TLS policy
+/// (`faros_core::server_tls`: the server's suite order, AES-128-GCM first), so that both proxies
+/// encrypt wrk's traffic with the same suite.
 fn nginx(dir: &Path, state: &Path, port: u16, upstream: &str) -> anyhow::Result<Nginx> {
     let conf = dir.join("nginx.conf");
     let cert = state.join("apiserver.crt");
@@ -124,6 +126,8 @@ fn nginx(dir: &Path, state: &Path, port: u16, upstream: &str) -> anyhow::Result<
              http {{ access_log off; client_body_temp_path {tmp}; proxy_temp_path {tmp};\n\
                upstream backend {{ server {upstream}; keepalive 64; }}\n\
                server {{ listen 127.0.0.1:{port} ssl; ssl_certificate {cert}; ssl_certificate_key {key};\n\
+                 ssl_protocols TLSv1.2 TLSv1.3; ssl_prefer_server_ciphers on;\n\
+                 ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256;\n\
                  location / {{ proxy_http_version 1.1; proxy_set_header Connection \"\"; proxy_pass http://backend; }} }} }}\n",
             pid = dir.join("nginx.pid").display(),
             err = dir.join("nginx.err").display(),

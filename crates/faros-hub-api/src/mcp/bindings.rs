@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use faros_core::client::ClientFactory;
 use faros_core::kcp::apis::v1alpha2::APIBinding;
@@ -45,8 +46,10 @@ fn key(b: &APIBinding) -> String {
     format!("{cluster}/{}", b.metadata.name.as_deref().unwrap_or_default())
 }
 
-/// Watches APIBindings in every workspace until `cancel`, announcing Bound-state changes.
-pub async fn watch(factory: ClientFactory, tenancy: Arc<Tenancy>, cancel: CancellationToken) {
+/// Watches APIBindings in every workspace until `cancel`, announcing Bound-state changes. A 403 that
+/// outlasts `grace` (the hub's: [`faros_core::wait::BOOTSTRAP_GRACE`]) is kcp refusing the watch: the
+/// watch then ends.
+pub async fn watch(factory: ClientFactory, tenancy: Arc<Tenancy>, grace: Duration, cancel: CancellationToken) {
     let client = match factory.cluster("*") {
         Ok(c) => c,
         Err(error) => {
@@ -59,9 +62,15 @@ pub async fn watch(factory: ClientFactory, tenancy: Arc<Tenancy>, cancel: Cancel
     // The hub's grants arrive after it starts: a 403 that outlasts start-up is kcp's answer (below).
     // Raced against `cancel`: where kcp refuses the watch, that wait is the whole grace, and a stop
     // during it would otherwise wait it out (every in-process stack took a minute to stop).
-    tokio::select! {
+    let listable = tokio::select! {
         _ = cancel.cancelled() => return,
-        _ = faros_core::wait::until_listable(&api, &config, Some(faros_core::wait::BOOTSTRAP_GRACE)) => {}
+        listable = faros_core::wait::until_listable(&api, &config, Some(grace)) => listable,
+    };
+    // Taken as kcp's answer here, before kube-runtime's watcher would log the same 403 as a warning.
+    if let Err(kube::Error::Api(status)) = &listable
+        && status.code == 403
+    {
+        return refused(&status.message);
     }
     let mut stream = std::pin::pin!(watcher::watcher(api, config).default_backoff());
     let mut bound: HashMap<String, bool> = HashMap::new();
@@ -102,16 +111,20 @@ pub async fn watch(factory: ClientFactory, tenancy: Arc<Tenancy>, cancel: Cancel
                 }
             }
             Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 403 => {
-                tracing::info!(
-                    reason = %status.message,
-                    "kcp does not let the hub watch APIBindings in all workspaces; MCP sessions re-read their \
-                     workspace's enabled providers every readiness poll instead"
-                );
-                return;
+                return refused(&status.message);
             }
             Err(error) => tracing::warn!(%error, "APIBinding watch failed; retrying"),
         }
     }
+}
+
+/// The watch's end where kcp refuses it (logged once).
+fn refused(reason: &str) {
+    tracing::info!(
+        %reason,
+        "kcp does not let the hub watch APIBindings in all workspaces; MCP sessions re-read their \
+         workspace's enabled providers every readiness poll instead"
+    );
 }
 
 #[cfg(test)]
