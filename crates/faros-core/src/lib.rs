@@ -2,9 +2,9 @@
 //!
 //! Types (faros' own `Provider` and `CatalogEntry`, kcp's API types written by hand), names and
 //! constants, kcp logical-cluster addressing, condition helpers, the kube client factory and the
-//! wait-for-condition helper, the servers' TLS policy, and the `Status` error body; with feature `axum`, `Status` as a
-//! response, the request-body drain servers use for early HTTP/2 answers, and the write coalescing
-//! they put under their HTTP/2 connections.
+//! wait-for-condition helper, the servers' TLS policy, and the `Status` error body; with feature
+//! `axum`, `Status` as a response, the request-body drain servers use for early HTTP/2 answers, and
+//! the write coalescing they put under their HTTP/2 connections.
 //!
 //! What it must not do: depend on any other faros crate, or perform IO outside the client
 //! factory, the wait helpers, the body drain and the transport wrapper of `coalesce` (`oidc` verifies

@@ -5,10 +5,9 @@
 //! and OpenSSL clients list AES-256-GCM first, and a server that follows the client encrypts every
 //! response with it. AES-128-GCM does the same job in 10 AES rounds per block instead of 14: a list of
 //! 10 000 objects (15 MB) measured about 5 % less server CPU (docs/install.md, "Hub TLS"), and the
-//! client decrypts the cheaper suite too. kube-apiserver, like
-//! every Go server, picks AES-128-GCM whatever the client lists first, so kubectl and client-go
-//! meet the same choice from faros as from kcp. Every suite offered is an AEAD with forward secrecy;
-//! only the order changes.
+//! client decrypts the cheaper suite too. kube-apiserver, like every Go server, picks AES-128-GCM
+//! whatever the client lists first, so kubectl and client-go meet the same choice from faros as from
+//! kcp. Every suite offered is an AEAD with forward secrecy; only the order changes.
 
 use std::sync::Arc;
 
@@ -17,7 +16,7 @@ use rustls::server::WantsServerCert;
 use rustls::{CipherSuite, ConfigBuilder, ServerConfig};
 
 /// What ALPN offers, in order.
-pub const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
+const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 
 /// Whether a suite is one of AES-128-GCM's (TLS 1.3, or TLS 1.2 with ECDHE).
 fn is_aes_128_gcm(suite: CipherSuite) -> bool {

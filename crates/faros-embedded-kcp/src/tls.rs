@@ -356,10 +356,10 @@ mod tests {
         fs::metadata(path).unwrap().permissions().mode() & 0o777
     }
 
-    /// Serves one TLS connection that echoes 4 bytes, and returns the ALPN the client negotiated.
     /// What a handshake settled: the ALPN protocol and the cipher suite.
     type Negotiated = (Option<Vec<u8>>, Option<rustls::CipherSuite>);
 
+    /// Serves one TLS connection that echoes 4 bytes, and returns what the client negotiated.
     async fn handshake(server: &TlsMaterial, client: Arc<ClientConfig>, name: &str) -> Result<Negotiated, String> {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
