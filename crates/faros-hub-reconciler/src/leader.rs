@@ -147,11 +147,15 @@ pub enum LeaseError {
     },
 }
 
-/// Runs the election until `cancel` fires, publishing the role on `role`. On cancellation a leader
-/// releases the Lease so a standby can take over at once instead of after `duration`.
+/// Runs the election until `cancel` fires, publishing the role on `role`. On cancellation a replica
+/// the Lease may still name releases it, so a standby can take over at once instead of after
+/// `duration`.
 pub async fn run(api: Api<Lease>, settings: LeaseSettings, role: watch::Sender<Role>, cancel: CancellationToken) {
     let mut observer = Observer::default();
     let mut last_renewed: Option<Instant> = None;
+    // Whether the Lease may still name us. A leader that stepped down because its renewals failed
+    // past the deadline still holds it until another replica writes: it releases at stop too.
+    let mut may_hold = *role.borrow() == Role::Leader;
     loop {
         let result = tokio::select! {
             _ = cancel.cancelled() => break,
@@ -161,10 +165,13 @@ pub async fn run(api: Api<Lease>, settings: LeaseSettings, role: watch::Sender<R
         match result {
             Ok(Decision::Renew | Decision::Acquire) => {
                 last_renewed = Some(now);
+                may_hold = true;
                 publish(&role, Role::Leader, &settings);
             }
             Ok(Decision::Standby { holder }) => {
                 last_renewed = None;
+                // A conflicting renewal reports the holder it read, which can still be us.
+                may_hold = holder == settings.identity;
                 publish(&role, Role::Standby { holder: Some(holder) }, &settings);
             }
             Err(error) => {
@@ -180,8 +187,7 @@ pub async fn run(api: Api<Lease>, settings: LeaseSettings, role: watch::Sender<R
             _ = tokio::time::sleep(settings.retry_period) => {}
         }
     }
-    let leading = *role.borrow() == Role::Leader;
-    if leading && let Err(error) = release(&api, &settings).await {
+    if may_hold && let Err(error) = release(&api, &settings).await {
         tracing::warn!(%error, "leader election: could not release the lease; a standby takes over after it expires");
     }
     publish(&role, Role::Standby { holder: None }, &settings);
@@ -268,7 +274,26 @@ async fn try_acquire_or_renew(
     }
 }
 
+/// How many times [`release`] rereads the Lease after a conflict before giving up.
+const RELEASE_ATTEMPTS: usize = 3;
+
+/// Clears the holder if it is still us. A conflict is retried on a fresh read: cancelling `run`
+/// drops a renewal whose PUT may already be on the wire, and when the server applies it after
+/// our read, the release's write is refused with 409 although we still hold the Lease.
 async fn release(api: &Api<Lease>, settings: &LeaseSettings) -> Result<(), LeaseError> {
+    let mut attempt = 1;
+    loop {
+        match release_once(api, settings).await {
+            Err(LeaseError::Write {
+                source: kube::Error::Api(s),
+                ..
+            }) if s.code == 409 && attempt < RELEASE_ATTEMPTS => attempt += 1,
+            result => return result,
+        }
+    }
+}
+
+async fn release_once(api: &Api<Lease>, settings: &LeaseSettings) -> Result<(), LeaseError> {
     let current = api.get_opt(&settings.name).await.map_err(|source| LeaseError::Read {
         namespace: settings.namespace.clone(),
         name: settings.name.clone(),

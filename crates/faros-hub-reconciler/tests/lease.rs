@@ -118,3 +118,83 @@ async fn one_leader_takeover_after_crash_and_release_on_stop() {
     c.task.await.unwrap();
     assert_eq!(holder(&api).await, None);
 }
+
+/// A stopped leader's last renewal can land after the release read the Lease (the renewal's PUT
+/// was on the wire when the stop dropped it); the release's write is then refused with a conflict
+/// although the Lease is still ours. The release reads again and clears it: before, the Lease
+/// stayed held until it expired (the reconciler's leader test failed that way under CI load).
+#[tokio::test]
+async fn release_rereads_after_its_write_conflicts_with_the_last_renewal() {
+    use axum::Json;
+    use axum::extract::State;
+    use axum::http::StatusCode;
+    use axum::routing::get;
+    use serde_json::{Value, json};
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Default)]
+    struct Stored {
+        lease: Value,
+        puts: usize,
+    }
+    type Shared = Arc<Mutex<Stored>>;
+
+    async fn read(State(s): State<Shared>) -> Json<Value> {
+        Json(s.lock().unwrap().lease.clone())
+    }
+    async fn write(State(s): State<Shared>, Json(body): Json<Value>) -> (StatusCode, Json<Value>) {
+        let mut s = s.lock().unwrap();
+        s.puts += 1;
+        if s.puts == 1 {
+            // The dropped renewal lands first: same holder, a newer resourceVersion.
+            s.lease["metadata"]["resourceVersion"] = json!("2");
+        }
+        if body["metadata"]["resourceVersion"] != s.lease["metadata"]["resourceVersion"] {
+            let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                "reason": "Conflict", "code": 409, "message": "the object has been modified"});
+            return (StatusCode::CONFLICT, Json(status));
+        }
+        let next = s.lease["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            + 1;
+        s.lease = body;
+        s.lease["metadata"]["resourceVersion"] = json!(next.to_string());
+        (StatusCode::OK, Json(s.lease.clone()))
+    }
+
+    let stored: Shared = Arc::new(Mutex::new(Stored {
+        lease: json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "election-test", "namespace": "default", "resourceVersion": "1"},
+            "spec": {"holderIdentity": "a", "leaseDurationSeconds": 2,
+                     "renewTime": "2026-01-01T00:00:00.000000Z"},
+        }),
+        puts: 0,
+    }));
+    let router = axum::Router::new()
+        .route(
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases/election-test",
+            get(read).put(write),
+        )
+        .with_state(stored.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let client = kube::Client::try_from(kube::Config::new(format!("http://{addr}").parse().unwrap())).unwrap();
+    let api: Api<Lease> = Api::namespaced(client, "default");
+
+    // A leader whose stop has already been asked for: it goes straight to the release.
+    let (tx, _role) = watch::channel(Role::Leader);
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    tokio::time::timeout(WAIT, leader::run(api, settings("a"), tx, cancel))
+        .await
+        .expect("the release finishes");
+
+    let stored = stored.lock().unwrap();
+    assert_eq!(stored.lease["spec"]["holderIdentity"], Value::Null, "{}", stored.lease);
+    assert_eq!(stored.puts, 2, "one conflict, then the write on a fresh read");
+}
