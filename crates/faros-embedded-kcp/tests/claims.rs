@@ -10,6 +10,7 @@ mod common;
 use common::TestServer;
 use common::kcp::*;
 use faros_core::kcp::apis::v1alpha2;
+use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
@@ -280,4 +281,48 @@ async fn claimed_resources_are_served_before_acceptance_and_apibindings_claims_s
         (listed == ["gadgets", "widgets"]).then_some(())
     })
     .await;
+}
+
+/// A consumer deleting its binding is seen by a watch of the export's `apibindings` as DELETED,
+/// even when the watch reaches that event after the export stopped counting the workspace as bound
+/// (a slow watcher, or one resuming from an earlier resourceVersion). The hub's membership index
+/// binds the workspace again on that event; dropping it left the workspace unbound.
+#[tokio::test]
+async fn a_deleted_binding_reaches_watchers_of_the_export_bindings() {
+    let t = TestServer::start().await;
+    let url = setup(&t, json!([])).await;
+    make_cluster(&t, "c").await;
+    let bindings: Api<v1alpha2::APIBinding> = Api::all(admin_in(&t, "c").await);
+    bindings
+        .create(&PostParams::default(), &binding("widgets", "root", EXPORT, json!([])))
+        .await
+        .unwrap();
+    wait_bound(&bindings, "widgets").await;
+    let vw = vw_client(&t, &url, "*").await;
+    let vw_bindings: Api<DynamicObject> =
+        Api::all_with(vw, &ar("apis.kcp.io", "v1alpha2", "APIBinding", "apibindings"));
+    let before = vw_bindings.list(&ListParams::default()).await.unwrap();
+    assert_eq!(before.items.len(), 1);
+    let rv = before.metadata.resource_version.clone().unwrap();
+
+    bindings.delete("widgets", &DeleteParams::default()).await.unwrap();
+    common::eventually("the binding to be gone from the virtual workspace", WAIT, || async {
+        let gone = bindings.get_opt("widgets").await.unwrap().is_none();
+        let listed = vw_bindings.list(&ListParams::default()).await.unwrap();
+        (gone && listed.items.is_empty()).then_some(())
+    })
+    .await;
+
+    // Replayed from before the deletion: the export no longer has the workspace, the event still counts.
+    let events: Vec<_> = vw_bindings
+        .watch(&kube::api::WatchParams::default().timeout(2), &rv)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let deleted = events
+        .iter()
+        .any(|e| matches!(e, kube::api::WatchEvent::Deleted(o) if o.name_any() == "widgets"));
+    assert!(deleted, "no DELETED event for the binding: {events:?}");
 }

@@ -302,11 +302,17 @@ fn scope(view: &ExportView, live: LiveExport, served: &Served, cluster: &str, ve
             Ok((
                 def.clone(),
                 Arc::new(move |o: &Value| {
-                    let own = bound(&live, o)
-                        && o.pointer("/spec/reference/export/name").and_then(Value::as_str) == Some(en.as_str())
-                        && o.pointer("/status/apiExportClusterName")
-                            .and_then(Value::as_str)
-                            .is_none_or(|c| c == ec);
+                    // A bound binding is the export's by its own content (kcp indexes bindings by
+                    // the export they reference), not by the export's live set: that set forgets a
+                    // workspace as its binding goes, and a watcher reaching the deletion later
+                    // must still get its DELETED event.
+                    let names_export =
+                        o.pointer("/spec/reference/export/name").and_then(Value::as_str) == Some(en.as_str());
+                    let own = names_export
+                        && match o.pointer("/status/apiExportClusterName").and_then(Value::as_str) {
+                            Some(c) => c == ec,
+                            None => bound(&live, o),
+                        };
                     // An accepted claim on apibindings shows the consumer's other bindings too.
                     own || claim_admits(&live, o, &group, &resource, &verb)
                 }),

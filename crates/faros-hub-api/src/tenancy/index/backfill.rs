@@ -6,6 +6,10 @@
 //! cached organizations in memory and makes no request: team workspaces are listed only in
 //! organizations that are not covered themselves, since a covered organization was made (or
 //! bound) after the export existed, and so were its workspaces or they were bound with it.
+//!
+//! That walk never revisits a team workspace of a covered organization, so a binding to restore
+//! there is kept until kcp answers for it: tried again after a failure, dropped only once kcp
+//! says the workspace is gone or not the hub's to bind.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,16 +84,20 @@ pub async fn pass(tenancy: &Tenancy) -> Outcome {
     let Some(orgs) = index.orgs.list() else {
         return Outcome::default();
     };
-    let mut targets: Vec<String> = index.take_restores().into_iter().collect();
+    let mut targets: Vec<(String, Target)> = index
+        .take_restores()
+        .into_iter()
+        .map(|c| (c, Target::Restore))
+        .collect();
     let mut outcome = Outcome::default();
     for (org, cluster) in uncovered(tenancy, orgs) {
-        targets.push(cluster);
+        targets.push((cluster, Target::Uncovered));
         let name = org.metadata.name.clone().unwrap_or_default();
         match spaces::children(tenancy, &names::org_workspace_path(&name)).await {
             Ok(children) => targets.extend(
                 uncovered(tenancy, children.into_iter().map(Arc::new))
                     .into_iter()
-                    .map(|(_, c)| c),
+                    .map(|(_, c)| (c, Target::Uncovered)),
             ),
             Err(error) => {
                 outcome.failed += 1;
@@ -97,16 +105,23 @@ pub async fn pass(tenancy: &Tenancy) -> Outcome {
             }
         }
     }
-    let results: Vec<Bind> = futures::stream::iter(targets)
-        .map(|cluster| async move { bind(tenancy, &cluster).await })
+    let results: Vec<(String, Target, Bind)> = futures::stream::iter(targets)
+        .map(|(cluster, target)| async move {
+            let result = bind(tenancy, &cluster).await;
+            (cluster, target, result)
+        })
         .buffer_unordered(IN_FLIGHT)
         .collect()
         .await;
-    for r in results {
-        match r {
-            Bind::Created => outcome.created += 1,
-            Bind::Failed => outcome.failed += 1,
-            Bind::Exists | Bind::Gone => {}
+    for (cluster, target, result) in results {
+        match after(target, result) {
+            Next::Created => outcome.created += 1,
+            Next::Done => {}
+            Next::RetryPass => outcome.failed += 1,
+            Next::RetryRestore => {
+                outcome.failed += 1;
+                index.keep_restore(&cluster);
+            }
         }
     }
     if outcome.created > 0 {
@@ -118,14 +133,53 @@ pub async fn pass(tenancy: &Tenancy) -> Outcome {
     outcome
 }
 
+/// Why a pass binds a workspace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    /// Its tenancy binding was deleted (or missing from a relist).
+    Restore,
+    /// Found by the walk: not covered.
+    Uncovered,
+}
+
 /// What binding one workspace came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Bind {
     Created,
     /// Bound already (its claims not applied yet), or by another replica a moment ago.
     Exists,
-    /// The workspace is gone.
+    /// The workspace is gone (404).
     Gone,
+    /// Forbidden (403): at start the hub may not hold `bind` on the export yet; a workspace made
+    /// by another identity the hub was never granted stays refused (and on the review path); kcp
+    /// also answers 403 for a logical cluster that no longer exists.
+    Refused,
+    /// Anything else (a timeout, a 5xx, a dropped connection): worth trying again.
     Failed,
+}
+
+/// What a pass does after one bind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    Created,
+    Done,
+    /// The next pass comes sooner and finds the workspace again by its walk.
+    RetryPass,
+    /// The next pass comes sooner and tries this restore again: the walk would not find it.
+    RetryRestore,
+}
+
+/// The decision after binding a `target`.
+fn after(target: Target, result: Bind) -> Next {
+    match (target, result) {
+        (_, Bind::Created) => Next::Created,
+        (_, Bind::Exists | Bind::Gone) => Next::Done,
+        (Target::Uncovered, Bind::Refused | Bind::Failed) => Next::RetryPass,
+        // A workspace whose binding kcp had accepted, now refused: gone, or no longer the hub's.
+        // Retrying would keep a deleted workspace in the set for ever.
+        (Target::Restore, Bind::Refused) => Next::Done,
+        (Target::Restore, Bind::Failed) => Next::RetryRestore,
+    }
 }
 
 /// Creates the binding in `cluster`.
@@ -138,11 +192,42 @@ async fn bind(tenancy: &Tenancy, cluster: &str) -> Bind {
         Ok(_) => Bind::Created,
         Err(kube::Error::Api(s)) if s.code == 409 => Bind::Exists,
         Err(kube::Error::Api(s)) if s.code == 404 => Bind::Gone,
-        // Refused: at start the hub may not hold `bind` on the export yet; a workspace made by
-        // another identity the hub was never granted stays refused (and on the review path).
+        Err(kube::Error::Api(s)) if s.code == 403 => {
+            tracing::debug!(cluster, message = %s.message, "not allowed to bind tenancy.faros.sh");
+            Bind::Refused
+        }
         Err(error) => {
             tracing::debug!(cluster, %error, "cannot bind tenancy.faros.sh yet");
             Bind::Failed
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_follows_a_bind() {
+        use Bind::*;
+        use Target::*;
+        let rows = [
+            (Restore, Created, Next::Created),
+            (Uncovered, Created, Next::Created),
+            (Restore, Exists, Next::Done),
+            (Uncovered, Exists, Next::Done),
+            (Restore, Gone, Next::Done),
+            (Uncovered, Gone, Next::Done),
+            // At start the hub may not hold `bind` yet: the walk finds the workspace again.
+            (Uncovered, Refused, Next::RetryPass),
+            (Uncovered, Failed, Next::RetryPass),
+            // A restore refused: the workspace went with its binding.
+            (Restore, Refused, Next::Done),
+            // A restore that failed on the way: only this set remembers it.
+            (Restore, Failed, Next::RetryRestore),
+        ];
+        for (target, result, want) in rows {
+            assert_eq!(after(target, result), want, "{target:?} {result:?}");
         }
     }
 }

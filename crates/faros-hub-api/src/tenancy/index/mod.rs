@@ -145,6 +145,15 @@ impl MembershipIndex {
         self.changed.notify_one();
     }
 
+    /// Keeps `cluster` for the next pass without waking it (it failed in this one; the pass's
+    /// retry delay decides when).
+    pub(crate) fn keep_restore(&self, cluster: &str) {
+        self.restores
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(cluster.to_string());
+    }
+
     pub(crate) fn take_restores(&self) -> BTreeSet<String> {
         std::mem::take(&mut *self.restores.lock().unwrap_or_else(|p| p.into_inner()))
     }

@@ -181,24 +181,28 @@ impl Memberships {
         }
     }
 
-    /// Replaces the clusters `source` covers with a fresh listing.
-    pub fn replace_covered(&mut self, source: &str, clusters: Vec<String>) {
+    /// Replaces the clusters `source` covers with a fresh listing; returns those it covered before
+    /// and no longer lists.
+    pub fn replace_covered(&mut self, source: &str, clusters: Vec<String>) -> Vec<String> {
         let old: Vec<String> = self
             .sources
             .get(source)
             .map(|s| s.covered.iter().cloned().collect())
             .unwrap_or_default();
+        let dropped = old.iter().filter(|c| !clusters.contains(c)).cloned().collect();
         for cluster in old {
             self.set_covered(source, &cluster, false);
         }
         for cluster in clusters {
             self.set_covered(source, &cluster, true);
         }
+        dropped
     }
 
     /// Forgets everything `source` reported (its URL is gone).
     pub fn retire(&mut self, source: &str) {
         self.replace_grants(source, Vec::new());
+        // Not "dropped": the source moved (its URL is gone), the bindings did not.
         self.replace_covered(source, Vec::new());
         self.sources.remove(source);
     }
@@ -445,7 +449,10 @@ mod tests {
         m.set_grant("s", "c1", "b1", g(&[user("alice")], Role::Member));
         m.set_grant("s", "c2", "b1", g(&[group("ops")], Role::Admin));
         m.set_grant("s", "c3", "b1", g(&[user("alice")], Role::Admin));
-        m.replace_covered("s", vec!["c1".into(), "c2".into()]);
+        assert_eq!(
+            m.replace_covered("s", vec!["c1".into(), "c2".into()]),
+            Vec::<String>::new()
+        );
         let roles = m.roles("alice", &["ops".into()]).unwrap();
         assert_eq!(
             roles,
@@ -468,6 +475,13 @@ mod tests {
         );
         m.set_where_covered("c1", "b9", None);
         assert_eq!(m.role("bob", &[], "c1"), Some(None));
+        // A relist reports a binding deleted while the watch was away only by its absence.
+        assert_eq!(
+            m.replace_covered("s", vec!["c2".into(), "c4".into()]),
+            ["c1"],
+            "c1 was covered and is not listed again"
+        );
+        assert!(!m.is_covered("c1") && m.is_covered("c4"));
         m.retire("s");
         assert!(m.is_empty());
         assert!(!m.is_covered("c2"));

@@ -170,6 +170,7 @@ fn on_binding(index: &MembershipIndex, url: &str, l: &mut Listing, e: Event<Clus
             let mut m = index.write();
             m.replace_grants(url, std::mem::take(&mut l.grants));
             if let Some(covered) = l.pending_cover.take() {
+                // The source's first listing: nothing was covered before.
                 m.replace_covered(url, covered);
             }
             index.metrics.set_bindings(m.len());
@@ -203,7 +204,12 @@ fn on_coverage(index: &MembershipIndex, url: &str, l: &mut Listing, e: Event<API
         Event::InitDone => {
             let covered = std::mem::take(&mut l.covered);
             if l.grants_synced {
-                index.write().replace_covered(url, covered);
+                // A relist (the watch fell too far behind) shows a binding deleted meanwhile only
+                // by its absence: bound again, as on its DELETED event.
+                let dropped = index.write().replace_covered(url, covered);
+                for cluster in dropped {
+                    index.request_restore(&cluster);
+                }
             } else {
                 l.pending_cover = Some(covered);
             }
