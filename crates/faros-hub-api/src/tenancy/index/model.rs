@@ -199,6 +199,33 @@ impl Memberships {
         dropped
     }
 
+    /// Whether `source` covers `cluster`.
+    pub fn source_covers(&self, source: &str, cluster: &str) -> bool {
+        self.sources.get(source).is_some_and(|s| s.covered.contains(cluster))
+    }
+
+    /// Replaces what `source` holds for `cluster` alone with a listing of that workspace's
+    /// bindings (name, grant); an empty listing forgets them.
+    pub fn replace_cluster_grants(&mut self, source: &str, cluster: &str, grants: Vec<(String, Grant)>) {
+        let held: Vec<String> = self
+            .sources
+            .get(source)
+            .map(|s| {
+                s.grants
+                    .keys()
+                    .filter(|(c, _)| c == cluster)
+                    .map(|(_, name)| name.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for name in held {
+            self.set_grant(source, cluster, &name, None);
+        }
+        for (name, grant) in grants {
+            self.set_grant(source, cluster, &name, Some(grant));
+        }
+    }
+
     /// Forgets everything `source` reported (its URL is gone).
     pub fn retire(&mut self, source: &str) {
         self.replace_grants(source, Vec::new());
@@ -482,6 +509,16 @@ mod tests {
             "c1 was covered and is not listed again"
         );
         assert!(!m.is_covered("c1") && m.is_covered("c4"));
+        // One workspace's bindings listed again replace its own and nobody else's.
+        m.set_grant("s", "c4", "b1", g(&[user("carol")], Role::Member));
+        m.set_grant("s", "c4", "b2", g(&[user("dave")], Role::Member));
+        m.replace_cluster_grants("s", "c4", vec![("b3".into(), g(&[user("dave")], Role::Admin).unwrap())]);
+        assert_eq!(m.role("carol", &[], "c4"), Some(None));
+        assert_eq!(m.role("dave", &[], "c4"), Some(Some(Role::Admin)));
+        assert_eq!(m.role("x", &["ops".into()], "c2"), Some(Some(Role::Admin)));
+        m.replace_cluster_grants("s", "c4", Vec::new());
+        assert_eq!(m.role("dave", &[], "c4"), Some(None));
+        assert!(m.source_covers("s", "c2") && !m.source_covers("s", "c1") && !m.source_covers("t", "c2"));
         m.retire("s");
         assert!(m.is_empty());
         assert!(!m.is_covered("c2"));

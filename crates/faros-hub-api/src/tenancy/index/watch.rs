@@ -17,6 +17,7 @@ use faros_core::names;
 use faros_core::wait::permitted_watcher;
 use futures::StreamExt;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use kube::api::ListParams;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource, ResourceExt};
@@ -149,7 +150,11 @@ async fn source(factory: ClientFactory, index: Arc<MembershipIndex>, url: String
                 None => return,
             },
             e = bindings.next() => match e {
-                Some(Ok(e)) => on_coverage(&index, &url, &mut l, e),
+                Some(Ok(e)) => {
+                    for cluster in on_coverage(&index, &url, &mut l, e) {
+                        cover(&factory, &index, &url, &selector, &cluster).await;
+                    }
+                }
                 Some(Err(error)) => tracing::warn!(%url, %error, "tenancy APIBinding watch failed; retrying"),
                 None => return,
             },
@@ -193,7 +198,13 @@ fn on_binding(index: &MembershipIndex, url: &str, l: &mut Listing, e: Event<Clus
     }
 }
 
-fn on_coverage(index: &MembershipIndex, url: &str, l: &mut Listing, e: Event<APIBinding>) {
+/// Applies a coverage event; returns the workspaces that became covered after the first listing,
+/// which [`cover`] lists before they count as covered.
+///
+/// A workspace that loses its binding forgets its grants: while it is not covered the watch may
+/// not see its bindings change (kcp shows claimed objects only of workspaces that accepted the
+/// claim), so what the index held could be stale by the time it is covered again.
+fn on_coverage(index: &MembershipIndex, url: &str, l: &mut Listing, e: Event<APIBinding>) -> Vec<String> {
     match e {
         Event::Init => l.covered.clear(),
         Event::InitApply(b) => {
@@ -203,23 +214,39 @@ fn on_coverage(index: &MembershipIndex, url: &str, l: &mut Listing, e: Event<API
         }
         Event::InitDone => {
             let covered = std::mem::take(&mut l.covered);
-            if l.grants_synced {
-                // A relist (the watch fell too far behind) shows a binding deleted meanwhile only
-                // by its absence: bound again, as on its DELETED event.
-                let dropped = index.write().replace_covered(url, covered);
-                for cluster in dropped {
-                    index.request_restore(&cluster);
-                }
-            } else {
+            if !l.grants_synced {
                 l.pending_cover = Some(covered);
+                return Vec::new();
             }
+            // A relist (the watch fell too far behind): a binding deleted meanwhile shows only by
+            // its absence, and is bound again as on its DELETED event; one that came back is
+            // listed like any workspace covered anew.
+            let mut m = index.write();
+            let (kept, anew): (Vec<String>, Vec<String>) = covered.into_iter().partition(|c| m.source_covers(url, c));
+            let dropped = m.replace_covered(url, kept);
+            for cluster in &dropped {
+                m.replace_cluster_grants(url, cluster, Vec::new());
+            }
+            index.metrics.set_bindings(m.len());
+            drop(m);
+            for cluster in dropped {
+                index.request_restore(&cluster);
+            }
+            return anew;
         }
         Event::Apply(b) | Event::Delete(b) if cluster_of(&b).is_none() => {}
         Event::Apply(b) => {
             let cluster = cluster_of(&b).unwrap_or_default();
             let covered = covers(&b);
             match (&mut l.pending_cover, l.grants_synced) {
-                (_, true) => index.write().set_covered(url, &cluster, covered),
+                (_, true) => {
+                    let held = index.read().source_covers(url, &cluster);
+                    match (held, covered) {
+                        (false, true) => return vec![cluster],
+                        (true, false) => lose(index, url, &cluster),
+                        _ => {}
+                    }
+                }
                 (Some(pending), false) => {
                     pending.retain(|c| *c != cluster);
                     if covered {
@@ -238,12 +265,152 @@ fn on_coverage(index: &MembershipIndex, url: &str, l: &mut Listing, e: Event<API
             if let Some(pending) = &mut l.pending_cover {
                 pending.retain(|c| *c != cluster);
             }
-            index.write().set_covered(url, &cluster, false);
+            lose(index, url, &cluster);
             // A tenant admin deleted it, or the workspace is going: either way the hub binds
             // again where the workspace still exists.
             if covers(&b) {
                 index.request_restore(&cluster);
             }
         }
+    }
+    Vec::new()
+}
+
+/// `cluster` is no longer covered by `url`: its grants go with it (see [`on_coverage`]).
+fn lose(index: &MembershipIndex, url: &str, cluster: &str) {
+    let mut m = index.write();
+    m.set_covered(url, cluster, false);
+    m.replace_cluster_grants(url, cluster, Vec::new());
+    index.metrics.set_bindings(m.len());
+}
+
+/// Attempts at listing a workspace's bindings before it counts as covered.
+const COVER_ATTEMPTS: u32 = 3;
+
+/// Lists the membership bindings of `cluster` (covered anew) and then counts it covered. The
+/// source's events wait meanwhile, so a change the watch delivers later is applied after the
+/// listing, never under it. If kcp cannot be asked, the workspace stays uncovered: its decisions
+/// stay SubjectAccessReviews, slower but never wrong, until its binding changes again.
+async fn cover(factory: &ClientFactory, index: &MembershipIndex, url: &str, selector: &str, cluster: &str) {
+    let api: Api<ClusterRoleBinding> = match factory.virtual_workspace(url, cluster) {
+        Ok(c) => Api::all(c),
+        Err(error) => {
+            tracing::warn!(%url, cluster, %error, "cannot build a client to list a workspace's membership bindings");
+            return;
+        }
+    };
+    let mut delay = Duration::from_millis(100);
+    for attempt in 1..=COVER_ATTEMPTS {
+        match api.list(&ListParams::default().labels(selector)).await {
+            Ok(list) => {
+                let grants = list
+                    .items
+                    .iter()
+                    .filter_map(|b| Some((b.name_any(), grant_of(b)?)))
+                    .collect();
+                let mut m = index.write();
+                m.replace_cluster_grants(url, cluster, grants);
+                m.set_covered(url, cluster, true);
+                index.metrics.set_bindings(m.len());
+                return;
+            }
+            Err(error) if attempt == COVER_ATTEMPTS => {
+                tracing::warn!(%url, cluster, %error, "cannot list a workspace's membership bindings; its decisions stay reviews");
+            }
+            Err(error) => {
+                tracing::debug!(%url, cluster, %error, "listing a workspace's membership bindings; retrying");
+                tokio::time::sleep(delay).await;
+                delay *= 4;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const URL: &str = "https://shard/services/apiexport/x/tenancy.faros.sh";
+
+    fn tenancy_binding(cluster: &str, applied: bool) -> APIBinding {
+        serde_json::from_value(json!({
+            "metadata": {"name": names::TENANCY_EXPORT, "annotations": {ANNOTATION_CLUSTER: cluster}},
+            "spec": {"reference": {"export": {"path": names::SYSTEM_CONTROLLERS_PATH, "name": names::TENANCY_EXPORT}}},
+            "status": {"conditions": [{"type": faros_core::membership::CLAIMS_APPLIED,
+                "status": if applied { "True" } else { "False" }, "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+        }))
+        .unwrap()
+    }
+
+    fn member(cluster: &str, name: &str, user: &str) -> ClusterRoleBinding {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "annotations": {ANNOTATION_CLUSTER: cluster},
+                "labels": {names::LABEL_MANAGED_BY: names::MANAGED_BY_FAROS, names::LABEL_MEMBERSHIP: "true"}},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": names::WORKSPACE_MEMBER_ROLE},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        }))
+        .unwrap()
+    }
+
+    fn role(index: &MembershipIndex, user: &str, cluster: &str) -> Option<Option<super::super::super::access::Role>> {
+        index.read().role(user, &[], cluster)
+    }
+
+    /// A workspace covered anew is listed before it counts; one that loses its binding forgets its
+    /// grants and is bound again; a relist missing one does the same.
+    #[test]
+    fn coverage_follows_the_tenancy_bindings() {
+        let index = MembershipIndex::new(Default::default());
+        let mut l = Listing::default();
+        // First listing: c1 covered, its member listed.
+        on_coverage(&index, URL, &mut l, Event::Init);
+        on_coverage(&index, URL, &mut l, Event::InitApply(tenancy_binding("c1", true)));
+        assert!(on_coverage(&index, URL, &mut l, Event::InitDone).is_empty());
+        on_binding(&index, URL, &mut l, Event::Init);
+        on_binding(&index, URL, &mut l, Event::InitApply(member("c1", "m1", "ann")));
+        on_binding(&index, URL, &mut l, Event::InitDone);
+        assert_eq!(
+            role(&index, "ann", "c1"),
+            Some(Some(super::super::super::access::Role::Member))
+        );
+
+        // c2's claims applied after the first listing: listed (by `cover`) before it counts.
+        assert!(on_coverage(&index, URL, &mut l, Event::Apply(tenancy_binding("c2", false))).is_empty());
+        assert_eq!(
+            on_coverage(&index, URL, &mut l, Event::Apply(tenancy_binding("c2", true))),
+            ["c2"]
+        );
+        assert_eq!(role(&index, "ann", "c2"), None, "not covered until listed");
+        // A status update of a covered workspace lists nothing.
+        assert!(on_coverage(&index, URL, &mut l, Event::Apply(tenancy_binding("c1", true))).is_empty());
+
+        // A tenant admin deletes c1's binding: uncovered, grants forgotten, bound again.
+        on_coverage(&index, URL, &mut l, Event::Delete(tenancy_binding("c1", true)));
+        assert_eq!(role(&index, "ann", "c1"), None);
+        assert!(index.take_restores().contains("c1"));
+        assert_eq!(index.read().len(), 0, "c1's grant is forgotten, not kept stale");
+        // Covered again: listed again.
+        assert_eq!(
+            on_coverage(&index, URL, &mut l, Event::Apply(tenancy_binding("c1", true))),
+            ["c1"]
+        );
+
+        // A relist after c3 was covered (by `cover`) and its binding deleted while the watch was away.
+        index.write().set_covered(URL, "c3", true);
+        index
+            .write()
+            .set_grant(URL, "c3", "m3", grant_of(&member("c3", "m3", "bo")));
+        on_coverage(&index, URL, &mut l, Event::Init);
+        on_coverage(&index, URL, &mut l, Event::InitApply(tenancy_binding("c4", true)));
+        assert_eq!(
+            on_coverage(&index, URL, &mut l, Event::InitDone),
+            ["c4"],
+            "c4 is new: listed first"
+        );
+        assert_eq!(role(&index, "bo", "c3"), None);
+        assert!(index.take_restores().contains("c3"));
+        assert_eq!(index.read().len(), 0);
     }
 }
