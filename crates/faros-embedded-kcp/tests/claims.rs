@@ -43,6 +43,18 @@ fn code(e: kube::Error) -> (u16, String) {
     }
 }
 
+/// Workspace `cluster`, bound to the export as `widgets` without accepting a claim; its bindings.
+async fn bound_without_claims(t: &TestServer, cluster: &str) -> Api<v1alpha2::APIBinding> {
+    make_cluster(t, cluster).await;
+    let bindings: Api<v1alpha2::APIBinding> = Api::all(admin_in(t, cluster).await);
+    bindings
+        .create(&PostParams::default(), &binding("widgets", "root", EXPORT, json!([])))
+        .await
+        .unwrap();
+    wait_bound(&bindings, "widgets").await;
+    bindings
+}
+
 /// The export in root with `claims`; returns its virtual workspace URL.
 async fn setup(t: &TestServer, claims: serde_json::Value) -> String {
     let root = t.admin().await;
@@ -207,14 +219,8 @@ async fn claimed_resources_are_served_before_acceptance_and_apibindings_claims_s
                {"group": "apis.kcp.io", "resource": "apibindings", "verbs": ["get", "list", "watch"]}]),
     )
     .await;
-    make_cluster(&t, "c").await;
-    let bindings: Api<v1alpha2::APIBinding> = Api::all(admin_in(&t, "c").await);
     // Bound without accepting anything.
-    bindings
-        .create(&PostParams::default(), &binding("widgets", "root", EXPORT, json!([])))
-        .await
-        .unwrap();
-    wait_bound(&bindings, "widgets").await;
+    let bindings = bound_without_claims(&t, "c").await;
     let vw = vw_client(&t, &url, "c").await;
     let cms: Api<ConfigMap> = Api::namespaced(vw.clone(), "default");
     assert!(cms.list(&ListParams::default()).await.unwrap().items.is_empty());
@@ -291,13 +297,7 @@ async fn claimed_resources_are_served_before_acceptance_and_apibindings_claims_s
 async fn a_deleted_binding_reaches_watchers_of_the_export_bindings() {
     let t = TestServer::start().await;
     let url = setup(&t, json!([])).await;
-    make_cluster(&t, "c").await;
-    let bindings: Api<v1alpha2::APIBinding> = Api::all(admin_in(&t, "c").await);
-    bindings
-        .create(&PostParams::default(), &binding("widgets", "root", EXPORT, json!([])))
-        .await
-        .unwrap();
-    wait_bound(&bindings, "widgets").await;
+    let bindings = bound_without_claims(&t, "c").await;
     let vw = vw_client(&t, &url, "*").await;
     let vw_bindings: Api<DynamicObject> =
         Api::all_with(vw, &ar("apis.kcp.io", "v1alpha2", "APIBinding", "apibindings"));
