@@ -90,7 +90,9 @@ async fn lifecycle_is_observable_and_ready_workspaces_are_complete() {
             if phases.last() != Some(&p) {
                 phases.push(p);
             }
-            if w.is_ready() {
+            // As on kcp, the label follows the status in a write of its own.
+            let labelled = w.metadata.labels.as_ref().and_then(|l| l.get("tenancy.kcp.io/phase"));
+            if w.is_ready() && labelled.map(String::as_str) == Some("Ready") {
                 return w;
             }
         }
@@ -976,4 +978,99 @@ async fn default_bindings_are_made_as_the_creator() {
     );
     let gw = alice_ws.get("gw").await.unwrap();
     assert_eq!(phase(&gw).as_deref(), Some("Initializing"));
+}
+
+/// kcp trims the creator annotation once a workspace is Ready, in a reconcile after the one that
+/// made it Ready; the embedded kcp does both in one write. No state in between may show a trimmed
+/// creator on a workspace that is not Ready yet, nor a Ready workspace whose initialization
+/// condition went back to False (the kcp diff's waits on the trimmed creator rely on both).
+#[tokio::test]
+async fn the_creator_is_trimmed_only_with_ready() {
+    let t = start().await;
+    let admin = t.admin().await;
+    let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(admin.clone());
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "ws-creator"},
+                "rules": [{"apiGroups": ["tenancy.kcp.io"], "resources": ["workspaces"], "verbs": ["create", "get"]},
+                          {"apiGroups": ["tenancy.kcp.io"], "resources": ["workspacetypes"], "verbs": ["use"]}]}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let grants: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(admin.clone());
+    grants
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "alice-ws-creator"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "ws-creator"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let api: Api<Workspace> = Api::all(admin);
+    let rv = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut events = api.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
+    let alice: Api<Workspace> = Api::all(t.alice().await);
+    const N: usize = 8;
+    for i in 0..N {
+        let spec = json!({"type": {"name": "universal", "path": "root"}});
+        alice
+            .create(&PostParams::default(), &ws(&format!("t{i}"), spec))
+            .await
+            .unwrap();
+    }
+    let (mut ready, mut settled) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+    tokio::time::timeout(WAIT, async {
+        while settled.len() < N {
+            let w = match events.next().await.expect("the watch goes on").unwrap() {
+                WatchEvent::Added(w) | WatchEvent::Modified(w) => w,
+                WatchEvent::Bookmark(_) => continue,
+                other => panic!("unexpected event {other:?}"),
+            };
+            let name = w.metadata.name.clone().unwrap();
+            let owner = w
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("experimental.tenancy.kcp.io/owner").cloned());
+            let label = w
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("tenancy.kcp.io/phase").cloned());
+            let status = serde_json::to_value(w.status.as_ref()).unwrap();
+            let initialized = status["conditions"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["type"] == "WorkspaceInitialized"))
+                .cloned()
+                .unwrap_or_default();
+            let trimmed = owner.as_deref() == Some(r#"{"username":"alice"}"#);
+            let state = format!(
+                "{name}: phase {:?}, label {label:?}, owner {owner:?}, WorkspaceInitialized {initialized}",
+                phase(&w)
+            );
+            if w.is_ready() {
+                assert_eq!(initialized["status"], "True", "{state}");
+                assert!(initialized.get("message").is_none(), "{state}");
+                ready.insert(name.clone());
+            } else {
+                assert!(!trimmed, "the creator trimmed before Ready: {state}");
+                assert!(!ready.contains(&name), "a Ready workspace went back: {state}");
+            }
+            if trimmed && label.as_deref() == Some("Ready") {
+                settled.insert(name);
+            }
+        }
+    })
+    .await
+    .expect("every workspace became Ready with its metadata");
 }

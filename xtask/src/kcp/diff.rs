@@ -95,7 +95,7 @@ impl Diff {
                     let log = dir.join("embedded/faros-kcp.log");
                     let mut server = servers::embedded(&faros, &dir.join("embedded"), &servers::tokens()?)?;
                     server.ready(&log).await.context("faros kcp")?;
-                    anyhow::Ok(exec::run(&server.target, script).await)
+                    anyhow::Ok(exec::run(&server.target, script, "embedded").await)
                 };
                 let real = async {
                     if self.recorded {
@@ -106,7 +106,7 @@ impl Diff {
                     let log = dir.join("kcp/kcp.log");
                     let mut server = servers::real_kcp(&kcp, &dir.join("kcp"), &servers::tokens()?)?;
                     server.ready(&log).await.context("kcp")?;
-                    anyhow::Ok(exec::run(&server.target, script).await)
+                    anyhow::Ok(exec::run(&server.target, script, "kcp").await)
                 };
                 let (k, e) = tokio::join!(real, embedded);
                 anyhow::Ok((k?, e?))

@@ -39,13 +39,13 @@ impl Target {
     }
 }
 
-/// Every step's outcome, in order.
-pub async fn run(target: &Target, script: &Script) -> Vec<Outcome> {
+/// Every step's outcome, in order. `side` names the server in the notes of waits that ran out.
+pub async fn run(target: &Target, script: &Script, side: &str) -> Vec<Outcome> {
     let host = target.base.trim_start_matches("https://").to_string();
     let mut vars = BTreeMap::from([("server".to_string(), target.base.clone()), ("host".to_string(), host)]);
     let mut outcomes = Vec::with_capacity(script.steps.len());
     for step in &script.steps {
-        let outcome = step_outcome(target, step, &vars).await.map(|(code, body)| {
+        let outcome = step_outcome(target, step, &vars, side).await.map(|(code, body)| {
             for (name, pointer) in &step.capture {
                 if let Some(text) = captured(&body, pointer) {
                     vars.insert(name.clone(), text);
@@ -77,12 +77,28 @@ fn captured(body: &Value, pointer: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-async fn step_outcome(target: &Target, step: &Step, vars: &BTreeMap<String, String>) -> Result<(u16, Value), String> {
+/// The step's answer; with a `wait`, the first answer that satisfies it, or the last one once the
+/// wait ran out. Running out is not an error (a step may wait for what kcp never does, to show it),
+/// but it is said on stderr: the comparison is then of a state one side had not left yet.
+async fn step_outcome(
+    target: &Target,
+    step: &Step,
+    vars: &BTreeMap<String, String>,
+    side: &str,
+) -> Result<(u16, Value), String> {
     let started = Instant::now();
     loop {
         let (code, body) = request(target, step, vars).await?;
         match &step.wait {
-            Some(wait) if !wait.satisfied(code, &body) && started.elapsed() < WAIT_TIMEOUT => {
+            Some(wait) if !wait.satisfied(code, &body) => {
+                if started.elapsed() >= WAIT_TIMEOUT {
+                    eprintln!(
+                        "  {side}: \"{}\": the wait did not hold within {}s (last answer {code})",
+                        step.name,
+                        WAIT_TIMEOUT.as_secs()
+                    );
+                    return Ok((code, body));
+                }
                 tokio::time::sleep(POLL).await;
             }
             _ => return Ok((code, body)),

@@ -27,7 +27,7 @@ async fn script_rows(script: &super::script::Script) -> Vec<Row> {
     })
     .await;
     let target = Target::new(server.server.url(), tokens).expect("an HTTP client");
-    let embedded = run(&target, script).await;
+    let embedded = run(&target, script, "embedded").await;
     let (_, kcp) = recorded::read(&root.join(RECORDINGS), script).expect("the script's recording");
     server.server.shutdown().await;
     rows(script, &kcp, &embedded)

@@ -7,11 +7,17 @@ use faros_core::kcp::LABEL_WORKSPACE_PHASE;
 
 /// Sets `status.phase` and the `tenancy.kcp.io/phase` label that mirrors it.
 pub fn set_phase(obj: &mut Value, phase: &str) {
-    ensure_object(obj, "status");
-    obj["status"]["phase"] = json!(phase);
+    set_status_phase(obj, phase);
     if let Some(labels) = meta::labels_mut(obj) {
         labels.insert(LABEL_WORKSPACE_PHASE.into(), json!(phase));
     }
+}
+
+/// Sets `status.phase` alone: kcp's status write, before its metadata reconciler mirrors the
+/// phase into the label.
+pub fn set_status_phase(obj: &mut Value, phase: &str) {
+    ensure_object(obj, "status");
+    obj["status"]["phase"] = json!(phase);
 }
 
 fn ensure_object(obj: &mut Value, field: &str) {

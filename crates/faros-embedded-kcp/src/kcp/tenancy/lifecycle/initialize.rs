@@ -4,10 +4,11 @@
 use serde_json::{Value, json};
 
 use super::super::deletion;
-use super::super::status::{Cond, initializers, set_condition, set_phase};
+use super::super::status::{Cond, initializers, set_condition, set_status_phase};
 use super::create::default_bindings;
 use super::plan::{self, InitializeStep, Initializer};
 use super::{Next, WsKey, lc_key, mirror_initializers, trim_owner, update, workspace_type};
+use crate::client::landed;
 use crate::state::ServerState;
 
 pub(super) async fn initialize(state: &ServerState, key: &WsKey, ws: &Value) -> Next {
@@ -25,8 +26,12 @@ pub(super) async fn initialize(state: &ServerState, key: &WsKey, ws: &Value) -> 
     mirror_initializers(&mut mirrored, &inits, &now);
     match plan::initialize_step(lc_phase, &inits, mirrored != *ws) {
         InitializeStep::WorkspaceReady => {
-            let mut updated = ws.clone();
-            mirror_initializers(&mut updated, &[], &now);
+            // In kcp's order: the status turns Ready here; the metadata (the phase label, the
+            // trimmed creator) follows in a write of its own (`PhaseStep::ReadyMetadata`). One
+            // update of both would write the metadata first (`Client::update`): a trimmed creator
+            // on a workspace not yet Ready.
+            let mut ready = ws.clone();
+            mirror_initializers(&mut ready, &[], &now);
             let cond = Cond {
                 type_: "WorkspaceInitialized",
                 status: true,
@@ -34,10 +39,17 @@ pub(super) async fn initialize(state: &ServerState, key: &WsKey, ws: &Value) -> 
                 message: "",
                 severity: "",
             };
-            set_condition(&mut updated, &cond, &now);
-            set_phase(&mut updated, "Ready");
-            trim_owner(&mut updated);
-            update(state, &object_key, ws, updated, Next::Idle).await
+            set_condition(&mut ready, &cond, &now);
+            set_status_phase(&mut ready, "Ready");
+            let client = crate::client::Client::system(state);
+            match landed(
+                client
+                    .update_status(&object_key.group, &object_key.resource, ws, ready)
+                    .await,
+            ) {
+                Some(_) => Next::Now,
+                None => Next::Idle,
+            }
         }
         InitializeStep::MirrorInitializers => update(state, &object_key, ws, mirrored, Next::Now).await,
         InitializeStep::LogicalClusterReady => {

@@ -287,6 +287,12 @@ async fn step(state: &ServerState, key: &WsKey) -> Next {
         }
         PhaseStep::Schedule => schedule(state, key, &ws).await,
         PhaseStep::Initialize => initialize(state, key, &ws).await,
+        PhaseStep::ReadyMetadata => {
+            let mut updated = ws.clone();
+            set_phase(&mut updated, "Ready");
+            trim_owner(&mut updated);
+            update(state, &object_key, &ws, updated, Next::Idle).await
+        }
         PhaseStep::Idle => Next::Idle,
     }
 }
@@ -388,7 +394,12 @@ mod tests {
         for (ws, want) in [
             (json!({"metadata": {}}), true),
             (json!({"metadata": {}, "status": {"phase": "Initializing"}}), true),
-            (json!({"metadata": {}, "status": {"phase": "Ready"}}), false),
+            (
+                json!({"metadata": {"labels": {"tenancy.kcp.io/phase": "Ready"}}, "status": {"phase": "Ready"}}),
+                false,
+            ),
+            // Stopped between the status write and the metadata write.
+            (json!({"metadata": {}, "status": {"phase": "Ready"}}), true),
             (
                 json!({"metadata": {"deletionTimestamp": "x"}, "status": {"phase": "Ready"}}),
                 true,

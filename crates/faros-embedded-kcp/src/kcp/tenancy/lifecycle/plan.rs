@@ -21,6 +21,9 @@ pub enum PhaseStep {
     EnterScheduling,
     Schedule,
     Initialize,
+    /// Ready, and its metadata not yet: kcp's metadata reconciler mirrors the phase into the
+    /// `tenancy.kcp.io/phase` label and trims the creator annotation, in a write after the status's.
+    ReadyMetadata,
     /// Ready (or an unknown phase): nothing to do.
     Idle,
 }
@@ -33,14 +36,23 @@ pub fn phase_step(ws: &Value) -> PhaseStep {
         "" => PhaseStep::EnterScheduling,
         "Scheduling" => PhaseStep::Schedule,
         "Initializing" => PhaseStep::Initialize,
+        "Ready" if !ready_metadata_done(ws) => PhaseStep::ReadyMetadata,
         _ => PhaseStep::Idle,
     }
 }
 
-/// Whether the controller must look at a workspace at all (startup listing): anything not Ready,
-/// and anything being deleted.
+/// A Ready workspace's label says Ready and its creator annotation, if any, is trimmed.
+fn ready_metadata_done(ws: &Value) -> bool {
+    let labelled = meta::label(ws, faros_core::kcp::LABEL_WORKSPACE_PHASE) == Some("Ready");
+    let trimmed = meta::annotation(ws, faros_core::kcp::ANNOTATION_OWNER)
+        .is_none_or(|owner| owner_once_ready(owner).as_deref() == Some(owner));
+    labelled && trimmed
+}
+
+/// Whether the controller must look at a workspace at all (startup listing): anything not Ready
+/// (a Ready one whose metadata write was cut short by a stop too), and anything being deleted.
 pub fn needs_work(ws: &Value) -> bool {
-    meta::is_deleting(ws) || ws.pointer("/status/phase").and_then(Value::as_str) != Some("Ready")
+    phase_step(ws) != PhaseStep::Idle
 }
 
 /// The logical cluster of a workspace being scheduled, as read.
@@ -196,7 +208,38 @@ mod tests {
                 json!({"metadata": {}, "status": {"phase": "Initializing"}}),
                 PhaseStep::Initialize,
             ),
-            (json!({"metadata": {}, "status": {"phase": "Ready"}}), PhaseStep::Idle),
+            (
+                json!({"metadata": {"labels": {"tenancy.kcp.io/phase": "Ready"}}, "status": {"phase": "Ready"}}),
+                PhaseStep::Idle,
+            ),
+            (
+                json!({"metadata": {"labels": {"tenancy.kcp.io/phase": "Ready"},
+                    "annotations": {"experimental.tenancy.kcp.io/owner": r#"{"username":"bob"}"#}},
+                    "status": {"phase": "Ready"}}),
+                PhaseStep::Idle,
+            ),
+            // The status turned Ready; the metadata write has not followed yet.
+            (
+                json!({"metadata": {"labels": {"tenancy.kcp.io/phase": "Initializing"}}, "status": {"phase": "Ready"}}),
+                PhaseStep::ReadyMetadata,
+            ),
+            (
+                json!({"metadata": {}, "status": {"phase": "Ready"}}),
+                PhaseStep::ReadyMetadata,
+            ),
+            (
+                json!({"metadata": {"labels": {"tenancy.kcp.io/phase": "Ready"},
+                    "annotations": {"experimental.tenancy.kcp.io/owner": r#"{"username":"bob","groups":["g"]}"#}},
+                    "status": {"phase": "Ready"}}),
+                PhaseStep::ReadyMetadata,
+            ),
+            // Not a user: kcp drops it.
+            (
+                json!({"metadata": {"labels": {"tenancy.kcp.io/phase": "Ready"},
+                    "annotations": {"experimental.tenancy.kcp.io/owner": "nope"}},
+                    "status": {"phase": "Ready"}}),
+                PhaseStep::ReadyMetadata,
+            ),
             (json!({"metadata": {}, "status": {"phase": "Unknown"}}), PhaseStep::Idle),
             (
                 json!({"metadata": {"deletionTimestamp": "x"}, "status": {"phase": "Ready"}}),
