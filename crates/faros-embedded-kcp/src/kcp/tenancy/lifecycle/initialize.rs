@@ -8,7 +8,6 @@ use super::super::status::{Cond, initializers, set_condition, set_status_phase};
 use super::create::default_bindings;
 use super::plan::{self, InitializeStep, Initializer};
 use super::{Next, WsKey, lc_key, mirror_initializers, trim_owner, update, workspace_type};
-use crate::client::landed;
 use crate::state::ServerState;
 
 pub(super) async fn initialize(state: &ServerState, key: &WsKey, ws: &Value) -> Next {
@@ -28,7 +27,7 @@ pub(super) async fn initialize(state: &ServerState, key: &WsKey, ws: &Value) -> 
         InitializeStep::WorkspaceReady => {
             // In kcp's order: the status turns Ready here; the metadata (the phase label, the
             // trimmed creator) follows in a write of its own (`PhaseStep::ReadyMetadata`). One
-            // update of both would write the metadata first (`Client::update`): a trimmed creator
+            // update of both would write the metadata first (`Client::update` writes the main part first): a trimmed creator
             // on a workspace not yet Ready.
             let mut ready = ws.clone();
             mirror_initializers(&mut ready, &[], &now);
@@ -41,15 +40,8 @@ pub(super) async fn initialize(state: &ServerState, key: &WsKey, ws: &Value) -> 
             };
             set_condition(&mut ready, &cond, &now);
             set_status_phase(&mut ready, "Ready");
-            let client = crate::client::Client::system(state);
-            match landed(
-                client
-                    .update_status(&object_key.group, &object_key.resource, ws, ready)
-                    .await,
-            ) {
-                Some(_) => Next::Now,
-                None => Next::Idle,
-            }
+            // Only the status differs, so `update` writes the status alone.
+            update(state, &object_key, ws, ready, Next::Now).await
         }
         InitializeStep::MirrorInitializers => update(state, &object_key, ws, mirrored, Next::Now).await,
         InitializeStep::LogicalClusterReady => {
