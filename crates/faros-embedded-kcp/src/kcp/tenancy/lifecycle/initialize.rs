@@ -27,8 +27,8 @@ pub(super) async fn initialize(state: &ServerState, key: &WsKey, ws: &Value) -> 
         InitializeStep::WorkspaceReady => {
             // In kcp's order: the status turns Ready here; the metadata (the phase label, the
             // trimmed creator) follows in a write of its own (`PhaseStep::ReadyMetadata`). One
-            // update of both would write the metadata first (`Client::update` writes the main part first): a trimmed creator
-            // on a workspace not yet Ready.
+            // update of both would write the metadata first (`Client::update` writes the main
+            // part first): a trimmed creator on a workspace not yet Ready.
             let mut ready = ws.clone();
             mirror_initializers(&mut ready, &[], &now);
             let cond = Cond {
