@@ -34,28 +34,14 @@ async fn status_of(t: &TestServer, token: &str, path: &str) -> (u16, serde_json:
 /// Lets every user in `group` into workspace `path` (kcp's `system:kcp:workspace:access` pattern).
 async fn grant_access(t: &TestServer, path: &str, group: &str) {
     let client = t.client_as(path, "admin", t.server.admin_token()).await;
-    let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(client.clone());
-    roles
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "enter"},
-                "rules": [{"nonResourceURLs": ["/"], "verbs": ["access"]},
-                          {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(client);
-    bindings
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "enter"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "enter"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    common::kcp::grant_to(
+        client,
+        "enter",
+        ("Group", group),
+        json!([{"nonResourceURLs": ["/"], "verbs": ["access"]},
+               {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -186,17 +172,9 @@ async fn self_subject_review_answers_with_the_callers_identity() {
 async fn workspace_admins_cannot_write_workspace_status() {
     let t = TestServer::start().await;
     // alice is cluster-admin of workspace root:org, which holds workspace team.
-    let grant: k8s_openapi::api::rbac::v1::ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "alice-admin"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}))
-    .unwrap();
     let org = create_ready(&t, "root", "org", json!({})).await;
     let in_org = t.client_as("root:org", "admin", t.server.admin_token()).await;
-    Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(in_org)
-        .create(&PostParams::default(), &grant)
-        .await
-        .unwrap();
+    common::kcp::bind_cluster_role(in_org, "alice-admin", "cluster-admin", ("User", "alice")).await;
     create_ready(&t, "root:org", "team", json!({})).await;
     let alice: Api<Workspace> = Api::all(t.client_as("root:org", "alice", USER_TOKEN).await);
     let mut team = alice.get("team").await.unwrap();
@@ -230,16 +208,7 @@ async fn kcp_bootstrap_cluster_roles_work_when_bound_in_any_workspace() {
     let client = t.client_as("root:open", "admin", t.server.admin_token()).await;
     let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(client.clone());
     assert!(roles.get_opt("system:kcp:workspace:access").await.unwrap().is_none());
-    Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client)
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "bob-enters"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:kcp:workspace:access"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    common::kcp::bind_cluster_role(client, "bob-enters", "system:kcp:workspace:access", ("User", "bob")).await;
     assert_eq!(status_of(&t, BOB_TOKEN, "/clusters/root:open/apis").await.0, 200);
     // Access only: reading content still needs RBAC.
     let (code, body) = status_of(

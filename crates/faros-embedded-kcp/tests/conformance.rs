@@ -9,7 +9,6 @@ use common::TestServer;
 use faros_core::wait::wait_for;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
@@ -625,10 +624,13 @@ async fn token_review_sar_and_rbac_denials() {
     );
 
     // A group binding grants access immediately.
-    let crs: Api<ClusterRole> = Api::all(admin.clone());
-    crs.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "cm-reader"}, "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]})).unwrap()).await.unwrap();
-    let crbs: Api<ClusterRoleBinding> = Api::all(admin.clone());
-    crbs.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "devs-read"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cm-reader"}, "subjects": [{"kind": "Group", "name": "devs", "apiGroup": "rbac.authorization.k8s.io"}]})).unwrap()).await.unwrap();
+    common::kcp::grant_to(
+        admin.clone(),
+        "cm-reader",
+        ("Group", "devs"),
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]),
+    )
+    .await;
     alice_cms.list(&ListParams::default()).await.unwrap();
     let err = api_err(
         alice_cms

@@ -53,6 +53,18 @@ async fn wait_ready(api: Api<Workspace>, name: &str) -> Workspace {
         .unwrap()
 }
 
+/// Lets alice create (and read) workspaces in root, as kcp's workspace creators are granted.
+async fn let_alice_create_workspaces(t: &TestServer) {
+    common::kcp::grant(
+        t.admin().await,
+        "ws-creator",
+        "alice",
+        json!([{"apiGroups": ["tenancy.kcp.io"], "resources": ["workspaces"], "verbs": ["create", "get", "list", "watch"]},
+               {"apiGroups": ["tenancy.kcp.io"], "resources": ["workspacetypes"], "verbs": ["use"]}]),
+    )
+    .await;
+}
+
 fn api_err(e: kube::Error) -> kube::core::Status {
     match e {
         kube::Error::Api(s) => *s,
@@ -227,29 +239,7 @@ async fn nested_paths_work_with_kubectl_and_unknown_paths_404() {
 #[tokio::test]
 async fn creators_get_access_and_others_are_forbidden() {
     let t = start().await;
-    let admin = t.admin().await;
-    let rbac = json!({"apiGroup": "rbac.authorization.k8s.io"});
-    let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(admin.clone());
-    roles
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "ws-creator"},
-                "rules": [{"apiGroups": ["tenancy.kcp.io"], "resources": ["workspaces"], "verbs": ["create", "get", "list", "watch"]}]}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(admin.clone());
-    bindings
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "alice-ws-creator"},
-                "roleRef": {"apiGroup": rbac["apiGroup"], "kind": "ClusterRole", "name": "ws-creator"},
-                "subjects": [{"apiGroup": rbac["apiGroup"], "kind": "User", "name": "alice"}]}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    let_alice_create_workspaces(&t).await;
 
     let alice_ws: Api<Workspace> = Api::all(t.alice().await);
     let created = alice_ws
@@ -981,35 +971,14 @@ async fn default_bindings_are_made_as_the_creator() {
 }
 
 /// kcp trims the creator annotation once a workspace is Ready, in a reconcile after the one that
-/// made it Ready; the embedded kcp does both in one write. No state in between may show a trimmed
+/// made it Ready, and so does the embedded kcp. No state in between may show a trimmed
 /// creator on a workspace that is not Ready yet, nor a Ready workspace whose initialization
 /// condition went back to False (the kcp diff's waits on the trimmed creator rely on both).
 #[tokio::test]
 async fn the_creator_is_trimmed_only_with_ready() {
     let t = start().await;
+    let_alice_create_workspaces(&t).await;
     let admin = t.admin().await;
-    let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(admin.clone());
-    roles
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "ws-creator"},
-                "rules": [{"apiGroups": ["tenancy.kcp.io"], "resources": ["workspaces"], "verbs": ["create", "get"]},
-                          {"apiGroups": ["tenancy.kcp.io"], "resources": ["workspacetypes"], "verbs": ["use"]}]}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    let grants: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(admin.clone());
-    grants
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "alice-ws-creator"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "ws-creator"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
     let api: Api<Workspace> = Api::all(admin);
     let rv = api
         .list(&Default::default())

@@ -64,6 +64,12 @@ pub async fn make_cluster(t: &TestServer, name: &str) {
 
 /// A ClusterRole + binding for `user` in the cluster `client` points at.
 pub async fn grant(client: kube::Client, name: &str, user: &str, rules: Value) {
+    grant_to(client, name, ("User", user), rules).await;
+}
+
+/// A ClusterRole + binding for a `("User" | "Group", name)` subject in the cluster `client`
+/// points at.
+pub async fn grant_to(client: kube::Client, name: &str, subject: (&str, &str), rules: Value) {
     let roles: Api<DynamicObject> = Api::all_with(
         client.clone(),
         &ar("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles"),
@@ -78,6 +84,12 @@ pub async fn grant(client: kube::Client, name: &str, user: &str, rules: Value) {
         )
         .await
         .unwrap();
+    bind_cluster_role(client, name, name, subject).await;
+}
+
+/// ClusterRoleBinding `name` of ClusterRole `role` (one of the cluster's own or one of kcp's
+/// global roles) to a `("User" | "Group", name)` subject, in the cluster `client` points at.
+pub async fn bind_cluster_role(client: kube::Client, name: &str, role: &str, (kind, subject): (&str, &str)) {
     let bindings: Api<DynamicObject> = Api::all_with(
         client,
         &ar(
@@ -93,8 +105,8 @@ pub async fn grant(client: kube::Client, name: &str, user: &str, rules: Value) {
             &dynamic(
                 json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                 "metadata": {"name": name},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": subject}]}),
             ),
         )
         .await
