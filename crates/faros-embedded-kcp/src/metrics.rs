@@ -22,6 +22,9 @@ pub struct Metrics {
     pub requests: Family<RequestLabels, Counter>,
     pub request_duration: Histogram,
     pub watchers: Gauge,
+    /// Set from the store when scraped ([`Metrics::response`]).
+    storage_objects: Gauge,
+    storage_image_bytes: Gauge,
 }
 
 impl Default for Metrics {
@@ -41,11 +44,24 @@ impl Default for Metrics {
         );
         let watchers = Gauge::default();
         registry.register("apiserver_watchers", "Open watch streams", watchers.clone());
+        // kube-apiserver's `apiserver_storage_objects`, for all resources together; and the bytes of
+        // the memory image that serves gets and lists (keys and stored values), which is most of
+        // the server's memory once it holds many objects.
+        let storage_objects = Gauge::default();
+        registry.register("storage_objects", "Stored objects", storage_objects.clone());
+        let storage_image_bytes = Gauge::default();
+        registry.register(
+            "storage_image_bytes",
+            "Bytes of the stored objects held in memory (keys and values)",
+            storage_image_bytes.clone(),
+        );
         Self {
             registry: Mutex::new(registry),
             requests,
             request_duration,
             watchers,
+            storage_objects,
+            storage_image_bytes,
         }
     }
 }
@@ -61,8 +77,12 @@ impl Metrics {
         self.request_duration.observe(elapsed.as_secs_f64());
     }
 
-    /// `GET /metrics`: the OpenMetrics text exposition.
-    pub fn response(&self) -> axum::response::Response {
+    /// `GET /metrics`: the OpenMetrics text exposition, with the store's size as of now.
+    pub fn response(&self, store: crate::store::ImageSize) -> axum::response::Response {
+        self.storage_objects
+            .set(i64::try_from(store.objects).unwrap_or(i64::MAX));
+        self.storage_image_bytes
+            .set(i64::try_from(store.bytes).unwrap_or(i64::MAX));
         let registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
         faros_core::metrics::response(&registry)
     }

@@ -565,7 +565,7 @@ async fn metrics(State(state): State<Arc<ServerState>>, headers: http::HeaderMap
     if let Err(s) = api::authenticate(&state, &headers).await {
         return s.into_response();
     }
-    state.metrics.response()
+    state.metrics.response(state.store.image_size())
 }
 
 async fn serve(

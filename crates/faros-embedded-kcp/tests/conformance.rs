@@ -948,16 +948,46 @@ async fn discovery_openapi_tables_and_metrics() {
     assert_eq!(cols, ["Name", "Status", "Age"]);
     assert_eq!(table["rows"][0]["cells"][0], "default");
     assert_eq!(table["rows"][0]["cells"][1], "Active");
-    let metrics = http
-        .get(t.url("/metrics"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let scrape = || async {
+        http.get(t.url("/metrics"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let gauge = |text: &str, name: &str| -> i64 {
+        let line = text.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let metrics = scrape().await;
     assert!(metrics.contains("faros_kcp_apiserver_requests_total"), "{metrics}");
+    // The store's size: twenty more objects, and their keys and stored texts in the image (the
+    // server's own controllers may write meanwhile: a few kilobytes).
+    let (objects, bytes) = (
+        gauge(&metrics, "faros_kcp_storage_objects"),
+        gauge(&metrics, "faros_kcp_storage_image_bytes"),
+    );
+    for i in 0..20 {
+        let created = http
+            .post(t.url("/api/v1/namespaces/default/configmaps"))
+            .bearer_auth(&token)
+            .json(&json!({"metadata": {"name": format!("counted-{i}")}, "data": {"k": "x".repeat(1000)}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(created.status(), 201);
+    }
+    let metrics = scrape().await;
+    let added = gauge(&metrics, "faros_kcp_storage_objects") - objects;
+    assert!((20..=22).contains(&added), "{added} objects more after 20 creates");
+    let each = (gauge(&metrics, "faros_kcp_storage_image_bytes") - bytes) / 20;
+    assert!(
+        (1000..2000).contains(&each),
+        "the image grew by {each} bytes per 1 KB ConfigMap"
+    );
     assert_eq!(http.get(t.url("/metrics")).send().await.unwrap().status(), 401);
     let version: Value = http
         .get(t.url("/version"))

@@ -111,6 +111,23 @@ impl Faros {
         Ok(kb / 1024.0)
     }
 
+    /// One unlabelled sample of the embedded kcp's `/metrics` (`faros_kcp_…`).
+    pub(super) async fn kcp_metric(&self, name: &str) -> anyhow::Result<f64> {
+        let text = self
+            .http
+            .get(format!("{}/metrics", self.url))
+            .bearer_auth(&self.token)
+            .send()
+            .await?
+            .error_for_status()?
+            .text()
+            .await?;
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| anyhow!("no {name} in the embedded kcp's /metrics"))
+    }
+
     pub(super) async fn post(&self, path: &str, body: &Value) -> anyhow::Result<()> {
         let resp = self
             .http

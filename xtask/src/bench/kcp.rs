@@ -461,9 +461,14 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     let idle = f.rss_mib()?;
     f.create_many("rss", "r", rss_objects, CLIENTS).await?;
     let rss = f.rss_mib()?;
+    let image = f.kcp_metric("faros_kcp_storage_image_bytes").await? / (1024.0 * 1024.0);
+    // What the memory costs beyond the stored bytes themselves (index, allocator, history).
+    let per_byte = (rss - idle) / image;
     println!("\nbaseline: RSS idle                                          {idle:>8.1}MiB");
+    println!("baseline: memory image at {rss_objects} objects (keys, values) {image:>8.1}MiB");
     println!(
-        "RSS at {rss_objects} objects                                    {rss:>8.1}MiB   ratio to target 200MiB {:.2}",
+        "RSS at {rss_objects} objects                                    {rss:>8.1}MiB   ratio to target 200MiB {:.2}; \
+         RSS growth per image byte {per_byte:.2}",
         rss / 200.0
     );
 
@@ -485,7 +490,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     let rate_at = |n: usize| rates.iter().find(|(c, _)| *c == n).map_or(0.0, |(_, r)| *r);
     let creates: Vec<String> = rates.iter().map(|(c, r)| format!("{:.2}x at {c}", r / limit)).collect();
     Ok(format!(
-        "\nsummary: creates/s vs redb limit with group commit {} (target >= 3.00 at 64: {:.2}), {:.2}x without at {CLIENTS} (target >= 0.50); watch p99 {:.2}ms (< 10); list p50 {} (< 25); RSS {:.0}MiB (< 200); restart with {restart_objects} objects {restart:.0}ms",
+        "\nsummary: creates/s vs redb limit with group commit {} (target >= 3.00 at 64: {:.2}), {:.2}x without at {CLIENTS} (target >= 0.50); watch p99 {:.2}ms (< 10); list p50 {} (< 25); RSS {:.0}MiB (< 200; its growth {per_byte:.2}x the {image:.0}MiB image); restart with {restart_objects} objects {restart:.0}ms",
         creates.join(", "),
         rate_at(64) / limit,
         nogc / limit,

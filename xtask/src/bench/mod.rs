@@ -11,6 +11,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 
+mod bare_proxy;
 mod faros;
 mod kcp;
 mod kcp_vs_real;

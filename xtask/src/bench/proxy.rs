@@ -1,7 +1,8 @@
 //! `cargo xtask bench proxy`: the hub's backend proxy under load, with wrk (Debian package) as the load
 //! generator. In one run, against the same upstream (the quickstart backend's `/healthz`):
 //! direct (plain HTTP), through the hub (`/services/providers/quickstart/healthz`, HTTPS, authenticated),
-//! and through nginx (Debian package) as an HTTPS reverse proxy with the same certificate.
+//! through nginx (Debian package) as an HTTPS reverse proxy with the same certificate, and through
+//! the bare stack's proxy ([`super::bare_proxy`]: the hub's libraries without the hub's work).
 //! Also heartbeats/s with a warm TokenReview cache.
 
 use std::path::Path;
@@ -50,9 +51,9 @@ fn wrk_unloaded(d: &str, url: &str, headers: &[String]) -> anyhow::Result<Result
     wrk_with(&["-t1", "-c1", "-d", d], url, headers, None)
 }
 
-/// The round with the median hub throughput.
-fn median_round(mut rounds: Vec<[Result; 3]>) -> Option<[Result; 3]> {
-    rounds.sort_by(|a, b| a[2].requests_per_sec.total_cmp(&b[2].requests_per_sec));
+/// The round with the median hub throughput (the hub is each round's last).
+fn median_round<const N: usize>(mut rounds: Vec<[Result; N]>) -> Option<[Result; N]> {
+    rounds.sort_by(|a, b| a[N - 1].requests_per_sec.total_cmp(&b[N - 1].requests_per_sec));
     let mid = rounds.len() / 2;
     rounds.into_iter().nth(mid)
 }
@@ -192,6 +193,13 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     let nginx = nginx(&nginx_dir, &f.state, nginx_port, &format!("127.0.0.1:{backend_port}"))?;
     let via_nginx = format!("https://localhost:{nginx_port}/healthz");
     wait_ok(&f.http, &via_nginx, None).await?;
+    let bare = super::bare_proxy::start(
+        &f.state.join("apiserver.crt"),
+        &f.state.join("apiserver.key"),
+        ([127, 0, 0, 1], backend_port).into(),
+    )?;
+    let via_bare = format!("https://localhost:{}/healthz", bare.port);
+    wait_ok(&f.http, &via_bare, None).await?;
 
     println!(
         "faros hub proxy benchmark ({}; wrk -t2 -c{CONNECTIONS} -d{dur}, median of {} rounds; \
@@ -200,17 +208,18 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         p.proxy_rounds
     );
     let auth = format!("Authorization: Bearer {}", f.token);
-    // Throughput rounds; each runs direct, nginx and hub back to back, and the median round counts,
-    // so a burst of other load on the machine hits all three alike instead of one.
+    // Throughput rounds; each runs direct, nginx, the bare stack and the hub back to back, and the
+    // median round counts, so a burst of other load on the machine hits all of them alike.
     let mut rounds = Vec::with_capacity(p.proxy_rounds);
     for _ in 0..p.proxy_rounds {
         rounds.push([
             wrk(dur, &direct, &[], None)?,
             wrk(dur, &via_nginx, &[], None)?,
+            wrk(dur, &via_bare, &[], None)?,
             wrk(dur, &via_hub, std::slice::from_ref(&auth), None)?,
         ]);
     }
-    let [d, n, h] = median_round(rounds).ok_or_else(|| anyhow!("no rounds"))?;
+    let [d, n, b, h] = median_round(rounds).ok_or_else(|| anyhow!("no rounds"))?;
     let row = |name: &str, r: &Result| {
         println!(
             "{name:<32} {:>10.0} req/s   p50 {:>6.2}ms   p99 {:>6.2}ms",
@@ -219,11 +228,14 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     };
     row("baseline: direct upstream", &d);
     row("baseline: nginx (HTTPS)", &n);
+    row("baseline: bare stack (HTTPS)", &b);
     row("hub backend proxy (HTTPS)", &h);
     let summary = format!(
-        "\nsummary: hub vs nginx: {:.2}x req/s (target >= 1.00); under load, p50 vs direct: hub +{:.2}ms, nginx +{:.2}ms; \
+        "\nsummary: hub vs nginx: {:.2}x req/s (target >= 1.00), bare stack vs nginx {:.2}x, hub vs bare stack {:.2}x; under load, p50 vs direct: hub +{:.2}ms, nginx +{:.2}ms; \
          p99: hub +{:.2}ms, nginx +{:.2}ms",
         h.requests_per_sec / n.requests_per_sec,
+        b.requests_per_sec / n.requests_per_sec,
+        h.requests_per_sec / b.requests_per_sec,
         h.p50_ms - d.p50_ms,
         n.p50_ms - d.p50_ms,
         h.p99_ms - d.p99_ms,

@@ -20,6 +20,15 @@ use super::StoreError;
 pub(crate) struct Image {
     rv: u64,
     objects: BTreeMap<Arc<[u8]>, Arc<[u8]>>,
+    /// The keys' and values' lengths summed: what the image holds, for `/metrics`.
+    bytes: usize,
+}
+
+/// How much the image holds: objects, and their keys' and stored values' bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageSize {
+    pub objects: usize,
+    pub bytes: usize,
 }
 
 /// One stored value and its encoded key, shared with the image.
@@ -32,12 +41,20 @@ pub(crate) type Writes = Vec<(Vec<u8>, Option<Arc<[u8]>>)>;
 impl Image {
     /// Reads every stored object (startup).
     pub(crate) fn load(table: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>, rv: u64) -> Result<Self, StoreError> {
-        let mut objects = BTreeMap::new();
+        let (mut objects, mut bytes) = (BTreeMap::new(), 0);
         for entry in table.iter()? {
             let (k, v) = entry?;
+            bytes += k.value().len() + v.value().len();
             objects.insert(Arc::from(k.value()), Arc::from(v.value()));
         }
-        Ok(Self { rv, objects })
+        Ok(Self { rv, objects, bytes })
+    }
+
+    pub(crate) fn size(&self) -> ImageSize {
+        ImageSize {
+            objects: self.objects.len(),
+            bytes: self.bytes,
+        }
     }
 
     /// The RV of the last commit applied.
@@ -76,12 +93,21 @@ impl Image {
             match value {
                 // An update keeps the key it has instead of allocating it again.
                 Some(value) => match self.objects.get_mut(key.as_slice()) {
-                    Some(slot) => replaced.push(std::mem::replace(slot, value)),
+                    Some(slot) => {
+                        self.bytes = self.bytes + value.len() - slot.len();
+                        replaced.push(std::mem::replace(slot, value));
+                    }
                     None => {
+                        self.bytes += key.len() + value.len();
                         self.objects.insert(key.into(), value);
                     }
                 },
-                None => replaced.extend(self.objects.remove(key.as_slice())),
+                None => {
+                    if let Some(old) = self.objects.remove(key.as_slice()) {
+                        self.bytes -= key.len() + old.len();
+                        replaced.push(old);
+                    }
+                }
             }
         }
         self.rv = rv;
@@ -115,6 +141,14 @@ mod tests {
         assert_eq!(image.rv(), 6);
         assert_eq!(image.get(b"a/1").as_deref(), Some(&b"x3"[..]));
         assert_eq!(image.get(b"a/2"), None);
+        // What is left: a/1=x3 and b/1=z.
+        assert_eq!(
+            image.size(),
+            ImageSize {
+                objects: 2,
+                bytes: 3 + 2 + 3 + 1
+            }
+        );
         type Case<'a> = (Bound<&'a [u8]>, &'a [u8], Vec<&'a str>);
         let cases: [Case; 4] = [
             (Bound::Included(b"a/"), b"a0", vec!["a/1=x3"]),

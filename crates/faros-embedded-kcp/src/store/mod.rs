@@ -41,6 +41,7 @@ pub use writer::WriteOp;
 
 use history::History;
 use image::Image;
+pub use image::ImageSize;
 use key::{decode_value, prefix_range};
 pub(crate) use list::ContinueToken;
 use list::Scan;
@@ -306,6 +307,11 @@ impl Store {
     #[cfg(test)]
     pub fn commits(&self) -> u64 {
         self.shared().commits.load(Ordering::Relaxed)
+    }
+
+    /// How much the memory image holds (every stored object), for `/metrics`.
+    pub fn image_size(&self) -> ImageSize {
+        self.image().size()
     }
 
     fn image(&self) -> std::sync::RwLockReadGuard<'_, Image> {
