@@ -111,9 +111,9 @@ impl Faros {
         Ok(kb / 1024.0)
     }
 
-    /// One unlabelled sample of the embedded kcp's `/metrics` (`faros_kcp_…`).
-    pub(super) async fn kcp_metric(&self, name: &str) -> anyhow::Result<f64> {
-        let text = self
+    /// The embedded kcp's `/metrics` (OpenMetrics text).
+    pub(super) async fn kcp_metrics(&self) -> anyhow::Result<String> {
+        Ok(self
             .http
             .get(format!("{}/metrics", self.url))
             .bearer_auth(&self.token)
@@ -121,8 +121,14 @@ impl Faros {
             .await?
             .error_for_status()?
             .text()
-            .await?;
-        text.lines()
+            .await?)
+    }
+
+    /// One unlabelled sample of the embedded kcp's `/metrics` (`faros_kcp_…`).
+    pub(super) async fn kcp_metric(&self, name: &str) -> anyhow::Result<f64> {
+        self.kcp_metrics()
+            .await?
+            .lines()
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
             .and_then(|v| v.trim().parse().ok())
             .ok_or_else(|| anyhow!("no {name} in the embedded kcp's /metrics"))
@@ -195,15 +201,9 @@ impl Faros {
 impl Faros {
     /// Sum of the embedded kcp's request counter (`faros_kcp_apiserver_requests_total`).
     pub(super) async fn requests_total(&self) -> anyhow::Result<u64> {
-        let text = self
-            .http
-            .get(format!("{}/metrics", self.url))
-            .bearer_auth(&self.token)
-            .send()
+        Ok(self
+            .kcp_metrics()
             .await?
-            .text()
-            .await?;
-        Ok(text
             .lines()
             .filter(|l| l.starts_with("faros_kcp_apiserver_requests_total{"))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())

@@ -25,14 +25,7 @@ const SETTLE: Duration = Duration::from_secs(2);
 /// The embedded kcp's request counter by HTTP method (`faros_kcp_apiserver_requests_total`, labelled
 /// by method and code; watches are GETs).
 async fn requests_by_method(f: &Faros) -> anyhow::Result<BTreeMap<String, u64>> {
-    let text = f
-        .http
-        .get(format!("{}/metrics", f.url))
-        .bearer_auth(&f.token)
-        .send()
-        .await?
-        .text()
-        .await?;
+    let text = f.kcp_metrics().await?;
     let mut by = BTreeMap::new();
     for line in text.lines() {
         let Some(rest) = line.strip_prefix("faros_kcp_apiserver_requests_total{") else {
