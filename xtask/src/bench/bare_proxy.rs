@@ -1,6 +1,6 @@
 //! The proxy suite's floor: the smallest HTTPS reverse proxy the hub's own stack can make (rustls,
 //! hyper's HTTP/1 server, hyper-util's pooled client, one current-thread runtime per core like the
-//! hub's connection threads), forwarding every request unchanged to one upstream. It authenticates
+//! hub's connection threads, the hub's TLS policy), forwarding every request unchanged to one upstream. It authenticates
 //! nobody, rewrites no header and signs nothing: what it costs per request is what the libraries
 //! cost, so the hub's distance to it is the hub's own work and its distance to nginx is the stack's.
 
@@ -29,9 +29,10 @@ pub(super) fn start(cert: &Path, key: &Path, upstream: SocketAddr) -> anyhow::Re
         .with_context(|| format!("reading {}", cert.display()))?;
     let key = rustls_pemfile::private_key(&mut std::io::BufReader::new(std::fs::File::open(key)?))?
         .ok_or_else(|| anyhow!("no private key in {}", key.display()))?;
-    let mut tls = rustls::ServerConfig::builder()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)?;
+    // The hub's TLS policy (the server's suite order, AES-128-GCM first), as nginx gets it too: with
+    // rustls' defaults the client's order would pick AES-256-GCM here alone.
+    let mut tls = faros_core::server_tls::server_config(|b| b.with_single_cert(certs, key))?;
+    // HTTP/1.1 only, like the load: the server below speaks nothing else.
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
