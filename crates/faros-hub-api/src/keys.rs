@@ -7,7 +7,7 @@
 //! so assertions signed just before a rotation still verify until they expire.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
@@ -15,6 +15,7 @@ use aws_lc_rs::signature::Ed25519KeyPair;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use faros_core::identity::{self, Claims, Identity, IdentityError, Jwk, Jwks, SigningKey};
+use foldhash::fast::RandomState;
 use http::HeaderValue;
 use serde::{Deserialize, Serialize};
 
@@ -62,7 +63,8 @@ pub struct KeyStore {
     /// Recently signed assertions, reused while they have at least half their lifetime left: signing
     /// is the most expensive step of a proxied request, and a caller repeats the same identity.
     /// Keyed by a hash of (key ID, identity, audience); a hit counts only when all three are equal.
-    recent: std::sync::Mutex<HashMap<u64, Recent>>,
+    /// A seeded foldhash rather than SipHash: the lookup runs on every proxied request.
+    recent: std::sync::Mutex<HashMap<u64, Recent, RandomState>>,
     hasher: RandomState,
 }
 
@@ -92,7 +94,7 @@ impl KeyStore {
     pub fn ephemeral() -> Result<Self, KeyError> {
         Ok(Self {
             recent: Default::default(),
-            hasher: RandomState::new(),
+            hasher: RandomState::default(),
             keys: RwLock::new(Keys {
                 current: Arc::new(SigningKey::generate(new_kid())?),
                 previous: Vec::new(),
@@ -121,7 +123,7 @@ impl KeyStore {
                 let key = SigningKey::from_pkcs8(file.current.kid, &der).map_err(|e| invalid(e.to_string()))?;
                 Ok(Self {
                     recent: Default::default(),
-                    hasher: RandomState::new(),
+                    hasher: RandomState::default(),
                     keys: RwLock::new(Keys {
                         current: Arc::new(key),
                         previous: file.previous,

@@ -11,12 +11,26 @@ use prometheus_client::registry::Registry;
 type RequestLabels = ([(&'static str, &'static str); 1], [(&'static str, u16); 1]);
 type RouteLabel = [(&'static str, &'static str); 1];
 
+/// The proxy routes' metric labels.
+const PROXY_ROUTES: [&str; 3] = ["ui_proxy", "backend_proxy", "kcp"];
+
+/// One proxy route's latency histogram and its count of 200 answers.
+#[derive(Debug)]
+struct ProxySeries {
+    route: &'static str,
+    latency: Histogram,
+    ok: Counter,
+}
+
 /// The hub API's metrics; every metric is internally atomic.
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     proxy_latency: Family<RouteLabel, Histogram>,
+    /// The proxies' series, held rather than looked up: a family lookup hashes its labels with
+    /// SipHash under a lock every thread shares, on every proxied request.
+    proxies: [ProxySeries; 3],
     heartbeats: Family<RouteLabel, Counter>,
     ready_providers: Gauge,
     status_writes: Family<RouteLabel, Counter>,
@@ -59,8 +73,14 @@ impl Metrics {
         );
         let mcp = McpMetrics::register(&mut registry);
         let membership = MembershipMetrics::register(&mut registry);
+        let proxies = PROXY_ROUTES.map(|route| ProxySeries {
+            route,
+            latency: proxy_latency.get_or_create(&[("route", route)]).clone(),
+            ok: requests.get_or_create(&([("route", route)], [("code", 200)])).clone(),
+        });
         Self {
             registry,
+            proxies,
             mcp,
             membership,
             requests,
@@ -72,12 +92,26 @@ impl Metrics {
     }
 
     pub fn request(&self, route: &'static str, code: u16) {
+        if code == 200
+            && let Some(p) = self.proxy(route)
+        {
+            p.ok.inc();
+            return;
+        }
         self.requests
             .get_or_create(&([("route", route)], [("code", code)]))
             .inc();
     }
 
+    fn proxy(&self, route: &str) -> Option<&ProxySeries> {
+        self.proxies.iter().find(|p| p.route == route)
+    }
+
     pub fn proxied(&self, route: &'static str, took: Duration) {
+        if let Some(p) = self.proxy(route) {
+            p.latency.observe(took.as_secs_f64());
+            return;
+        }
         self.proxy_latency
             .get_or_create(&[("route", route)])
             .observe(took.as_secs_f64());
@@ -211,7 +245,20 @@ mod tests {
         m.heartbeat("ok");
         m.set_ready_providers(2);
         m.proxied("backend_proxy", Duration::from_millis(1));
+        // The proxies' held series are the families' own: they render like any other.
+        m.request("backend_proxy", 200);
+        m.request("backend_proxy", 200);
+        m.request("backend_proxy", 502);
+        m.request("tenancy", 200);
         let text = m.encode();
+        for line in [
+            "faros_hub_api_requests_total{route=\"backend_proxy\",code=\"200\"} 2",
+            "faros_hub_api_requests_total{route=\"backend_proxy\",code=\"502\"} 1",
+            "faros_hub_api_requests_total{route=\"tenancy\",code=\"200\"} 1",
+            "faros_hub_api_proxy_latency_seconds_count{route=\"ui_proxy\"} 0",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
         assert!(
             text.contains("faros_hub_api_requests_total{route=\"ui_proxy\",code=\"503\"} 2"),
             "{text}"

@@ -19,7 +19,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::ConnectInfo;
 use axum::response::Response;
 use faros_core::coalesce::Coalesce;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -86,6 +85,26 @@ impl hyper::body::Body for EndsOnStop {
 
     fn size_hint(&self) -> hyper::body::SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// The client end of a connection, in every request's extensions: its address, and that
+/// address as the `X-Forwarded-For` value the proxies send (formatted once per connection, not
+/// per request).
+#[derive(Clone, Debug)]
+pub struct Peer {
+    pub addr: SocketAddr,
+    pub forwarded_for: http::HeaderValue,
+}
+
+impl Peer {
+    pub fn new(addr: SocketAddr) -> Self {
+        // An IP address always formats as a valid header value.
+        let forwarded_for =
+            http::HeaderValue::try_from(addr.ip().to_string()).unwrap_or(http::HeaderValue::from_static(""));
+        // Shared from the start: clones are then a reference count, not a first-clone copy.
+        let _ = forwarded_for.clone();
+        Self { addr, forwarded_for }
     }
 }
 
@@ -322,8 +341,9 @@ async fn connection(
     // Shared by the connection's requests rather than cloned for each: a token's clone and drop
     // lock its node, which every connection thread shares.
     let phases = Arc::new(phases);
+    let client = Peer::new(peer);
     let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
-        req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
+        req.extensions_mut().insert(client.clone());
         let router = router.clone();
         let phases = phases.clone();
         async move {

@@ -10,7 +10,8 @@ use super::{Authenticator, Bearer, Caller, Verdict, invalid_token, missing_crede
 
 /// Asks each authenticator in turn: [`Verdict::NotMine`] moves on, anything else is final. A
 /// request without a bearer is 401 before any is asked; a bearer nobody claims is 401 too. The
-/// token is hashed once here and the digest handed to each ([`Authenticator::verdict_on`]).
+/// token is hashed once here and the digest handed to each ([`Authenticator::verdict_on`]); each
+/// answers from its cache first when it can ([`Authenticator::verdict_now`]).
 pub struct Chain(pub Vec<Arc<dyn Authenticator>>);
 
 impl Authenticator for Chain {
@@ -22,7 +23,11 @@ impl Authenticator for Chain {
         Box::pin(async move {
             let bearer = Bearer::from_headers(headers).ok_or_else(missing_credentials)?;
             for authn in &self.0 {
-                match authn.verdict_on(headers, &bearer).await {
+                let verdict = match authn.verdict_now(&bearer) {
+                    Some(verdict) => verdict,
+                    None => authn.verdict_on(headers, &bearer).await,
+                };
+                match verdict {
                     Verdict::NotMine => continue,
                     Verdict::Accepted(caller) => return Ok(caller),
                     Verdict::Rejected(status) => return Err(status),

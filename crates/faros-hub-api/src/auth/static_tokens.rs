@@ -40,8 +40,9 @@ use faros_core::user::UserInfo;
 /// Default interval between checks of the token file.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-/// Callers by token digest, shared: a hit hands out the caller, not a copy of it.
-type Table = HashMap<[u8; 32], Arc<Caller>>;
+/// Callers by token digest, shared: a hit hands out the caller, not a copy of it. A seeded
+/// foldhash, not SipHash: the lookup runs on every request with a bearer.
+type Table = HashMap<[u8; 32], Arc<Caller>, foldhash::fast::RandomState>;
 
 struct Check {
     at: Instant,
@@ -68,7 +69,7 @@ pub struct StaticTokens {
     due: AtomicU64,
     epoch: Instant,
     /// Digests of tokens the file was just checked for and did not hold, and when.
-    misses: Mutex<HashMap<[u8; 32], Instant>>,
+    misses: Mutex<HashMap<[u8; 32], Instant, foldhash::fast::RandomState>>,
     reloads: ReloadCounter,
 }
 
@@ -239,6 +240,18 @@ impl StaticTokens {
         found
     }
 
+    /// [`Self::lookup_digest`] when no check of the file is due: `Some(found)` for a listed token
+    /// or one that missed within the interval, `None` when the file must be looked at first.
+    fn lookup_now(&self, digest: &[u8; 32]) -> Option<Option<Arc<Caller>>> {
+        if self.nanos_since_epoch(Instant::now()) >= self.due.load(Ordering::Relaxed) {
+            return None;
+        }
+        if let Some(caller) = self.table.read().unwrap_or_else(|p| p.into_inner()).get(digest) {
+            return Some(Some(caller.clone()));
+        }
+        self.missed_recently(digest).then_some(None)
+    }
+
     fn missed_recently(&self, digest: &[u8; 32]) -> bool {
         let misses = self.misses.lock().unwrap_or_else(|p| p.into_inner());
         misses.get(digest).is_some_and(|at| at.elapsed() < self.check_every)
@@ -271,6 +284,13 @@ impl Authenticator for StaticTokens {
                 Some(caller) => Verdict::Accepted(caller),
                 None => Verdict::NotMine,
             }
+        })
+    }
+
+    fn verdict_now(&self, bearer: &Bearer<'_>) -> Option<Verdict> {
+        Some(match self.lookup_now(bearer.digest())? {
+            Some(caller) => Verdict::Accepted(caller),
+            None => Verdict::NotMine,
         })
     }
 }

@@ -52,6 +52,13 @@ pub trait TokenReviewer: Send + Sync + 'static {
             Ok(user.map(|u| Arc::new(Caller::new(u, CredentialSource::TokenReview))))
         })
     }
+
+    /// [`Self::review_caller`]'s answer when a cache holds it unexpired (`Some(None)`: a cached
+    /// rejection), else `None`. The default has no cache.
+    fn cached_caller(&self, cluster: &str, bearer: &Bearer<'_>) -> Option<Option<Arc<Caller>>> {
+        let _ = (cluster, bearer);
+        None
+    }
 }
 
 /// Posts `TokenReview`s to kcp at `/clusters/<cluster>`.
@@ -142,9 +149,12 @@ pub struct CachedReviewer<R> {
     entries: Mutex<Entries>,
 }
 
+/// One token's answers, by cluster.
+type ByCluster = Vec<(Box<str>, Answer)>;
+
 #[derive(Default)]
 struct Entries {
-    by_digest: HashMap<[u8; 32], Vec<(Box<str>, Answer)>>,
+    by_digest: HashMap<[u8; 32], ByCluster, foldhash::fast::RandomState>,
     /// Answers held, over all digests and clusters.
     len: usize,
 }
@@ -246,6 +256,12 @@ impl<R: TokenReviewer> TokenReviewer for CachedReviewer<R> {
             Ok(answer.reviewed.map(|(_, caller)| caller))
         })
     }
+
+    fn cached_caller(&self, cluster: &str, bearer: &Bearer<'_>) -> Option<Option<Arc<Caller>>> {
+        let lock = self.lock();
+        let answer = lock.get(bearer.digest(), cluster, Instant::now())?;
+        Some(answer.reviewed.as_ref().map(|(_, caller)| caller.clone()))
+    }
 }
 
 /// A reviewer with a fixed table, for tests and for wiring without kcp.
@@ -313,6 +329,33 @@ mod tests {
         tokio::time::advance(Duration::from_secs(8)).await;
         cached.review("c1", "t").await.unwrap();
         assert_eq!(calls.load(Ordering::Relaxed), 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn answers_at_hand_are_the_cached_ones_only() {
+        let alice = ReviewedUser {
+            username: "alice".into(),
+            ..Default::default()
+        };
+        let cached = CachedReviewer::new(
+            StaticReviewer::default().with("c1", "t", alice),
+            CacheSettings::default(),
+        );
+        let (good, bad) = (Bearer::new("t"), Bearer::new("nope"));
+        // Nothing reviewed yet: nothing at hand, in either cluster.
+        assert!(cached.cached_caller("c1", &good).is_none());
+        assert!(cached.cached_caller("c1", &bad).is_none());
+        let reviewed = cached.review_caller("c1", &good).await.unwrap().unwrap();
+        cached.review_caller("c1", &bad).await.unwrap();
+        // The same shared caller, and the cached rejection, without a review.
+        let at_hand = cached.cached_caller("c1", &good).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&reviewed, &at_hand));
+        assert_eq!(cached.cached_caller("c1", &bad).map(|c| c.is_none()), Some(true));
+        assert!(cached.cached_caller("c2", &good).is_none());
+        // Expired answers are not at hand: the next question reviews again.
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        assert!(cached.cached_caller("c1", &good).is_none());
+        assert!(cached.cached_caller("c1", &bad).is_none());
     }
 
     #[tokio::test(start_paused = true)]

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use faros_core::catalog::{CatalogEntry, CatalogEntrySpec, CatalogEntryStatus};
 use faros_core::names;
+use http::HeaderValue;
 use jiff::Timestamp;
 use kube::ResourceExt;
 use tokio::sync::{Notify, watch};
@@ -55,6 +56,28 @@ pub struct Provider {
     /// Logical cluster of `root:faros:providers:<name>`, whose `default/provider` ServiceAccount
     /// alone may heartbeat. Known at once for self-registered entries, resolved for admin ones.
     pub provider_cluster: Option<String>,
+    /// Where the hub mounts the provider, as the `X-Faros-Base-Path` values its proxies send:
+    /// made once here, shared by every proxied request.
+    pub mounts: Mounts,
+}
+
+/// The hub paths a provider is mounted at ([`names::ui_proxy_prefix`],
+/// [`names::backend_proxy_prefix`]), as header values.
+#[derive(Clone, Debug)]
+pub struct Mounts {
+    pub ui: HeaderValue,
+    pub backend: HeaderValue,
+}
+
+impl Mounts {
+    pub fn of(name: &str) -> Self {
+        // Object names are DNS subdomains, always valid header values; the fallback is unreachable.
+        let value = |path: String| HeaderValue::try_from(path).unwrap_or(HeaderValue::from_static(""));
+        Self {
+            ui: value(names::ui_proxy_prefix(name)),
+            backend: value(names::backend_proxy_prefix(name)),
+        }
+    }
 }
 
 /// A provider with its readiness at one instant.
@@ -81,16 +104,20 @@ struct Liveness {
     persisted: Option<(Timestamp, Option<String>)>,
 }
 
+/// The maps every proxied request looks a provider up in: a seeded foldhash, not SipHash (the
+/// lookups are on the proxy's hot path; names come from CatalogEntries, not from callers).
+type ByName<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
 #[derive(Default)]
 struct Inner {
     /// Keyed by (name, cluster): same-named entries in different workspaces are different objects.
     candidates: BTreeMap<(String, String), Candidate>,
-    providers: HashMap<String, Arc<Provider>>,
+    providers: ByName<Arc<Provider>>,
     /// Resolved logical clusters of provider workspaces (for admin-applied entries).
     provider_clusters: HashMap<String, String>,
-    liveness: HashMap<String, Liveness>,
+    liveness: ByName<Liveness>,
     /// Per name: (backend URL probed, result). A changed URL invalidates the result.
-    health: HashMap<String, (String, BackendHealth)>,
+    health: ByName<(String, BackendHealth)>,
     last_readiness: HashMap<String, (bool, &'static str)>,
     dirty: BTreeSet<String>,
     synced: BTreeSet<String>,
@@ -394,6 +421,7 @@ impl Registry {
             }
         }
         let provider = Provider {
+            mounts: Mounts::of(name),
             name: name.to_string(),
             authority,
             entry_cluster: c.cluster.clone(),

@@ -1,11 +1,10 @@
 //! The three proxy routes: provider UI, provider backend, kcp pass-through.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::{Body, HttpBody};
-use axum::extract::{ConnectInfo, Request};
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use faros_core::names;
 use faros_core::status::Status;
@@ -15,21 +14,24 @@ use http_body_util::Limited;
 use super::headers::{self, Forwarded, Mode};
 use super::routes::{self, RouteError};
 use crate::catalog::registry::Provider;
+use crate::server::Peer;
 use crate::state::AppState;
 
 fn forwarded(st: &AppState, req: &Request) -> Forwarded {
     Forwarded {
-        client_ip: req
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(a)| a.ip().to_string()),
+        client_ip: req.extensions().get::<Peer>().map(|p| p.forwarded_for.clone()),
         proto: st.settings.public_proto,
+        // The client's `Host` as it came (visible ASCII only), else the HTTP/2 `:authority`.
         host: req
             .headers()
             .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .map(String::from)
-            .or_else(|| req.uri().authority().map(ToString::to_string)),
+            .filter(|h| h.to_str().is_ok())
+            .cloned()
+            .or_else(|| {
+                req.uri()
+                    .authority()
+                    .and_then(|a| http::HeaderValue::from_str(a.as_str()).ok())
+            }),
     }
 }
 
@@ -82,9 +84,14 @@ impl std::fmt::Display for Target<'_> {
     }
 }
 
-/// The Ready provider `uri` names under the surface's prefix, and the upstream URL for the rest of
-/// the path (404 unknown route or provider, or no such endpoint; 503 not Ready; 400 bad path).
-fn resolve<'a>(st: &AppState, uri: &'a http::Uri, surface: Surface) -> Result<(&'a str, http::Uri), Status> {
+/// The Ready provider `uri` names under the surface's prefix, the upstream URL for the rest of
+/// the path and where the hub mounts that surface (404 unknown route or provider, or no such
+/// endpoint; 503 not Ready; 400 bad path).
+fn resolve<'a>(
+    st: &AppState,
+    uri: &'a http::Uri,
+    surface: Surface,
+) -> Result<(&'a str, http::Uri, http::HeaderValue), Status> {
     let path = uri.path();
     let prefix = match surface {
         Surface::Ui => routes::UI_PREFIX,
@@ -100,7 +107,11 @@ fn resolve<'a>(st: &AppState, uri: &'a http::Uri, surface: Surface) -> Result<(&
     .ok_or_else(|| Status::not_found_message(format!("provider {name:?} has no {}", surface.noun())))?;
     let target = routes::join(base, rest, uri.query())
         .map_err(|e| Status::bad_request(format!("cannot build the upstream URL: {e}")))?;
-    Ok((name, target))
+    let mount = match surface {
+        Surface::Ui => provider.mounts.ui.clone(),
+        Surface::Backend => provider.mounts.backend.clone(),
+    };
+    Ok((name, target, mount))
 }
 
 /// Rejects bodies above the limit up front (Content-Length) and caps streamed ones. A body whose
@@ -172,10 +183,8 @@ pub async fn ui(st: &AppState, req: Request) -> Response {
         }
         // A clone of the URI shares its bytes with the request's; the name borrows from it.
         let uri = req.uri().clone();
-        let (name, target) = resolve(st, &uri, Surface::Ui)?;
-        let mode = Mode::Ui {
-            base_path: names::ui_proxy_prefix(name),
-        };
+        let (name, target, base_path) = resolve(st, &uri, Surface::Ui)?;
+        let mode = Mode::Ui { base_path };
         let headers = headers::request_headers(req.headers(), &mode, &forwarded(st, &req));
         super::forward(
             &st.providers_http,
@@ -212,7 +221,7 @@ pub async fn backend(st: &AppState, req: Request) -> Response {
         crate::auth::admits(&caller)?;
         refuse_loops(&req)?;
         let uri = req.uri().clone();
-        let (name, target) = resolve(st, &uri, Surface::Backend)?;
+        let (name, target, base_path) = resolve(st, &uri, Surface::Backend)?;
         // Before anything is stripped: the tenant the client names, checked against membership.
         let identity = st
             .tenancy
@@ -223,7 +232,7 @@ pub async fn backend(st: &AppState, req: Request) -> Response {
             .sign(&identity, name, faros_core::identity::now_unix())
             .map_err(|e| Status::internal(format!("signing the identity assertion: {e}")))?;
         let mode = Mode::Backend {
-            base_path: names::backend_proxy_prefix(name),
+            base_path,
             identity,
             assertion,
         };

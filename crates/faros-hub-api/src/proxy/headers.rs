@@ -41,11 +41,11 @@ const X_FAROS_ASSERTION: HeaderName = HeaderName::from_static(names::HEADER_ASSE
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// `/ui/providers/<name>/*`: anonymous, credential-free.
-    Ui { base_path: String },
+    Ui { base_path: HeaderValue },
     /// `/services/providers/<name>/*`: credential-free, plus the verified identity (and tenant,
     /// when the request acts in a workspace).
     Backend {
-        base_path: String,
+        base_path: HeaderValue,
         identity: Identity,
         assertion: HeaderValue,
     },
@@ -53,12 +53,14 @@ pub enum Mode {
     Kcp,
 }
 
-/// What the hub knows about the inbound connection, for `X-Forwarded-*`.
+/// What the hub knows about the inbound connection, for `X-Forwarded-*`: values shared with the
+/// connection ([`crate::server::Peer`]) and the request, not copied.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Forwarded {
-    pub client_ip: Option<String>,
+    pub client_ip: Option<HeaderValue>,
+    /// `http` or `https`.
     pub proto: &'static str,
-    pub host: Option<String>,
+    pub host: Option<HeaderValue>,
 }
 
 /// Whether the request asks for a protocol upgrade (WebSocket, SPDY).
@@ -123,32 +125,29 @@ pub fn request_headers(inbound: &HeaderMap, mode: &Mode, forwarded: &Forwarded) 
         out.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
         out.insert(header::UPGRADE, u.clone());
     }
-    let mut set = |name: HeaderName, value: &str| {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            out.insert(name, v);
-        }
-    };
     if let Some(ip) = &forwarded.client_ip {
-        set(X_FORWARDED_FOR, ip);
+        out.insert(X_FORWARDED_FOR, ip.clone());
     }
-    set(X_FORWARDED_PROTO, forwarded.proto);
+    out.insert(X_FORWARDED_PROTO, HeaderValue::from_static(forwarded.proto));
     if let Some(host) = &forwarded.host {
-        set(X_FORWARDED_HOST, host);
+        out.insert(X_FORWARDED_HOST, host.clone());
     }
 
     match mode {
-        Mode::Ui { base_path } => set(X_FAROS_BASE_PATH, base_path),
+        Mode::Ui { base_path } => {
+            out.insert(X_FAROS_BASE_PATH, base_path.clone());
+        }
         Mode::Backend {
             base_path,
             identity,
             assertion,
         } => {
-            set(X_FAROS_BASE_PATH, base_path);
-            set(X_FAROS_USER, &identity.user);
+            out.insert(X_FAROS_BASE_PATH, base_path.clone());
+            set(&mut out, X_FAROS_USER, &identity.user);
             if !identity.cluster.is_empty() {
-                set(X_FAROS_ORG, &identity.org);
-                set(X_FAROS_WORKSPACE, &identity.workspace);
-                set(X_FAROS_CLUSTER, &identity.cluster);
+                set(&mut out, X_FAROS_ORG, &identity.org);
+                set(&mut out, X_FAROS_WORKSPACE, &identity.workspace);
+                set(&mut out, X_FAROS_CLUSTER, &identity.cluster);
             }
             out.insert(X_FAROS_ASSERTION, assertion.clone());
         }
@@ -160,6 +159,14 @@ pub fn request_headers(inbound: &HeaderMap, mode: &Mode, forwarded: &Forwarded) 
         out.append(header::VIA, HeaderValue::from_static(VIA));
     }
     out
+}
+
+/// Sets `name` to `value`; a value that is not a valid header value (no such identity can be
+/// authenticated) is left out.
+fn set(out: &mut HeaderMap, name: HeaderName, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        out.insert(name, v);
+    }
 }
 
 /// This hub's `Via` entry: protocol and pseudonym (RFC 9110 §7.6.3), the same on every replica.
@@ -242,9 +249,9 @@ mod tests {
             ("accept", "application/json"),
         ]);
         let fwd = Forwarded {
-            client_ip: Some("10.0.0.9".into()),
+            client_ip: Some(HeaderValue::from_static("10.0.0.9")),
             proto: "https",
-            host: Some("hub.example".into()),
+            host: Some(HeaderValue::from_static("hub.example")),
         };
         let common = [
             ("accept", "text/html"),
@@ -255,10 +262,10 @@ mod tests {
             ("x-forwarded-host", "hub.example"),
         ];
         let ui = Mode::Ui {
-            base_path: "/ui/providers/q".into(),
+            base_path: HeaderValue::from_static("/ui/providers/q"),
         };
         let backend = Mode::Backend {
-            base_path: "/services/providers/q".into(),
+            base_path: HeaderValue::from_static("/services/providers/q"),
             identity: Identity {
                 user: "alice".into(),
                 ..Default::default()
@@ -266,7 +273,7 @@ mod tests {
             assertion: HeaderValue::from_static("signed"),
         };
         let tenant_backend = Mode::Backend {
-            base_path: "/services/providers/q".into(),
+            base_path: HeaderValue::from_static("/services/providers/q"),
             identity: Identity {
                 user: "alice".into(),
                 groups: vec!["devs".into()],
@@ -390,7 +397,7 @@ mod tests {
             (
                 "ui keeps asset headers and adds its own (crate::proxy::ui_assets)",
                 Mode::Ui {
-                    base_path: String::new(),
+                    base_path: HeaderValue::from_static(""),
                 },
                 false,
                 vec![

@@ -68,13 +68,62 @@ pub struct UpstreamPool {
     pools: Arc<ThreadLocal<Arc<Mutex<Pool>>>>,
 }
 
-type Key = (Scheme, Authority);
+/// An upstream: scheme and authority, compared and hashed as the bytes they were written with.
+/// `Authority`'s own `Hash` feeds the hasher one case-folded byte at a time, which cost more than
+/// any other step of a pool lookup; two spellings of one host only mean two pools.
+#[derive(Clone, Debug)]
+struct Key {
+    scheme: Scheme,
+    authority: Authority,
+}
 
-/// One thread's idle connections.
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        self.scheme.as_str() == other.scheme.as_str() && self.authority.as_str() == other.authority.as_str()
+    }
+}
+
+impl Eq for Key {}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.scheme.as_str().hash(state);
+        self.authority.as_str().hash(state);
+    }
+}
+
+/// One thread's upstreams (a seeded foldhash: the lookup runs on every proxied request).
 #[derive(Default)]
 struct Pool {
-    idle: HashMap<Key, Vec<Idle>>,
+    upstreams: HashMap<Key, Upstream, foldhash::fast::RandomState>,
     swept: Option<Instant>,
+}
+
+/// One upstream's idle connections, and the `Host` its requests carry (made once, then shared).
+struct Upstream {
+    idle: Vec<Idle>,
+    host: Option<HeaderValue>,
+}
+
+impl Upstream {
+    fn new(authority: &Authority) -> Self {
+        // Userinfo never goes into `Host`.
+        let host = authority.as_str().rsplit('@').next().unwrap_or_default();
+        Self {
+            idle: Vec::new(),
+            host: HeaderValue::from_str(host).ok(),
+        }
+    }
+
+    /// The most recently used live connection, if any.
+    fn take(&mut self, now: Instant, idle_timeout: Duration) -> Option<SendRequest<Body>> {
+        while let Some(c) = self.idle.pop() {
+            if !c.conn.is_closed() && now.duration_since(c.since) < idle_timeout {
+                return Some(c.conn);
+            }
+        }
+        None
+    }
 }
 
 struct Idle {
@@ -83,29 +132,38 @@ struct Idle {
 }
 
 impl Pool {
-    /// The most recently used live connection to `key`, if any.
-    fn take(&mut self, key: &Key, idle_timeout: Duration) -> Option<SendRequest<Body>> {
-        let now = Instant::now();
+    /// `key`'s upstream, after dropping (at most every [`SWEEP_EVERY`]) the idle connections that
+    /// closed or outlived `idle_timeout`.
+    fn upstream(&mut self, key: &Key, now: Instant, idle_timeout: Duration) -> &mut Upstream {
         if self.swept.is_none_or(|t| now.duration_since(t) >= SWEEP_EVERY) {
             self.swept = Some(now);
-            self.idle.retain(|_, conns| {
-                conns.retain(|c| !c.conn.is_closed() && now.duration_since(c.since) < idle_timeout);
-                !conns.is_empty()
+            self.upstreams.retain(|_, up| {
+                up.idle
+                    .retain(|c| !c.conn.is_closed() && now.duration_since(c.since) < idle_timeout);
+                !up.idle.is_empty()
             });
         }
-        let conns = self.idle.get_mut(key)?;
-        while let Some(c) = conns.pop() {
-            if !c.conn.is_closed() && now.duration_since(c.since) < idle_timeout {
-                return Some(c.conn);
-            }
-        }
-        None
+        // A key's clone shares its bytes (no allocation for http and https): one hash, not two.
+        self.upstreams
+            .entry(key.clone())
+            .or_insert_with_key(|k| Upstream::new(&k.authority))
+    }
+
+    /// The most recently used live connection to `key`, if any.
+    fn take(&mut self, key: &Key, idle_timeout: Duration) -> Option<SendRequest<Body>> {
+        self.upstreams.get_mut(key)?.take(Instant::now(), idle_timeout)
     }
 
     fn put(&mut self, key: Key, conn: SendRequest<Body>) {
-        let conns = self.idle.entry(key).or_default();
-        if conns.len() < MAX_IDLE_PER_UPSTREAM {
-            conns.push(Idle {
+        let up = match self.upstreams.get_mut(&key) {
+            Some(up) => up,
+            None => self
+                .upstreams
+                .entry(key)
+                .or_insert_with_key(|k| Upstream::new(&k.authority)),
+        };
+        if up.idle.len() < MAX_IDLE_PER_UPSTREAM {
+            up.idle.push(Idle {
                 conn,
                 since: Instant::now(),
             });
@@ -135,33 +193,55 @@ impl UpstreamPool {
     /// there is one, else on a new connection. A request that a pooled connection could not take
     /// (it closed meanwhile) goes to a new connection; one already written is never resent.
     pub async fn request(&self, mut req: Request<Body>) -> Result<Response<Body>, PoolError> {
-        let uri = req.uri().clone();
-        let key = match (uri.scheme(), uri.authority()) {
-            (Some(s), Some(a)) => (s.clone(), a.clone()),
-            _ => return Err(PoolError::NotAbsolute(uri)),
+        let key = match (req.uri().scheme(), req.uri().authority()) {
+            (Some(s), Some(a)) => Key {
+                scheme: s.clone(),
+                authority: a.clone(),
+            },
+            _ => return Err(PoolError::NotAbsolute(req.uri().clone())),
         };
-        to_origin_form(&mut req, &key.1);
         let pool = self.pools.get_or(Default::default).clone();
+        let mut pooled = {
+            let now = Instant::now();
+            let mut p = lock(&pool);
+            let up = p.upstream(&key, now, self.idle_timeout);
+            if let Some(host) = &up.host
+                && !req.headers().contains_key(header::HOST)
+            {
+                req.headers_mut().insert(header::HOST, host.clone());
+            }
+            up.take(now, self.idle_timeout)
+        };
+        to_origin_form(&mut req);
         loop {
-            let pooled = lock(&pool).take(&key, self.idle_timeout);
-            let Some(mut conn) = pooled else { break };
+            let Some(mut conn) = pooled.take() else { break };
             if conn.ready().await.is_err() {
+                pooled = lock(&pool).take(&key, self.idle_timeout);
                 continue;
             }
             match conn.try_send_request(req).await {
                 Ok(resp) => return Ok(returning(resp, conn, pool, key)),
                 Err(mut e) => match e.take_message() {
-                    Some(unsent) => req = unsent,
+                    Some(unsent) => {
+                        req = unsent;
+                        pooled = lock(&pool).take(&key, self.idle_timeout);
+                    }
                     None => return Err(e.into_error().into()),
                 },
             }
         }
-        let mut conn = self.connect(uri).await?;
+        let mut conn = self.connect(&key).await?;
         let resp = conn.send_request(req).await?;
         Ok(returning(resp, conn, pool, key))
     }
 
-    async fn connect(&self, uri: Uri) -> Result<SendRequest<Body>, PoolError> {
+    async fn connect(&self, Key { scheme, authority }: &Key) -> Result<SendRequest<Body>, PoolError> {
+        let uri = Uri::builder()
+            .scheme(scheme.clone())
+            .authority(authority.clone())
+            .path_and_query("/")
+            .build()
+            .map_err(|e| PoolError::Connect(e.into()))?;
         // HttpConnector connects to address literals without asking the resolver.
         if let Some(addr) = uri.host().and_then(|h| {
             h.trim_start_matches('[')
@@ -189,18 +269,13 @@ fn lock(pool: &Mutex<Pool>) -> std::sync::MutexGuard<'_, Pool> {
     pool.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// An HTTP/1.1 request line carries the path only; the authority goes into `Host`.
-fn to_origin_form(req: &mut Request<Body>, authority: &Authority) {
-    if !req.headers().contains_key(header::HOST) {
-        let host = authority.as_str().rsplit('@').next().unwrap_or_default();
-        if let Ok(v) = HeaderValue::from_str(host) {
-            req.headers_mut().insert(header::HOST, v);
-        }
-    }
-    let path = req
-        .uri()
-        .path_and_query()
-        .cloned()
+/// An HTTP/1.1 request line carries the path only; the authority goes into `Host` (set from
+/// the pool's [`Upstream`]).
+fn to_origin_form(req: &mut Request<Body>) {
+    // Moved out, not cloned: a clone of a path made from a `String` would copy it once more.
+    let path = std::mem::take(req.uri_mut())
+        .into_parts()
+        .path_and_query
         .unwrap_or_else(|| PathAndQuery::from_static("/"));
     *req.uri_mut() = Uri::from(path);
 }

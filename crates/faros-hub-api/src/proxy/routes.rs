@@ -64,7 +64,8 @@ pub fn join(base: &http::Uri, rest: &str, query: Option<&str>) -> Result<http::U
     let mut parts = http::uri::Parts::default();
     parts.scheme = base.scheme().cloned();
     parts.authority = base.authority().cloned();
-    parts.path_and_query = Some(path_and_query.parse()?);
+    // From the `String` itself: `parse` would copy it.
+    parts.path_and_query = Some(http::uri::PathAndQuery::try_from(path_and_query)?);
     Ok(http::Uri::from_parts(parts)?)
 }
 

@@ -8,16 +8,20 @@
 use faros_core::identity::Identity;
 use faros_core::names;
 use faros_core::status::Status;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 
 use super::Tenancy;
 use super::access::{Role, WorkspaceRef, describe};
 use crate::auth::Caller;
 use crate::catalog::registry::Registry;
 
+const ORG: HeaderName = HeaderName::from_static(names::HEADER_ORG);
+const WORKSPACE: HeaderName = HeaderName::from_static(names::HEADER_WORKSPACE);
+
 /// The org and workspace a request names, if any.
 pub fn requested_tenant(headers: &HeaderMap) -> Result<Option<(String, String)>, Status> {
-    let get = |name: &str| -> Result<Option<String>, Status> {
+    // Looked up by names made at compile time: a `&str` name is parsed on every lookup.
+    let get = |name: &HeaderName| -> Result<Option<String>, Status> {
         match headers.get(name) {
             None => Ok(None),
             Some(v) => v
@@ -26,7 +30,7 @@ pub fn requested_tenant(headers: &HeaderMap) -> Result<Option<(String, String)>,
                 .map_err(|_| Status::bad_request(format!("{name}: not a valid header value"))),
         }
     };
-    match (get(names::HEADER_ORG)?, get(names::HEADER_WORKSPACE)?) {
+    match (get(&ORG)?, get(&WORKSPACE)?) {
         (None, None) => Ok(None),
         (Some(org), Some(ws)) if !org.is_empty() && !ws.is_empty() => Ok(Some((org, ws))),
         _ => Err(Status::bad_request(format!(
