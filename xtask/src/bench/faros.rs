@@ -41,7 +41,26 @@ impl Faros {
     pub(super) const CORE: &'static [&'static str] = &["--hub-port", "0", "--no-quickstart"];
 
     pub(super) fn start(profile: &Profile, state: PathBuf, extra: &[&str]) -> anyhow::Result<Self> {
-        let mut child = Command::new(&profile.faros)
+        Self::start_under(profile, state, extra, &[])
+    }
+
+    /// [`Self::start`] with `faros` run by `wrapper` (a program and its arguments, e.g. valgrind's),
+    /// which must keep the process ID and the standard output of the program it runs.
+    pub(super) fn start_under(
+        profile: &Profile,
+        state: PathBuf,
+        extra: &[&str],
+        wrapper: &[String],
+    ) -> anyhow::Result<Self> {
+        let mut command = match wrapper {
+            [] => Command::new(&profile.faros),
+            [program, args @ ..] => {
+                let mut c = Command::new(program);
+                c.args(args).arg(&profile.faros);
+                c
+            }
+        };
+        let mut child = command
             .args([
                 "dev",
                 "--kcp-port",

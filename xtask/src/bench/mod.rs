@@ -18,6 +18,7 @@ mod kcp_vs_real;
 mod profile;
 mod provider;
 mod proxy;
+mod proxy_instructions;
 mod scale;
 mod startup;
 mod stats;
@@ -66,6 +67,9 @@ enum Suite {
     Provider,
     /// The hub's backend proxy vs direct and vs nginx (wrk), and heartbeats/s.
     Proxy,
+    /// Instructions per proxied request (callgrind), the hub's vs nginx's: the deterministic view
+    /// of the `proxy` suite's noisy ratio (needs valgrind; skipped in smoke runs).
+    ProxyInstructions,
     /// `faros dev` cold start and restart until ready, vs the embedded kcp's own time to serve.
     Startup,
     /// The embedded kcp and real kcp under one workload: /readyz, RSS, creates/s, lists, watch,
@@ -77,13 +81,21 @@ enum Suite {
 }
 
 impl Suite {
-    const ALL: [Suite; 5] = [Suite::Kcp, Suite::Provider, Suite::Proxy, Suite::Startup, Suite::Scale];
+    const ALL: [Suite; 6] = [
+        Suite::Kcp,
+        Suite::Provider,
+        Suite::Proxy,
+        Suite::ProxyInstructions,
+        Suite::Startup,
+        Suite::Scale,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Suite::Kcp => "kcp",
             Suite::Provider => "provider",
             Suite::Proxy => "proxy",
+            Suite::ProxyInstructions => "proxy-instructions",
             Suite::Startup => "startup",
             Suite::KcpVsReal => "kcp-vs-real",
             Suite::Scale => "scale",
@@ -198,6 +210,7 @@ fn measure(root: &Path, suite: Suite, profile: &profile::Profile) -> anyhow::Res
         Suite::Kcp => runtime.block_on(kcp::run(root, profile)),
         Suite::Provider => runtime.block_on(provider::run(root, profile)),
         Suite::Proxy => runtime.block_on(proxy::run(root, profile)),
+        Suite::ProxyInstructions => runtime.block_on(proxy_instructions::run(root, profile)),
         Suite::Startup => runtime.block_on(startup::run(profile)),
         Suite::KcpVsReal => runtime.block_on(kcp_vs_real::run(root, profile)),
         Suite::Scale => runtime.block_on(scale::run(root, profile)),

@@ -17,13 +17,14 @@ use super::profile::Profile;
 
 const CONNECTIONS: &str = "32";
 
-struct Result {
-    requests_per_sec: f64,
+pub(super) struct Result {
+    pub(super) requests: u64,
+    pub(super) requests_per_sec: f64,
     p50_ms: f64,
     p99_ms: f64,
 }
 
-fn free_port() -> anyhow::Result<u16> {
+pub(super) fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
@@ -39,6 +40,12 @@ fn parse_latency(text: &str, pct: &str) -> Option<f64> {
         "s" => n * 1000.0,
         _ => return None,
     })
+}
+
+/// wrk's count of completed requests ("  12345 requests in 5.00s, 1.23MB read").
+fn parse_requests(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.trim().split_once(" requests in ").and_then(|(n, _)| n.parse().ok()))
 }
 
 /// Saturating load (`-t2 -c32`): requests/s. Latency here is mostly queueing behind other requests.
@@ -58,7 +65,7 @@ fn median_round<const N: usize>(mut rounds: Vec<[Result; N]>) -> Option<[Result;
     rounds.into_iter().nth(mid)
 }
 
-fn wrk_with(args: &[&str], url: &str, headers: &[String], script: Option<&Path>) -> anyhow::Result<Result> {
+pub(super) fn wrk_with(args: &[&str], url: &str, headers: &[String], script: Option<&Path>) -> anyhow::Result<Result> {
     let mut cmd = Command::new("wrk");
     cmd.args(args).arg("--latency");
     for h in headers {
@@ -75,12 +82,14 @@ fn wrk_with(args: &[&str], url: &str, headers: &[String], script: Option<&Path>)
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    let requests = parse_requests(&text).ok_or_else(|| anyhow!("no request count in wrk output:\n{text}"))?;
     let rps = text
         .lines()
         .find_map(|l| l.strip_prefix("Requests/sec:"))
         .and_then(|v| v.trim().parse().ok())
         .ok_or_else(|| anyhow!("no Requests/sec in wrk output:\n{text}"))?;
     Ok(Result {
+        requests,
         requests_per_sec: rps,
         p50_ms: parse_latency(&text, "50%").unwrap_or(f64::NAN),
         p99_ms: parse_latency(&text, "99%").unwrap_or(f64::NAN),
@@ -89,8 +98,8 @@ fn wrk_with(args: &[&str], url: &str, headers: &[String], script: Option<&Path>)
 
 /// A running nginx; dropping it stops master and workers (a SIGKILL to the master alone would
 /// leave the workers serving the port).
-struct Nginx {
-    child: Child,
+pub(super) struct Nginx {
+    pub(super) child: Child,
     conf: std::path::PathBuf,
     dir: std::path::PathBuf,
 }
@@ -116,13 +125,30 @@ impl Drop for Nginx {
 /// (`faros_core::server_tls`: the server's suite order, AES-128-GCM first), so that both proxies
 /// encrypt wrk's traffic with the same suite.
 fn nginx(dir: &Path, state: &Path, port: u16, upstream: &str) -> anyhow::Result<Nginx> {
+    nginx_under(dir, state, port, upstream, &[])
+}
+
+/// [`nginx`] run by `wrapper` (valgrind's): then as one process, master and worker in one, so that
+/// the wrapper sees all of nginx's work.
+pub(super) fn nginx_under(
+    dir: &Path,
+    state: &Path,
+    port: u16,
+    upstream: &str,
+    wrapper: &[String],
+) -> anyhow::Result<Nginx> {
+    let processes = if wrapper.is_empty() {
+        "worker_processes 2;"
+    } else {
+        "master_process off; worker_processes 1;"
+    };
     let conf = dir.join("nginx.conf");
     let cert = state.join("apiserver.crt");
     let key = state.join("apiserver.key");
     std::fs::write(
         &conf,
         format!(
-            "daemon off; worker_processes 2; pid {pid}; error_log {err} warn;\n\
+            "daemon off; {processes} pid {pid}; error_log {err} warn;\n\
              events {{ worker_connections 1024; }}\n\
              http {{ access_log off; client_body_temp_path {tmp}; proxy_temp_path {tmp};\n\
                upstream backend {{ server {upstream}; keepalive 64; }}\n\
@@ -137,7 +163,15 @@ fn nginx(dir: &Path, state: &Path, port: u16, upstream: &str) -> anyhow::Result<
             key = key.display(),
         ),
     )?;
-    let child = Command::new("nginx")
+    let mut command = match wrapper {
+        [] => Command::new("nginx"),
+        [program, args @ ..] => {
+            let mut c = Command::new(program);
+            c.args(args).arg("nginx");
+            c
+        }
+    };
+    let child = command
         .arg("-c")
         .arg(&conf)
         .arg("-p")
@@ -152,7 +186,7 @@ fn nginx(dir: &Path, state: &Path, port: u16, upstream: &str) -> anyhow::Result<
     })
 }
 
-async fn wait_ok(http: &reqwest::Client, url: &str, token: Option<&str>) -> anyhow::Result<()> {
+pub(super) async fn wait_ok(http: &reqwest::Client, url: &str, token: Option<&str>) -> anyhow::Result<()> {
     let started = Instant::now();
     loop {
         let mut req = http.get(url);
@@ -295,5 +329,12 @@ mod tests {
         assert_eq!(parse_latency(text, "75%"), Some(1.2));
         assert_eq!(parse_latency(text, "99%"), Some(2500.0));
         assert_eq!(parse_latency(text, "90%"), None);
+    }
+
+    #[test]
+    fn parses_wrk_request_counts() {
+        let text = "Running 5s test @ https://x\n  40 requests in 5.00s, 7.29MB read\nRequests/sec: 8.00\n";
+        assert_eq!(parse_requests(text), Some(40));
+        assert_eq!(parse_requests("Requests/sec: 8.00\n"), None);
     }
 }
