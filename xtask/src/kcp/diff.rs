@@ -106,6 +106,7 @@ impl Diff {
                     let log = dir.join("kcp/kcp.log");
                     let mut server = servers::real_kcp(&kcp, &dir.join("kcp"), &servers::tokens()?)?;
                     server.ready(&log).await.context("kcp")?;
+                    server.schedulable(&log).await.context("kcp")?;
                     anyhow::Ok(exec::run(&server.target, script, "kcp").await)
                 };
                 let (k, e) = tokio::join!(real, embedded);

@@ -87,6 +87,7 @@ fn status_reason(body: &Value) -> Value {
 fn stripped(body: &Value, ignore: &[String]) -> Value {
     let mut body = body.clone();
     untimed_managed_fields(&mut body);
+    unordered_rules(&mut body);
     for pointer in ignore {
         let Some((parent, last)) = pointer.rsplit_once('/') else {
             continue;
@@ -163,6 +164,22 @@ fn untimed_managed_fields(v: &mut Value) {
     }
 }
 
+/// kube's rule resolver walks the ClusterRoleBindings in its informer's order, a Go map's: kcp
+/// answers the same SelfSubjectRulesReview with its rules in another order from one run to the next
+/// (the v0.32.3 recordings have both). Its rules are compared as sets.
+fn unordered_rules(v: &mut Value) {
+    if v.get("kind").and_then(Value::as_str) != Some("SelfSubjectRulesReview") {
+        return;
+    }
+    if let Some(Value::Object(status)) = v.get_mut("status") {
+        for key in ["resourceRules", "nonResourceRules"] {
+            if let Some(Value::Array(rules)) = status.get_mut(key) {
+                rules.sort_by_cached_key(super::normalize::canonical);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +204,35 @@ mod tests {
         let missing = a(200, json!({"metadata": {"managedFields": [entry("kcp")]}}));
         assert!(matches!(
             compare(CompareMode::Full, &[], &kcp, &missing),
+            Verdict::Different(_)
+        ));
+    }
+
+    #[test]
+    fn a_rules_review_is_compared_whatever_order_its_rules_come_in() {
+        let rule = |url: &str| json!({"verbs": ["get"], "nonResourceURLs": [url]});
+        let review = |kind: &str, rules: Vec<Value>| {
+            a(
+                201,
+                json!({"kind": kind, "status": {"resourceRules": [], "nonResourceRules": rules}}),
+            )
+        };
+        let kcp = review("SelfSubjectRulesReview", vec![rule("/healthz"), rule("/api")]);
+        let embedded = review("SelfSubjectRulesReview", vec![rule("/api"), rule("/healthz")]);
+        assert_eq!(compare(CompareMode::Full, &[], &kcp, &embedded), Verdict::Same);
+        let fewer = review("SelfSubjectRulesReview", vec![rule("/api")]);
+        assert!(matches!(
+            compare(CompareMode::Full, &[], &kcp, &fewer),
+            Verdict::Different(_)
+        ));
+        let other = review("SomethingElse", vec![rule("/api"), rule("/healthz")]);
+        assert!(matches!(
+            compare(
+                CompareMode::Full,
+                &[],
+                &review("SomethingElse", vec![rule("/healthz"), rule("/api")]),
+                &other
+            ),
             Verdict::Different(_)
         ));
     }

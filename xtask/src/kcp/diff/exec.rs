@@ -37,6 +37,20 @@ impl Target {
         let r = self.http.get(format!("{}/readyz", self.base)).send().await;
         r.is_ok_and(|r| r.status().as_u16() == 200)
     }
+
+    /// `path` read as `user`: its status code and JSON body, or None when there was no JSON answer.
+    pub async fn get_json(&self, user: &str, path: &str) -> Option<(u16, Value)> {
+        let mut req = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .header("Accept", "application/json");
+        if let Some(token) = self.tokens.get(user) {
+            req = req.bearer_auth(token);
+        }
+        let resp = req.send().await.ok()?;
+        let code = resp.status().as_u16();
+        Some((code, resp.json().await.ok()?))
+    }
 }
 
 /// Every step's outcome, in order. `side` names the server in the notes of waits that ran out.

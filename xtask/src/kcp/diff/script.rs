@@ -38,7 +38,8 @@ pub struct Script {
 pub struct Step {
     /// Unique within the script; it keys the recording and the report (no `|`).
     pub name: String,
-    /// `admin`, `alice`, `bob`, `anonymous` (no token), or `$var` for a bearer token captured earlier.
+    /// `admin`, `alice`, `bob`, `carol`, `anonymous` (no token), or `$var` for a bearer token captured
+    /// earlier.
     #[serde(rename = "as", default = "admin")]
     pub user: String,
     #[serde(default = "get")]
@@ -172,14 +173,14 @@ pub fn parse(name: &str, text: &str) -> Result<Script, ScriptError> {
         }
         let user = step.user.as_str();
         if !(USERS.contains(&user) || user.starts_with('$')) {
-            return Err(invalid("`as` must be admin, alice, bob, anonymous or $var"));
+            return Err(invalid("`as` must be admin, alice, bob, carol, anonymous or $var"));
         }
     }
     Ok(script)
 }
 
 /// The static users both engines know from the same token file.
-pub const USERS: [&str; 4] = ["admin", "alice", "bob", "anonymous"];
+pub const USERS: [&str; 5] = ["admin", "alice", "bob", "carol", "anonymous"];
 
 /// Replaces every `${name}` in `text` by its value; an unknown variable stays as written (so the
 /// request shows which capture failed).
@@ -246,16 +247,17 @@ mod tests {
 
     #[test]
     fn scripts_are_checked() {
-        let ok = "description: d\nsteps:\n- name: a\n  path: /x\n- name: b\n  as: $sa\n  method: POST\n  path: /y\n  body: {a: 1}\n";
+        let ok = "description: d\nsteps:\n- name: a\n  path: /x\n- name: b\n  as: $sa\n  method: POST\n  path: /y\n  body: {a: 1}\n- name: c\n  as: carol\n  path: /z\n";
         let script = parse("s", ok).unwrap();
         assert_eq!(script.steps[0].user, "admin");
         assert_eq!(script.steps[0].method, "GET");
         assert_eq!(script.steps[1].body, Some(json!({"a": 1})));
+        assert_eq!(script.steps[2].user, "carol");
         for bad in [
             "description: d\nsteps:\n- name: a|b\n  path: /x\n",
             "description: d\nsteps:\n- name: a\n  path: /x\n- name: a\n  path: /y\n",
             "description: d\nsteps:\n- name: a\n  path: x\n",
-            "description: d\nsteps:\n- name: a\n  as: carol\n  path: /x\n",
+            "description: d\nsteps:\n- name: a\n  as: mallory\n  path: /x\n",
             "description: d\nsteps:\n- name: a\n  path: /x\n  typo: 1\n",
         ] {
             assert!(parse("s", bad).is_err(), "{bad}");

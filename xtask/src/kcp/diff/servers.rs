@@ -10,16 +10,34 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use serde_json::Value;
 
 use super::exec::Target;
+use super::script::USERS;
 
 const START_TIMEOUT: Duration = Duration::from_secs(180);
 
+/// Where kcp shows that its shard informer lists the root shard: root's `tenancy.kcp.io`
+/// APIExportEndpointSlice gets the shard's URL from the same informer (fed by the cache server) the
+/// workspace scheduler lists shards from.
+pub const SCHEDULING_PROBE: &str = "/clusters/root/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/tenancy.kcp.io";
+
+/// Whether the [`SCHEDULING_PROBE`]'s answer has an endpoint, i.e. kcp can schedule workspaces.
+pub fn schedules(code: u16, slice: &Value) -> bool {
+    code == 200
+        && slice
+            .pointer("/status/endpoints")
+            .and_then(Value::as_array)
+            .is_some_and(|endpoints| !endpoints.is_empty())
+}
+
 /// The static users both servers load: `admin` is in `system:masters` (the privileged group of
-/// both), `alice` and `bob` are plain tenants.
+/// both), `alice`, `bob` and `carol` are plain tenants (a script needs three when one creates a
+/// workspace, one is granted in it and one is not).
 pub fn tokens() -> anyhow::Result<BTreeMap<String, String>> {
-    ["admin", "alice", "bob"]
+    USERS
         .into_iter()
+        .filter(|u| *u != "anonymous")
         .map(|u| Ok((u.to_string(), crate::e2e::tokens::random_hex(24)?)))
         .collect()
 }
@@ -162,6 +180,37 @@ impl Process {
         }
         Ok(())
     }
+
+    /// Real kcp, after [`Process::ready`]: waits until it can schedule a workspace. kcp answers
+    /// /readyz about a second before its workspace scheduler's shard informer lists the root shard;
+    /// a workspace created in that second is marked Unavailable (`WorkspaceScheduled=False`, "No
+    /// available shards") and, once scheduled, moved from Unavailable straight to Ready without
+    /// passing Initializing (kcp's `updateTerminalConditionPhase`): Ready before its initializers
+    /// ran, with no `WorkspaceInitialized` condition. A script's first workspace would otherwise be
+    /// compared in whichever of the two states the start left it.
+    pub async fn schedulable(&mut self, log: &Path) -> anyhow::Result<()> {
+        let started = Instant::now();
+        loop {
+            if let Some((code, slice)) = self.target.get_json("admin", SCHEDULING_PROBE).await
+                && schedules(code, &slice)
+            {
+                return Ok(());
+            }
+            if let Some(status) = self.child.try_wait()? {
+                bail!(
+                    "exited with {status} before it could schedule workspaces; see {}",
+                    log.display()
+                );
+            }
+            if started.elapsed() > START_TIMEOUT {
+                bail!(
+                    "{SCHEDULING_PROBE} listed no endpoint after {START_TIMEOUT:?}: kcp cannot schedule workspaces; see {}",
+                    log.display()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -178,5 +227,32 @@ mod tests {
             token_file(&tokens),
             "t1,admin,admin-uid,\"system:masters\"\nt2,alice,alice-uid\n"
         );
+    }
+
+    #[test]
+    fn kcp_schedules_once_roots_tenancy_slice_has_an_endpoint() {
+        use serde_json::json;
+        let conditions = json!([{"type": "APIExportValid", "status": "True"}]);
+        // As kcp v0.32.3 answers a second after /readyz, and then once its shard informer lists root.
+        let before = json!({"kind": "APIExportEndpointSlice", "status": {"conditions": conditions}});
+        let after = json!({"kind": "APIExportEndpointSlice", "status": {"conditions": conditions,
+            "endpoints": [{"url": "https://127.0.0.1:6443/services/apiexport/root/tenancy.kcp.io"}]}});
+        assert!(!schedules(200, &before));
+        assert!(!schedules(200, &json!({"status": {"endpoints": []}})));
+        assert!(schedules(200, &after));
+        assert!(!schedules(403, &after));
+    }
+
+    #[test]
+    fn every_user_a_script_may_name_has_a_token_but_anonymous() {
+        let tokens = tokens().unwrap();
+        let named: Vec<&str> = tokens.keys().map(String::as_str).collect();
+        assert_eq!(named, ["admin", "alice", "bob", "carol"]);
+        for user in USERS {
+            assert_eq!(tokens.contains_key(user), user != "anonymous", "{user}");
+        }
+        let file = token_file(&tokens);
+        assert_eq!(file.matches("system:masters").count(), 1);
+        assert!(file.contains(&format!("{},carol,carol-uid\n", tokens["carol"])));
     }
 }
