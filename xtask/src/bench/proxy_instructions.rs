@@ -97,6 +97,8 @@ fn valgrind(out: &Path, per_thread: bool) -> Vec<String> {
         "--instr-atstart=no".into(),
         format!("--separate-threads={}", if per_thread { "yes" } else { "no" }),
         format!("--callgrind-out-file={}", out.display()),
+        // Valgrind's own report goes beside the counts, not into the suite's output.
+        format!("--log-file={}.log", out.display()),
     ]
 }
 
