@@ -160,14 +160,19 @@ impl Service<Request<Body>> for HubService {
                     (None, None, Target::Backend) => handlers::backend(&st, req).await,
                     (None, None, Target::Ui) => handlers::ui(&st, req).await,
                     (None, None, Target::Kcp) => handlers::kcp(&st, req).await,
+                    // Boxed: the router's future would otherwise size (and so the copies of) every
+                    // proxied request's future too.
                     (None, None, Target::Api) => {
-                        let (method, path) = (req.method().clone(), req.uri().path().to_string());
-                        let resp = match api.oneshot(req).await {
-                            Ok(resp) => resp,
-                            Err(never) => match never {},
-                        };
-                        // What axum and the MCP transport answer by themselves is a Status too.
-                        crate::as_status::ensure(&method, &path, resp).await
+                        Box::pin(async move {
+                            let (method, path) = (req.method().clone(), req.uri().path().to_string());
+                            let resp = match api.oneshot(req).await {
+                                Ok(resp) => resp,
+                                Err(never) => match never {},
+                            };
+                            // What axum and the MCP transport answer by themselves is a Status too.
+                            crate::as_status::ensure(&method, &path, resp).await
+                        })
+                        .await
                     }
                 };
                 let matched = resp.extensions().get::<Unrouted>().is_none();

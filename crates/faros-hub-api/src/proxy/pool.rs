@@ -230,7 +230,9 @@ impl UpstreamPool {
                 },
             }
         }
-        let mut conn = self.connect(&key).await?;
+        // Boxed: connecting (TLS handshake included) is the cold path, and its future is most of
+        // this one's size, which every proxied request would otherwise carry and copy.
+        let mut conn = Box::pin(self.connect(&key)).await?;
         let resp = conn.send_request(req).await?;
         Ok(returning(resp, conn, pool, key))
     }

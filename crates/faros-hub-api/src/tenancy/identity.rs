@@ -66,21 +66,32 @@ impl Tenancy {
     ) -> Result<Identity, Status> {
         match requested_tenant(headers)? {
             None => Ok(identity_in(caller, None)),
-            Some((org, ws)) => {
-                let (target, _) = self.access.require(caller, &org, Some(&ws), Role::Member).await?;
-                let bound = self
-                    .bound
-                    .of(&self.access, registry, &target, self.settings.access.decision_ttl)
-                    .await?;
-                if !bound.contains(provider) {
-                    return Err(Status::forbidden(format!(
-                        "provider {provider:?} is not enabled in {}: enable it there first",
-                        describe(&target)
-                    )));
-                }
-                Ok(identity_in(caller, Some(&target)))
-            }
+            // Boxed: membership and the bound providers may ask kcp, and their futures would make
+            // every proxied request's future (moved, so copied, as it is polled) that much larger.
+            Some((org, ws)) => Box::pin(self.tenant_identity(registry, caller, &org, &ws, provider)).await,
         }
+    }
+
+    async fn tenant_identity(
+        &self,
+        registry: &Registry,
+        caller: &Caller,
+        org: &str,
+        ws: &str,
+        provider: &str,
+    ) -> Result<Identity, Status> {
+        let (target, _) = self.access.require(caller, org, Some(ws), Role::Member).await?;
+        let bound = self
+            .bound
+            .of(&self.access, registry, &target, self.settings.access.decision_ttl)
+            .await?;
+        if !bound.contains(provider) {
+            return Err(Status::forbidden(format!(
+                "provider {provider:?} is not enabled in {}: enable it there first",
+                describe(&target)
+            )));
+        }
+        Ok(identity_in(caller, Some(&target)))
     }
 }
 
