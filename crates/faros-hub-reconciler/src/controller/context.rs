@@ -130,6 +130,11 @@ impl Context {
     /// Marks a write of the Provider as in flight: until it answers ([`OwnWrite::answered`]; a guard
     /// dropped unanswered counts as failed), its watch events are held back, because the echo may
     /// arrive before the answer that names its resourceVersion.
+    ///
+    /// The write must be preconditioned on the resourceVersion of the copy it was computed from (as
+    /// [`super::provider::status_patch`] and the finalizer patch are): a write that changes nothing
+    /// answers with the object as it is, and without the precondition that may be someone else's
+    /// newer version, whose event would then pass for our echo and never be reconciled.
     pub(super) fn own_write<'a>(&'a self, key: &'a ProviderKey) -> OwnWrite<'a> {
         lock(&self.own_writes).in_flight.insert(key.clone(), Vec::new());
         OwnWrite {
@@ -238,8 +243,67 @@ fn settle(held: &[Option<String>], ours: Option<&str>) -> Settled {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    /// The ordering of the flake in tests/mirror.rs: a reconcile starts from a stale copy (the store
+    /// has not seen the echo of the previous reconcile's status write) and writes status while
+    /// someone changes the spec (resourceVersion 312). Preconditioned, that write is refused
+    /// (answered `None`), so the change's event is never taken for our echo, whichever side of the
+    /// write it arrives on. Unconditioned, the write changed nothing and answered with 312 itself,
+    /// which made the change's event our echo: skipped, the new `spec.secretName` never reconciled.
+    #[tokio::test]
+    async fn a_change_racing_a_refused_write_is_never_its_echo() {
+        let config = kube::Config::new("https://127.0.0.1:1".parse().unwrap());
+        let factory = ClientFactory::new(config).unwrap();
+        let settings = Settings {
+            hub_url: "https://hub".into(),
+            ca_pem: None,
+            insecure_provider_kubeconfigs: false,
+            workspace_timeout: Duration::from_secs(1),
+            token_timeout: Duration::from_secs(1),
+            resync: Duration::from_secs(300),
+            concurrency: 1,
+            hub_user: None,
+        };
+        let ctx = Context::new(factory, settings, Arc::new(Metrics::new()));
+        let key = ProviderKey {
+            cluster: "c".into(),
+            namespace: None,
+            name: "q".into(),
+        };
+        let change = Some("312");
+
+        // Before the write: an ordinary event, queued by the runtime.
+        assert!(!ctx.is_own_write(&key, change), "before the write");
+        ctx.own_write(&key).answered(None);
+
+        // During the write: held back, then sorted as someone else's once the write is refused.
+        let write = ctx.own_write(&key);
+        assert!(ctx.is_own_write(&key, change), "held back while the write is in flight");
+        write.answered(None);
+        let held = [change.map(str::to_string)];
+        assert_eq!(
+            settle(&held, None),
+            Settled {
+                echo_seen: false,
+                foreign: true
+            },
+            "during the write: queued once it is refused"
+        );
+
+        // After the refusal: an ordinary event again.
+        ctx.own_write(&key).answered(None);
+        assert!(!ctx.is_own_write(&key, change), "after the write");
+
+        // What the precondition prevents: an answer naming the change's version makes it our echo.
+        ctx.own_write(&key).answered(change.map(str::to_string));
+        assert!(
+            ctx.is_own_write(&key, change),
+            "an unconditioned no-op swallows the change"
+        );
+    }
 
     #[test]
     fn settle_table() {
@@ -258,6 +322,13 @@ mod tests {
                 true,
             ),
             ("failed write: all foreign", &[Some("5")], None, false, true),
+            (
+                "a stale copy's write refused (409) while a spec change was held: foreign",
+                &[Some("312")],
+                None,
+                false,
+                true,
+            ),
             ("failed write, nothing held", &[], None, false, false),
             ("event without a version", &[None], Some("5"), false, true),
         ];

@@ -18,7 +18,8 @@
 //!    removal of the previous one's mirror (`MirrorError`, see [`crate::mirror`]).
 //!
 //! Objects are server-side applied with fixed bodies, so a steady-state reconcile changes nothing;
-//! status is written only when it differs.
+//! status is written only when it differs, preconditioned on the resourceVersion of the copy it was
+//! computed from ([`status_patch`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,7 +28,7 @@ use std::time::Duration;
 use faros_core::conditions;
 use faros_core::kcp::Workspace;
 use faros_core::names;
-use faros_core::provider::Provider;
+use faros_core::provider::{Provider, ProviderStatus};
 use faros_runtime::Retry;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
@@ -177,13 +178,19 @@ async fn patch_finalizers(
         .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
         .await;
     write.answered(written.as_ref().ok().and_then(ResourceExt::resource_version));
-    written.map_err(|source| match source {
+    written.map_err(|source| write_error(key, source))
+}
+
+/// A failed Provider write: a 409 (the Provider changed since the copy the write was computed from)
+/// is a [`Error::Conflict`], retried at once against the newer version.
+fn write_error(key: &ProviderKey, source: kube::Error) -> Error {
+    match source {
         kube::Error::Api(s) if s.code == 409 => Error::Conflict { key: key.clone() },
         source => Error::ProviderWrite {
             key: key.clone(),
             source,
         },
-    })
+    }
 }
 
 /// Adds the finalizer. Provisioning continues in the same reconcile, so the watch echo of this write
@@ -218,21 +225,51 @@ async fn write_status(
     if !status::needs_write(current, &desired) {
         return Ok(None);
     }
-    let body = json!({
-        "apiVersion": Provider::api_version(&()),
-        "kind": Provider::kind(&()),
-        "status": desired,
-    });
+    let patch = status_patch(provider, &desired);
+    let params = PatchParams {
+        field_manager: Some(format!("{}/status", names::RECONCILER_FIELD_MANAGER)),
+        ..Default::default()
+    };
     let write = ctx.own_write(key);
-    let written = api
-        .patch_status(&key.name, &field_manager("status"), &Patch::Apply(&body))
-        .await;
+    let written = api.patch_status(&key.name, &params, &Patch::Merge(&patch)).await;
     write.answered(written.as_ref().ok().and_then(ResourceExt::resource_version));
-    let written = written.map_err(|source| Error::ProviderWrite {
-        key: key.clone(),
-        source,
-    })?;
+    let written = written.map_err(|source| write_error(key, source))?;
     Ok(Some(written))
+}
+
+/// The status write: a JSON merge patch of the whole `desired` status, carrying the resourceVersion
+/// of `provider`, the copy it was computed from, so that the API server refuses it (409) once the
+/// Provider has changed since.
+///
+/// Why the precondition: the copy may be stale (a reconcile queued while the previous one ran starts
+/// from the store, which may not have the echo of that one's status write yet). Without it, a status
+/// equal to what the Provider already holds is a no-op that answers with the Provider as it is now,
+/// someone else's newer change included (say a new `spec.secretName`); that resourceVersion was then
+/// taken for our own write's, its watch event skipped as our echo ([`Context::own_write`]), and the
+/// change left unreconciled until the resync. With it a stale write is refused ([`Error::Conflict`]:
+/// retried at once from the newer copy, and the events held back meanwhile queue the Provider), so a
+/// write that answers either made the resourceVersion it names or changed nothing. Not server-side
+/// apply: Kubernetes takes a resourceVersion in an apply body as a precondition too, but the embedded
+/// kcp the tests run against ignores it; both honour it in a merge patch, as for the finalizer.
+///
+/// A merge patch keeps what it does not mention, so fields of the copy's status that `desired` drops
+/// are sent as null; `conditions` is a list, which it replaces whole, and `secretRef` is always
+/// written complete.
+pub fn status_patch(provider: &Provider, desired: &ProviderStatus) -> serde_json::Value {
+    let to_map = |status: &ProviderStatus| match serde_json::to_value(status) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    let mut status = to_map(desired);
+    if let Some(current) = &provider.status {
+        for (dropped, _) in to_map(current) {
+            status.entry(dropped).or_insert(serde_json::Value::Null);
+        }
+    }
+    json!({
+        "metadata": {"resourceVersion": provider.resource_version()},
+        "status": status,
+    })
 }
 
 fn step(reason: &'static str, cluster: Option<&str>) -> impl Fn(String) -> StepError + use<> {
@@ -673,6 +710,99 @@ mod tests {
                     "annotations": {"kubernetes.io/service-account.name": "provider"}},
                 "type": "kubernetes.io/service-account-token"})
         );
+    }
+
+    #[test]
+    fn status_patch_table() {
+        let copy = |status: Option<ProviderStatus>| {
+            let mut p = Provider::new("q", ProviderSpec::default());
+            p.metadata.resource_version = Some("311".into());
+            p.status = status;
+            p
+        };
+        let secret_ref = SecretKeyRef {
+            namespace: "default".into(),
+            name: "q-kubeconfig".into(),
+            key: "kubeconfig".into(),
+        };
+        let provisioned = ProviderStatus {
+            workspace_path: Some("root:faros:providers:q".into()),
+            secret_ref: Some(secret_ref.clone()),
+            observed_generation: Some(2),
+            ..Default::default()
+        };
+        let cases = [
+            (
+                "first status: preconditioned on the copy's version",
+                copy(None),
+                ProviderStatus {
+                    observed_generation: Some(1),
+                    ..Default::default()
+                },
+                json!({"metadata": {"resourceVersion": "311"}, "status": {"observedGeneration": 1}}),
+            ),
+            (
+                "fields the desired status drops are nulled (a merge patch would keep them)",
+                copy(Some(provisioned.clone())),
+                ProviderStatus {
+                    observed_generation: Some(3),
+                    ..Default::default()
+                },
+                json!({"metadata": {"resourceVersion": "311"}, "status": {
+                    "observedGeneration": 3, "workspacePath": null, "secretRef": null}}),
+            ),
+            (
+                "kept fields are written whole",
+                copy(Some(provisioned.clone())),
+                provisioned.clone(),
+                json!({"metadata": {"resourceVersion": "311"}, "status": {
+                    "workspacePath": "root:faros:providers:q", "observedGeneration": 2,
+                    "secretRef": {"namespace": "default", "name": "q-kubeconfig", "key": "kubeconfig"}}}),
+            ),
+        ];
+        for (case, provider, desired, want) in cases {
+            assert_eq!(status_patch(&provider, &desired), want, "{case}");
+        }
+    }
+
+    /// A write from a stale copy is refused with 409 ([`status_patch`]): retried at once from the
+    /// newer copy, not after the backoff.
+    #[test]
+    fn write_error_table() {
+        let key = ProviderKey {
+            cluster: "c".into(),
+            namespace: None,
+            name: "q".into(),
+        };
+        let api = |code: u16| kube::Error::Api(kube::core::Status::failure("x", "y").with_code(code).boxed());
+        let retry = Retry {
+            failures: 1,
+            delay: Duration::from_millis(500),
+        };
+        for (case, code, want_reason, want_action) in [
+            (
+                "409: changed since the copy",
+                409,
+                "Conflict",
+                Action::RequeueAfter(Duration::from_millis(50)),
+            ),
+            (
+                "403: backoff",
+                403,
+                "ProviderWriteError",
+                Action::RequeueAfter(Duration::from_millis(500)),
+            ),
+            (
+                "500: backoff",
+                500,
+                "ProviderWriteError",
+                Action::RequeueAfter(Duration::from_millis(500)),
+            ),
+        ] {
+            let error = write_error(&key, api(code));
+            assert_eq!(error.reason(), want_reason, "{case}");
+            assert_eq!(error_policy(&error, retry), want_action, "{case}");
+        }
     }
 
     #[test]
