@@ -28,7 +28,7 @@ use super::proxy::{free_port, nginx_under, wait_ok, wrk_with};
 /// nginx's worker each serve several.
 const WRK: [&str; 4] = ["-t1", "-c4", "-d", "10s"];
 
-/// The symbol of the hub's connection threads ([`faros_hub_api::server`]).
+/// The symbol of the hub's connection threads (`faros_hub_api::server::connection`).
 const HUB_THREAD_SYMBOL: &str = "faros_hub_api::server::connection";
 
 /// Instructions one dump of a callgrind output counted, per thread file.

@@ -245,7 +245,7 @@ async fn write_status(
 /// from the store, which may not have the echo of that one's status write yet). Without it, a status
 /// equal to what the Provider already holds is a no-op that answers with the Provider as it is now,
 /// someone else's newer change included (say a new `spec.secretName`); that resourceVersion was then
-/// taken for our own write's, its watch event skipped as our echo ([`Context::own_write`]), and the
+/// taken for our own write's, its watch event skipped as our echo (`Context::own_write`), and the
 /// change left unreconciled until the resync. With it a stale write is refused ([`Error::Conflict`]:
 /// retried at once from the newer copy, and the events held back meanwhile queue the Provider), so a
 /// write that answers either made the resourceVersion it names or changed nothing. Not server-side
