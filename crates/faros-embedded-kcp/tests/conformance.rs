@@ -355,6 +355,111 @@ async fn server_side_apply_conflicts_and_force() {
     );
 }
 
+/// An apply body's `metadata.resourceVersion` is a precondition, as an update's is (kube-apiserver
+/// compares it in Store.Update): the current one applies, a stale one is 409 Conflict, on the main
+/// resource and on `/status`; without one the apply is unconditional, and apply-as-create ignores it
+/// (as kcp v0.32.3 does).
+#[tokio::test]
+async fn server_side_apply_resource_version_precondition() {
+    let t = TestServer::start().await;
+    let client = t.admin().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let apply = |rv: Option<&str>, v: &str| {
+        let mut meta = json!({"name": "p"});
+        if let Some(rv) = rv {
+            meta["resourceVersion"] = json!(rv);
+        }
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": v}})
+    };
+    let conflict = "Operation cannot be fulfilled on configmaps \"p\": the object has been modified; please apply your changes to the latest version and try again";
+
+    // Without a resourceVersion: no precondition, whatever the object's version.
+    let first = cms
+        .patch("p", &PatchParams::apply("m"), &Patch::Apply(apply(None, "1")))
+        .await
+        .unwrap();
+    let rv1 = first.metadata.resource_version.unwrap();
+    // With the current one: applied.
+    let second = cms
+        .patch("p", &PatchParams::apply("m"), &Patch::Apply(apply(Some(&rv1), "2")))
+        .await
+        .unwrap();
+    assert_eq!(second.data.unwrap()["k"], "2");
+    let rv2 = second.metadata.resource_version.unwrap();
+    assert_ne!(rv1, rv2);
+    // With a stale one: 409 Conflict, nothing written, not retried on the client's behalf.
+    let err = api_err(
+        cms.patch("p", &PatchParams::apply("m"), &Patch::Apply(apply(Some(&rv1), "3")))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (err.code, err.reason.as_str(), err.message.as_str()),
+        (409, "Conflict", conflict)
+    );
+    let details = err.details.unwrap();
+    assert_eq!((details.name.as_str(), details.kind.as_str()), ("p", "configmaps"));
+    // Also when the stale apply would change nothing.
+    let err = api_err(
+        cms.patch("p", &PatchParams::apply("m"), &Patch::Apply(apply(Some(&rv1), "2")))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
+    let now = cms.get("p").await.unwrap();
+    assert_eq!(
+        (now.data.unwrap()["k"].as_str(), now.metadata.resource_version.unwrap()),
+        ("2", rv2.clone())
+    );
+    // Without one again: applied over whatever version is stored.
+    let fourth = cms
+        .patch("p", &PatchParams::apply("m"), &Patch::Apply(apply(None, "4")))
+        .await
+        .unwrap();
+    assert_eq!(fourth.data.unwrap()["k"], "4");
+    // Apply-as-create ignores a resourceVersion in the body: kcp creates the object.
+    let missing = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "q", "resourceVersion": rv1}, "data": {"k": "1"}});
+    let created = cms
+        .patch("q", &PatchParams::apply("m"), &Patch::Apply(&missing))
+        .await
+        .unwrap();
+    assert_ne!(created.metadata.resource_version, Some(rv1.clone()));
+    assert_eq!(cms.get("q").await.unwrap().data.unwrap()["k"], "1");
+
+    // The same on /status.
+    let nss: Api<Namespace> = Api::all(client);
+    nss.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "p"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    let ns_rv = nss.get("p").await.unwrap().metadata.resource_version.unwrap();
+    let status = |rv: Option<&str>| {
+        let mut meta = json!({"name": "p"});
+        if let Some(rv) = rv {
+            meta["resourceVersion"] = json!(rv);
+        }
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": meta, "status": {"phase": "Active"}})
+    };
+    nss.patch_status("p", &PatchParams::apply("m"), &Patch::Apply(status(Some(&ns_rv))))
+        .await
+        .unwrap();
+    let err = api_err(
+        nss.patch_status("p", &PatchParams::apply("m"), &Patch::Apply(status(Some(&rv1))))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        err.message,
+        "Operation cannot be fulfilled on namespaces \"p\": the object has been modified; please apply your changes to the latest version and try again"
+    );
+    nss.patch_status("p", &PatchParams::apply("m"), &Patch::Apply(status(None)))
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn pagination_is_consistent_under_concurrent_writes() {
     let t = TestServer::start().await;
