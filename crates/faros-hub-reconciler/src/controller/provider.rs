@@ -248,9 +248,8 @@ async fn write_status(
 /// taken for our own write's, its watch event skipped as our echo (`Context::own_write`), and the
 /// change left unreconciled until the resync. With it a stale write is refused ([`Error::Conflict`]:
 /// retried at once from the newer copy, and the events held back meanwhile queue the Provider), so a
-/// write that answers either made the resourceVersion it names or changed nothing. Not server-side
-/// apply: Kubernetes takes a resourceVersion in an apply body as a precondition too, but the embedded
-/// kcp the tests run against ignores it; both honour it in a merge patch, as for the finalizer.
+/// write that answers either made the resourceVersion it names or changed nothing. Written as the
+/// finalizer is, a merge patch; a resourceVersion in an apply body would be a precondition as well.
 ///
 /// A merge patch keeps what it does not mention, so fields of the copy's status that `desired` drops
 /// are sent as null; `conditions` is a list, which it replaces whole, and `secretRef` is always
