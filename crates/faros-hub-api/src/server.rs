@@ -88,12 +88,10 @@ impl hyper::body::Body for EndsOnStop {
     }
 }
 
-/// The client end of a connection, in every request's extensions: its address, and that
-/// address as the `X-Forwarded-For` value the proxies send (formatted once per connection, not
-/// per request).
+/// The client end of a connection, in every request's extensions: its address as the
+/// `X-Forwarded-For` value the proxies send (formatted once per connection, not per request).
 #[derive(Clone, Debug)]
 pub struct Peer {
-    pub addr: SocketAddr,
     pub forwarded_for: http::HeaderValue,
 }
 
@@ -104,7 +102,7 @@ impl Peer {
             http::HeaderValue::try_from(addr.ip().to_string()).unwrap_or(http::HeaderValue::from_static(""));
         // Shared from the start: clones are then a reference count, not a first-clone copy.
         let _ = forwarded_for.clone();
-        Self { addr, forwarded_for }
+        Self { forwarded_for }
     }
 }
 

@@ -155,13 +155,10 @@ impl Pool {
     }
 
     fn put(&mut self, key: Key, conn: SendRequest<Body>) {
-        let up = match self.upstreams.get_mut(&key) {
-            Some(up) => up,
-            None => self
-                .upstreams
-                .entry(key)
-                .or_insert_with_key(|k| Upstream::new(&k.authority)),
-        };
+        let up = self
+            .upstreams
+            .entry(key)
+            .or_insert_with_key(|k| Upstream::new(&k.authority));
         if up.idle.len() < MAX_IDLE_PER_UPSTREAM {
             up.idle.push(Idle {
                 conn,

@@ -242,6 +242,31 @@ fn settle(held: &[Option<String>], ours: Option<&str>) -> Settled {
     }
 }
 
+/// A context whose client reaches nothing (the echo bookkeeping needs none), and the key of
+/// Provider `q` in cluster `c`: for the controller's tests.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(super) fn test_context() -> (Context, ProviderKey) {
+    let config = kube::Config::new("https://127.0.0.1:1".parse().unwrap());
+    let settings = Settings {
+        hub_url: "https://hub".into(),
+        ca_pem: None,
+        insecure_provider_kubeconfigs: false,
+        workspace_timeout: Duration::from_secs(1),
+        token_timeout: Duration::from_secs(1),
+        resync: Duration::from_secs(300),
+        concurrency: 1,
+        hub_user: None,
+    };
+    let ctx = Context::new(ClientFactory::new(config).unwrap(), settings, Arc::new(Metrics::new()));
+    let key = ProviderKey {
+        cluster: "c".into(),
+        namespace: None,
+        name: "q".into(),
+    };
+    (ctx, key)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -255,24 +280,7 @@ mod tests {
     /// which made the change's event our echo: skipped, the new `spec.secretName` never reconciled.
     #[tokio::test]
     async fn a_change_racing_a_refused_write_is_never_its_echo() {
-        let config = kube::Config::new("https://127.0.0.1:1".parse().unwrap());
-        let factory = ClientFactory::new(config).unwrap();
-        let settings = Settings {
-            hub_url: "https://hub".into(),
-            ca_pem: None,
-            insecure_provider_kubeconfigs: false,
-            workspace_timeout: Duration::from_secs(1),
-            token_timeout: Duration::from_secs(1),
-            resync: Duration::from_secs(300),
-            concurrency: 1,
-            hub_user: None,
-        };
-        let ctx = Context::new(factory, settings, Arc::new(Metrics::new()));
-        let key = ProviderKey {
-            cluster: "c".into(),
-            namespace: None,
-            name: "q".into(),
-        };
+        let (ctx, key) = test_context();
         let change = Some("312");
 
         // Before the write: an ordinary event, queued by the runtime.

@@ -89,12 +89,7 @@ pub async fn run(
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use std::time::Duration;
-
-    use faros_core::client::ClientFactory;
-
     use super::*;
-    use crate::metrics::Metrics;
     use faros_core::kcp::ANNOTATION_CLUSTER;
     use faros_core::provider::ProviderSpec;
 
@@ -129,24 +124,7 @@ mod tests {
 
     #[tokio::test]
     async fn own_status_write_is_recognised_once() {
-        let config = kube::Config::new("https://127.0.0.1:1".parse().unwrap());
-        let factory = ClientFactory::new(config).unwrap();
-        let settings = Settings {
-            hub_url: "https://hub".into(),
-            ca_pem: None,
-            insecure_provider_kubeconfigs: false,
-            workspace_timeout: Duration::from_secs(1),
-            token_timeout: Duration::from_secs(1),
-            resync: Duration::from_secs(300),
-            concurrency: 1,
-            hub_user: None,
-        };
-        let ctx = Context::new(factory, settings, Arc::new(Metrics::new()));
-        let key = ProviderKey {
-            cluster: "c".into(),
-            namespace: None,
-            name: "q".into(),
-        };
+        let (ctx, key) = context::test_context();
         assert!(!ctx.is_own_write(&key, Some("5")));
         ctx.own_write(&key).answered(Some("5".into()));
         assert!(!ctx.is_own_write(&key, Some("4")), "an older event is not ours");
