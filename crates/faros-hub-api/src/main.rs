@@ -10,6 +10,10 @@ use faros_core::telemetry::{LogArgs, install_crypto_provider};
 use faros_hub_api::auth::OidcSettings;
 use faros_hub_api::{Config, Tls};
 
+/// jemalloc, as in every faros server binary (docs/embedded-kcp.md#allocator).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     version,

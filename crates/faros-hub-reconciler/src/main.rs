@@ -10,6 +10,10 @@ use faros_core::names;
 use faros_core::telemetry::{LogArgs, install_crypto_provider};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+/// jemalloc, as in every faros server binary (docs/embedded-kcp.md#allocator).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Bootstraps the faros workspace tree in kcp and provisions Providers.
 #[derive(Parser, Debug)]
 #[command(name = "faros-hub-reconciler", version, about)]

@@ -7,6 +7,10 @@ use faros::cli::DevArgs;
 use faros::dev;
 use faros_core::telemetry::{LogArgs, install_crypto_provider};
 
+/// jemalloc, as in every faros server binary (docs/embedded-kcp.md#allocator).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser, Debug)]
 #[command(name = "faros", version, about = "faros: a provider platform hub on kcp")]
 struct Cli {
