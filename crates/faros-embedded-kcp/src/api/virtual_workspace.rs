@@ -193,26 +193,24 @@ fn served_defs(state: &ServerState, view: &ExportView) -> Vec<(Arc<ResourceDef>,
             }
         }
     }
+    let all = state.registry.all_resources();
     for (group, resource, verbs) in claimed {
         // Bindings are served below (read-only); a claim on them widens what is visible.
         if group == "apis.kcp.io" && resource == "apibindings" {
             continue;
         }
-        if let Some(def) = state
-            .registry
-            .all_resources()
-            .into_iter()
+        if let Some(def) = all
+            .iter()
             .find(|d| d.group == group && d.resource == resource && d.conversion.is_none())
         {
-            out.push((def, verbs.into_iter().collect()));
+            out.push((def.clone(), verbs.into_iter().collect()));
         }
     }
     // Both served versions of APIBinding, the stored v1alpha2 first (discovery prefers it).
-    let mut bindings: Vec<Arc<ResourceDef>> = state
-        .registry
-        .all_resources()
-        .into_iter()
+    let mut bindings: Vec<Arc<ResourceDef>> = all
+        .iter()
         .filter(|d| d.group == "apis.kcp.io" && d.resource == "apibindings")
+        .cloned()
         .collect();
     bindings.sort_by_key(|d| d.conversion.is_some());
     for b in bindings {

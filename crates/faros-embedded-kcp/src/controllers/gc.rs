@@ -225,9 +225,13 @@ fn objects_with(state: &ServerState, def: &ResourceDef, cluster: Option<&str>, m
 }
 
 fn all_defs(state: &ServerState) -> Vec<Arc<ResourceDef>> {
-    let mut defs = state.registry.all_resources();
-    defs.retain(|d| !d.create_only);
-    defs
+    state
+        .registry
+        .all_resources()
+        .iter()
+        .filter(|d| !d.create_only)
+        .cloned()
+        .collect()
 }
 
 /// Whether the owner an ownerReference names still exists with that uid.
