@@ -4,7 +4,7 @@
 //! APIResourceSchemas bound through APIBindings) are added per logical cluster at runtime, so
 //! discovery and routing are always answered per cluster.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::auth::Verb;
@@ -185,12 +185,47 @@ const ROOT: &str = "root";
 pub struct Registry {
     builtin: Vec<Arc<ResourceDef>>,
     root_only: Vec<Arc<ResourceDef>>,
-    per_cluster: RwLock<BTreeMap<String, Vec<Arc<ResourceDef>>>>,
-    /// [`Registry::all_resources`]' answer until a cluster's definitions change. Virtual workspace
-    /// requests ask for it once per permission claim; walking every workspace's definitions each
-    /// time made a tenant's creation cost grow with the number of workspaces (`bench scale`: 1.95×
-    /// per item at 10 000 workspaces, a third of the server's CPU in that walk).
+    per_cluster: RwLock<Clusters>,
+    /// [`Registry::all_resources`]' answer until a cluster's definitions change.
     all: Mutex<Option<Arc<[Arc<ResourceDef>]>>>,
+}
+
+/// The schema-defined resources of every cluster, and by group/resource which clusters define
+/// them. [`Registry::all_resources`] reads the second: virtual workspace requests ask for it, every
+/// binding reconcile of every workspace changes the first, and walking every workspace's
+/// definitions for each answer made a tenant's creation cost grow with the number of workspaces
+/// (`bench scale`: 1.95× per item at 10 000 workspaces, a third of the server's CPU in that walk).
+#[derive(Debug, Default)]
+struct Clusters {
+    defs: BTreeMap<String, Vec<Arc<ResourceDef>>>,
+    /// (group, resource) → cluster → that cluster's first definition of it.
+    by_resource: BTreeMap<(String, String), BTreeMap<String, Arc<ResourceDef>>>,
+}
+
+impl Clusters {
+    fn set(&mut self, cluster: &str, defs: Vec<ResourceDef>) {
+        for old in self.defs.remove(cluster).unwrap_or_default() {
+            let gr = (old.group.clone(), old.resource.clone());
+            if let Some(clusters) = self.by_resource.get_mut(&gr) {
+                clusters.remove(cluster);
+                if clusters.is_empty() {
+                    self.by_resource.remove(&gr);
+                }
+            }
+        }
+        if defs.is_empty() {
+            return;
+        }
+        let defs: Vec<Arc<ResourceDef>> = defs.into_iter().map(Arc::new).collect();
+        for d in &defs {
+            self.by_resource
+                .entry((d.group.clone(), d.resource.clone()))
+                .or_default()
+                .entry(cluster.to_string())
+                .or_insert_with(|| d.clone());
+        }
+        self.defs.insert(cluster.to_string(), defs);
+    }
 }
 
 impl Registry {
@@ -216,7 +251,7 @@ impl Registry {
     /// Every resource served in `cluster`, built-ins first.
     pub fn resources(&self, cluster: &str) -> Vec<Arc<ResourceDef>> {
         let mut out: Vec<Arc<ResourceDef>> = self.native(cluster).cloned().collect();
-        if let Some(extra) = self.read().get(cluster) {
+        if let Some(extra) = self.read().defs.get(cluster) {
             out.extend(extra.iter().cloned());
         }
         out
@@ -229,6 +264,7 @@ impl Registry {
             return Some(d.clone());
         }
         self.read()
+            .defs
             .get(cluster)
             .and_then(|extra| extra.iter().find(|d| matches(d)).cloned())
     }
@@ -240,6 +276,7 @@ impl Registry {
             return Some(d.clone());
         }
         self.read()
+            .defs
             .values()
             .flat_map(|v| v.iter())
             .find(|d| matches(d))
@@ -259,15 +296,11 @@ impl Registry {
     /// Replaces the schema-defined resources of `cluster`.
     pub fn set_cluster_resources(&self, cluster: &str, defs: Vec<ResourceDef>) {
         let mut guard = self.per_cluster.write().unwrap_or_else(|p| p.into_inner());
-        if defs.is_empty() {
-            guard.remove(cluster);
-        } else {
-            guard.insert(cluster.to_string(), defs.into_iter().map(Arc::new).collect());
-        }
+        guard.set(cluster, defs);
         *self.all_cached() = None;
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Vec<Arc<ResourceDef>>>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Clusters> {
         // A poisoned lock only means a writer panicked mid-replace of a whole Vec; the map is still valid.
         self.per_cluster.read().unwrap_or_else(|p| p.into_inner())
     }
@@ -275,7 +308,8 @@ impl Registry {
 
 impl Registry {
     /// Every resource definition of every cluster: the natively served ones, then per
-    /// group/resource the first definition in cluster-name order.
+    /// group/resource (in their order) the first definition of the first cluster, in name order,
+    /// that defines it.
     pub fn all_resources(&self) -> Arc<[Arc<ResourceDef>]> {
         if let Some(all) = self.all_cached().as_ref() {
             return all.clone();
@@ -283,18 +317,14 @@ impl Registry {
         // Computed and cached under the read lock: a change of definitions waits for it, then
         // drops the cache, so a stale answer is never stored after a change.
         let per_cluster = self.read();
-        let mut out: Vec<Arc<ResourceDef>> = self.builtin.iter().chain(&self.root_only).cloned().collect();
-        let mut seen: HashSet<(&str, &str)> = HashSet::new();
-        for defs in per_cluster.values() {
-            for d in defs {
-                let native = || {
-                    out.iter()
-                        .take(self.builtin.len() + self.root_only.len())
-                        .any(|o| o.group == d.group && o.resource == d.resource)
-                };
-                if seen.insert((&d.group, &d.resource)) && !native() {
-                    out.push(d.clone());
-                }
+        let natives: Vec<Arc<ResourceDef>> = self.builtin.iter().chain(&self.root_only).cloned().collect();
+        let mut out = natives.clone();
+        for ((group, resource), clusters) in &per_cluster.by_resource {
+            if natives.iter().any(|n| &n.group == group && &n.resource == resource) {
+                continue;
+            }
+            if let Some(first) = clusters.values().next() {
+                out.push(first.clone());
             }
         }
         let all: Arc<[Arc<ResourceDef>]> = out.into();
@@ -431,8 +461,9 @@ mod tests {
             .collect()
     }
 
-    /// Natives first, then each group/resource once, from the first cluster in name order that
-    /// defines it; a change of any cluster's definitions shows in the next answer (it is cached).
+    /// Natives first, then each group/resource once (in their order), from the first cluster in name
+    /// order that defines it; a change of any cluster's definitions shows in the next answer (it is
+    /// cached), and a cluster's removed definitions leave no trace.
     #[test]
     fn all_resources_dedups_and_follows_changes() {
         let registry = Registry::new(vec![def("", "configmaps", "v1")]);
