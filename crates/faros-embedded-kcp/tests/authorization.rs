@@ -10,7 +10,7 @@ use common::{BOB_TOKEN, TestServer, USER_TOKEN};
 use faros_core::kcp::Workspace;
 use faros_core::wait::wait_for;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 async fn create_ready(t: &TestServer, parent: &str, name: &str, annotations: serde_json::Value) -> Workspace {
@@ -177,10 +177,13 @@ async fn workspace_admins_cannot_write_workspace_status() {
     common::kcp::bind_cluster_role(in_org, "alice-admin", "cluster-admin", ("User", "alice")).await;
     create_ready(&t, "root:org", "team", json!({})).await;
     let alice: Api<Workspace> = Api::all(t.client_as("root:org", "alice", USER_TOKEN).await);
-    let mut team = alice.get("team").await.unwrap();
-    // Everything else of the workspace is hers to edit...
-    team.metadata.labels = Some([("owner".to_string(), "alice".to_string())].into());
-    let mut team = alice.replace("team", &PostParams::default(), &team).await.unwrap();
+    // Everything else of the workspace is hers to edit (a patch: the workspace's controller may
+    // still be writing it, and a replace from a stale read would be a 409 Conflict)...
+    let label = json!({"metadata": {"labels": {"owner": "alice"}}});
+    let mut team = alice
+        .patch("team", &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap();
     // ...but not its status, although cluster-admin grants `*`.
     team.status.as_mut().unwrap().phase = Some(faros_core::kcp::LogicalClusterPhase::Scheduling);
     let err = match alice.replace_status("team", &PostParams::default(), &team).await {
