@@ -301,7 +301,8 @@ impl Registry {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Clusters> {
-        // A poisoned lock only means a writer panicked mid-replace of a whole Vec; the map is still valid.
+        // A poisoned lock only means a writer panicked in `Clusters::set`, which allocates and moves
+        // entries but has nothing else that can panic; both maps are still valid.
         self.per_cluster.read().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -317,10 +318,13 @@ impl Registry {
         // Computed and cached under the read lock: a change of definitions waits for it, then
         // drops the cache, so a stale answer is never stored after a change.
         let per_cluster = self.read();
-        let natives: Vec<Arc<ResourceDef>> = self.builtin.iter().chain(&self.root_only).cloned().collect();
-        let mut out = natives.clone();
+        let mut out: Vec<Arc<ResourceDef>> = self.builtin.iter().chain(&self.root_only).cloned().collect();
+        let natives = out.len();
         for ((group, resource), clusters) in &per_cluster.by_resource {
-            if natives.iter().any(|n| &n.group == group && &n.resource == resource) {
+            if out[..natives]
+                .iter()
+                .any(|n| &n.group == group && &n.resource == resource)
+            {
                 continue;
             }
             if let Some(first) = clusters.values().next() {
@@ -483,6 +487,14 @@ mod tests {
             names(&registry),
             ["/v1/configmaps", "x.io/v2/widgets", "y.io/v1/gadgets"]
         );
+        registry.set_cluster_resources("b", vec![def("z.io", "things", "v1")]);
+        assert_eq!(
+            names(&registry),
+            ["/v1/configmaps", "y.io/v1/gadgets", "z.io/v1/things"]
+        );
+        registry.set_cluster_resources("c", vec![]);
+        registry.set_cluster_resources("b", vec![]);
+        assert_eq!(names(&registry), ["/v1/configmaps"]);
     }
 
     #[test]
