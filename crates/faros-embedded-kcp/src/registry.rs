@@ -275,11 +275,16 @@ impl Registry {
         if let Some(d) = self.builtin.iter().chain(&self.root_only).find(|d| matches(d)) {
             return Some(d.clone());
         }
-        self.read()
-            .defs
-            .values()
-            .flat_map(|v| v.iter())
-            .find(|d| matches(d))
+        // Only the clusters defining the resource are searched (in cluster order, as before the
+        // index): wildcard requests would otherwise walk every workspace's definitions.
+        let per_cluster = self.read();
+        let clusters = per_cluster
+            .by_resource
+            .get(&(group.to_string(), resource.to_string()))?;
+        clusters
+            .keys()
+            .filter_map(|cluster| per_cluster.defs.get(cluster))
+            .find_map(|defs| defs.iter().find(|d| matches(d)))
             .cloned()
     }
 
@@ -495,6 +500,40 @@ mod tests {
         registry.set_cluster_resources("c", vec![]);
         registry.set_cluster_resources("b", vec![]);
         assert_eq!(names(&registry), ["/v1/configmaps"]);
+    }
+
+    /// A wildcard lookup finds a version any cluster serves (natives first, then clusters in name
+    /// order), whichever of a cluster's definitions of the resource it is, and forgets removed ones.
+    #[test]
+    fn lookup_any_finds_any_clusters_version() {
+        let registry = Registry::new(vec![def("", "configmaps", "v1")]);
+        registry.set_cluster_resources("b", vec![def("x.io", "widgets", "v1"), def("x.io", "widgets", "v2")]);
+        registry.set_cluster_resources("a", vec![def("y.io", "gadgets", "v1"), def("x.io", "widgets", "v2")]);
+        let found = |g: &str, v: &str, r: &str| {
+            registry
+                .lookup_any(g, v, r)
+                .map(|d| format!("{}/{}", d.version, d.resource))
+        };
+        let cases = [
+            (("", "v1", "configmaps"), Some("v1/configmaps")),
+            (("x.io", "v1", "widgets"), Some("v1/widgets")),
+            (("x.io", "v2", "widgets"), Some("v2/widgets")),
+            (("y.io", "v1", "gadgets"), Some("v1/gadgets")),
+            (("x.io", "v3", "widgets"), None),
+            (("z.io", "v1", "widgets"), None),
+        ];
+        for ((g, v, r), want) in cases {
+            assert_eq!(found(g, v, r).as_deref(), want, "{g}/{v}/{r}");
+        }
+        registry.set_cluster_resources("b", vec![]);
+        assert_eq!(found("x.io", "v1", "widgets"), None, "b's v1 is gone");
+        assert_eq!(
+            found("x.io", "v2", "widgets").as_deref(),
+            Some("v2/widgets"),
+            "a still serves v2"
+        );
+        registry.set_cluster_resources("a", vec![]);
+        assert_eq!(found("y.io", "v1", "gadgets"), None);
     }
 
     #[test]
