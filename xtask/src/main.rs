@@ -32,7 +32,7 @@ struct Cli {
 enum Command {
     /// Regenerate CRD and APIResourceSchema YAML under config/ from the Rust types.
     Codegen(codegen::Codegen),
-    /// Measure performance targets against baselines taken in the same run (release builds).
+    /// Measure performance targets against baselines taken in the same run (builds as shipped).
     Bench(bench::Bench),
     /// Run the e2e scenarios (against the in-process platform by default).
     E2e(e2e::E2e),

@@ -326,14 +326,18 @@ async fn measure_one(
 }
 
 /// The components the platform on real kcp runs as processes (`faros` for `faros grant`), built
-/// as the measured `faros` is: release, or debug for a smoke run.
+/// as the measured `faros` is: [`super::profile::MEASURED_PROFILE`], or debug for a smoke run.
 fn build_components(root: &Path, smoke: bool) -> anyhow::Result<()> {
     let sh = xshell::Shell::new()?;
     sh.change_dir(root);
-    let release: &[&str] = if smoke { &[] } else { &["--release"] };
+    let profile: &[&str] = if smoke {
+        &[]
+    } else {
+        &["--profile", super::profile::MEASURED_PROFILE]
+    };
     xshell::cmd!(
         sh,
-        "cargo build {release...} -p faros -p faros-hub-api -p faros-hub-reconciler -p faros-provider-quickstart --bins"
+        "cargo build {profile...} -p faros -p faros-hub-api -p faros-hub-reconciler -p faros-provider-quickstart --bins"
     )
     .run()
     .context("building the platform's components")

@@ -1,8 +1,9 @@
 //! `cargo xtask bench [kcp]`: performance targets, measured (never asserted in tests) and reported as
 //! ratios against a baseline taken in the same invocation on the same machine.
 //!
-//! The measuring code runs in a release build of xtask against a release build of `faros`, so the
-//! debug build `cargo xtask` starts with only builds and re-executes itself. `--smoke` runs every
+//! The measuring code runs in a release build of xtask against `faros` built as the images ship it
+//! (the `image` profile, with symbols: [`profile::MEASURED_PROFILE`]), so the debug build `cargo
+//! xtask` starts with only builds and re-executes itself. `--smoke` runs every
 //! suite (or the one named) with small sizes in the debug build against `target/debug/faros`: what
 //! `.ci/run` does so that benchmarks cannot rot ([`profile`]).
 
@@ -32,7 +33,7 @@ pub struct Bench {
     /// Objects for the RSS measurement (the target is stated for 100k).
     #[arg(long, default_value_t = 100_000)]
     rss_objects: usize,
-    /// The `faros` binary to measure instead of `target/release/faros`: a copy of a build from before
+    /// The `faros` binary to measure instead of `target/image-symbols/faros`: a copy of a build from before
     /// a change, so that before and after are measured in one sitting on the same machine.
     #[arg(long)]
     faros: Option<std::path::PathBuf>,
@@ -135,9 +136,13 @@ impl Bench {
         if !self.measure {
             let sh = xshell::Shell::new()?;
             sh.change_dir(root);
-            xshell::cmd!(sh, "cargo build --release -p faros -p xtask")
+            let measured = profile::MEASURED_PROFILE;
+            xshell::cmd!(sh, "cargo build --profile {measured} -p faros")
                 .run()
-                .context("building release binaries")?;
+                .with_context(|| format!("building faros with the {measured} profile"))?;
+            xshell::cmd!(sh, "cargo build --release -p xtask")
+                .run()
+                .context("building the measuring xtask")?;
             let suite = self.suite().name();
             let rss = self.rss_objects.to_string();
             let xtask = root.join("target/release/xtask");

@@ -1,10 +1,20 @@
-//! How big a benchmark run is. `full` is what the targets are stated for (release builds); `smoke`
+//! How big a benchmark run is. `full` is what the targets are stated for (the shipped build:
+//! [`MEASURED_PROFILE`]); `smoke`
 //! is what `.ci/run` runs on every change: the same code paths with small sizes against the debug
 //! build `cargo test` already made, so a suite that stops working (or stops reporting figures) fails
 //! CI in seconds. A smoke run's timings mean nothing and are never judged.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// The cargo profile full runs measure: the images' (`image`: fat LTO, one codegen unit) with its
+/// symbol table, so the figures are the shipped code's and profilers can name its functions.
+pub(super) const MEASURED_PROFILE: &str = "image-symbols";
+
+/// Where [`MEASURED_PROFILE`]'s binaries are.
+pub(super) fn measured_dir(root: &Path) -> PathBuf {
+    root.join("target").join(MEASURED_PROFILE)
+}
 
 /// Sizes of the growth curves (`bench scale`); every size list is cumulative, one entry per step.
 #[derive(Clone, Debug)]
@@ -47,7 +57,7 @@ impl Profile {
     pub fn full(root: &Path, rss_objects: usize) -> Self {
         Self {
             smoke: false,
-            faros: root.join("target/release/faros"),
+            faros: measured_dir(root).join("faros"),
             creates: 4000,
             watchers: 100,
             watch_events: 200,
@@ -99,7 +109,7 @@ impl Profile {
         if self.smoke {
             "debug build, smoke sizes: timings not meaningful"
         } else {
-            "release builds"
+            "image-profile builds (fat LTO, as shipped)"
         }
     }
 }

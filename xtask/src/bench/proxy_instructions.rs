@@ -128,7 +128,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     if p.smoke {
         // Callgrind runs a debug build a hundred times slower than CI's budget allows; the parsing is
         // unit-tested, the servers and wrk are the `proxy` suite's.
-        return Ok("skipped: instruction counts are taken of release builds only".into());
+        return Ok("skipped: instruction counts are taken of optimized builds only".into());
     }
     if Command::new("valgrind").arg("--version").output().is_err() {
         bail!("the proxy-instructions benchmark needs valgrind (apt-get install -y valgrind)");

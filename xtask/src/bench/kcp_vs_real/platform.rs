@@ -115,7 +115,10 @@ pub(super) async fn embedded(p: &Profile, state: PathBuf) -> anyhow::Result<Plat
 /// Real kcp and the components as processes, by the kcp e2e plan, in `work`.
 pub(super) async fn real(root: &Path, kcp: &Path, p: &Profile, work: PathBuf) -> anyhow::Result<PlatformFigures> {
     println!("\nreal kcp + faros-hub-reconciler + faros-hub-api + quickstart as processes (the kcp e2e's plan):");
-    let faros_bin = root.join(if p.smoke { "target/debug" } else { "target/release" });
+    let faros_bin = match p.smoke {
+        true => root.join("target/debug"),
+        false => super::super::profile::measured_dir(root),
+    };
     let (root_dir, kcp) = (root.to_path_buf(), kcp.to_path_buf());
     let logs = work.join("logs");
     let mut platform =
