@@ -108,8 +108,10 @@ impl Profile {
     pub fn build(&self) -> &'static str {
         if self.smoke {
             "debug build, smoke sizes: timings not meaningful"
-        } else {
+        } else if self.faros.ends_with(Path::new(MEASURED_PROFILE).join("faros")) {
             "image-profile builds (fat LTO, as shipped)"
+        } else {
+            "the faros build given with --faros"
         }
     }
 }
