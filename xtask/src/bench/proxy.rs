@@ -292,7 +292,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     let [d, n, b, h] = median_round(rounds).ok_or_else(|| anyhow!("no rounds"))?;
     let row = |name: &str, r: &Result| {
         println!(
-            "{name:<32} {:>10.0} req/s   p50 {:>6.2}ms   p99 {:>6.2}ms",
+            "{name:<32} {:>10.0} req/s   p50 {:>7.3}ms   p99 {:>7.3}ms",
             r.requests_per_sec, r.p50_ms, r.p99_ms
         )
     };
@@ -300,7 +300,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     row("baseline: nginx (HTTPS)", &n);
     row("baseline: bare stack (HTTPS)", &b);
     row("hub backend proxy (HTTPS)", &h);
-    let summary = format!(
+    let mut summary = format!(
         "\nsummary: hub vs nginx: {:.2}x req/s (target >= 1.00), bare stack vs nginx {:.2}x, hub vs bare stack {:.2}x; under load, p50 vs direct: hub +{:.2}ms, nginx +{:.2}ms; \
          p99: hub +{:.2}ms, nginx +{:.2}ms",
         h.requests_per_sec / n.requests_per_sec,
@@ -320,12 +320,17 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     row("unloaded: nginx (HTTPS)", &un);
     row("unloaded: hub backend proxy", &uh);
     println!(
-        "added latency, unloaded: hub p50 +{:.2}ms (target <= 0.30), p99 +{:.2}ms; nginx p50 +{:.2}ms, p99 +{:.2}ms\n",
+        "added latency, unloaded: hub p50 +{:.3}ms (target <= 0.30), p99 +{:.3}ms; nginx p50 +{:.3}ms, p99 +{:.3}ms\n",
         uh.p50_ms - ud.p50_ms,
         uh.p99_ms - ud.p99_ms,
         un.p50_ms - ud.p50_ms,
         un.p99_ms - ud.p99_ms,
     );
+    summary.push_str(&format!(
+        "; unloaded p50 added: hub +{:.3}ms, nginx +{:.3}ms (target: hub <= nginx)",
+        uh.p50_ms - ud.p50_ms,
+        un.p50_ms - ud.p50_ms,
+    ));
 
     // Heartbeats with the provider's own ServiceAccount token (TokenReview cached after the first).
     let kc: Value = serde_saphyr::from_str(&std::fs::read_to_string(f.state.join("quickstart.kubeconfig"))?)?;
