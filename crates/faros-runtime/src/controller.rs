@@ -23,7 +23,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::store::Change;
-use crate::{Action, Backoff, ClusterKey, Outcome, Retry, Store, WorkQueue};
+use crate::{Action, Backoff, ClusterKey, Decision, Outcome, Retry, Store, WorkQueue};
 
 /// What a reconcile gets besides the object: its key, and the label of the watch source it came
 /// through (e.g. the virtual workspace URL, to build a client for `key.cluster` there).
@@ -243,14 +243,18 @@ where
     /// Runs until `shutdown` completes; in-flight reconciles are then dropped.
     ///
     /// `reconcile(object, request)` returns the next [`Action`]; on an error, `error_policy(key,
-    /// error, retry)` does ([`crate::default_error_policy`]: retry after `retry.delay`). Errors and
-    /// panics are logged with the controller's name and the key.
-    pub async fn run<R, Fut, E, P>(self, reconcile: R, error_policy: P, shutdown: impl Future<Output = ()>)
+    /// error, retry)` does, as an [`Action`] or a [`Decision`] that also says whether the failure was
+    /// expected ([`crate::default_error_policy`]: retry after `retry.delay`, unexpected). Errors are
+    /// logged with the controller's name and the key: as warnings, or at debug while an expected one
+    /// has not repeated more than [`crate::QUIET_FAILURES`] times in a row ([`Decision::warns`]).
+    /// Panics are logged as errors and retried with backoff.
+    pub async fn run<R, Fut, E, P, D>(self, reconcile: R, error_policy: P, shutdown: impl Future<Output = ()>)
     where
         R: Fn(Arc<T>, Request<S>) -> Fut,
         Fut: Future<Output = Result<Action, E>> + Send + 'static,
         E: fmt::Display + Send + 'static,
-        P: Fn(&ClusterKey, &E, Retry) -> Action,
+        P: Fn(&ClusterKey, &E, Retry) -> D,
+        D: Into<Decision>,
     {
         let Controller {
             name,
@@ -323,8 +327,13 @@ where
                         Ok(Ok(action)) => Outcome::Reconciled(action),
                         Ok(Err(error)) => {
                             let retry = queue.retry(&key);
-                            let action = error_policy(&key, &error, retry);
-                            tracing::warn!(controller = %name, %key, %error, failures = retry.failures, next = ?action, "reconcile failed");
+                            let decision: Decision = error_policy(&key, &error, retry).into();
+                            let (action, expected) = (decision.action, decision.expected);
+                            if decision.warns(retry.failures) {
+                                tracing::warn!(controller = %name, %key, %error, failures = retry.failures, expected, next = ?action, "reconcile failed");
+                            } else {
+                                tracing::debug!(controller = %name, %key, %error, failures = retry.failures, expected, next = ?action, "reconcile failed");
+                            }
                             Outcome::Failed(action)
                         }
                         Err(join) => {
@@ -427,11 +436,11 @@ mod tests {
     impl Harness {
         /// Runs a controller whose reconcile reports its start, takes `work`, then returns what
         /// `result` says for the object.
-        fn start(
+        fn start<D: Into<Decision> + 'static>(
             concurrency: usize,
             work: Duration,
             result: impl Fn(&DynamicObject) -> Result<Action, String> + Send + Sync + 'static,
-            error_policy: impl Fn(&ClusterKey, &String, Retry) -> Action + Send + 'static,
+            error_policy: impl Fn(&ClusterKey, &String, Retry) -> D + Send + 'static,
         ) -> Self {
             let (feed, events) = unbounded();
             let (tx, started) = tmpsc::unbounded_channel();
@@ -598,6 +607,89 @@ mod tests {
         h.send(Event::Apply(obj("c1", "a", "2")));
         assert_eq!(h.next(FOREVER).await.unwrap().1, "2", "a change runs it again");
         h.stop().await;
+    }
+
+    /// The "reconcile failed" lines a test's controller logs: (level, key, failures).
+    type Failed = (tracing::Level, String, String);
+
+    /// Collects the "reconcile failed" events of the thread it is the default subscriber of (a
+    /// paused-time test runs every task on the test's thread).
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<Failed>>>);
+
+    impl tracing::Subscriber for Capture {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            struct Fields(HashMap<&'static str, String>);
+            impl tracing::field::Visit for Fields {
+                fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
+                    self.0.insert(field.name(), format!("{value:?}"));
+                }
+            }
+            let mut fields = Fields(HashMap::new());
+            event.record(&mut fields);
+            let mut f = fields.0;
+            if f.get("message").map(String::as_str) == Some("reconcile failed") {
+                let (key, failures) = (f.remove("key").unwrap(), f.remove("failures").unwrap());
+                self.0.lock().unwrap().push((*event.metadata().level(), key, failures));
+            }
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    /// A conflict-like failure the policy calls expected is retried as the policy says and logged at
+    /// debug while it heals, a warning once it repeats past [`crate::QUIET_FAILURES`]; an unexpected
+    /// one is a warning from the first.
+    #[tokio::test(start_paused = true)]
+    async fn expected_failures_log_at_debug_until_they_repeat() {
+        use tracing::Level;
+        let capture = Capture::default();
+        let _default = tracing::subscriber::set_default(capture.clone());
+        let mut h = Harness::start(
+            1,
+            Duration::ZERO,
+            |o| match o.metadata.name.as_deref() {
+                Some("stale") => Err("conflict".into()),
+                _ => Err("boom".into()),
+            },
+            |_: &ClusterKey, e: &String, retry: Retry| match e.as_str() {
+                // Five conflicts, then nothing more: the test needs an end.
+                "conflict" if retry.failures < 5 => Decision::expected(Action::RequeueAfter(Duration::from_millis(50))),
+                "conflict" => Decision::expected(Action::AwaitChange),
+                _ => Decision::unexpected(Action::AwaitChange),
+            },
+        );
+        h.send(Event::Apply(obj("c1", "stale", "1")));
+        let mut starts = Vec::new();
+        while let Some((_, _, t)) = h.next(FOREVER).await {
+            starts.push(t);
+        }
+        let gaps: Vec<u128> = starts.windows(2).map(|w| (w[1] - w[0]).as_millis()).collect();
+        assert_eq!(gaps, vec![50; 4], "retried after the policy's 50 ms, not the backoff");
+        h.send(Event::Apply(obj("c1", "broken", "1")));
+        assert_eq!(h.next(FOREVER).await.unwrap().0, "c1|default/broken");
+        assert_eq!(h.next(FOREVER).await, None);
+        h.stop().await;
+        let line = |level, key: &str, failures: u32| (level, format!("c1|default/{key}"), failures.to_string());
+        assert_eq!(
+            *capture.0.lock().unwrap(),
+            vec![
+                line(Level::DEBUG, "stale", 1),
+                line(Level::DEBUG, "stale", 2),
+                line(Level::DEBUG, "stale", 3),
+                line(Level::WARN, "stale", 4),
+                line(Level::WARN, "stale", 5),
+                line(Level::WARN, "broken", 1),
+            ]
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -9,7 +9,7 @@
 //! |---|---|
 //! | [`action`] | [`Action`]: what a reconcile asks for next |
 //! | [`key`] | [`ClusterKey`]: an object's identity across logical clusters |
-//! | [`backoff`] | [`Backoff`], [`Retry`]: per-key exponential retry delays |
+//! | [`backoff`] | [`Backoff`], [`Retry`]: per-key exponential retry delays; [`Decision`]: the error policy's answer |
 //! | [`queue`] | [`WorkQueue`]: the IO-free per-key queue (due keys, running keys, failures) |
 //! | [`store`] | [`Store`]: the IO-free fold of watch events into the object cache and the queue |
 //! | [`controller`] | [`Controller`]: the reconcile loop driver (watches in, bounded reconciles out) |
@@ -17,12 +17,16 @@
 //! Guarantees of the driver: events are deduplicated per key (a burst of updates is one reconcile of
 //! the newest object); a key is never reconciled twice at the same time; at most `concurrency`
 //! reconciles run; a failure is retried as the error policy decides (per-key exponential backoff by
-//! default); deleted objects (also those a relist no longer shows) leave the queue; a reconcile may
-//! ask to run again after a delay (resync).
+//! default) and logged as a warning, or at debug if the policy calls it expected (self-healing, such
+//! as a 409 from a stale copy) and it has not repeated more than [`QUIET_FAILURES`] times in a row;
+//! deleted objects (also those a relist no longer shows) leave the queue; a reconcile may ask to run
+//! again after a delay (resync).
 //!
 //! What it must not do: speak HTTP or build clients (callers hand it watch streams and build their own
 //! clients from the key), know any faros resource type, or make any controller's decision (what to
 //! write, which errors are special): only queueing, keys, backoff, the loop and the error policy hook.
+//! (Which failures are expected is the error policy's call; the runtime only turns that and the
+//! key's failure count into a log level.)
 
 pub mod action;
 pub mod backoff;
@@ -32,7 +36,7 @@ pub mod queue;
 pub mod store;
 
 pub use action::Action;
-pub use backoff::{Backoff, RETRY_MAX, RETRY_MIN, Retry, default_error_policy};
+pub use backoff::{Backoff, Decision, QUIET_FAILURES, RETRY_MAX, RETRY_MIN, Retry, default_error_policy};
 pub use controller::{Controller, Handle, Request, SourceId, Sources};
 pub use key::ClusterKey;
 pub use queue::{Outcome, WorkQueue};

@@ -29,7 +29,7 @@ use faros_core::conditions;
 use faros_core::kcp::Workspace;
 use faros_core::names;
 use faros_core::provider::{Provider, ProviderStatus};
-use faros_runtime::Retry;
+use faros_runtime::{Decision, Retry};
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -100,11 +100,15 @@ impl Error {
 
 /// The retry after a failure: the runtime's per-Provider backoff (500 ms doubling to 60 s);
 /// optimistic-concurrency conflicts retry at once (the newer object is already on its way).
-pub fn error_policy(error: &Error, retry: Retry) -> Action {
+///
+/// A conflict is expected: status is written from the cached copy, which may lag a write made
+/// meanwhile, and the retry from the newer copy succeeds. So it is logged at debug, not as a warning,
+/// unless it keeps repeating ([`faros_runtime::QUIET_FAILURES`]). Every other failure is a warning.
+pub fn error_policy(error: &Error, retry: Retry) -> Decision {
     if matches!(error, Error::Conflict { .. }) {
-        return Action::RequeueAfter(Duration::from_millis(50));
+        return Decision::expected(Action::RequeueAfter(Duration::from_millis(50)));
     }
-    Action::RequeueAfter(retry.delay)
+    Decision::unexpected(Action::RequeueAfter(retry.delay))
 }
 
 const FIELD_SCOPE: &str = "provider";
@@ -765,7 +769,7 @@ mod tests {
     }
 
     /// A write from a stale copy is refused with 409 ([`status_patch`]): retried at once from the
-    /// newer copy, not after the backoff.
+    /// newer copy, not after the backoff, and expected (no warning while it heals).
     #[test]
     fn write_error_table() {
         let key = ProviderKey {
@@ -778,29 +782,76 @@ mod tests {
             failures: 1,
             delay: Duration::from_millis(500),
         };
-        for (case, code, want_reason, want_action) in [
+        for (case, code, want_reason, want_decision) in [
             (
                 "409: changed since the copy",
                 409,
                 "Conflict",
-                Action::RequeueAfter(Duration::from_millis(50)),
+                Decision::expected(Action::RequeueAfter(Duration::from_millis(50))),
             ),
             (
                 "403: backoff",
                 403,
                 "ProviderWriteError",
-                Action::RequeueAfter(Duration::from_millis(500)),
+                Decision::unexpected(Action::RequeueAfter(Duration::from_millis(500))),
             ),
             (
                 "500: backoff",
                 500,
                 "ProviderWriteError",
-                Action::RequeueAfter(Duration::from_millis(500)),
+                Decision::unexpected(Action::RequeueAfter(Duration::from_millis(500))),
             ),
         ] {
             let error = write_error(&key, api(code));
             assert_eq!(error.reason(), want_reason, "{case}");
-            assert_eq!(error_policy(&error, retry), want_action, "{case}");
+            assert_eq!(error_policy(&error, retry), want_decision, "{case}");
+        }
+    }
+
+    /// Which failures warn, by consecutive failures: a conflict only once it keeps repeating (it
+    /// should heal on the next attempt), any other failure always.
+    #[test]
+    fn failure_warns_table() {
+        let key = ProviderKey {
+            cluster: "c".into(),
+            namespace: None,
+            name: "q".into(),
+        };
+        let conflict = || Error::Conflict { key: key.clone() };
+        let step = || {
+            Error::Step(StepError {
+                reason: "WorkspaceError",
+                message: "forbidden".into(),
+                workspace_cluster: None,
+            })
+        };
+        let cleanup = || Error::Cleanup {
+            key: key.clone(),
+            message: "x".into(),
+        };
+        for (case, error, failures, want_warns) in [
+            ("a conflict heals on the retry", conflict(), 1, false),
+            ("a conflict raced by another write", conflict(), 2, false),
+            (
+                "conflicts up to the threshold",
+                conflict(),
+                faros_runtime::QUIET_FAILURES,
+                false,
+            ),
+            (
+                "a conflict that keeps repeating",
+                conflict(),
+                faros_runtime::QUIET_FAILURES + 1,
+                true,
+            ),
+            ("a step error, first", step(), 1, true),
+            ("a teardown error, first", cleanup(), 1, true),
+        ] {
+            let retry = Retry {
+                failures,
+                delay: Duration::from_millis(500),
+            };
+            assert_eq!(error_policy(&error, retry).warns(failures), want_warns, "{case}");
         }
     }
 
