@@ -103,10 +103,17 @@ impl Error {
 ///
 /// A conflict is expected: status is written from the cached copy, which may lag a write made
 /// meanwhile, and the retry from the newer copy succeeds. So it is logged at debug, not as a warning,
-/// unless it keeps repeating ([`faros_runtime::QUIET_FAILURES`]). Every other failure is a warning.
+/// unless it keeps repeating ([`faros_runtime::QUIET_FAILURES`]). A conflict that keeps repeating is
+/// not healing by itself (another writer, a stalled watch): from then on it takes the backoff like any
+/// failure, rather than a retry and a warning twenty times a second. Every other failure is a warning.
 pub fn error_policy(error: &Error, retry: Retry) -> Decision {
     if matches!(error, Error::Conflict { .. }) {
-        return Decision::expected(Action::RequeueAfter(Duration::from_millis(50)));
+        let after = if retry.failures <= faros_runtime::QUIET_FAILURES {
+            Duration::from_millis(50)
+        } else {
+            retry.delay
+        };
+        return Decision::expected(Action::RequeueAfter(after));
     }
     Decision::unexpected(Action::RequeueAfter(retry.delay))
 }
@@ -808,8 +815,9 @@ mod tests {
         }
     }
 
-    /// Which failures warn, by consecutive failures: a conflict only once it keeps repeating (it
-    /// should heal on the next attempt), any other failure always.
+    /// Which failures warn and when they are retried, by consecutive failures: a conflict is quiet
+    /// and retried at once until it keeps repeating (it should heal on the next attempt), then it
+    /// warns and backs off; any other failure always warns and backs off.
     #[test]
     fn failure_warns_table() {
         let key = ProviderKey {
@@ -829,29 +837,38 @@ mod tests {
             key: key.clone(),
             message: "x".into(),
         };
-        for (case, error, failures, want_warns) in [
-            ("a conflict heals on the retry", conflict(), 1, false),
-            ("a conflict raced by another write", conflict(), 2, false),
+        // The backoff's delay is 500 ms in every row: a row retried after 50 ms was retried at once.
+        for (case, error, failures, want_warns, want_after_ms) in [
+            ("a conflict heals on the retry", conflict(), 1, false, 50),
+            ("a conflict raced by another write", conflict(), 2, false, 50),
             (
                 "conflicts up to the threshold",
                 conflict(),
                 faros_runtime::QUIET_FAILURES,
                 false,
+                50,
             ),
             (
-                "a conflict that keeps repeating",
+                "a conflict that keeps repeating takes the backoff",
                 conflict(),
                 faros_runtime::QUIET_FAILURES + 1,
                 true,
+                500,
             ),
-            ("a step error, first", step(), 1, true),
-            ("a teardown error, first", cleanup(), 1, true),
+            ("a step error, first", step(), 1, true, 500),
+            ("a teardown error, first", cleanup(), 1, true, 500),
         ] {
             let retry = Retry {
                 failures,
                 delay: Duration::from_millis(500),
             };
-            assert_eq!(error_policy(&error, retry).warns(failures), want_warns, "{case}");
+            let decision = error_policy(&error, retry);
+            assert_eq!(decision.warns(failures), want_warns, "{case}");
+            assert_eq!(
+                decision.action,
+                Action::RequeueAfter(Duration::from_millis(want_after_ms)),
+                "{case}"
+            );
         }
     }
 
