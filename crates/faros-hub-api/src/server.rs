@@ -41,6 +41,17 @@ impl Phases {
             stop,
         }
     }
+
+    /// Tokens that fire with these, for one connection thread. A token's state sits behind a mutex
+    /// that every check and every poll of its `cancelled()` takes, and each connection checks them
+    /// on every wake-up; children keep those locks within one thread instead of one lock that
+    /// every connection thread takes turns on.
+    fn for_thread(&self) -> Self {
+        Self {
+            draining: self.draining.child_token(),
+            stop: self.stop.child_token(),
+        }
+    }
 }
 
 /// Whether a request opens a stream its client re-opens when it ends: a kube watch, or an SSE
@@ -236,14 +247,22 @@ impl Worker {
         phases: Phases,
         grace: Duration,
     ) -> std::io::Result<Self> {
+        let phases = phases.for_thread();
         let stop = phases.stop.clone();
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        // I/O and timers only: a connection thread runs no child processes and handles no signals,
+        // and their drivers would be polled at every park (twice per proxied request).
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()?;
         let (connections, mut incoming) = tokio::sync::mpsc::unbounded_channel::<(std::net::TcpStream, SocketAddr)>();
         let (done_tx, done) = tokio::sync::oneshot::channel();
         std::thread::Builder::new()
             .name(format!("hub-http-{index}"))
             .spawn(move || {
                 runtime.block_on(async move {
+                    // Ends with the runtime, which is dropped below.
+                    tokio::spawn(standing_timer());
                     let mut tasks = tokio::task::JoinSet::new();
                     loop {
                         let (std, peer) = tokio::select! {
@@ -274,6 +293,28 @@ impl Worker {
     async fn finish(self) {
         drop(self.connections);
         let _ = self.done.await;
+    }
+}
+
+/// How often a connection thread's [`standing_timer`] fires: no longer than any per-request
+/// deadline set on the thread (upstream and kcp timeouts are whole seconds, 30 by default).
+const STANDING_TIMER_PERIOD: Duration = Duration::from_secs(1);
+
+/// A timer that is always pending on a connection thread, so that a request's timeout is never the
+/// thread's earliest timer.
+///
+/// Tokio wakes a runtime's driver whenever a timer is set to fire before the driver's next planned
+/// wake-up (tokio-rs/tokio#5207), even from the driver's own thread while it is busy polling tasks
+/// and cannot be asleep: on a thread with no other timer, each proxied request's upstream timeout
+/// cost an `eventfd` write and an `epoll_wait` that returned at once, two system calls on top of
+/// the four a proxied request needs. With this timer pending, the planned wake-up is never later
+/// than `now + STANDING_TIMER_PERIOD`, which no request deadline precedes. Idle, the thread wakes
+/// once per period.
+async fn standing_timer() {
+    let mut tick = tokio::time::interval(STANDING_TIMER_PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
     }
 }
 
@@ -337,7 +378,7 @@ async fn connection(
 ) {
     let stop = phases.stop.clone();
     // Shared by the connection's requests rather than cloned for each: a token's clone and drop
-    // lock its node, which every connection thread shares.
+    // lock its node.
     let phases = Arc::new(phases);
     let client = Peer::new(peer);
     let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
@@ -460,6 +501,38 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A connection thread's tokens fire with the server's: draining alone drains, stop stops (and
+    /// `at_once` does both); a thread's tokens never fire the server's.
+    #[test]
+    fn thread_phases_follow_the_servers() {
+        for (case, phases, cancel_draining, cancel_stop, want_draining, want_stop) in [
+            ("nothing yet", Phases::default(), false, false, false, false),
+            ("draining", Phases::default(), true, false, true, false),
+            ("stop", Phases::default(), false, true, false, true),
+            (
+                "at once",
+                Phases::at_once(CancellationToken::new()),
+                false,
+                true,
+                true,
+                true,
+            ),
+        ] {
+            let thread = phases.for_thread();
+            if cancel_draining {
+                phases.draining.cancel();
+            }
+            if cancel_stop {
+                phases.stop.cancel();
+            }
+            assert_eq!(thread.draining.is_cancelled(), want_draining, "{case}: draining");
+            assert_eq!(thread.stop.is_cancelled(), want_stop, "{case}: stop");
+        }
+        let phases = Phases::default();
+        phases.for_thread().stop.cancel();
+        assert!(!phases.stop.is_cancelled(), "a thread's stop is its own");
+    }
 
     #[test]
     fn streams_a_client_reopens() {
