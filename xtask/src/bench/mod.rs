@@ -20,6 +20,7 @@ mod profile;
 mod provider;
 mod proxy;
 mod proxy_instructions;
+mod proxy_syscalls;
 mod scale;
 mod startup;
 mod stats;

@@ -3,7 +3,8 @@
 //! direct (plain HTTP), through the hub (`/services/providers/quickstart/healthz`, HTTPS, authenticated),
 //! through nginx (Debian package) as an HTTPS reverse proxy with the same certificate, and through
 //! the bare stack's proxy ([`super::bare_proxy`]: the hub's libraries without the hub's work).
-//! Also heartbeats/s with a warm TokenReview cache.
+//! Also the system calls the hub's and nginx's threads make per unloaded request
+//! ([`super::proxy_syscalls`]), and heartbeats/s with a warm TokenReview cache.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -328,6 +329,38 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     summary.push_str(&format!(
         "; unloaded p50 added: hub +{hub_added:.3}ms, nginx +{nginx_added:.3}ms (target: hub <= nginx)"
     ));
+
+    // What each proxy's threads ask of the kernel per request, one connection (not a timing).
+    let hub_threads = super::proxy_syscalls::threads_named(f.child.id(), "hub-http-");
+    let nginx_workers = super::proxy_syscalls::children_of(nginx.child.id());
+    let mut per_request = Vec::new();
+    for (name, threads, url, headers) in [
+        (
+            "hub connection threads",
+            hub_threads,
+            &via_hub,
+            std::slice::from_ref(&auth),
+        ),
+        ("nginx workers", nginx_workers, &via_nginx, &[][..]),
+    ] {
+        let counted = threads.and_then(|tids| {
+            super::proxy_syscalls::count(&tids, dir.path(), || Ok(wrk_unloaded(dur, url, headers)?.requests))
+        });
+        match counted {
+            Ok(c) => {
+                println!("system calls, unloaded, {name}: {}", c.describe());
+                per_request.push(format!("{name} {:.1}", c.per_request()));
+            }
+            Err(e) => println!("system calls, unloaded, {name}: not counted ({e:#})"),
+        }
+    }
+    println!();
+    if !per_request.is_empty() {
+        summary.push_str(&format!(
+            "; system calls per request, unloaded: {}",
+            per_request.join(", ")
+        ));
+    }
 
     // Heartbeats with the provider's own ServiceAccount token (TokenReview cached after the first).
     let kc: Value = serde_saphyr::from_str(&std::fs::read_to_string(f.state.join("quickstart.kubeconfig"))?)?;
