@@ -652,6 +652,12 @@ mod tests {
     async fn expected_failures_log_at_debug_until_they_repeat() {
         use tracing::Level;
         let capture = Capture::default();
+        // tracing caches each callsite's interest process-wide. While one scoped subscriber is the
+        // only dispatcher, a callsite another test's thread reaches first is judged by that
+        // thread's default alone (none: "never"), and this capture would miss the warning it
+        // shares with them (tracing-core's `has_just_one`). With a second live dispatcher every
+        // registration asks all of them.
+        let _second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
         let _default = tracing::subscriber::set_default(capture.clone());
         let mut h = Harness::start(
             1,
