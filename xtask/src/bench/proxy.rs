@@ -391,7 +391,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
 
     // What each proxy's threads ask of the kernel per request, one connection (not a timing).
     let hub_threads = super::proxy_syscalls::threads_named(f.child.id(), "hub-http-");
-    let nginx_workers = super::proxy_syscalls::children_of(nginx.child.id());
+    let nginx_workers = super::scale::rss::children_of(nginx.child.id()).map_err(anyhow::Error::from);
     let mut per_request = Vec::new();
     for (name, threads, url, headers) in [
         (

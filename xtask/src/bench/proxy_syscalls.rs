@@ -76,28 +76,6 @@ pub(super) fn threads_named(pid: u32, prefix: &str) -> anyhow::Result<Vec<u32>> 
     Ok(tids)
 }
 
-/// The processes whose parent is `pid` (nginx's workers).
-pub(super) fn children_of(pid: u32) -> anyhow::Result<Vec<u32>> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc")? {
-        let Some(child) = entry?.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        // `pid (comm) state ppid …`; the name may hold spaces and parentheses, so from its end.
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(pid) {
-            pids.push(child);
-        }
-    }
-    Ok(pids)
-}
-
 /// strace attached to `tids`; stopped (and its table written) on [`Tracer::finish`].
 struct Tracer {
     child: Child,

@@ -21,7 +21,7 @@ use super::profile::Profile;
 mod latency;
 mod plan;
 mod providers;
-mod rss;
+pub(super) mod rss;
 mod tenants;
 
 /// The user who creates every organization (and so administers them all).

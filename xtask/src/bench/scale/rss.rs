@@ -1,6 +1,7 @@
 //! Resident memory and CPU time of a process and everything it started, from `/proc` (Linux only):
 //! what the growth curves report after each step (CPU time, unlike wall time, holds on a machine
-//! others share). It reads; it never signals or waits on a process.
+//! others share), and which processes a process started (the `proxy` suite traces nginx's workers).
+//! It reads; it never signals or waits on a process.
 
 use std::collections::HashMap;
 
@@ -44,6 +45,31 @@ fn vm_rss_kib(status: &str) -> Option<u64> {
         .ok()
 }
 
+/// Calls `f` with each process's pid and the text of its `/proc/<pid>/stat`; processes that exit
+/// while /proc is read are skipped.
+fn each_stat(mut f: impl FnMut(u32, &str)) -> std::io::Result<()> {
+    for entry in std::fs::read_dir("/proc")? {
+        let Some(pid) = entry?.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            f(pid, &stat);
+        }
+    }
+    Ok(())
+}
+
+/// The processes whose parent is `pid` (the proxy suite traces nginx's workers by it).
+pub(in crate::bench) fn children_of(pid: u32) -> Result<Vec<u32>, RssError> {
+    let mut children = Vec::new();
+    each_stat(|child, stat| {
+        if parent_of(stat) == Some(pid) {
+            children.push(child);
+        }
+    })?;
+    Ok(children)
+}
+
 /// `root` and its descendants, given every process's parent.
 fn tree(root: u32, parents: &HashMap<u32, u32>) -> Vec<u32> {
     let mut members = vec![root];
@@ -69,18 +95,12 @@ pub(in crate::bench) struct Usage {
 pub(in crate::bench) fn tree_usage(root: u32) -> Result<Usage, RssError> {
     let mut parents = HashMap::new();
     let mut ticks = HashMap::new();
-    for entry in std::fs::read_dir("/proc")? {
-        let Some(pid) = entry?.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        if let Some(parent) = parent_of(&stat) {
+    each_stat(|pid, stat| {
+        if let Some(parent) = parent_of(stat) {
             parents.insert(pid, parent);
         }
-        ticks.insert(pid, cpu_ticks(&stat).unwrap_or(0));
-    }
+        ticks.insert(pid, cpu_ticks(stat).unwrap_or(0));
+    })?;
     let root_status = std::fs::read_to_string(format!("/proc/{root}/status"))?;
     let mut kib = vm_rss_kib(&root_status).ok_or(RssError::NoRss(root))?;
     let members = tree(root, &parents);
