@@ -49,6 +49,9 @@ pub(super) struct Profile {
     /// wrk's `-d`.
     pub wrk_duration: &'static str,
     pub proxy_rounds: usize,
+    /// Rounds of the proxy suite's one-connection latency: a round's p50 moves by ±10 µs with
+    /// thread placement, about the difference judged, so more of them than of the throughput rounds.
+    pub unloaded_rounds: usize,
     pub startup_runs: usize,
     pub scale: ScaleSizes,
 }
@@ -68,6 +71,7 @@ impl Profile {
             providers: 100,
             wrk_duration: "5s",
             proxy_rounds: 3,
+            unloaded_rounds: 7,
             startup_runs: 5,
             scale: ScaleSizes {
                 workspaces: vec![1000, 5000, 10_000],
@@ -93,6 +97,7 @@ impl Profile {
             providers: 3,
             wrk_duration: "1s",
             proxy_rounds: 1,
+            unloaded_rounds: 1,
             startup_runs: 1,
             scale: ScaleSizes {
                 workspaces: vec![8, 20],

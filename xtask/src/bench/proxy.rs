@@ -1,10 +1,12 @@
 //! `cargo xtask bench proxy`: the hub's backend proxy under load, with wrk (Debian package) as the load
 //! generator. In one run, against the same upstream (the quickstart backend's `/healthz`):
 //! direct (plain HTTP), through the hub (`/services/providers/quickstart/healthz`, HTTPS, authenticated),
-//! through nginx (Debian package) as an HTTPS reverse proxy with the same certificate, and through
+//! through nginx (Debian package) as an HTTPS reverse proxy with the same certificate, forwarding the
+//! same headers the hub adds ([`super::proxy_headers`]), and through
 //! the bare stack's proxy ([`super::bare_proxy`]: the hub's libraries without the hub's work).
 //! Also the system calls the hub's and nginx's threads make per unloaded request
-//! ([`super::proxy_syscalls`]), and heartbeats/s with a warm TokenReview cache.
+//! ([`super::proxy_syscalls`]), and heartbeats/s with a warm TokenReview cache. The one-connection
+//! rounds run with wrk and the servers on separate CPUs ([`super::placement`]).
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -14,6 +16,7 @@ use anyhow::{Context, anyhow, bail};
 use serde_json::Value;
 
 use super::faros::Faros;
+use super::placement::Placement;
 use super::profile::Profile;
 
 const CONNECTIONS: &str = "32";
@@ -75,9 +78,16 @@ fn wrk(d: &str, url: &str, headers: &[String], script: Option<&Path>) -> anyhow:
     wrk_with(&["-t2", "-c", CONNECTIONS, "-d", d], url, headers, script)
 }
 
-/// One connection, one request at a time: the latency a request pays for each hop, without queueing.
-fn wrk_unloaded(d: &str, url: &str, headers: &[String]) -> anyhow::Result<Result> {
-    wrk_with(&["-t1", "-c1", "-d", d], url, headers, None)
+/// One connection, one request at a time: the latency a request pays for each hop, without queueing;
+/// wrk on the placement's client CPU.
+fn wrk_unloaded(d: &str, url: &str, headers: &[String], placement: Option<&Placement>) -> anyhow::Result<Result> {
+    wrk_run(
+        placement.map(|p| p.client.as_str()),
+        &["-t1", "-c1", "-d", d],
+        url,
+        headers,
+        None,
+    )
 }
 
 /// The round with the median hub throughput (the hub is each round's last).
@@ -128,7 +138,25 @@ impl Added {
 }
 
 pub(super) fn wrk_with(args: &[&str], url: &str, headers: &[String], script: Option<&Path>) -> anyhow::Result<Result> {
-    let mut cmd = Command::new("wrk");
+    wrk_run(None, args, url, headers, script)
+}
+
+/// [`wrk_with`], on CPU `cpu` when given.
+fn wrk_run(
+    cpu: Option<&str>,
+    args: &[&str],
+    url: &str,
+    headers: &[String],
+    script: Option<&Path>,
+) -> anyhow::Result<Result> {
+    let mut cmd = match cpu {
+        Some(cpu) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", cpu, "wrk"]);
+            c
+        }
+        None => Command::new("wrk"),
+    };
     cmd.args(args).arg("--latency");
     for h in headers {
         cmd.args(["-H", h]);
@@ -200,9 +228,10 @@ impl Drop for Nginx {
 
 /// nginx as an HTTPS reverse proxy to `upstream`, with the hub's certificate and its TLS policy
 /// (`faros_core::server_tls`: the server's suite order, AES-128-GCM first), so that both proxies
-/// encrypt wrk's traffic with the same suite.
-fn nginx(dir: &Path, state: &Path, port: u16, upstream: &str) -> anyhow::Result<Nginx> {
-    nginx_under(dir, state, port, upstream, &[])
+/// encrypt wrk's traffic with the same suite, adding `set_headers` (`proxy_set_header` directives:
+/// [`super::proxy_headers`], the headers the hub adds) so that the upstream reads the same.
+fn nginx(dir: &Path, state: &Path, port: u16, upstream: &str, set_headers: &str) -> anyhow::Result<Nginx> {
+    nginx_under(dir, state, port, upstream, set_headers, &[])
 }
 
 /// [`nginx`] run by `wrapper` (valgrind's): then as one process, master and worker in one, so that
@@ -212,6 +241,7 @@ pub(super) fn nginx_under(
     state: &Path,
     port: u16,
     upstream: &str,
+    set_headers: &str,
     wrapper: &[String],
 ) -> anyhow::Result<Nginx> {
     let processes = if wrapper.is_empty() {
@@ -232,7 +262,7 @@ pub(super) fn nginx_under(
                server {{ listen 127.0.0.1:{port} ssl; ssl_certificate {cert}; ssl_certificate_key {key};\n\
                  ssl_protocols TLSv1.2 TLSv1.3; ssl_prefer_server_ciphers on;\n\
                  ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256;\n\
-                 location / {{ proxy_http_version 1.1; proxy_set_header Connection \"\"; proxy_pass http://backend; }} }} }}\n",
+                 location / {{ proxy_http_version 1.1; proxy_set_header Connection \"\"; {set_headers}proxy_pass http://backend; }} }} }}\n",
             pid = dir.join("nginx.pid").display(),
             err = dir.join("nginx.err").display(),
             tmp = dir.display(),
@@ -301,7 +331,14 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     let nginx_port = free_port()?;
     let nginx_dir = dir.path().join("nginx");
     std::fs::create_dir_all(&nginx_dir)?;
-    let nginx = nginx(&nginx_dir, &f.state, nginx_port, &format!("127.0.0.1:{backend_port}"))?;
+    let set_headers = super::proxy_headers::directives(&super::proxy_headers::for_the_admin(&f).await?)?;
+    let nginx = nginx(
+        &nginx_dir,
+        &f.state,
+        nginx_port,
+        &format!("127.0.0.1:{backend_port}"),
+        &set_headers,
+    )?;
     let via_nginx = format!("https://localhost:{nginx_port}/healthz");
     wait_ok(&f.http, &via_nginx, None).await?;
     let bare = super::bare_proxy::start(
@@ -314,9 +351,10 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
 
     println!(
         "faros hub proxy benchmark ({}; wrk -t2 -c{CONNECTIONS} -d{dur}, median of {} rounds; \
-         unloaded latency with wrk -t1 -c1 -d{dur}, medians of as many rounds)\n",
+         unloaded latency with wrk -t1 -c1 -d{dur}, medians of {} rounds)\n",
         p.build(),
-        p.proxy_rounds
+        p.proxy_rounds,
+        p.unloaded_rounds
     );
     let auth = format!("Authorization: Bearer {}", f.token);
     // Throughput rounds; each runs direct, nginx, the bare stack and the hub back to back, and the
@@ -357,11 +395,26 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     // of microseconds with where the scheduler puts the threads, more than the difference judged,
     // and a round's three runs share one placement far more often than runs minutes apart.
     println!();
-    let mut unloaded = Vec::with_capacity(p.proxy_rounds);
-    for round in 1..=p.proxy_rounds {
-        let ud = wrk_unloaded(dur, &direct, &[])?;
-        let un = wrk_unloaded(dur, &via_nginx, &[])?;
-        let uh = wrk_unloaded(dur, &via_hub, std::slice::from_ref(&auth))?;
+    let mut servers = vec![f.child.id(), nginx.child.id()];
+    servers.extend(super::scale::rss::children_of(nginx.child.id())?);
+    let placement = match Placement::pin(&servers) {
+        Ok(p) => {
+            println!(
+                "unloaded rounds: wrk on CPU {}, faros dev and nginx on CPU {}",
+                p.client, p.servers
+            );
+            Some(p)
+        }
+        Err(e) => {
+            println!("unloaded rounds: not pinned ({e})");
+            None
+        }
+    };
+    let mut unloaded = Vec::with_capacity(p.unloaded_rounds);
+    for round in 1..=p.unloaded_rounds {
+        let ud = wrk_unloaded(dur, &direct, &[], placement.as_ref())?;
+        let un = wrk_unloaded(dur, &via_nginx, &[], placement.as_ref())?;
+        let uh = wrk_unloaded(dur, &via_hub, std::slice::from_ref(&auth), placement.as_ref())?;
         let added = Added::of(&ud, &un, &uh);
         println!(
             "unloaded round {round}: direct p50 {:.3}ms, p99 {:.3}ms; added p50: hub +{:.3}ms, nginx +{:.3}ms; \
@@ -370,6 +423,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         );
         unloaded.push(added);
     }
+    drop(placement);
     let added = Added::median(&unloaded).ok_or_else(|| anyhow!("no unloaded rounds"))?;
     println!(
         "added latency, unloaded (median of {} rounds): hub p50 +{:.3}ms (target <= 0.30), p99 +{:.3}ms; \
@@ -403,7 +457,11 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         ("nginx workers", nginx_workers, &via_nginx, &[][..]),
     ] {
         let counted = threads.and_then(|tids| {
-            super::proxy_syscalls::count(&tids, dir.path(), || Ok(wrk_unloaded(dur, url, headers)?.requests))
+            super::proxy_syscalls::count(
+                &tids,
+                dir.path(),
+                || Ok(wrk_unloaded(dur, url, headers, None)?.requests),
+            )
         });
         match counted {
             Ok(c) => {

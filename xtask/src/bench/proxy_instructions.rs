@@ -152,11 +152,13 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     let nginx_port = free_port()?;
     let nginx_dir = dir.path().join("nginx");
     std::fs::create_dir_all(&nginx_dir)?;
+    let set_headers = super::proxy_headers::directives(&super::proxy_headers::for_the_admin(&f).await?)?;
     let nginx = nginx_under(
         &nginx_dir,
         &f.state,
         nginx_port,
         &format!("127.0.0.1:{backend_port}"),
+        &set_headers,
         &valgrind(&nginx_out, false),
     )?;
     let nginx_pid = nginx.child.id();
@@ -202,7 +204,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     row("hub's connection threads", hub);
     row("  faros dev's other threads (upstream, background)", hub_upstream);
     Ok(format!(
-        "summary: instructions per request, hub's threads {hub:.0} vs nginx {ngx:.0}: {:.2}x; with the upstream: hub path {:.0} vs nginx path {:.0}: {:.2}x (the upstream reads the hub's identity headers: {:.0} more)",
+        "summary: instructions per request, hub's threads {hub:.0} vs nginx {ngx:.0}: {:.2}x; with the upstream: hub path {:.0} vs nginx path {:.0}: {:.2}x (the upstream, which reads the same headers from both, {:+.0} behind the hub)",
         hub / ngx,
         hub + hub_upstream,
         ngx + ngx_upstream,
