@@ -165,7 +165,12 @@ impl MembershipMetrics {
 
     /// One decision answered by `source` (`index` or `review`).
     pub fn decided(&self, source: &'static str) {
-        self.decisions.get_or_create(&[("source", source)]).inc();
+        self.decided_n(source, 1);
+    }
+
+    /// `n` decisions at once (a list decided in one pass).
+    pub fn decided_n(&self, source: &'static str, n: u64) {
+        self.decisions.get_or_create(&[("source", source)]).inc_by(n);
     }
 
     pub fn set_bindings(&self, n: usize) {

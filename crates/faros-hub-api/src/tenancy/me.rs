@@ -58,12 +58,20 @@ pub async fn me(State(tenancy): State<Arc<Tenancy>>, Extension(caller): Extensio
         Some(roles) => Some(member_orgs(t, &roles).await),
         None => None,
     };
-    // Decided in memory first: a covered organization the caller has nothing in costs nothing.
-    let candidates = orgs.into_iter().filter(|o| o.is_ready()).filter(|org| {
-        let (Some(member_orgs), Some(cluster)) = (&indexed, org.spec.cluster.as_deref()) else {
-            return true;
+    // Decided in memory first, from one view of the index: a covered organization the caller has
+    // nothing in costs a lookup.
+    let ready: Vec<_> = orgs.into_iter().filter(|o| o.is_ready()).collect();
+    let covered = t
+        .index
+        .covers_each(ready.iter().map(|o| o.spec.cluster.as_deref().unwrap_or_default()));
+    let candidates = ready.into_iter().zip(covered).filter_map(|(org, covered)| {
+        let keep = match (&indexed, org.spec.cluster.as_deref()) {
+            (Some(member_orgs), Some(_)) => {
+                !covered || org.metadata.name.as_ref().is_some_and(|n| member_orgs.contains(n))
+            }
+            _ => true,
         };
-        !t.index.is_covered(cluster) || org.metadata.name.as_ref().is_some_and(|n| member_orgs.contains(n))
+        keep.then_some(org)
     });
     let per_org = candidates.map(|org| {
         let tenancy = tenancy.clone();
@@ -98,10 +106,12 @@ pub async fn me(State(tenancy): State<Arc<Tenancy>>, Extension(caller): Extensio
             })
         }
     });
+    let mut organizations: Vec<OrgMembership> = join_all(per_org).await.into_iter().flatten().collect();
+    organizations.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Json(Me {
         user: caller.user.clone(),
         groups: caller.groups.clone(),
-        organizations: join_all(per_org).await.into_iter().flatten().collect(),
+        organizations,
     }))
 }
 

@@ -70,20 +70,25 @@ pub async fn visible(
 ) -> Result<Vec<Space>, Status> {
     let t = tenancy;
     let all = spaces::listed_children(t, parent).await?;
+    // Ready children with their logical clusters, decided from one view of the index: with ten
+    // thousand organizations, a lookup each (not a walk of the caller's bindings and a metric each).
+    let ready: Vec<(&Arc<Workspace>, &str)> = all
+        .iter()
+        .filter(|ws| ws.is_ready())
+        .filter_map(|ws| Some((ws, ws.spec.cluster.as_deref()?)))
+        .collect();
+    let answers = t.index.roles_in(caller, ready.iter().map(|(_, cluster)| *cluster));
     let mut decided: Vec<Space> = Vec::new();
     let mut undecided: Vec<(Arc<Workspace>, String)> = Vec::new();
-    for ws in all {
-        let Some(cluster) = ws.spec.cluster.clone().filter(|_| ws.is_ready()) else {
-            continue;
-        };
-        match t.index.role(caller, &cluster) {
+    for ((ws, cluster), answer) in ready.into_iter().zip(answers) {
+        match answer {
             Some(Some(role)) => decided.push(spaces::space(
-                &ws,
+                ws,
                 path_of(ws.metadata.name.as_deref().unwrap_or_default()),
                 Some(role),
             )),
             Some(None) => {}
-            None => undecided.push((ws, cluster)),
+            None => undecided.push((ws.clone(), cluster.to_string())),
         }
     }
     let checks = undecided.iter().map(|(ws, cluster)| async {

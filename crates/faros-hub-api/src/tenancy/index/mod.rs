@@ -86,8 +86,28 @@ impl MembershipIndex {
         self.read().roles(&caller.user, &caller.groups)
     }
 
+    /// [`Self::role`] for each of `clusters`, decided from one view of the index.
+    pub fn roles_in<'c>(
+        &self,
+        caller: &Caller,
+        clusters: impl IntoIterator<Item = &'c str>,
+    ) -> Vec<Option<Option<Role>>> {
+        let answers = self.read().roles_in(&caller.user, &caller.groups, clusters);
+        let decided = answers.iter().filter(|a| a.is_some()).count();
+        if decided > 0 {
+            self.metrics.decided_n("index", decided as u64);
+        }
+        answers
+    }
+
     pub fn is_covered(&self, cluster: &str) -> bool {
         self.read().is_covered(cluster)
+    }
+
+    /// [`Self::is_covered`] for each of `clusters`, from one view of the index.
+    pub fn covers_each<'c>(&self, clusters: impl IntoIterator<Item = &'c str>) -> Vec<bool> {
+        let memberships = self.read();
+        clusters.into_iter().map(|c| memberships.is_covered(c)).collect()
     }
 
     /// Membership bindings held (for metrics and logs).
