@@ -239,7 +239,10 @@ pub fn encode_list_head(
     let mut type_meta = Vec::new();
     wire::put_bytes_field(&mut type_meta, 1, api_version.as_bytes());
     wire::put_bytes_field(&mut type_meta, 2, kind.as_bytes());
-    let mut out = Vec::with_capacity(MAGIC.len() + bytes_field_len(1, type_meta.len()) + bytes_field_len(2, raw_len));
+    // The head only: the items follow in chunks of their own (`read::list_body`).
+    let raw_header_len = bytes_field_len(2, raw_len) - raw_len;
+    let mut out =
+        Vec::with_capacity(MAGIC.len() + bytes_field_len(1, type_meta.len()) + raw_header_len + list_meta.len());
     out.extend_from_slice(MAGIC);
     wire::put_bytes_field(&mut out, 1, &type_meta);
     wire::put_varint(&mut out, (2 << 3) | 2);

@@ -55,7 +55,9 @@ impl<T, W: FnMut(&mut Vec<u8>, usize, &T)> Iterator for Chunks<T, W> {
         let tail = self.tail?;
         let mut chunk = self.head.take().unwrap_or_default();
         chunk.reserve_exact(CHUNK + tail.len());
-        let room = chunk.capacity() - tail.len();
+        // A head handed over with spare capacity still starts a chunk of CHUNK: filling its whole
+        // allocation would hold (and fault in afresh) as much of the list as it happens to fit.
+        let room = (chunk.len() + CHUNK).min(chunk.capacity() - tail.len());
         while let Some((i, item)) = self
             .items
             .next_if(|_| chunk.is_empty() || chunk.len() + self.largest <= room)
@@ -137,5 +139,19 @@ mod tests {
                 assert!(chunks.iter().all(|len| *len <= CHUNK + 2), "{case}: chunks {chunks:?}");
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_head_with_spare_capacity_starts_a_chunk_of_the_usual_size() {
+        // A head allocated for the whole body once made the first chunk the whole body: a 12 MB
+        // protobuf list was one allocation, faulted in page by page on every request.
+        let mut head = Vec::with_capacity(64 * CHUNK);
+        head.push(b'[');
+        let items = vec![vec![b'a'; 1000]; 1000];
+        let body = streamed(head, items, b"]", |out, _, item: &Vec<u8>| out.extend_from_slice(item));
+        let (got, chunks) = collect(body).await;
+        assert_eq!(got.len(), 1 + 1000 * 1000 + 1);
+        assert_eq!(chunks.len(), 16, "chunks {chunks:?}");
+        assert!(chunks.iter().all(|len| *len <= CHUNK + 1), "chunks {chunks:?}");
     }
 }
