@@ -20,6 +20,7 @@ mod placement;
 mod profile;
 mod provider;
 mod proxy;
+mod proxy_cpu;
 mod proxy_headers;
 mod proxy_instructions;
 mod proxy_syscalls;

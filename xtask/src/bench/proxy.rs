@@ -6,7 +6,8 @@
 //! the bare stack's proxy ([`super::bare_proxy`]: the hub's libraries without the hub's work).
 //! Also the system calls the hub's and nginx's threads make per unloaded request
 //! ([`super::proxy_syscalls`]), and heartbeats/s with a warm TokenReview cache. The one-connection
-//! rounds run with wrk and the servers on separate CPUs ([`super::placement`]).
+//! rounds run with wrk and the servers on separate CPUs ([`super::placement`]), the two proxies
+//! taking turns to go first, and count each proxy's CPU time per request ([`super::proxy_cpu`]).
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -18,6 +19,7 @@ use serde_json::Value;
 use super::faros::Faros;
 use super::placement::Placement;
 use super::profile::Profile;
+use super::proxy_cpu::{Spent, Threads};
 
 const CONNECTIONS: &str = "32";
 
@@ -97,6 +99,13 @@ fn median_round<const N: usize>(mut rounds: Vec<[Result; N]>) -> Option<[Result;
     rounds.into_iter().nth(mid)
 }
 
+/// The lower middle of `v` (as [`Added::median`] takes it); `None` when empty.
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len().saturating_sub(1) / 2).copied()
+}
+
 /// What the two proxies add to the direct path's unloaded latency, in milliseconds: one round's,
 /// or the median of several rounds' (each figure's own median; the difference is the median of the
 /// rounds' differences, so a round that moved both proxies alike moves it little).
@@ -121,12 +130,8 @@ impl Added {
     }
 
     fn median(rounds: &[Added]) -> Option<Self> {
-        let median = |f: fn(&Added) -> f64| {
-            let mut v: Vec<f64> = rounds.iter().map(f).collect();
-            v.sort_by(f64::total_cmp);
-            // The lower middle for an even count, as `median_round` takes.
-            v.get(v.len().saturating_sub(1) / 2).copied()
-        };
+        // The lower middle for an even count, as `median_round` takes.
+        let median = |f: fn(&Added) -> f64| median(&rounds.iter().map(f).collect::<Vec<_>>());
         Some(Self {
             hub_p50: median(|a| a.hub_p50)?,
             nginx_p50: median(|a| a.nginx_p50)?,
@@ -410,16 +415,65 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
             None
         }
     };
+    // Each proxy's own CPU time per request, user and kernel, beside its latency.
+    let hub_cpu = super::proxy_syscalls::threads_named(f.child.id(), "hub-http-").and_then(|t| Threads::of(&t));
+    let nginx_cpu = super::scale::rss::children_of(nginx.child.id())
+        .map_err(anyhow::Error::from)
+        .and_then(|workers| Threads::of_processes(&workers));
+    for (name, threads) in [("hub connection threads", &hub_cpu), ("nginx workers", &nginx_cpu)] {
+        if let Err(e) = threads {
+            println!("CPU time per request, {name}: not counted ({e:#})");
+        }
+    }
+    let unloaded_via = |url: &str, headers: &[String], threads: &anyhow::Result<Threads>| match threads {
+        Ok(t) => t
+            .while_running(|| {
+                let r = wrk_unloaded(dur, url, headers, placement.as_ref())?;
+                let n = r.requests;
+                Ok((r, n))
+            })
+            .map(|(r, spent, requests)| (r, Some((spent, requests)))),
+        Err(_) => wrk_unloaded(dur, url, headers, placement.as_ref()).map(|r| (r, None)),
+    };
+    let per_request_us = |spent: &Spent, requests: u64| spent.on_cpu_ns as f64 / 1000.0 / requests.max(1) as f64;
     let mut unloaded = Vec::with_capacity(p.unloaded_rounds);
+    let (mut hub_cpu_us, mut nginx_cpu_us) = (Vec::new(), Vec::new());
+    let (mut hub_spent, mut nginx_spent) = (Spent::default(), Spent::default());
     for round in 1..=p.unloaded_rounds {
         let ud = wrk_unloaded(dur, &direct, &[], placement.as_ref())?;
-        let un = wrk_unloaded(dur, &via_nginx, &[], placement.as_ref())?;
-        let uh = wrk_unloaded(dur, &via_hub, std::slice::from_ref(&auth), placement.as_ref())?;
+        // The proxies take turns going first, so neither always runs right after the direct path.
+        let nginx_first = round % 2 == 1;
+        let mut un = None;
+        if nginx_first {
+            un = Some(unloaded_via(&via_nginx, &[], &nginx_cpu)?);
+        }
+        let (uh, hub_cpu) = unloaded_via(&via_hub, std::slice::from_ref(&auth), &hub_cpu)?;
+        let (un, nginx_cpu) = match un {
+            Some(un) => un,
+            None => unloaded_via(&via_nginx, &[], &nginx_cpu)?,
+        };
         let added = Added::of(&ud, &un, &uh);
+        let cpu = match (hub_cpu, nginx_cpu) {
+            (Some((hs, hr)), Some((ns, nr))) => {
+                let (h, n) = (per_request_us(&hs, hr), per_request_us(&ns, nr));
+                hub_cpu_us.push(h);
+                nginx_cpu_us.push(n);
+                hub_spent += hs;
+                nginx_spent += ns;
+                format!("; CPU per request: hub {h:.1}us, nginx {n:.1}us")
+            }
+            _ => String::new(),
+        };
         println!(
-            "unloaded round {round}: direct p50 {:.3}ms, p99 {:.3}ms; added p50: hub +{:.3}ms, nginx +{:.3}ms; \
-             added p99: hub +{:.3}ms, nginx +{:.3}ms",
-            ud.p50_ms, ud.p99_ms, added.hub_p50, added.nginx_p50, added.hub_p99, added.nginx_p99
+            "unloaded round {round} ({} first): direct p50 {:.3}ms, p99 {:.3}ms; added p50: hub +{:.3}ms, nginx +{:.3}ms; \
+             added p99: hub +{:.3}ms, nginx +{:.3}ms{cpu}",
+            if nginx_first { "nginx" } else { "hub" },
+            ud.p50_ms,
+            ud.p99_ms,
+            added.hub_p50,
+            added.nginx_p50,
+            added.hub_p99,
+            added.nginx_p99
         );
         unloaded.push(added);
     }
@@ -442,6 +496,27 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         added.nginx_p50,
         added.hub_minus_nginx_p50 * 1000.0,
     ));
+    if let (Some(h), Some(n)) = (median(&hub_cpu_us), median(&nginx_cpu_us)) {
+        // The tick-sampled user share of all rounds together, applied to the exact median.
+        let split = |us: f64, spent: &Spent| match spent.user_share() {
+            Some(share) => format!(" (user {:.1}, kernel {:.1})", us * share, us * (1.0 - share)),
+            None => String::new(),
+        };
+        println!(
+            "CPU time per request, unloaded, user and kernel by the ticks of all rounds: hub{}, nginx{}",
+            split(h, &hub_spent),
+            split(n, &nginx_spent)
+        );
+        println!(
+            "CPU time per request, unloaded (median of {} rounds): hub connection threads {h:.1}us, nginx workers {n:.1}us: {:.2}x\n",
+            hub_cpu_us.len(),
+            h / n
+        );
+        summary.push_str(&format!(
+            "; CPU per request, unloaded: hub {h:.1}us, nginx {n:.1}us ({:.2}x)",
+            h / n
+        ));
+    }
 
     // What each proxy's threads ask of the kernel per request, one connection (not a timing).
     let hub_threads = super::proxy_syscalls::threads_named(f.child.id(), "hub-http-");
