@@ -10,8 +10,8 @@
 //!    its role there (`bind` on the exports, token reviews: [`crate::identity::hub::provider_role`])
 //!    (`ServiceAccountError`);
 //! 4. token Secret `provider-token`, waited until kcp fills the token, and the kubeconfig
-//!    (`KubeconfigError`); the token Secret is applied right after the ServiceAccount and waited on
-//!    while the bindings of step 3 are written;
+//!    (`KubeconfigError`); the token Secret is applied right after the ServiceAccount, and the
+//!    bindings of step 3 are written meanwhile, from the start of that step;
 //! 5. the kubeconfig Secret in `root:faros:system:providers`, and removal of the previous one when
 //!    `spec.secretName` changed (`SecretError`);
 //! 6. with the mirror enabled, the same Secret in the mirror namespace of the hosting cluster, and
@@ -320,20 +320,31 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
     })?;
 
     let sa_err = step(names::REASON_SERVICE_ACCOUNT_ERROR, Some(&cluster));
+    let kubeconfig_err = step(names::REASON_KUBECONFIG_ERROR, Some(&cluster));
     let in_ws = ctx
         .factory
         .cluster(&cluster)
         .map_err(|e| sa_err(format!("ensuring provider ServiceAccount: {e}")))?;
-    ensure_service_account(&in_ws, name)
-        .await
-        .map_err(|e| sa_err(format!("ensuring provider ServiceAccount in {path}: {e}")))?;
-    // The token Secret right after its ServiceAccount, and the bindings while kcp's token controller
-    // fills it: neither waits on the other. Failures are still reported in step order.
-    let grants = async {
-        ensure_binding(&in_ws, name)
+    // Two chains at once, as neither needs the other: the namespace, the ServiceAccount in it and
+    // its token Secret (then the wait for kcp's token controller to fill it), and the bindings,
+    // which name their subjects and need nothing to exist. Each step's round trip is a wait in a
+    // queue when many Providers arrive at once, so the longest chain sets how long provisioning
+    // takes. Failures are still reported in step order: ServiceAccount, bindings, token.
+    let account = async {
+        ensure_service_account(&in_ws, name)
             .await
             .map_err(|e| sa_err(format!("ensuring provider ServiceAccount in {path}: {e}")))?;
-        if let Some(user) = &ctx.settings.hub_user {
+        Ok::<_, StepError>(
+            ensure_token(&in_ws, name, ctx.settings.token_timeout)
+                .await
+                .map_err(|e| kubeconfig_err(format!("minting kubeconfig: {e}"))),
+        )
+    };
+    let grants = async {
+        let hub_role = async {
+            let Some(user) = &ctx.settings.hub_user else {
+                return Ok(());
+            };
             let manager = format!("{}/{FIELD_SCOPE}", names::RECONCILER_FIELD_MANAGER);
             crate::identity::apply_hub_provider(&in_ws, &path, user, &manager)
                 .await
@@ -341,14 +352,20 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
                     sa_err(format!(
                         "granting the hub API's kcp user {user:?} its role in {path}: {e}"
                     ))
-                })?;
-        }
-        Ok::<(), StepError>(())
+                })
+        };
+        let binding = async {
+            ensure_binding(&in_ws, name)
+                .await
+                .map_err(|e| sa_err(format!("ensuring provider ServiceAccount in {path}: {e}")))
+        };
+        let (binding, hub_role) = tokio::join!(binding, hub_role);
+        binding.and(hub_role)
     };
-    let kubeconfig_err = step(names::REASON_KUBECONFIG_ERROR, Some(&cluster));
-    let (grants, token) = tokio::join!(grants, ensure_token(&in_ws, name, ctx.settings.token_timeout));
+    let (account, grants) = tokio::join!(account, grants);
+    let token = account?;
     grants?;
-    let token = token.map_err(|e| kubeconfig_err(format!("minting kubeconfig: {e}")))?;
+    let token = token?;
     let params = KubeconfigParams {
         server_base: kubeconfig::server_base(provider.spec.server_url_override.as_deref(), &ctx.settings.hub_url),
         cluster_id: &cluster,
