@@ -46,6 +46,8 @@ pub(super) struct Profile {
     pub redb_commits: usize,
     /// Providers (and bare workspaces) applied at once.
     pub providers: usize,
+    /// Rounds of a bare-workspace burst and a Provider burst in the provider suite.
+    pub provider_rounds: usize,
     /// wrk's `-d`.
     pub wrk_duration: &'static str,
     pub proxy_rounds: usize,
@@ -69,6 +71,7 @@ impl Profile {
             rss_objects,
             redb_commits: 2000,
             providers: 100,
+            provider_rounds: 5,
             wrk_duration: "5s",
             proxy_rounds: 3,
             unloaded_rounds: 7,
@@ -95,6 +98,7 @@ impl Profile {
             rss_objects: 200,
             redb_commits: 50,
             providers: 3,
+            provider_rounds: 1,
             wrk_duration: "1s",
             proxy_rounds: 1,
             unloaded_rounds: 1,
