@@ -32,25 +32,9 @@ use kube::api::PostParams;
 use tokio::time::Instant;
 
 use super::index::MembershipIndex;
+use super::role::Role;
 use crate::auth::Caller;
 pub use crate::workspace::WorkspaceRef;
-
-/// A caller's standing in a workspace. `Admin` implies `Member`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Member,
-    Admin,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Member => "member",
-            Role::Admin => "admin",
-        }
-    }
-}
 
 /// Tuning of [`Access`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

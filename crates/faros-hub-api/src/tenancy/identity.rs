@@ -11,7 +11,8 @@ use faros_core::status::Status;
 use http::{HeaderMap, HeaderName};
 
 use super::Tenancy;
-use super::access::{Role, WorkspaceRef, describe};
+use super::access::{WorkspaceRef, describe};
+use super::role::Role;
 use crate::auth::Caller;
 use crate::catalog::registry::Registry;
 

@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use faros_core::status::Status;
 
-use super::access::Role;
+use super::role::Role;
 use crate::auth::{Caller, CredentialSource, bearer_token};
 use crate::portal::session::SessionAuth;
 use crate::state::AppState;

@@ -10,8 +10,8 @@ use faros_core::status::Status;
 use futures::future::join_all;
 
 use super::Tenancy;
-use super::access::Role;
 use super::orgs::visible;
+use super::role::Role;
 use super::spaces;
 use crate::auth::Caller;
 

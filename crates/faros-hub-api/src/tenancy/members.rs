@@ -17,8 +17,9 @@ use axum::response::{IntoResponse, Response};
 use faros_core::status::Status;
 
 use super::Tenancy;
-use super::access::{Role, WorkspaceRef};
+use super::access::WorkspaceRef;
 use super::rbac::{GroupMembership, Membership};
+use super::role::Role;
 use super::spaces;
 use crate::auth::Caller;
 

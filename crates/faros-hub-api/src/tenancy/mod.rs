@@ -21,6 +21,7 @@ pub mod me;
 pub mod members;
 pub mod orgs;
 pub mod rbac;
+pub mod role;
 pub mod spaces;
 
 use std::sync::Arc;
@@ -29,7 +30,8 @@ use std::time::Duration;
 use faros_core::client::ClientFactory;
 use tokio::sync::watch;
 
-pub use access::{Access, AccessSettings, Role, WorkspaceRef};
+pub use access::{Access, AccessSettings, WorkspaceRef};
+pub use role::Role;
 
 /// Settings of the tenant-facing API.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

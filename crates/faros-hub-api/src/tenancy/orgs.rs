@@ -15,7 +15,8 @@ use faros_core::status::Status;
 use futures::future::join_all;
 
 use super::Tenancy;
-use super::access::{Role, WorkspaceRef, describe};
+use super::access::{WorkspaceRef, describe};
+use super::role::Role;
 use super::spaces::{self, CreateRequest, Space};
 use crate::auth::Caller;
 

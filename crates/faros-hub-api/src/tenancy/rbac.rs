@@ -16,7 +16,7 @@ use k8s_openapi::api::rbac::v1::{AggregationRule, ClusterRole, ClusterRoleBindin
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use sha2::{Digest, Sha256};
 
-use super::access::Role;
+use super::role::Role;
 
 pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 

@@ -16,8 +16,9 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde::Serialize;
 
 use super::Tenancy;
-use super::access::{Role, WorkspaceRef};
+use super::access::WorkspaceRef;
 use super::rbac::{self, GroupMembership, Membership};
+use super::role::Role;
 
 /// Field manager of everything the hub API applies.
 pub const FIELD_MANAGER: &str = "faros-hub-api";

@@ -33,7 +33,7 @@ use std::sync::{Mutex, RwLock};
 
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 
-use super::access::Role;
+use super::role::Role;
 use crate::auth::Caller;
 use model::{Memberships, grant_of};
 

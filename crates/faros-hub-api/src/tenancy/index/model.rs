@@ -18,8 +18,8 @@ use faros_core::names;
 use faros_core::user::split_service_account_username;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 
-use super::super::access::Role;
 use super::super::rbac::{RBAC_GROUP, role_of};
+use super::super::role::Role;
 
 /// Who a membership binding names.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -354,7 +354,7 @@ mod tests {
         .unwrap()
     }
 
-    fn role(index: &MembershipIndex, user: &str, cluster: &str) -> Option<Option<super::super::super::access::Role>> {
+    fn role(index: &MembershipIndex, user: &str, cluster: &str) -> Option<Option<super::super::super::role::Role>> {
         index.read().role(user, &[], cluster)
     }
 
@@ -373,7 +373,7 @@ mod tests {
         on_binding(&index, URL, &mut l, Event::InitDone);
         assert_eq!(
             role(&index, "ann", "c1"),
-            Some(Some(super::super::super::access::Role::Member))
+            Some(Some(super::super::super::role::Role::Member))
         );
 
         // c2's claims applied after the first listing: listed (by `cover`) before it counts.
