@@ -55,9 +55,9 @@ impl<T, W: FnMut(&mut Vec<u8>, usize, &T)> Iterator for Chunks<T, W> {
         let tail = self.tail?;
         let mut chunk = self.head.take().unwrap_or_default();
         chunk.reserve_exact(CHUNK + tail.len());
-        // A head handed over with spare capacity still starts a chunk of CHUNK: filling its whole
-        // allocation would hold (and fault in afresh) as much of the list as it happens to fit.
-        let room = (chunk.len() + CHUNK).min(chunk.capacity() - tail.len());
+        // CHUNK past the head, not the allocation's capacity: a head handed over with spare
+        // capacity would otherwise hold (and fault in afresh) as much of the list as it fits.
+        let room = chunk.len() + CHUNK;
         while let Some((i, item)) = self
             .items
             .next_if(|_| chunk.is_empty() || chunk.len() + self.largest <= room)
