@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::faros::Faros;
 use super::profile::Profile;
-use super::stats::{ms, percentile};
+use super::stats::{median, ms, percentile};
 use super::watch::{ready, watch_until};
 
 const TIMEOUT: Duration = Duration::from_secs(300);
@@ -124,11 +124,11 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         println!("  {}", providers.settled);
         rounds.push((bare, providers));
     }
-    let median = |f: &dyn Fn(&(Burst, ProviderBurst)) -> f64| {
-        let mut v: Vec<f64> = rounds.iter().map(f).collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len().saturating_sub(1) / 2]
-    };
+    if rounds.is_empty() {
+        bail!("the profile asks for no provider rounds");
+    }
+    let median =
+        |f: &dyn Fn(&(Burst, ProviderBurst)) -> f64| median(&rounds.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0);
     let ratio = median(&|(b, pr)| pr.p95_ms / b.p95_ms.max(0.001));
     let (w95, p95) = (median(&|(b, _)| b.p95_ms), median(&|(_, pr)| pr.p95_ms));
     let per_provider = median(&|(_, pr)| pr.per_provider);

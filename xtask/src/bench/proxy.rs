@@ -20,6 +20,7 @@ use super::faros::Faros;
 use super::placement::Placement;
 use super::profile::Profile;
 use super::proxy_cpu::{Spent, Threads};
+use super::stats::median;
 
 const CONNECTIONS: &str = "32";
 
@@ -97,13 +98,6 @@ fn median_round<const N: usize>(mut rounds: Vec<[Result; N]>) -> Option<[Result;
     rounds.sort_by(|a, b| a[N - 1].requests_per_sec.total_cmp(&b[N - 1].requests_per_sec));
     let mid = rounds.len() / 2;
     rounds.into_iter().nth(mid)
-}
-
-/// The lower middle of `v` (as [`Added::median`] takes it); `None` when empty.
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len().saturating_sub(1) / 2).copied()
 }
 
 /// What the two proxies add to the direct path's unloaded latency, in milliseconds: one round's,
@@ -400,8 +394,11 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     // of microseconds with where the scheduler puts the threads, more than the difference judged,
     // and a round's three runs share one placement far more often than runs minutes apart.
     println!();
+    // The threads the rounds measure, found once: the hub's connection threads and nginx's workers.
+    let hub_threads = super::proxy_syscalls::threads_named(f.child.id(), "hub-http-");
+    let nginx_workers = super::scale::rss::children_of(nginx.child.id())?;
     let mut servers = vec![f.child.id(), nginx.child.id()];
-    servers.extend(super::scale::rss::children_of(nginx.child.id())?);
+    servers.extend(&nginx_workers);
     let placement = match Placement::pin(&servers) {
         Ok(p) => {
             println!(
@@ -416,10 +413,11 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         }
     };
     // Each proxy's own CPU time per request, user and kernel, beside its latency.
-    let hub_cpu = super::proxy_syscalls::threads_named(f.child.id(), "hub-http-").and_then(|t| Threads::of(&t));
-    let nginx_cpu = super::scale::rss::children_of(nginx.child.id())
-        .map_err(anyhow::Error::from)
-        .and_then(|workers| Threads::of_processes(&workers));
+    let hub_cpu = match &hub_threads {
+        Ok(tids) => Threads::of(tids),
+        Err(e) => Err(anyhow!("{e:#}")),
+    };
+    let nginx_cpu = Threads::of_processes(&nginx_workers);
     for (name, threads) in [("hub connection threads", &hub_cpu), ("nginx workers", &nginx_cpu)] {
         if let Err(e) = threads {
             println!("CPU time per request, {name}: not counted ({e:#})");
@@ -519,8 +517,6 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     }
 
     // What each proxy's threads ask of the kernel per request, one connection (not a timing).
-    let hub_threads = super::proxy_syscalls::threads_named(f.child.id(), "hub-http-");
-    let nginx_workers = super::scale::rss::children_of(nginx.child.id()).map_err(anyhow::Error::from);
     let mut per_request = Vec::new();
     for (name, threads, url, headers) in [
         (
@@ -529,7 +525,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
             &via_hub,
             std::slice::from_ref(&auth),
         ),
-        ("nginx workers", nginx_workers, &via_nginx, &[][..]),
+        ("nginx workers", Ok(nginx_workers), &via_nginx, &[][..]),
     ] {
         let counted = threads.and_then(|tids| {
             super::proxy_syscalls::count(
