@@ -82,18 +82,23 @@ pub fn consumer_binding() -> APIBinding {
 /// Whether `binding` binds the tenancy export with its claims applied: the workspace's membership
 /// bindings are then visible in the export's virtual workspace.
 pub fn covers(binding: &APIBinding) -> bool {
-    let binds_export = binding
-        .spec
-        .reference
-        .export
-        .as_ref()
-        .is_some_and(|e| e.name == names::TENANCY_EXPORT);
     let applied = binding
         .status
         .as_ref()
         .and_then(|s| s.conditions.as_deref())
         .is_some_and(|c| c.iter().any(|c| c.type_ == CLAIMS_APPLIED && c.is_true()));
-    binds_export && applied
+    binds_tenancy(binding) && applied
+}
+
+/// Whether `binding` binds the tenancy export, whatever its name: kcp's initializer names a default
+/// binding `<export>-<hash>`, the hub names its own after the export, and a workspace needs one.
+pub fn binds_tenancy(binding: &APIBinding) -> bool {
+    binding
+        .spec
+        .reference
+        .export
+        .as_ref()
+        .is_some_and(|e| e.name == names::TENANCY_EXPORT)
 }
 
 #[cfg(test)]
@@ -145,6 +150,22 @@ mod tests {
             ("providers.faros.sh", Some("True"), false),
         ] {
             assert_eq!(covers(&with(name, applied)), want, "{name} {applied:?}");
+        }
+    }
+
+    #[test]
+    fn a_binding_of_the_export_counts_whatever_its_name() {
+        for (binding_name, export, want) in [
+            ("tenancy.faros.sh", "tenancy.faros.sh", true),
+            // kcp's initializer names a default binding after a hash of the workspace.
+            ("tenancy.faros.sh-4ndkk", "tenancy.faros.sh", true),
+            ("anything", "tenancy.faros.sh", true),
+            ("tenancy.faros.sh", "providers.faros.sh", false),
+        ] {
+            let mut b = consumer_binding();
+            b.metadata.name = Some(binding_name.into());
+            b.spec.reference = BindingReference::export(names::SYSTEM_CONTROLLERS_PATH, export);
+            assert_eq!(binds_tenancy(&b), want, "{binding_name} -> {export}");
         }
     }
 }

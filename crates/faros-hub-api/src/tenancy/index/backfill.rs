@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use faros_core::kcp::Workspace;
 use faros_core::kcp::apis::v1alpha2::APIBinding;
-use faros_core::membership::consumer_binding;
+use faros_core::membership::{binds_tenancy, consumer_binding};
 use faros_core::names;
 use futures::StreamExt;
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{ListParams, PostParams};
 use tokio_util::sync::CancellationToken;
 
 use super::super::Tenancy;
@@ -146,7 +146,7 @@ enum Target {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Bind {
     Created,
-    /// Bound already (its claims not applied yet), or by another replica a moment ago.
+    /// Bound already: by kcp's initializer (its claims not applied yet), or by another replica.
     Exists,
     /// The workspace is gone (404).
     Gone,
@@ -182,21 +182,43 @@ fn after(target: Target, result: Bind) -> Next {
     }
 }
 
-/// Creates the binding in `cluster`.
+/// Creates the binding in `cluster`, unless the export is bound there already.
 async fn bind(tenancy: &Tenancy, cluster: &str) -> Bind {
     let api: Api<APIBinding> = match tenancy.client(cluster) {
         Ok(c) => Api::all(c),
         Err(_) => return Bind::Failed,
     };
+    // Ready but not covered yet is also a workspace whose default binding (named by kcp's
+    // initializer, not after the export) has not had its claims applied: a second binding there
+    // would bind the export twice, so one of any name counts as bound (unless it is going).
+    match api.list(&ListParams::default()).await {
+        Ok(list)
+            if list
+                .items
+                .iter()
+                .any(|b| binds_tenancy(b) && b.metadata.deletion_timestamp.is_none()) =>
+        {
+            return Bind::Exists;
+        }
+        Ok(_) => {}
+        Err(error) => return refusal(cluster, error),
+    }
     match api.create(&PostParams::default(), &consumer_binding()).await {
         Ok(_) => Bind::Created,
         Err(kube::Error::Api(s)) if s.code == 409 => Bind::Exists,
-        Err(kube::Error::Api(s)) if s.code == 404 => Bind::Gone,
-        Err(kube::Error::Api(s)) if s.code == 403 => {
+        Err(error) => refusal(cluster, error),
+    }
+}
+
+/// What an error reading or creating a workspace's bindings says of binding it.
+fn refusal(cluster: &str, error: kube::Error) -> Bind {
+    match error {
+        kube::Error::Api(s) if s.code == 404 => Bind::Gone,
+        kube::Error::Api(s) if s.code == 403 => {
             tracing::debug!(cluster, message = %s.message, "not allowed to bind tenancy.faros.sh");
             Bind::Refused
         }
-        Err(error) => {
+        error => {
             tracing::debug!(cluster, %error, "cannot bind tenancy.faros.sh yet");
             Bind::Failed
         }
