@@ -60,18 +60,20 @@ impl Faros {
                 c
             }
         };
+        command.args(["dev", "--kcp-port", "0"]);
+        // Measured as shipped: at the default log level, unless `BENCH_SERVER_LOG` says otherwise.
+        // The logs go to a file beside the state directory, not into the suite's output.
+        if let Ok(level) = std::env::var("BENCH_SERVER_LOG") {
+            command.args(["--log-level", &level]);
+        }
+        let log = state.with_extension("log");
+        let stderr = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let mut child = command
-            .args([
-                "dev",
-                "--kcp-port",
-                "0",
-                "--log-level",
-                &std::env::var("BENCH_SERVER_LOG").unwrap_or_else(|_| "warn,rustls=error".into()),
-                "--state-dir",
-            ])
+            .arg("--state-dir")
             .arg(&state)
             .args(extra)
             .stdout(Stdio::piped())
+            .stderr(stderr)
             .spawn()
             .with_context(|| format!("starting {}", profile.faros.display()))?;
         let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
@@ -89,7 +91,16 @@ impl Faros {
                 break;
             }
         }
-        let path = kubeconfig.ok_or_else(|| anyhow!("faros dev did not print its kubeconfig"))?;
+        let Some(path) = kubeconfig else {
+            let logs = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = logs.lines().rev().take(20).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            bail!(
+                "faros dev did not print its kubeconfig; the end of {}:\n{}",
+                log.display(),
+                tail.join("\n")
+            );
+        };
         let kc: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path)?)?;
         let server = kc
             .pointer("/clusters/0/cluster/server")

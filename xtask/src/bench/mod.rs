@@ -13,6 +13,7 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 
 mod bare_proxy;
+mod callgrind_groups;
 mod faros;
 mod kcp;
 mod kcp_vs_real;

@@ -20,6 +20,7 @@ use std::process::Command;
 
 use anyhow::{Context, anyhow, bail};
 
+use super::callgrind_groups::{Group, SelfCost};
 use super::faros::Faros;
 use super::profile::Profile;
 use super::proxy::{free_port, nginx_under, wait_ok, wrk_with};
@@ -203,6 +204,8 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     row("  faros dev behind nginx (upstream, background)", ngx_upstream);
     row("hub's connection threads", hub);
     row("  faros dev's other threads (upstream, background)", hub_upstream);
+    println!();
+    print_groups(&behind_hub, hub_requests, &nginx_dump, nginx_requests)?;
     Ok(format!(
         "summary: instructions per request, hub's threads {hub:.0} vs nginx {ngx:.0}: {:.2}x; with the upstream: hub path {:.0} vs nginx path {:.0}: {:.2}x (the upstream, which reads the same headers from both, {:+.0} behind the hub)",
         hub / ngx,
@@ -211,6 +214,61 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         (hub + hub_upstream) / (ngx + ngx_upstream),
         hub_upstream - ngx_upstream,
     ))
+}
+
+/// The self cost of `dump`'s threads: the hub's connection threads only, or all of them.
+fn self_cost(dump: &Dump, hub_only: bool) -> anyhow::Result<SelfCost> {
+    let mut cost = SelfCost::default();
+    for (path, _, hub) in &dump.threads {
+        if *hub || !hub_only {
+            cost.add_file(&std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?);
+        }
+    }
+    Ok(cost)
+}
+
+/// What the hub's connection threads and nginx ran, by kind of work, per request; and the hub's
+/// own functions that ran the most.
+fn print_groups(hub_dump: &Dump, hub_requests: u64, nginx_dump: &Dump, nginx_requests: u64) -> anyhow::Result<()> {
+    let hub = self_cost(hub_dump, true)?;
+    let nginx = self_cost(nginx_dump, false)?;
+    let nginx_groups: std::collections::HashMap<Group, u64> = nginx.by_group().into_iter().collect();
+    let hub_groups = hub.by_group();
+    println!(
+        "{:<48} {:>10} {:>10}",
+        "by kind of work (self cost per request)", "hub", "nginx"
+    );
+    let mut shown = std::collections::HashSet::new();
+    let row = |g: Group, h: u64, n: u64| {
+        println!(
+            "  {:<46} {:>10.0} {:>10.0}",
+            g.label(),
+            per_request(h, hub_requests),
+            per_request(n, nginx_requests)
+        )
+    };
+    for (g, h) in &hub_groups {
+        shown.insert(*g);
+        row(*g, *h, nginx_groups.get(g).copied().unwrap_or(0));
+    }
+    for (g, n) in nginx.by_group() {
+        if !shown.contains(&g) {
+            row(g, 0, n);
+        }
+    }
+    println!(
+        "  {:<46} {:>10.0} {:>10.0}",
+        "all",
+        per_request(hub.total(), hub_requests),
+        per_request(nginx.total(), nginx_requests)
+    );
+    println!("\nthe hub's own functions that ran the most (self cost per request)");
+    for (function, cost) in hub.top(Group::Proxy, 8) {
+        let name: String = function.chars().take(100).collect();
+        println!("  {:>8.0}  {name}", per_request(cost, hub_requests));
+    }
+    println!();
+    Ok(())
 }
 
 #[cfg(test)]

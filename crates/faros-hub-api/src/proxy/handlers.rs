@@ -158,7 +158,7 @@ fn refuse_loops(req: &Request) -> Result<(), Status> {
 
 /// `/ui/providers/{name}[/*]`: GET/HEAD of static assets from `ui.url`, anonymous and
 /// credential-free ([`super::ui_assets`]).
-pub async fn ui(st: &AppState, req: Request) -> Response {
+pub async fn ui(st: &AppState, req: Request, request_id: &http::HeaderValue) -> Response {
     let started = Instant::now();
     let result = async {
         if req.method() != Method::GET && req.method() != Method::HEAD {
@@ -186,19 +186,16 @@ pub async fn ui(st: &AppState, req: Request) -> Response {
         let (name, target, base_path) = resolve(st, &uri, Surface::Ui)?;
         let mode = Mode::Ui { base_path };
         let headers = headers::request_headers(req.headers(), &mode, &forwarded(st, &req));
-        super::forward(
-            &st.providers_http,
-            req,
+        let hop = super::Hop {
+            pool: &st.providers_http,
             target,
-            headers,
-            &mode,
-            st.settings.upstream_timeout,
-            &Target {
+            timeout: st.settings.upstream_timeout,
+            what: &Target {
                 surface: Surface::Ui,
                 name,
             },
-        )
-        .await
+        };
+        super::forward(hop, req, headers, &mode, request_id).await
     }
     .await;
     let mut resp = respond(st, "ui_proxy", started, result);
@@ -212,7 +209,7 @@ pub async fn ui(st: &AppState, req: Request) -> Response {
 
 /// `/services/providers/{name}[/*]`: any method to `backend.url` for an authenticated caller, with
 /// the verified identity instead of the caller's credentials.
-pub async fn backend(st: &AppState, req: Request) -> Response {
+pub async fn backend(st: &AppState, req: Request, request_id: &http::HeaderValue) -> Response {
     let started = Instant::now();
     let result = async {
         // Before anything else: an anonymous caller learns nothing, not even which providers exist.
@@ -238,26 +235,23 @@ pub async fn backend(st: &AppState, req: Request) -> Response {
         };
         let headers = headers::request_headers(req.headers(), &mode, &forwarded(st, &req));
         let req = limit_body(st, req)?;
-        super::forward(
-            &st.providers_http,
-            req,
+        let hop = super::Hop {
+            pool: &st.providers_http,
             target,
-            headers,
-            &mode,
-            st.settings.upstream_timeout,
-            &Target {
+            timeout: st.settings.upstream_timeout,
+            what: &Target {
                 surface: Surface::Backend,
                 name,
             },
-        )
-        .await
+        };
+        super::forward(hop, req, headers, &mode, request_id).await
     }
     .await;
     respond(st, "backend_proxy", started, result)
 }
 
 /// `/clusters/*` and `/services/apiexport/*`: to kcp, the caller's bearer unchanged.
-pub async fn kcp(st: &AppState, req: Request) -> Response {
+pub async fn kcp(st: &AppState, req: Request, request_id: &http::HeaderValue) -> Response {
     let started = Instant::now();
     let result = async {
         let path_and_query = req
@@ -272,16 +266,13 @@ pub async fn kcp(st: &AppState, req: Request) -> Response {
             .map_err(|e| Status::bad_request(format!("cannot build the kcp URL: {e}")))?;
         let headers = headers::request_headers(req.headers(), &Mode::Kcp, &forwarded(st, &req));
         let req = limit_body(st, req)?;
-        super::forward(
-            &st.kcp_http,
-            req,
+        let hop = super::Hop {
+            pool: &st.kcp_http,
             target,
-            headers,
-            &Mode::Kcp,
-            st.settings.kcp_timeout,
-            &"kcp",
-        )
-        .await
+            timeout: st.settings.kcp_timeout,
+            what: &"kcp",
+        };
+        super::forward(hop, req, headers, &Mode::Kcp, request_id).await
     }
     .await;
     respond(st, "kcp", started, result)

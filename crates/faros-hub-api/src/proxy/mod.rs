@@ -94,21 +94,37 @@ pub fn kcp_client(kube: &kube::Config, connect_timeout: Duration) -> Result<Upst
     Ok(UpstreamPool::new(connector, pool::IDLE_TIMEOUT))
 }
 
-/// Forwards `req` to `target` with `headers` (already rewritten), waiting at most `timeout` for
-/// the upstream's response headers. Connection failures are 502, timeouts 504 (Status JSON).
+/// Where [`forward`] sends a request.
+pub struct Hop<'a> {
+    pub pool: &'a UpstreamPool,
+    pub target: Uri,
+    /// The longest wait for the upstream's response headers.
+    pub timeout: Duration,
+    /// The upstream as messages name it.
+    pub what: &'a (dyn std::fmt::Display + Sync),
+}
+
+/// Forwards `req` (the hub's request `request_id`) over `hop` with `headers` (already rewritten).
+/// Connection failures are 502, timeouts 504 (Status JSON).
 pub async fn forward(
-    client: &UpstreamPool,
+    hop: Hop<'_>,
     mut req: Request<Body>,
-    target: Uri,
     headers: http::HeaderMap,
     mode: &Mode,
-    timeout: Duration,
-    what: &(dyn std::fmt::Display + Sync),
+    request_id: &http::HeaderValue,
 ) -> Result<Response, Status> {
+    let Hop {
+        pool: client,
+        target,
+        timeout,
+        what,
+    } = hop;
     let upgrade = headers::wants_upgrade(req.headers()).then(|| hyper::upgrade::on(&mut req));
     let (parts, body) = req.into_parts();
+    // Kept for the warnings below: a proxied request has no span at the info level (see `edge`).
+    let (method, uri) = (parts.method, parts.uri);
     let mut upstream = Request::builder()
-        .method(parts.method)
+        .method(method.clone())
         .uri(target)
         // Upstreams get HTTP/1.1 whatever the client spoke: the pool is HTTP/1 and upgrades need it.
         .version(Version::HTTP_11)
@@ -126,11 +142,11 @@ pub async fn forward(
         // upstream policy refuses) is for the logs. In a Status it would make the hub a port
         // scanner for whoever may register a provider URL.
         Ok(Err(e)) if e.is_connect() => {
-            tracing::warn!(upstream = %what, error = %error_chain(&e), "proxy: cannot connect");
+            tracing::warn!(upstream = %what, %method, path = uri.path(), request_id = request_id.to_str().unwrap_or_default(), error = %error_chain(&e), "proxy: cannot connect");
             return Err(Status::failure(502, "BadGateway", format!("{what} is unreachable")));
         }
         Ok(Err(e)) => {
-            tracing::warn!(upstream = %what, error = %error_chain(&e), "proxy: upstream failed");
+            tracing::warn!(upstream = %what, %method, path = uri.path(), request_id = request_id.to_str().unwrap_or_default(), error = %error_chain(&e), "proxy: upstream failed");
             return Err(Status::failure(502, "BadGateway", format!("{what} failed")));
         }
         Ok(Ok(r)) => r,
@@ -138,7 +154,7 @@ pub async fn forward(
     if matches!(mode, Mode::Ui { .. })
         && let Err(refusal) = ui_assets::check_response(response.status(), response.headers())
     {
-        tracing::warn!(upstream = %what, %refusal, "UI proxy: refused a non-asset answer");
+        tracing::warn!(upstream = %what, %method, path = uri.path(), request_id = request_id.to_str().unwrap_or_default(), %refusal, "UI proxy: refused a non-asset answer");
         return Err(Status::failure(
             502,
             "BadGateway",
