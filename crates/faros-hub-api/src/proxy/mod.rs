@@ -142,11 +142,25 @@ pub async fn forward(
         // upstream policy refuses) is for the logs. In a Status it would make the hub a port
         // scanner for whoever may register a provider URL.
         Ok(Err(e)) if e.is_connect() => {
-            tracing::warn!(upstream = %what, %method, path = uri.path(), request_id = request_id.to_str().unwrap_or_default(), error = %error_chain(&e), "proxy: cannot connect");
+            tracing::warn!(
+                upstream = %what,
+                %method,
+                path = uri.path(),
+                request_id = request_id.to_str().unwrap_or_default(),
+                error = %error_chain(&e),
+                "proxy: cannot connect"
+            );
             return Err(Status::failure(502, "BadGateway", format!("{what} is unreachable")));
         }
         Ok(Err(e)) => {
-            tracing::warn!(upstream = %what, %method, path = uri.path(), request_id = request_id.to_str().unwrap_or_default(), error = %error_chain(&e), "proxy: upstream failed");
+            tracing::warn!(
+                upstream = %what,
+                %method,
+                path = uri.path(),
+                request_id = request_id.to_str().unwrap_or_default(),
+                error = %error_chain(&e),
+                "proxy: upstream failed"
+            );
             return Err(Status::failure(502, "BadGateway", format!("{what} failed")));
         }
         Ok(Ok(r)) => r,
@@ -154,7 +168,14 @@ pub async fn forward(
     if matches!(mode, Mode::Ui { .. })
         && let Err(refusal) = ui_assets::check_response(response.status(), response.headers())
     {
-        tracing::warn!(upstream = %what, %method, path = uri.path(), request_id = request_id.to_str().unwrap_or_default(), %refusal, "UI proxy: refused a non-asset answer");
+        tracing::warn!(
+            upstream = %what,
+            %method,
+            path = uri.path(),
+            request_id = request_id.to_str().unwrap_or_default(),
+            %refusal,
+            "UI proxy: refused a non-asset answer"
+        );
         return Err(Status::failure(
             502,
             "BadGateway",
@@ -190,4 +211,77 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
         source = s.source();
     }
     out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// What a test's subscriber writes.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A proxied request has no span at the shipped level, so the warning for an upstream that
+    /// cannot be reached names the request itself: a client's `X-Request-Id` finds it.
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_unreachable_upstream_is_logged_with_the_request() {
+        faros_core::telemetry::install_crypto_provider();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter("info")
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+
+        let pool = provider_client(Duration::from_secs(1), UpstreamPolicy::unrestricted()).unwrap();
+        let req = Request::builder()
+            .method("POST")
+            .uri("/services/providers/down/widgets?x=1")
+            .body(Body::empty())
+            .unwrap();
+        let hop = Hop {
+            pool: &pool,
+            target: format!("http://{closed}/widgets?x=1").parse().unwrap(),
+            timeout: Duration::from_secs(5),
+            what: &"the backend of provider \"down\"",
+        };
+        let id = http::HeaderValue::from_static("req-7f3a");
+        let err = forward(hop, req, http::HeaderMap::new(), &Mode::Kcp, &id)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, 502, "{err:?}");
+
+        let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let line = logs
+            .lines()
+            .find(|l| l.contains("proxy: cannot connect"))
+            .unwrap_or_else(|| panic!("no warning in {logs:?}"));
+        for want in [
+            "WARN",
+            "method=POST",
+            "path=\"/services/providers/down/widgets\"",
+            "request_id=\"req-7f3a\"",
+        ] {
+            assert!(line.contains(want), "{want} not in {line:?}");
+        }
+    }
 }
