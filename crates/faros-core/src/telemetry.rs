@@ -43,8 +43,10 @@ impl LogArgs {
             filter: self.log_level.clone(),
             reason: e.to_string(),
         })?;
+        // Colours only for a person at a terminal: a log file or a collector would get escape codes.
         let builder = tracing_subscriber::fmt()
             .with_env_filter(filter)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_writer(std::io::stderr);
         // A second init (tests) keeps the first subscriber; that is fine.
         let _ = match self.log_format {
