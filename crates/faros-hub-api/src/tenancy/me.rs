@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::{Extension, Json};
+use faros_core::kcp::Workspace;
 use faros_core::names;
 use faros_core::status::Status;
 use futures::future::join_all;
+use kube::ResourceExt;
 
 use super::Tenancy;
 use super::orgs::visible;
@@ -47,33 +49,13 @@ pub struct WorkspaceMembership {
 /// Every organization the caller belongs to, or has a workspace in (a workspace member need not
 /// be an org member).
 ///
-/// With the membership index ([`super::index`]), organizations come from memory and only those
-/// where the caller holds a role, or holds one in a workspace of, are looked into: no request per
-/// organization. Organizations the index does not cover yet are asked about as before.
+/// With the membership index ([`super::index`]), only the organizations where the caller holds a
+/// role, or holds one in a workspace of, are looked into, plus those the index does not cover yet
+/// (asked about as before): no request per organization, and no walk over all of them.
 pub async fn me(State(tenancy): State<Arc<Tenancy>>, Extension(caller): Extension<Caller>) -> Result<Json<Me>, Status> {
     let t = &tenancy;
-    let orgs = spaces::listed_children(t, names::TENANTS_PATH).await?;
-    // Where the index says the caller belongs: the organizations of those workspaces.
-    let indexed = match t.index.roles(&caller) {
-        Some(roles) => Some(member_orgs(t, &roles).await),
-        None => None,
-    };
-    // Decided in memory first, from one view of the index: a covered organization the caller has
-    // nothing in costs a lookup.
-    let ready: Vec<_> = orgs.into_iter().filter(|o| o.is_ready()).collect();
-    let covered = t
-        .index
-        .covers_each(ready.iter().map(|o| o.spec.cluster.as_deref().unwrap_or_default()));
-    let candidates = ready.into_iter().zip(covered).filter_map(|(org, covered)| {
-        let keep = match (&indexed, org.spec.cluster.as_deref()) {
-            (Some(member_orgs), Some(_)) => {
-                !covered || org.metadata.name.as_ref().is_some_and(|n| member_orgs.contains(n))
-            }
-            _ => true,
-        };
-        keep.then_some(org)
-    });
-    let per_org = candidates.map(|org| {
+    let candidates = candidates(t, &caller).await?;
+    let per_org = candidates.into_iter().map(|org| {
         let tenancy = tenancy.clone();
         let caller = caller.clone();
         async move {
@@ -115,14 +97,47 @@ pub async fn me(State(tenancy): State<Arc<Tenancy>>, Extension(caller): Extensio
     }))
 }
 
-/// The organizations of the workspaces in `roles` (logical clusters), by their paths.
+/// The Ready organizations to look into for the caller: where the index decides for the caller,
+/// the organizations of the workspaces it holds a role in and those the index does not cover;
+/// otherwise every Ready organization.
+async fn candidates(t: &Tenancy, caller: &Caller) -> Result<Vec<Arc<Workspace>>, Status> {
+    if let (Some(roles), Some(uncovered)) = (t.index.roles(caller), t.index.uncovered_orgs()) {
+        let mut orgs: BTreeMap<String, Arc<Workspace>> =
+            uncovered.iter().map(|org| (org.name_any(), org.clone())).collect();
+        for name in member_orgs(t, &roles).await {
+            if let Some(Some(org)) = t.index.orgs.get(&name)
+                && org.is_ready()
+            {
+                orgs.entry(name).or_insert(org);
+            }
+        }
+        return Ok(orgs.into_values().collect());
+    }
+    let orgs = spaces::listed_children(t, names::TENANTS_PATH).await?;
+    Ok(orgs.into_iter().filter(|o| o.is_ready()).collect())
+}
+
+/// The organizations of the workspaces in `roles` (logical clusters): an organization's own
+/// cluster from the organization watch, a team workspace's by its path.
 async fn member_orgs(t: &Tenancy, roles: &BTreeMap<String, Role>) -> HashSet<String> {
-    let paths = join_all(roles.keys().map(|cluster| t.paths.path_of(cluster))).await;
-    paths
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter_map(|p| org_of(&p).map(str::to_string))
-        .collect()
+    let mut orgs = HashSet::new();
+    let mut others = Vec::new();
+    for cluster in roles.keys() {
+        match t.index.orgs.by_cluster(cluster).flatten() {
+            Some(org) => {
+                orgs.insert(org.name_any());
+            }
+            None => others.push(cluster),
+        }
+    }
+    let paths = join_all(others.into_iter().map(|cluster| t.paths.path_of(cluster))).await;
+    orgs.extend(
+        paths
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter_map(|p| org_of(&p).map(str::to_string)),
+    );
+    orgs
 }
 
 /// The organization of a tenant workspace path (`root:faros:tenants:<org>[:<ws>]`).

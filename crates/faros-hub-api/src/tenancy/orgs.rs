@@ -60,9 +60,8 @@ pub async fn list_orgs(
     Ok(Json(SpaceList { items }))
 }
 
-/// Children of `parent` the caller has a role in, with that role, sorted by name. The
-/// organizations come from the index's watch once it has listed them; a child the index covers is
-/// decided in memory, any other by asking kcp.
+/// Children of `parent` the caller has a role in, with that role, sorted by name. A child the
+/// index covers is decided in memory, any other by asking kcp.
 pub async fn visible(
     tenancy: &Tenancy,
     caller: &Caller,
@@ -70,9 +69,63 @@ pub async fn visible(
     path_of: impl Fn(&str) -> String,
 ) -> Result<Vec<Space>, Status> {
     let t = tenancy;
+    let (mut decided, undecided) = match organizations(t, caller, parent, &path_of) {
+        Some(split) => split,
+        None => children_decided(t, caller, parent, &path_of).await?,
+    };
+    let checks = undecided.iter().map(|(ws, cluster)| async {
+        // A failed review hides the entry rather than failing the whole listing.
+        let role = t.access.role(caller, cluster).await.ok().flatten()?;
+        Some(spaces::space(
+            ws,
+            path_of(ws.metadata.name.as_deref().unwrap_or_default()),
+            Some(role),
+        ))
+    });
+    decided.extend(join_all(checks).await.into_iter().flatten());
+    decided.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(decided)
+}
+
+/// What the caller sees, when the index decides for the caller and the organizations are listed:
+/// the organizations of the clusters the caller holds a role in, decided; those the index does
+/// not cover, undecided. From the caller's roles and the kept set of uncovered organizations,
+/// so no walk over ten thousand organizations.
+fn organizations(t: &Tenancy, caller: &Caller, parent: &str, path_of: &impl Fn(&str) -> String) -> Option<Split> {
+    if parent != names::TENANTS_PATH {
+        return None;
+    }
+    let uncovered = t.index.uncovered_orgs()?;
+    let roles = t.index.roles(caller)?;
+    let decided: Vec<Space> = roles
+        .iter()
+        .filter_map(|(cluster, role)| {
+            let org = t.index.orgs.by_cluster(cluster).flatten().filter(|o| o.is_ready())?;
+            let name = org.metadata.name.as_deref().unwrap_or_default();
+            Some(spaces::space(&org, path_of(name), Some(*role)))
+        })
+        .collect();
+    t.index.metrics.decided_n("index", decided.len() as u64);
+    let undecided = uncovered
+        .iter()
+        .filter_map(|org| Some((org.clone(), org.spec.cluster.clone()?)))
+        .collect();
+    Some((decided, undecided))
+}
+
+/// Children decided from the index where it covers them, the rest left to ask (with their
+/// logical clusters).
+type Split = (Vec<Space>, Vec<(Arc<Workspace>, String)>);
+
+/// [`Split`] of `parent`'s Ready children, listed (from the organization watch, or from kcp) and
+/// decided from one view of the index.
+async fn children_decided(
+    t: &Tenancy,
+    caller: &Caller,
+    parent: &str,
+    path_of: &impl Fn(&str) -> String,
+) -> Result<Split, Status> {
     let all = spaces::listed_children(t, parent).await?;
-    // Ready children with their logical clusters, decided from one view of the index: with ten
-    // thousand organizations, a lookup each (not a walk of the caller's bindings and a metric each).
     let ready: Vec<(&Arc<Workspace>, &str)> = all
         .iter()
         .filter(|ws| ws.is_ready())
@@ -92,18 +145,7 @@ pub async fn visible(
             None => undecided.push((ws.clone(), cluster.to_string())),
         }
     }
-    let checks = undecided.iter().map(|(ws, cluster)| async {
-        // A failed review hides the entry rather than failing the whole listing.
-        let role = t.access.role(caller, cluster).await.ok().flatten()?;
-        Some(spaces::space(
-            ws,
-            path_of(ws.metadata.name.as_deref().unwrap_or_default()),
-            Some(role),
-        ))
-    });
-    decided.extend(join_all(checks).await.into_iter().flatten());
-    decided.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(decided)
+    Ok((decided, undecided))
 }
 
 /// `GET /api/orgs/{org}`

@@ -81,7 +81,7 @@ pub async fn pass(tenancy: &Tenancy) -> Outcome {
     if !index.is_settled() {
         return Outcome::default();
     }
-    let Some(orgs) = index.orgs.list() else {
+    let Some(orgs) = index.uncovered_orgs() else {
         return Outcome::default();
     };
     let mut targets: Vec<(String, Target)> = index
@@ -90,7 +90,7 @@ pub async fn pass(tenancy: &Tenancy) -> Outcome {
         .map(|c| (c, Target::Restore))
         .collect();
     let mut outcome = Outcome::default();
-    for (org, cluster) in uncovered(tenancy, orgs) {
+    for (org, cluster) in uncovered(tenancy, orgs.iter().cloned()) {
         targets.push((cluster, Target::Uncovered));
         let name = org.metadata.name.clone().unwrap_or_default();
         match spaces::children(tenancy, &names::org_workspace_path(&name)).await {

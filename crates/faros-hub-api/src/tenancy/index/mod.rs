@@ -29,8 +29,9 @@ pub mod watch;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
+use faros_core::kcp::Workspace;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 
 use super::role::Role;
@@ -43,6 +44,8 @@ pub struct MembershipIndex {
     memberships: RwLock<Memberships>,
     /// Organizations of `root:faros:tenants`, once listed.
     pub orgs: orgs::OrgCache,
+    /// The last [`Self::uncovered_orgs`], kept until the organizations or the coverage change.
+    uncovered: Mutex<Option<orgs::Uncovered>>,
     /// URLs of the endpoint slice as first read, not listed yet.
     initial: Mutex<Option<BTreeSet<String>>>,
     /// Every URL the slice published at start has been listed once.
@@ -108,6 +111,39 @@ impl MembershipIndex {
     pub fn covers_each<'c>(&self, clusters: impl IntoIterator<Item = &'c str>) -> Vec<bool> {
         let memberships = self.read();
         clusters.into_iter().map(|c| memberships.is_covered(c)).collect()
+    }
+
+    /// The Ready organizations the index does not cover (or `None` before the organizations are
+    /// listed): the only ones a list of organizations must ask kcp about. Walking ten thousand
+    /// organizations costs milliseconds (a few cache misses each), so the answer is kept and
+    /// recomputed only when an organization or the coverage changed; in steady state it is empty.
+    pub fn uncovered_orgs(&self) -> Option<Arc<[Arc<Workspace>]>> {
+        let orgs_generation = self.orgs.generation()?;
+        let coverage_generation = self.read().coverage_generation();
+        if let Some(kept) = self.uncovered.lock().unwrap_or_else(|p| p.into_inner()).as_ref()
+            && kept.orgs_generation == orgs_generation
+            && kept.coverage_generation == coverage_generation
+        {
+            return Some(kept.orgs.clone());
+        }
+        // Each generation is read under the same lock as what it describes, so what is kept is
+        // never newer than its generations say: a change while computing only means one more
+        // recomputation.
+        let (orgs_generation, listed) = self.orgs.snapshot()?;
+        let (coverage_generation, uncovered) = {
+            let memberships = self.read();
+            (
+                memberships.coverage_generation(),
+                orgs::ready_uncovered(listed, |c| memberships.is_covered(c)),
+            )
+        };
+        let uncovered: Arc<[Arc<Workspace>]> = uncovered.into();
+        *self.uncovered.lock().unwrap_or_else(|p| p.into_inner()) = Some(orgs::Uncovered {
+            orgs_generation,
+            coverage_generation,
+            orgs: uncovered.clone(),
+        });
+        Some(uncovered)
     }
 
     /// Membership bindings held (for metrics and logs).
@@ -193,5 +229,59 @@ impl MembershipIndex {
     /// The hub deleted binding `name` in `cluster`.
     pub fn removed(&self, cluster: &str, name: &str) {
         self.write().set_where_covered(cluster, name, None);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::orgs::tests::{applied, listed, org};
+    use super::*;
+
+    fn names(orgs: &[Arc<Workspace>]) -> Vec<String> {
+        let mut names: Vec<String> = orgs.iter().filter_map(|o| o.metadata.name.clone()).collect();
+        names.sort();
+        names
+    }
+
+    /// The kept answer is the one a fresh walk gives, after every kind of change, and is reused
+    /// (the same allocation) while nothing changed.
+    #[test]
+    fn uncovered_organizations_follow_changes() {
+        let index = MembershipIndex::default();
+        assert!(index.uncovered_orgs().is_none(), "not listed yet");
+        listed(
+            &index.orgs,
+            vec![org("a", Some("c-a"), "Ready"), org("b", Some("c-b"), "Ready")],
+        );
+        assert_eq!(names(&index.uncovered_orgs().unwrap()), ["a", "b"]);
+
+        index.write().set_covered("s", "c-a", true);
+        let kept = index.uncovered_orgs().unwrap();
+        assert_eq!(names(&kept), ["b"]);
+        assert!(
+            Arc::ptr_eq(&kept, &index.uncovered_orgs().unwrap()),
+            "recomputed without a change"
+        );
+
+        // A second source covering the same cluster changes nothing; a grant changes nothing.
+        index.write().set_covered("t", "c-a", true);
+        index.wrote("c-a", &super::super::rbac::member_binding("alice", Role::Member));
+        assert!(Arc::ptr_eq(&kept, &index.uncovered_orgs().unwrap()));
+
+        applied(&index.orgs, org("c", Some("c-c"), "Initializing"));
+        assert_eq!(names(&index.uncovered_orgs().unwrap()), ["b"]);
+        applied(&index.orgs, org("c", Some("c-c"), "Ready"));
+        assert_eq!(names(&index.uncovered_orgs().unwrap()), ["b", "c"]);
+
+        index.write().set_covered("s", "c-b", true);
+        index.write().set_covered("s", "c-c", true);
+        assert!(index.uncovered_orgs().unwrap().is_empty(), "steady state");
+
+        // Coverage lost by one of two sources keeps a cluster covered; by the last, not.
+        index.write().set_covered("s", "c-a", false);
+        assert!(index.uncovered_orgs().unwrap().is_empty());
+        index.write().set_covered("t", "c-a", false);
+        assert_eq!(names(&index.uncovered_orgs().unwrap()), ["a"]);
     }
 }

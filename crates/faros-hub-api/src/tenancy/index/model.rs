@@ -85,6 +85,9 @@ pub struct Memberships {
     by_subject: HashMap<Subject, HashMap<String, RoleCount>>,
     /// Cluster → how many sources cover it.
     covered: HashMap<String, usize>,
+    /// Counts changes to the set of covered clusters, so what is derived from it is recomputed
+    /// only after one.
+    coverage_generation: u64,
 }
 
 /// How many bindings give a subject each role in one cluster.
@@ -158,12 +161,21 @@ impl Memberships {
         let n = self.covered.entry(cluster.to_string()).or_default();
         if covered {
             *n += 1;
+            if *n == 1 {
+                self.coverage_generation += 1;
+            }
         } else {
             *n = n.saturating_sub(1);
             if *n == 0 {
                 self.covered.remove(cluster);
+                self.coverage_generation += 1;
             }
         }
+    }
+
+    /// Changes to the set of covered clusters so far.
+    pub fn coverage_generation(&self) -> u64 {
+        self.coverage_generation
     }
 
     /// Replaces everything `source` reported with a fresh listing of grants (cluster, name, grant).
