@@ -47,6 +47,13 @@ impl SelfCost {
         }
     }
 
+    /// Adds `other`'s self costs (another thread's).
+    pub fn add(&mut self, other: &SelfCost) {
+        for (key, cost) in &other.by_function {
+            *self.by_function.entry(key.clone()).or_default() += cost;
+        }
+    }
+
     pub fn total(&self) -> u64 {
         self.by_function.values().sum()
     }

@@ -33,19 +33,37 @@ const WRK: [&str; 4] = ["-t1", "-c4", "-d", "10s"];
 const HUB_THREAD_SYMBOL: &str = "faros_hub_api::server::connection";
 
 /// Instructions one dump of a callgrind output counted, per thread file.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Default)]
 struct Dump {
-    /// (file, instructions, whether the thread ran the hub's connections)
-    threads: Vec<(PathBuf, u64, bool)>,
+    threads: Vec<Thread>,
+}
+
+/// One thread's file of a dump, read once.
+#[derive(Debug)]
+struct Thread {
+    path: PathBuf,
+    instructions: u64,
+    /// Whether the thread ran the hub's connections.
+    hub: bool,
+    cost: SelfCost,
 }
 
 impl Dump {
     fn total(&self) -> u64 {
-        self.threads.iter().map(|(_, n, _)| n).sum()
+        self.threads.iter().map(|t| t.instructions).sum()
     }
 
     fn hub(&self) -> u64 {
-        self.threads.iter().filter(|(_, _, hub)| *hub).map(|(_, n, _)| n).sum()
+        self.threads.iter().filter(|t| t.hub).map(|t| t.instructions).sum()
+    }
+
+    /// The self cost of the hub's connection threads only, or of all of them.
+    fn self_cost(&self, hub_only: bool) -> SelfCost {
+        let mut cost = SelfCost::default();
+        for thread in self.threads.iter().filter(|t| t.hub || !hub_only) {
+            cost.add(&thread.cost);
+        }
+        cost
     }
 }
 
@@ -81,13 +99,20 @@ fn read_dump(out: &Path, n: u32) -> anyhow::Result<Dump> {
             continue;
         }
         let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-        let n = instructions(&text).ok_or_else(|| anyhow!("{}: no totals", path.display()))?;
-        dump.threads.push((path, n, text.contains(HUB_THREAD_SYMBOL)));
+        let instructions = instructions(&text).ok_or_else(|| anyhow!("{}: no totals", path.display()))?;
+        let mut cost = SelfCost::default();
+        cost.add_file(&text);
+        dump.threads.push(Thread {
+            hub: text.contains(HUB_THREAD_SYMBOL),
+            path,
+            instructions,
+            cost,
+        });
     }
     if dump.threads.is_empty() {
         bail!("callgrind wrote no dump {n} of {}", out.display());
     }
-    dump.threads.sort();
+    dump.threads.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(dump)
 }
 
@@ -216,22 +241,11 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     ))
 }
 
-/// The self cost of `dump`'s threads: the hub's connection threads only, or all of them.
-fn self_cost(dump: &Dump, hub_only: bool) -> anyhow::Result<SelfCost> {
-    let mut cost = SelfCost::default();
-    for (path, _, hub) in &dump.threads {
-        if *hub || !hub_only {
-            cost.add_file(&std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?);
-        }
-    }
-    Ok(cost)
-}
-
 /// What the hub's connection threads and nginx ran, by kind of work, per request; and the hub's
 /// own functions that ran the most.
 fn print_groups(hub_dump: &Dump, hub_requests: u64, nginx_dump: &Dump, nginx_requests: u64) -> anyhow::Result<()> {
-    let hub = self_cost(hub_dump, true)?;
-    let nginx = self_cost(nginx_dump, false)?;
+    let hub = hub_dump.self_cost(true);
+    let nginx = nginx_dump.self_cost(false);
     let nginx_groups: std::collections::HashMap<Group, u64> = nginx.by_group().into_iter().collect();
     let hub_groups = hub.by_group();
     println!(
@@ -287,19 +301,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("x.callgrind");
         let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
-        write("x.callgrind.1-01", "fn=(1) tokio::park\ntotals: 10\n");
+        write("x.callgrind.1-01", "fn=(1) tokio::park\n3 10\ntotals: 10\n");
         write(
             "x.callgrind.1-02",
-            "fn=(2) faros_hub_api::server::connection::{{closure}}\ntotals: 100\n",
+            "fn=(2) faros_hub_api::server::connection::{{closure}}\n5 100\ntotals: 100\n",
         );
         write(
             "x.callgrind.1-03",
-            "fn=(2) faros_hub_api::server::connection::{{closure}}\ntotals: 200\n",
+            "fn=(2) faros_hub_api::server::connection::{{closure}}\n5 200\ntotals: 200\n",
         );
         write("x.callgrind.2-01", "totals: 7\n");
         write("x.callgrind", "");
         let one = read_dump(&out, 1).unwrap();
         assert_eq!((one.total(), one.hub(), one.threads.len()), (310, 300, 3));
+        // Self costs come from the same reading: the hub's threads alone, or every thread.
+        assert_eq!((one.self_cost(true).total(), one.self_cost(false).total()), (300, 310));
         let two = read_dump(&out, 2).unwrap();
         assert_eq!((two.total(), two.hub()), (7, 0));
         assert!(read_dump(&out, 3).is_err());

@@ -141,27 +141,21 @@ pub async fn forward(
         // Fixed texts: the cause (refused, reset, a DNS name that does not resolve, an address the
         // upstream policy refuses) is for the logs. In a Status it would make the hub a port
         // scanner for whoever may register a provider URL.
-        Ok(Err(e)) if e.is_connect() => {
-            tracing::warn!(
-                upstream = %what,
-                %method,
-                path = uri.path(),
-                request_id = request_id.to_str().unwrap_or_default(),
-                error = %error_chain(&e),
-                "proxy: cannot connect"
-            );
-            return Err(Status::failure(502, "BadGateway", format!("{what} is unreachable")));
-        }
         Ok(Err(e)) => {
+            let (logged, answered) = if e.is_connect() {
+                ("cannot connect", "is unreachable")
+            } else {
+                ("upstream failed", "failed")
+            };
             tracing::warn!(
                 upstream = %what,
                 %method,
                 path = uri.path(),
                 request_id = request_id.to_str().unwrap_or_default(),
                 error = %error_chain(&e),
-                "proxy: upstream failed"
+                "proxy: {logged}"
             );
-            return Err(Status::failure(502, "BadGateway", format!("{what} failed")));
+            return Err(Status::failure(502, "BadGateway", format!("{what} {answered}")));
         }
         Ok(Ok(r)) => r,
     };
