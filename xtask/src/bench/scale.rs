@@ -4,7 +4,8 @@
 //! 1 000 Providers); each step reports its wall time, time per created object against the first
 //! step's (~1.0 = linear), and the RSS of the `faros dev` process tree. At each tenant size the warm
 //! latency of `/api/me`, the organization list and an organization's workspace list is sampled for
-//! a user who belongs to a few workspaces and for the platform admin. Targets (issue 29): linear or
+//! a user who belongs to a few workspaces and for the platform admin, and Enable and Disable of the
+//! quickstart provider (which `faros dev` runs here) by the organizations' owner. Targets (issue 29): linear or
 //! better, RSS < 1 GiB at the largest size.
 //!
 //! This module sequences the steps and prints; planning, creating, sampling and reading memory are
@@ -18,6 +19,7 @@ use anyhow::{Context, bail};
 use super::faros::Faros;
 use super::profile::Profile;
 
+mod enable;
 mod latency;
 mod plan;
 mod providers;
@@ -30,6 +32,9 @@ const OWNER: &str = "scale-owner";
 const MEMBER: &str = "scale-member";
 
 const START_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// `faros dev`'s flags: the platform and the quickstart provider (for Enable, [`enable`]).
+const ARGS: &[&str] = &["--hub-port", "0"];
 
 /// Writes the two bench users into `faros dev`'s token file before it starts (it adds its own
 /// dev user to an existing file); returns their tokens.
@@ -140,7 +145,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         p.faros.display()
     );
 
-    let f = Faros::start(p, state, Faros::CORE)?;
+    let f = Faros::start(p, state, ARGS)?;
     wait_ready(&f).await?;
     let pid = f.child.id();
     let mut usage = rss::tree_usage(pid)?;
@@ -202,6 +207,13 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
                 latencies.push((step.workspaces, s));
             }
         }
+        for s in enable::sample(&f, &owner_token, step, sizes.latency_calls, sizes.latency_budget).await? {
+            println!(
+                "  {:<7} {:<32} p50 {:>8.1}ms  p95 {:>8.1}ms  ({} calls)",
+                s.who, s.path, s.p50_ms, s.p95_ms, s.calls
+            );
+            latencies.push((step.workspaces, s));
+        }
     }
     let retries = owner.retries.load(std::sync::atomic::Ordering::Relaxed);
 
@@ -235,7 +247,10 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
          RSS idle {idle_rss:.0} MiB, {retries} creations retried after a 503:"
     );
     print!("{}", plan::table("workspaces", "item", &tenant_rows));
-    println!("\nwarm latency at each tenant size (member: 1 org + 2 workspaces; admin: the platform admin):");
+    println!(
+        "\nwarm latency at each tenant size (member: 1 org + 2 workspaces; admin: the platform admin; \
+         owner: the organizations' creator, enabling in the newest organizations):"
+    );
     print!("{}", latency_table(&latencies));
     println!("\nProviders (applied to kcp, Ready=True seen on one watch; tenants above still present):");
     print!("{}", plan::table("providers", "provider", &provider_rows));
