@@ -249,7 +249,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     print!("{}", plan::table("workspaces", "item", &tenant_rows));
     println!(
         "\nwarm latency at each tenant size (member: 1 org + 2 workspaces; admin: the platform admin; \
-         owner: the organizations' creator, enabling in the newest organizations):"
+         owner: the organizations' creator, enabling in the step's organizations):"
     );
     print!("{}", latency_table(&latencies));
     println!("\nProviders (applied to kcp, Ready=True seen on one watch; tenants above still present):");

@@ -1,6 +1,6 @@
 //! Enable and Disable at each tenant size: the organizations' owner (an admin of every team
 //! workspace) enables `quickstart`, the provider `faros dev` runs, in the first team workspace of
-//! each of a step's newest organizations, then disables it in each, every call timed. Enable answers once
+//! each of the organizations a step created, then disables it in each, every call timed. Enable answers once
 //! kcp reports the APIBinding bound, so its time is the whole of it: the membership check (from the
 //! index), the writes, kcp binding the export and the member role. Measuring is all it does; the
 //! workspaces it touches are left as they were.
