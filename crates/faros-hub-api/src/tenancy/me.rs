@@ -101,10 +101,15 @@ pub async fn me(State(tenancy): State<Arc<Tenancy>>, Extension(caller): Extensio
 /// the organizations of the workspaces it holds a role in and those the index does not cover;
 /// otherwise every Ready organization.
 async fn candidates(t: &Tenancy, caller: &Caller) -> Result<Vec<Arc<Workspace>>, Status> {
-    if let (Some(roles), Some(uncovered)) = (t.index.roles(caller), t.index.uncovered_orgs()) {
+    let Some(roles) = t.index.roles(caller) else {
+        let orgs = spaces::listed_children(t, names::TENANTS_PATH).await?;
+        return Ok(orgs.into_iter().filter(|o| o.is_ready()).collect());
+    };
+    let member_orgs = member_orgs(t, &roles).await;
+    if let Some(uncovered) = t.index.uncovered_orgs() {
         let mut orgs: BTreeMap<String, Arc<Workspace>> =
             uncovered.iter().map(|org| (org.name_any(), org.clone())).collect();
-        for name in member_orgs(t, &roles).await {
+        for name in member_orgs {
             if let Some(Some(org)) = t.index.orgs.get(&name)
                 && org.is_ready()
             {
@@ -113,8 +118,23 @@ async fn candidates(t: &Tenancy, caller: &Caller) -> Result<Vec<Arc<Workspace>>,
         }
         return Ok(orgs.into_values().collect());
     }
-    let orgs = spaces::listed_children(t, names::TENANTS_PATH).await?;
-    Ok(orgs.into_iter().filter(|o| o.is_ready()).collect())
+    // The organizations are not listed from the watch yet (the hub just started): from kcp, with
+    // the same choice made one organization at a time, so a covered organization the caller has
+    // nothing in costs no list of its workspaces.
+    let ready: Vec<_> = spaces::listed_children(t, names::TENANTS_PATH)
+        .await?
+        .into_iter()
+        .filter(|o| o.is_ready())
+        .collect();
+    let covered = t
+        .index
+        .covers_each(ready.iter().map(|o| o.spec.cluster.as_deref().unwrap_or_default()));
+    Ok(ready
+        .into_iter()
+        .zip(covered)
+        .filter(|(org, covered)| org.spec.cluster.is_none() || !covered || member_orgs.contains(&org.name_any()))
+        .map(|(org, _)| org)
+        .collect())
 }
 
 /// The organizations of the workspaces in `roles` (logical clusters): an organization's own
