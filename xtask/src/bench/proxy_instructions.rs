@@ -230,7 +230,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     row("hub's connection threads", hub);
     row("  faros dev's other threads (upstream, background)", hub_upstream);
     println!();
-    print_groups(&behind_hub, hub_requests, &nginx_dump, nginx_requests)?;
+    print_groups(&behind_hub, hub_requests, &nginx_dump, nginx_requests);
     Ok(format!(
         "summary: instructions per request, hub's threads {hub:.0} vs nginx {ngx:.0}: {:.2}x; with the upstream: hub path {:.0} vs nginx path {:.0}: {:.2}x (the upstream, which reads the same headers from both, {:+.0} behind the hub)",
         hub / ngx,
@@ -243,7 +243,7 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
 
 /// What the hub's connection threads and nginx ran, by kind of work, per request; and the hub's
 /// own functions that ran the most.
-fn print_groups(hub_dump: &Dump, hub_requests: u64, nginx_dump: &Dump, nginx_requests: u64) -> anyhow::Result<()> {
+fn print_groups(hub_dump: &Dump, hub_requests: u64, nginx_dump: &Dump, nginx_requests: u64) {
     let hub = hub_dump.self_cost(true);
     let nginx = nginx_dump.self_cost(false);
     let nginx_groups: std::collections::HashMap<Group, u64> = nginx.by_group().into_iter().collect();
@@ -282,7 +282,6 @@ fn print_groups(hub_dump: &Dump, hub_requests: u64, nginx_dump: &Dump, nginx_req
         println!("  {:>8.0}  {name}", per_request(cost, hub_requests));
     }
     println!();
-    Ok(())
 }
 
 #[cfg(test)]

@@ -7,11 +7,10 @@
 
 use std::time::{Duration, Instant};
 
-use super::latency::Sampled;
+use super::latency::{CallError, Sampled, call};
 use super::plan::TenantStep;
 use super::tenants::{org_name, workspace_name};
 use crate::bench::faros::Faros;
-use crate::bench::stats::{ms, percentile};
 
 /// The provider enabled: the one `faros dev` runs unless told not to.
 pub(super) const PROVIDER: &str = "quickstart";
@@ -22,16 +21,10 @@ const CATALOG_WAIT: Duration = Duration::from_secs(120);
 
 #[derive(Debug, thiserror::Error)]
 pub(super) enum EnableError {
-    #[error("POST {path}: {source}")]
-    Http { path: String, source: reqwest::Error },
-    #[error("POST {path}: {status} {body}")]
-    Refused {
-        path: String,
-        status: reqwest::StatusCode,
-        body: String,
-    },
+    #[error(transparent)]
+    Call(#[from] CallError),
     #[error("GET /api/providers: {0}")]
-    Catalog(reqwest::Error),
+    Catalog(serde_json::Error),
     #[error("provider {PROVIDER:?} was not Ready in the catalog within {CATALOG_WAIT:?}")]
     NoProvider,
 }
@@ -44,45 +37,14 @@ fn path(org: usize, verb: &str) -> String {
     )
 }
 
-async fn post(f: &Faros, token: &str, path: &str) -> Result<(), EnableError> {
-    let http = |source| EnableError::Http {
-        path: path.to_string(),
-        source,
-    };
-    let resp = f
-        .http
-        .post(format!("{}{path}", f.hub))
-        .bearer_auth(token)
-        .json(&serde_json::json!({}))
-        .send()
-        .await
-        .map_err(http)?;
-    let status = resp.status();
-    // Read the body: dropping it cancels the HTTP/2 stream (see `Faros::post`).
-    let body = resp.text().await.map_err(http)?;
-    if !status.is_success() {
-        return Err(EnableError::Refused {
-            path: path.to_string(),
-            status,
-            body,
-        });
-    }
-    Ok(())
+async fn post(f: &Faros, token: &str, path: &str) -> Result<(), CallError> {
+    call(f, token, reqwest::Method::POST, path).await.map(drop)
 }
 
 /// Whether the catalog lists [`PROVIDER`] as Ready.
 async fn in_catalog(f: &Faros, token: &str) -> Result<bool, EnableError> {
-    let catalog: serde_json::Value = f
-        .http
-        .get(format!("{}/api/providers", f.hub))
-        .bearer_auth(token)
-        .send()
-        .await
-        .and_then(reqwest::Response::error_for_status)
-        .map_err(EnableError::Catalog)?
-        .json()
-        .await
-        .map_err(EnableError::Catalog)?;
+    let body = call(f, token, reqwest::Method::GET, "/api/providers").await?;
+    let catalog: serde_json::Value = serde_json::from_slice(&body).map_err(EnableError::Catalog)?;
     Ok(catalog["items"]
         .as_array()
         .is_some_and(|items| items.iter().any(|i| i["name"] == PROVIDER && i["ready"] == true)))
@@ -131,13 +93,6 @@ pub(super) async fn sample(
         post(f, token, &path(org, "disable")).await?;
         disable_times.push(t0.elapsed());
     }
-    let sampled = |verb: &str, mut times: Vec<Duration>| Sampled {
-        who: "owner",
-        path: format!("POST …/{PROVIDER}/{verb}"),
-        p50_ms: ms(percentile(&mut times, 50.0)),
-        p95_ms: ms(percentile(&mut times, 95.0)),
-        calls: times.len(),
-        bytes: 0,
-    };
+    let sampled = |verb: &str, times| Sampled::of("owner", format!("POST …/{PROVIDER}/{verb}"), times, 0);
     Ok([sampled("enable", enable_times), sampled("disable", disable_times)])
 }

@@ -11,12 +11,22 @@ use crate::bench::stats::{ms, percentile};
 /// Untimed calls before the timed ones.
 const WARM_UP: usize = 2;
 
+/// A call of the hub's API that failed.
 #[derive(Debug, thiserror::Error)]
-pub(super) enum LatencyError {
-    #[error("GET {path}: {source}")]
-    Http { path: String, source: reqwest::Error },
-    #[error("GET {path}: {status}")]
-    Refused { path: String, status: reqwest::StatusCode },
+pub(super) enum CallError {
+    #[error("{method} {path}: {source}")]
+    Http {
+        method: reqwest::Method,
+        path: String,
+        source: reqwest::Error,
+    },
+    #[error("{method} {path}: {status} {body}")]
+    Refused {
+        method: reqwest::Method,
+        path: String,
+        status: reqwest::StatusCode,
+        body: String,
+    },
 }
 
 /// The timed calls of one route for one caller.
@@ -31,27 +41,47 @@ pub(super) struct Sampled {
     pub bytes: usize,
 }
 
-async fn call(f: &Faros, token: &str, path: &str) -> Result<usize, LatencyError> {
-    let http = |source| LatencyError::Http {
+/// One call of the hub's API as `token`'s owner, without a body; the answer's body when it is a
+/// success.
+pub(super) async fn call(f: &Faros, token: &str, method: reqwest::Method, path: &str) -> Result<Vec<u8>, CallError> {
+    let http = |source| CallError::Http {
+        method: method.clone(),
         path: path.to_string(),
         source,
     };
     let resp = f
         .http
-        .get(format!("{}{path}", f.hub))
+        .request(method.clone(), format!("{}{path}", f.hub))
         .bearer_auth(token)
         .send()
         .await
         .map_err(http)?;
     let status = resp.status();
+    // Read the body, also of a failure: dropping it cancels the HTTP/2 stream (see `Faros::post`).
     let body = resp.bytes().await.map_err(http)?;
     if !status.is_success() {
-        return Err(LatencyError::Refused {
+        return Err(CallError::Refused {
+            method,
             path: path.to_string(),
             status,
+            body: String::from_utf8_lossy(&body).into_owned(),
         });
     }
-    Ok(body.len())
+    Ok(body.to_vec())
+}
+
+impl Sampled {
+    /// The percentiles of `times`, the timed calls of `path` as `who`.
+    pub(super) fn of(who: &'static str, path: String, mut times: Vec<Duration>, bytes: usize) -> Self {
+        Self {
+            who,
+            path,
+            p50_ms: ms(percentile(&mut times, 50.0)),
+            p95_ms: ms(percentile(&mut times, 95.0)),
+            calls: times.len(),
+            bytes,
+        }
+    }
 }
 
 /// Times up to `calls` sequential GETs of `path` as `token`'s owner, stopping early once `budget`
@@ -63,24 +93,17 @@ pub(super) async fn sample(
     path: &str,
     calls: usize,
     budget: Duration,
-) -> Result<Sampled, LatencyError> {
+) -> Result<Sampled, CallError> {
     let mut bytes = 0;
     for _ in 0..WARM_UP {
-        bytes = call(f, token, path).await?;
+        bytes = call(f, token, reqwest::Method::GET, path).await?.len();
     }
     let started = Instant::now();
     let mut times = Vec::with_capacity(calls);
     while times.len() < calls.max(1) && (times.is_empty() || started.elapsed() < budget) {
         let t0 = Instant::now();
-        call(f, token, path).await?;
+        call(f, token, reqwest::Method::GET, path).await?;
         times.push(t0.elapsed());
     }
-    Ok(Sampled {
-        who,
-        path: path.to_string(),
-        p50_ms: ms(percentile(&mut times, 50.0)),
-        p95_ms: ms(percentile(&mut times, 95.0)),
-        calls: times.len(),
-        bytes,
-    })
+    Ok(Sampled::of(who, path.to_string(), times, bytes))
 }
