@@ -7,9 +7,13 @@
 
 /// The token of an `Authorization` header value, or `None` when it carries none.
 pub fn token(header: &str) -> Option<&str> {
-    let mut parts = header.trim().splitn(3, ' ');
-    let scheme = parts.next()?;
-    let token = parts.next()?;
+    let (scheme, rest) = header.trim().split_once(' ')?;
+    // The token runs to the next space, if any. A token is long (a JWT is a kilobyte), and every
+    // request through the hub reads one: `memchr` scans it several times faster than `str::find`.
+    let token = match memchr::memchr(b' ', rest.as_bytes()) {
+        Some(end) => &rest[..end],
+        None => rest,
+    };
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
@@ -25,6 +29,8 @@ mod tests {
             ("BEARER abc", Some("abc")),
             ("  Bearer abc  ", Some("abc")),
             ("Bearer abc def", Some("abc")),
+            ("Bearer abc def ghi", Some("abc")),
+            ("Bearer abc  def", Some("abc")),
             // Two spaces: the second part is empty, which kube-apiserver refuses.
             ("Bearer  abc", None),
             ("Bearer ", None),

@@ -22,20 +22,22 @@ pub enum RouteError {
 /// Splits `<prefix><name>[/rest]` into `(name, rest)`; the rest is at least `/`.
 pub fn split<'a>(path: &'a str, prefix: &str) -> Result<(&'a str, &'a str), RouteError> {
     let tail = path.strip_prefix(prefix).ok_or(RouteError::NotAProviderPath)?;
-    let (name, rest) = match tail.find('/') {
+    let (name, rest) = match tail.bytes().position(|b| b == b'/') {
         Some(i) => (&tail[..i], &tail[i..]),
         None => (tail, "/"),
     };
     names::validate_dns_label(name).map_err(|_| RouteError::NotAProviderPath)?;
-    if rest.split('/').any(is_dot_segment) {
+    // Split as bytes: the segments are short, and `str::split` on a char would start a search
+    // for each one.
+    if rest.as_bytes().split(|b| *b == b'/').any(is_dot_segment) {
         return Err(RouteError::DotSegment);
     }
     Ok((name, rest))
 }
 
 /// `.` or `..`, spelled with dots or percent-encoded (`%2e`, `%2E`) ones.
-fn is_dot_segment(seg: &str) -> bool {
-    let mut rest = seg.as_bytes();
+fn is_dot_segment(seg: &[u8]) -> bool {
+    let mut rest = seg;
     let mut dots = 0;
     while !rest.is_empty() {
         rest = match rest {
@@ -112,7 +114,7 @@ mod tests {
             ("a.", false),
             ("%2e%2e%2e", false),
         ] {
-            assert_eq!(is_dot_segment(seg), want, "{seg:?}");
+            assert_eq!(is_dot_segment(seg.as_bytes()), want, "{seg:?}");
         }
     }
 
