@@ -471,6 +471,9 @@ mod tests {
         let c = client();
         assert_eq!(text(get(&c, &base).await).await, "bye");
         let pool = c.pools.get().unwrap().clone();
+        let idle = |p: &Pool| p.upstreams.values().map(|up| up.idle.len()).sum::<usize>();
+        // Back in the pool once its body was read (closed or not yet): what the wait below looks at.
+        assert_eq!(idle(&lock(&pool)), 1);
         faros_test_support::eventually_some("the idle connection to read the close", WAIT, || {
             let open = lock(&pool)
                 .upstreams
