@@ -15,8 +15,10 @@ mod codegen;
 mod e2e;
 mod fuzz;
 mod generated;
+mod gocmd;
 mod images;
 mod kcp;
+mod kube;
 mod lint;
 mod locate;
 mod upgrade_fixture;
@@ -42,6 +44,8 @@ enum Command {
     Images(images::Images),
     /// Real kcp from its Go modules (`kcp build`), for `e2e --target kcp`.
     Kcp(kcp::Kcp),
+    /// A real Kubernetes control plane without containers (`kube build`, `kube up`, `kube charts`).
+    Kube(kube::Kube),
     /// Check documentation references and the dependency rule between workspace crates.
     Lint(lint::Lint),
     /// Rewrite the upgrade test's fixture: a state directory this build wrote, and its manifest.
@@ -56,6 +60,7 @@ fn main() -> anyhow::Result<()> {
         Command::Fuzz(cmd) => cmd.run(&project_root()),
         Command::Images(cmd) => cmd.run(&project_root()),
         Command::Kcp(cmd) => cmd.run(&project_root()),
+        Command::Kube(cmd) => cmd.run(&project_root()),
         Command::Lint(cmd) => cmd.run(&project_root()),
         Command::UpgradeFixture(cmd) => cmd.run(&project_root()),
     }

@@ -40,15 +40,15 @@ pub(crate) enum Staging<'a> {
     Checkout(&'a Path),
 }
 
-/// One `replace` of kcp's go.mod.
+/// One `replace` of a go.mod (also read for Kubernetes' by `kube build`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Replace {
-    from: String,
-    to: String,
+pub(crate) struct Replace {
+    pub(crate) from: String,
+    pub(crate) to: String,
 }
 
 /// The `replace` lines of a go.mod, in blocks or alone.
-fn replaces(go_mod: &str) -> Vec<Replace> {
+pub(crate) fn replaces(go_mod: &str) -> Vec<Replace> {
     let mut out = Vec::new();
     let mut in_block = false;
     for line in go_mod.lines() {
@@ -78,7 +78,7 @@ fn replaces(go_mod: &str) -> Vec<Replace> {
 }
 
 /// The version a `require` line of `go_mod` gives `module` (in a block or alone).
-fn required(go_mod: &str, module: &str) -> Option<String> {
+pub(crate) fn required(go_mod: &str, module: &str) -> Option<String> {
     go_mod.lines().find_map(|line| {
         let line = line.trim();
         let line = line.strip_prefix("require ").unwrap_or(line);
@@ -88,7 +88,7 @@ fn required(go_mod: &str, module: &str) -> Option<String> {
 }
 
 /// `(major, minor, patch)` of a release version.
-fn release(version: &str) -> Result<(u64, u64, u64), GoModError> {
+pub(crate) fn release(version: &str) -> Result<(u64, u64, u64), GoModError> {
     let bad = || GoModError::NotARelease(version.to_string());
     let mut parts = version.strip_prefix('v').ok_or_else(bad)?.split('.');
     let mut next = || parts.next().and_then(|p| p.parse::<u64>().ok()).ok_or_else(bad);
@@ -170,22 +170,29 @@ pub(crate) fn ldflags(kcp_go_mod: &str, version: &str, commit: &str, build_date:
     let kube = required(kcp_go_mod, "k8s.io/kubernetes").ok_or(GoModError::NoKubernetes)?;
     let (major, minor, _) = release(kube.split(['-', '+']).next().unwrap_or_default())?;
     let short: String = commit.chars().take(12).collect();
-    let git_version = format!("{kube}+kcp-{version}");
+    Ok(kube_version_ldflags(&format!("{kube}+kcp-{version}"), (major, minor), &short, build_date))
+}
+
+/// Kubernetes' version variables (`hack/lib/version.sh`) in client-go and component-base, as
+/// `-ldflags`, statically linked; an empty `commit` is left out, as Kubernetes' build does.
+pub(crate) fn kube_version_ldflags(git_version: &str, (major, minor): (u64, u64), commit: &str, build_date: &str) -> String {
     let mut flags = Vec::new();
     for pkg in ["k8s.io/client-go/pkg/version", "k8s.io/component-base/version"] {
         for (var, value) in [
-            ("gitCommit", short.as_str()),
+            ("gitCommit", commit),
             ("gitTreeState", "clean"),
-            ("gitVersion", git_version.as_str()),
+            ("gitVersion", git_version),
             ("gitMajor", &major.to_string()),
             ("gitMinor", &minor.to_string()),
             ("buildDate", build_date),
         ] {
-            flags.push(format!("-X {pkg}.{var}={value}"));
+            if !value.is_empty() {
+                flags.push(format!("-X {pkg}.{var}={value}"));
+            }
         }
     }
     flags.push("-extldflags '-static'".into());
-    Ok(flags.join(" "))
+    flags.join(" ")
 }
 
 /// A module the Go module proxy (or checksum database) would not serve, from `go`'s stderr.
