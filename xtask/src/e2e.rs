@@ -138,6 +138,9 @@ impl E2e {
             }
             Target::Kcp => {
                 let sharded = self.shards > 1;
+                if !self.dry_run {
+                    self.kcp_needs(root).map_err(anyhow::Error::msg)?;
+                }
                 let work = root.join(if sharded { KCP_SHARDED_WORK_DIR } else { KCP_WORK_DIR });
                 let logs = root.join(LOGS_DIR);
                 // Ports: the single shard's or front-proxy's six, then three per sharded server,
@@ -243,6 +246,50 @@ impl E2e {
                 }))
             }
         }
+    }
+
+    /// What `--target kcp` runs besides cargo: Go for the kcp build (unless given a binary), openssl
+    /// for its certificates, kubectl, and Node.js with e2e/oidc's packages for the test IdP.
+    fn kcp_needs(&self, root: &Path) -> Result<(), String> {
+        let built = crate::kcp::gomod::COMMANDS
+            .iter()
+            .all(|c| crate::kcp::build::bin_dir(root, &self.kcp_version).join(c).is_file());
+        let go = std::env::var("FAROS_GO").ok();
+        let installed = |dir: &str, package: &str| root.join(dir).join("node_modules").join(package).join("package.json").is_file();
+        prereqs::check_needs(
+            "--target kcp",
+            &[
+                prereqs::Need {
+                    what: "go",
+                    present: self.kcp_binary.is_some()
+                        || built
+                        || go.as_deref().is_some_and(which)
+                        || which("go")
+                        || which("/usr/local/go/bin/go"),
+                    hint: "Go 1.26 on PATH or FAROS_GO, to build kcp; or --kcp-binary PATH",
+                },
+                prereqs::Need {
+                    what: "openssl",
+                    present: which("openssl"),
+                    hint: "Debian's openssl, for the run's certificates",
+                },
+                prereqs::Need {
+                    what: "kubectl",
+                    present: which("kubectl"),
+                    hint: "kubectl on PATH",
+                },
+                prereqs::Need {
+                    what: "node",
+                    present: which("node"),
+                    hint: "Node.js 20 on PATH, for the test OpenID Connect provider",
+                },
+                prereqs::Need {
+                    what: "e2e/oidc's packages",
+                    present: installed("e2e/oidc", "oidc-provider"),
+                    hint: "`npm ci --prefix e2e/oidc`",
+                },
+            ],
+        )
     }
 
     fn external_target(&self) -> anyhow::Result<scenarios::ExternalTarget> {

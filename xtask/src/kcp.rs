@@ -1,12 +1,14 @@
 //! `cargo xtask kcp`: real kcp for the `--target kcp` e2e runs, built from its Go modules.
 //!
 //! - [`gomod`]: the wrapper module's go.mod, the version stamp and proxy refusals, without IO;
+//! - [`staging`]: kcp's staging modules from an archive of the release, for those the proxy refuses;
 //! - [`build`]: `cargo xtask kcp build [--version vX.Y.Z]`, binaries in `target/kcp/<version>/`;
 //! - [`diff`]: `cargo xtask kcp diff`, the embedded kcp compared with real kcp request by request.
 
 pub(crate) mod build;
 pub(crate) mod diff;
 pub(crate) mod gomod;
+pub(crate) mod staging;
 
 use std::path::Path;
 

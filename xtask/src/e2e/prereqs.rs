@@ -1,5 +1,5 @@
-//! The tools `--target kind` needs, checked before anything runs so a machine without them fails at
-//! once with one message naming everything missing.
+//! The tools and packages a target needs, checked before anything runs so a machine without them
+//! fails at once with one message naming everything missing (not a stack trace halfway through).
 
 use crate::images::Engine;
 
@@ -38,9 +38,54 @@ pub(crate) fn check(found: Found) -> Result<Engine, String> {
     }
 }
 
+/// One thing a target needs: what it is, whether the machine has it, and how to get it.
+pub(crate) struct Need {
+    pub what: &'static str,
+    pub present: bool,
+    pub hint: &'static str,
+}
+
+/// `Ok` when every need is present, else one message for `target` naming each missing one.
+pub(crate) fn check_needs(target: &str, needs: &[Need]) -> Result<(), String> {
+    let missing: Vec<String> = needs
+        .iter()
+        .filter(|n| !n.present)
+        .map(|n| format!("{} ({})", n.what, n.hint))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{target} is missing {}. `.ci/run` installs all of them; `--dry-run` prints the plan without them",
+        missing.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn needs_are_named_together() {
+        let need = |what, present| Need {
+            what,
+            present,
+            hint: "how",
+        };
+        let cases: [(&str, Vec<Need>, Result<(), &str>); 3] = [
+            ("none", vec![], Ok(())),
+            ("all present", vec![need("kubectl", true), need("node", true)], Ok(())),
+            (
+                "two missing, in order",
+                vec![need("kubectl", false), need("node", true), need("e2e/oidc's packages", false)],
+                Err("--target kcp is missing kubectl (how), e2e/oidc's packages (how). `.ci/run` installs all of \
+                     them; `--dry-run` prints the plan without them"),
+            ),
+        ];
+        for (name, needs, want) in cases {
+            assert_eq!(check_needs("--target kcp", &needs), want.map_err(String::from), "{name}");
+        }
+    }
 
     #[test]
     fn missing_tools_are_named_together() {

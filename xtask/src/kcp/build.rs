@@ -17,6 +17,7 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 use super::gomod::{self, COMMANDS, KCP_MODULE, Staging};
+use super::staging;
 
 /// The committed wrapper module of the pinned release, relative to the project root.
 const WRAPPER_DIR: &str = "xtask/kcp";
@@ -32,6 +33,12 @@ pub struct Build {
     /// outside `target/`.
     #[arg(long, env = "FAROS_KCP_CHECKOUT")]
     kcp_checkout: Option<PathBuf>,
+    /// `git archive` of kcp's `staging/` at the release (`staging.tar.gz`), for the staging modules
+    /// the Go module proxy refuses: only those are unpacked, under `target/kcp/<version>/staging/`,
+    /// after its sha256 is checked. Default: `../shared/third_party/kcp-<version>/staging.tar.gz`
+    /// beside the repository, when it is there. Unused when the proxy serves every module.
+    #[arg(long, env = "FAROS_KCP_STAGING_ARCHIVE", conflicts_with = "kcp_checkout")]
+    staging_archive: Option<PathBuf>,
     /// Rebuild even if the binaries exist.
     #[arg(long)]
     force: bool,
@@ -91,14 +98,17 @@ impl Build {
     /// The wrapper module to build in, prepared.
     fn module_dir(&self, root: &Path, go: &str, release: &Release, kcp_go_mod: &str) -> anyhow::Result<PathBuf> {
         let committed = root.join(WRAPPER_DIR);
-        if self.write_wrapper || (self.kcp_checkout.is_none() && self.version == gomod::PINNED_VERSION) {
+        let pinned = self.kcp_checkout.is_none() && self.version == gomod::PINNED_VERSION;
+        if self.write_wrapper || pinned {
             let want = gomod::wrapper_go_mod(kcp_go_mod, &self.version, Staging::Published)?;
             if self.write_wrapper {
                 write(&committed.join("go.mod"), &want)?;
                 let mut tidy = Command::new(go);
                 tidy.args(["mod", "tidy"]);
                 run_go(tidy, &committed)?;
-            } else if !gomod::same_pins(&read(&committed.join("go.mod"))?, &want) {
+                return Ok(committed);
+            }
+            if !gomod::same_pins(&read(&committed.join("go.mod"))?, &want) {
                 bail!(
                     "{WRAPPER_DIR}/go.mod does not pin what kcp {}'s go.mod does; regenerate it with \
                      `cargo xtask kcp build --version {} --write-wrapper`",
@@ -106,36 +116,79 @@ impl Build {
                     self.version
                 );
             }
-            return Ok(committed);
         }
         let dir = bin_dir(root, &self.version).join("module");
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let staging_dir = bin_dir(root, &self.version).join("staging");
-        let staging = match &self.kcp_checkout {
-            Some(checkout) => {
-                extract_staging(checkout, &self.version, &staging_dir)?;
-                Staging::Checkout(&staging_dir)
+        if let Some(checkout) = &self.kcp_checkout {
+            extract_staging(checkout, &self.version, &staging_dir)?;
+            let modules = staging_dir.join("staging/src/github.com/kcp-dev");
+            let go_mod = gomod::wrapper_go_mod(kcp_go_mod, &self.version, Staging::Checkout(&modules))?;
+            return generated_module(go, &dir, &go_mod, &committed, &release.dir);
+        }
+        // The published staging modules, but those the proxy refuses: from the release's archive.
+        let modules = gomod::staging_modules(kcp_go_mod, &self.version)?;
+        let refusals = staging::probe(go, &modules)?;
+        let (local, others) = staging::split_refused(&modules, &refusals);
+        if let Some(refusal) = others.first() {
+            refused_exit(refusal, "no staging archive holds it");
+        }
+        let (wrapper, go_sum) = if pinned {
+            (read(&committed.join("go.mod"))?, committed.join("go.sum"))
+        } else {
+            (
+                gomod::wrapper_go_mod(kcp_go_mod, &self.version, Staging::Published)?,
+                release.dir.join("go.sum"),
+            )
+        };
+        if local.is_empty() {
+            if pinned {
+                return Ok(committed);
             }
-            None => Staging::Published,
+            return generated_module(go, &dir, &wrapper, &committed, &release.dir);
+        }
+        let Some(archive) = self
+            .staging_archive
+            .clone()
+            .or_else(|| staging::default_archive(root, &self.version))
+        else {
+            refused_exit(
+                &refusals[0],
+                "name an archive of kcp's staging/ at the release with --staging-archive (FAROS_KCP_STAGING_ARCHIVE)",
+            );
         };
-        let staging_modules = staging_dir.join("staging/src/github.com/kcp-dev");
-        let staging = match staging {
-            Staging::Checkout(_) => Staging::Checkout(&staging_modules),
-            Staging::Published => Staging::Published,
-        };
-        write(
-            &dir.join("go.mod"),
-            &gomod::wrapper_go_mod(kcp_go_mod, &self.version, staging)?,
-        )?;
+        staging::verify(&archive, &self.version)?;
+        let modules_dir = staging::unpack(&archive, &local, &staging_dir)?;
+        eprintln!(
+            "the Go module proxy refuses {}: taken from {} (sha256 checked), unpacked in {}; every other module from the proxy",
+            local.iter().map(|m| m.path.as_str()).collect::<Vec<_>>().join(", "),
+            archive.display(),
+            modules_dir.display()
+        );
+        let go_mod = staging::point_replaces_at(&wrapper, &local, &modules_dir);
+        if !pinned {
+            return generated_module(go, &dir, &go_mod, &committed, &release.dir);
+        }
+        // The committed wrapper, already tidied: only the refused modules' replaces move, and
+        // `go build -mod=mod` records their dependencies' sums in this copy's go.sum.
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        write(&dir.join("go.mod"), &go_mod)?;
+        write(&dir.join("go.sum"), &read(&go_sum)?)?;
         write(&dir.join("tools.go"), &read(&committed.join("tools.go"))?)?;
-        // kcp's go.sum holds the hashes of every module kcp builds with; the checksum database
-        // vouches for it through kcp's own module hash.
-        write(&dir.join("go.sum"), &read(&release.dir.join("go.sum"))?)?;
-        let mut tidy = Command::new(go);
-        tidy.args(["mod", "tidy"]);
-        run_go(tidy, &dir)?;
         Ok(dir)
     }
+}
+
+/// A wrapper module of `go_mod` in `dir` (made), with the committed tools.go and kcp's own go.sum
+/// (whose hashes the checksum database vouches for through kcp's module), tidied.
+fn generated_module(go: &str, dir: &Path, go_mod: &str, committed: &Path, kcp_dir: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    write(&dir.join("go.mod"), go_mod)?;
+    write(&dir.join("tools.go"), &read(&committed.join("tools.go"))?)?;
+    write(&dir.join("go.sum"), &read(&kcp_dir.join("go.sum"))?)?;
+    let mut tidy = Command::new(go);
+    tidy.args(["mod", "tidy"]);
+    run_go(tidy, dir)?;
+    Ok(dir.to_path_buf())
 }
 
 /// `FAROS_GO`, else `go` on PATH, else the Go the machine image installs.
@@ -228,18 +281,23 @@ fn run_go(mut cmd: Command, dir: &Path) -> anyhow::Result<()> {
 /// Exits with [`EXIT_REFUSED`] naming the module when `go_stderr` is a proxy refusal, else `other`.
 fn refused_or(go_stderr: &str, other: impl FnOnce() -> anyhow::Error) -> anyhow::Result<()> {
     match gomod::refused(go_stderr) {
-        Some(r) => {
-            eprintln!(
-                "error: the Go module proxy does not serve {}: {}\n\
-                 kcp cannot be built from its modules alone. With a kcp git checkout, \
-                 `cargo xtask kcp build --kcp-checkout DIR` takes kcp's staging modules from the release's tag; \
-                 or run the e2e target on a kcp you have: `cargo xtask e2e --target kcp --kcp-binary PATH`.",
-                r.module, r.error
-            );
-            std::process::exit(EXIT_REFUSED);
-        }
+        Some(r) => refused_exit(&r, "no staging archive holds it"),
         None => Err(other()),
     }
+}
+
+/// Ends the build with [`EXIT_REFUSED`]: kcp cannot be built here from the proxy and what it was
+/// given, which is a "no" from outside (`why`), not a failure of the build.
+fn refused_exit(refusal: &gomod::Refused, why: &str) -> ! {
+    eprintln!(
+        "error: the Go module proxy does not serve {}: {}\n\
+         kcp cannot be built from its modules alone ({why}). For kcp's staging modules, \
+         `--staging-archive PATH` takes them from an archive of kcp's staging/ at the release, or \
+         `--kcp-checkout DIR` from a kcp git checkout; or run the e2e target on a kcp you have: \
+         `cargo xtask e2e --target kcp --kcp-binary PATH`.",
+        refusal.module, refusal.error
+    );
+    std::process::exit(EXIT_REFUSED);
 }
 
 /// `staging/src/github.com/kcp-dev` of `checkout` at tag `version`, into `to` (replaced).

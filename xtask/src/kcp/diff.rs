@@ -86,6 +86,7 @@ impl Diff {
         let work = root.join("target/kcp-diff");
         let recordings = root.join(RECORDINGS);
         let mut rows = Vec::new();
+        let mut stale = Vec::new();
         let mut version = PINNED_VERSION.to_string();
         for script in &scripts {
             eprintln!("{}: {} steps", script.name, script.steps.len());
@@ -115,6 +116,12 @@ impl Diff {
             if self.record {
                 std::fs::create_dir_all(&recordings)?;
                 recorded::write(&recordings, script, PINNED_VERSION, &kcp_outcomes)?;
+            } else if !self.recorded {
+                // Live: are the recordings the in-process ratchet reads still kcp's answers?
+                match recorded::read(&recordings, script) {
+                    Ok((_, before)) => stale.extend(report::stale_recordings(&report::rows(script, &before, &kcp_outcomes))),
+                    Err(e) => stale.push(format!("RECORDING MISSING {}: {e}", script.name)),
+                }
             }
             let script_rows = report::rows(script, &kcp_outcomes, &embedded_outcomes);
             if self.dump {
@@ -123,22 +130,44 @@ impl Diff {
             rows.extend(script_rows);
         }
         print!("{}", report::terminal(&rows));
-        // The ratchet's view, so a regression shows before `cargo test` does.
-        if let Ok(text) = std::fs::read_to_string(root.join(REPORT)) {
-            let before = report::committed(&text);
-            for row in &rows {
-                let key = (row.script.clone(), row.step.clone());
-                if before.same.contains(&key) && row.label() != "same" {
-                    eprintln!("REGRESSION {} / {}: {}", row.script, row.step, row.verdict.detail());
-                }
-                if row.looser && !before.looser.contains(&key) {
-                    eprintln!("NEWLY LOOSER {} / {}: {}", row.script, row.step, row.verdict.detail());
-                }
-            }
+        let summary = report::Summary::of(&rows);
+        eprintln!(
+            "{} steps against {}: {} same, {} different, {} looser",
+            summary.steps,
+            if self.recorded { "real kcp's recordings" } else { "real kcp, live" },
+            summary.same,
+            summary.different + summary.one_side,
+            summary.looser
+        );
+        for line in &stale {
+            eprintln!("{line}");
+        }
+        if !stale.is_empty() {
+            eprintln!(
+                "real kcp answered {} step(s) unlike its recordings: `cargo xtask kcp diff --record` refreshes them \
+                 (then `--recorded --report` rewrites {REPORT})",
+                stale.len()
+            );
+        }
+        // A report on disk that is not this repository's (an older checkout) holds nothing to
+        // compare with: only looser steps fail then.
+        let committed = std::fs::read_to_string(root.join(REPORT))
+            .map(|text| report::committed(&text))
+            .unwrap_or_default();
+        let failures = report::failures(&rows, &committed);
+        for line in &failures {
+            eprintln!("{line}");
         }
         if self.report {
             std::fs::write(root.join(REPORT), report::markdown(&scripts, &rows, &version))?;
             eprintln!("wrote {REPORT}");
+        }
+        if !failures.is_empty() {
+            bail!(
+                "{} step(s) fail the diff: the embedded kcp must never accept what kcp refuses, and a step \
+                 {REPORT} calls same must stay same",
+                failures.len()
+            );
         }
         Ok(())
     }

@@ -152,6 +152,21 @@ pub(crate) fn wrapper_go_mod(kcp_go_mod: &str, version: &str, staging: Staging<'
     Ok(out)
 }
 
+/// kcp's staging modules (its `./staging/...` replaces) and the versions it publishes them under.
+pub(crate) fn staging_modules(kcp_go_mod: &str, version: &str) -> Result<Vec<super::staging::Module>, GoModError> {
+    replaces(kcp_go_mod)
+        .into_iter()
+        .filter(|r| r.to.starts_with("./staging/"))
+        .map(|r| {
+            Ok(super::staging::Module {
+                published: published_version(&r.from, version)?,
+                dir: r.to.rsplit('/').next().unwrap_or_default().to_string(),
+                path: r.from,
+            })
+        })
+        .collect()
+}
+
 /// Whether two go.mod files require the same kcp and replace the same modules the same way
 /// (`go mod tidy` adds `require` blocks to the generated file; those may differ).
 pub(crate) fn same_pins(a: &str, b: &str) -> bool {
@@ -309,6 +324,22 @@ replace example.com/other => example.com/other v1.0.0\n";
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn staging_modules_with_their_published_versions() {
+        let got = staging_modules(KCP_GO_MOD, "v0.32.3").unwrap();
+        let got: Vec<(&str, &str, &str)> = got
+            .iter()
+            .map(|m| (m.path.as_str(), m.dir.as_str(), m.published.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("github.com/kcp-dev/apimachinery/v2", "apimachinery", "v2.32.3"),
+                ("github.com/kcp-dev/sdk", "sdk", "v0.32.3"),
+            ]
+        );
     }
 
     #[test]

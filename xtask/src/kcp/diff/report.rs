@@ -213,6 +213,33 @@ pub fn committed(markdown: &str) -> Committed {
     out
 }
 
+/// Why a diff run fails, one line per step: a step where the embedded kcp accepts what kcp
+/// refuses (always: the embedded kcp must never be looser), and a step the committed report calls
+/// `same` that now differs (a regression of the embedded kcp, or a change of kcp's answer).
+pub fn failures(rows: &[Row], committed: &Committed) -> Vec<String> {
+    let mut out = Vec::new();
+    for row in rows {
+        let key = (row.script.clone(), row.step.clone());
+        if row.looser {
+            out.push(format!("LOOSER {} / {}: {}", row.script, row.step, row.verdict.detail()));
+        }
+        if committed.same.contains(&key) && row.label() != "same" {
+            out.push(format!("REGRESSION {} / {}: {}", row.script, row.step, row.verdict.detail()));
+        }
+    }
+    out
+}
+
+/// Steps where real kcp's live answer is not its recorded one (rows of recorded vs live), one line
+/// each: the recordings the in-process ratchet reads are stale there (`--record` refreshes them).
+pub fn stale_recordings(recorded_vs_live: &[Row]) -> Vec<String> {
+    recorded_vs_live
+        .iter()
+        .filter(|row| row.verdict != Verdict::Same)
+        .map(|row| format!("RECORDING DIFFERS {} / {}: {}", row.script, row.step, row.verdict.detail()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,6 +275,40 @@ mod tests {
             }
         );
         assert!(s.line().starts_with("3 steps, 1 same (33.3 %), 1 refused by design"));
+    }
+
+    #[test]
+    fn a_run_fails_on_looser_steps_and_regressions() {
+        let row = |step: &str, verdict: Verdict, looser: bool| Row {
+            script: "s1".into(),
+            step: step.into(),
+            verdict,
+            refused: None,
+            looser,
+        };
+        let committed = Committed {
+            same: [("s1".to_string(), "was same".to_string())].into(),
+            looser: BTreeSet::new(),
+        };
+        let differs = || Verdict::Different("code 403 vs 201".into());
+        let cases: [(&str, Row, &[&str]); 5] = [
+            ("same as before", row("was same", Verdict::Same, false), &[]),
+            ("different, and was different", row("was different", differs(), false), &[]),
+            ("was same, now differs", row("was same", differs(), false), &["REGRESSION s1 / was same"]),
+            ("looser, new step", row("new", differs(), true), &["LOOSER s1 / new"]),
+            (
+                "looser and a regression",
+                row("was same", differs(), true),
+                &["LOOSER s1 / was same", "REGRESSION s1 / was same"],
+            ),
+        ];
+        for (name, row, want) in cases {
+            let got = failures(std::slice::from_ref(&row), &committed);
+            let heads: Vec<&str> = got.iter().map(|l| l.split(':').next().unwrap_or_default()).collect();
+            assert_eq!(heads, want, "{name}");
+        }
+        let stale = stale_recordings(&[row("a", Verdict::Same, false), row("b", differs(), false)]);
+        assert_eq!(stale, ["RECORDING DIFFERS s1 / b: code 403 vs 201"]);
     }
 
     #[test]
