@@ -66,12 +66,32 @@ pub fn user_from_claims(settings: &OidcSettings, claims: &Map<String, Value>, no
         },
     };
     let group_prefix = settings.groups_prefix.as_deref().unwrap_or_default();
+    let username = format!("{}{username}", settings.effective_username_prefix());
+    let groups: Vec<String> = groups.into_iter().map(|g| format!("{group_prefix}{g}")).collect();
+    // `system:` names are Kubernetes' and kcp's own (ServiceAccounts, `system:masters`, the
+    // components' groups): an identity provider that could hand them out would make anyone who
+    // edits a profile or a group there a ServiceAccount or a cluster admin. Refused as the
+    // structured authentication configuration of kube-apiserver refuses them, whatever the prefix.
+    if username.starts_with(RESERVED_PREFIX) {
+        return Err(format!(
+            "the token's {claim:?} claim maps to a user name starting with {RESERVED_PREFIX:?}, which is reserved"
+        ));
+    }
+    if groups.iter().any(|g| g.starts_with(RESERVED_PREFIX)) {
+        return Err(format!(
+            "the token's groups claim maps to a group starting with {RESERVED_PREFIX:?}, which is reserved \
+             (set a groups prefix such as \"oidc:\")"
+        ));
+    }
     Ok(UserInfo {
-        username: format!("{}{username}", settings.effective_username_prefix()),
-        groups: groups.into_iter().map(|g| format!("{group_prefix}{g}")).collect(),
+        username,
+        groups,
         ..Default::default()
     })
 }
+
+/// The prefix of the names Kubernetes and kcp keep for themselves.
+pub const RESERVED_PREFIX: &str = "system:";
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
@@ -121,6 +141,14 @@ mod tests {
             ..settings()
         };
         let sub = settings();
+        let unprefixed = OidcSettings {
+            groups_prefix: None,
+            ..email.clone()
+        };
+        let system_prefix = OidcSettings {
+            username_prefix: Some("system:".into()),
+            ..settings()
+        };
         let cases: Vec<(&str, &OidcSettings, Value, Mapped)> = vec![
             (
                 "sub with the default prefix, no groups claim configured",
@@ -169,6 +197,30 @@ mod tests {
                 &email,
                 json!({"email": "a@example.com", "groups": {"a": 1}}),
                 Err("the token's \"groups\" claim is not a string or a list of strings".into()),
+            ),
+            (
+                "a system: user name from the email claim",
+                &email,
+                json!({"email": "system:serviceaccount:default:deployer"}),
+                Err("the token's \"email\" claim maps to a user name starting with \"system:\", which is reserved".into()),
+            ),
+            (
+                "a system: group without a prefix",
+                &unprefixed,
+                json!({"email": "a@example.com", "groups": ["dev", "system:masters"]}),
+                Err("the token's groups claim maps to a group starting with \"system:\", which is reserved (set a groups prefix such as \"oidc:\")".into()),
+            ),
+            (
+                "a system: group behind a prefix is the prefix's",
+                &email,
+                json!({"email": "a@example.com", "groups": ["system:masters"]}),
+                Ok(("a@example.com".into(), groups(&["oidc:system:masters"]))),
+            ),
+            (
+                "a prefix that is itself system:",
+                &system_prefix,
+                json!({}),
+                Err("the token's \"sub\" claim maps to a user name starting with \"system:\", which is reserved".into()),
             ),
             (
                 "empty sub",
