@@ -66,9 +66,9 @@ async function signOut() {
   state.session = null;
   state.me = null;
   // An OIDC session: the identity provider ends its own session too (RP-initiated logout) and
-  // sends the browser back to the sign-in page. The hub's one-time path redirects there (the
-  // provider's URL carries the ID token, which this script never sees).
-  if (typeof ended?.logoutUrl === 'string' && ended.logoutUrl.startsWith('/api/session/oidc/logout?')) {
+  // sends the browser back to the sign-in page. The hub's path redirects there; only that path is
+  // followed, so an answer can never send the browser elsewhere.
+  if (ended?.logoutUrl === '/api/session/oidc/logout') {
     location.assign(ended.logoutUrl);
     return;
   }

@@ -247,10 +247,10 @@ impl Hub {
                 config.token_cache,
             )),
         };
-        let authn: Arc<dyn Authenticator> = match &config.authenticator {
+        let authn: Arc<dyn Authenticator> = Arc::new(auth::Admitting::new(match &config.authenticator {
             Some(a) => a.clone(),
             None => auth_chain(&config, reviewer.clone())?,
-        };
+        }));
         let keys = match &config.signing_key_file {
             Some(path) => KeyStore::load_or_create(path)?,
             None => KeyStore::ephemeral()?,
@@ -278,6 +278,7 @@ impl Hub {
             tenancy.subscribe_bindings(),
             Arc::new(directory),
             config.mcp,
+            upstreams.clone(),
         )?;
         let (record_store, kcp_records) = match config.records {
             records::Placement::Kcp => {

@@ -145,14 +145,15 @@ macro_rules! route {
 /// Where `/metrics` is served: on the public listener, or on its own ([`metrics_router`]).
 const METRICS_PATH: &str = "/metrics";
 
-/// Probes, scrapes and the assertion keys: public, and served during start-up.
+/// Probes, scrapes and the assertion keys: public (the scrape on the public port asks for a
+/// credential), and served during start-up.
 pub const OPERATIONS: Group = Group {
     name: "operations",
     portal_headers: false,
     routes: &[
         route!(Get "/healthz", Access::Public, healthz, "`{\"status\":\"ok\"}` while the process serves"),
         route!(Get "/readyz", Access::Public, readyz, "200 once the hub can serve tenants, else 503 naming what is missing (Start-up)"),
-        route!(Get METRICS_PATH, Access::Public, metrics, "OpenMetrics, when not on `--metrics-listen` (Metrics)"),
+        route!(Get METRICS_PATH, Access::Caller, metrics, "OpenMetrics, when not on `--metrics-listen` (Metrics); the separate listener asks for no credential"),
         route!(Get JWKS_PATH, Access::Public, jwks, "public keys of the identity assertion (`Cache-Control: max-age=60`)"),
     ],
 };
@@ -240,7 +241,7 @@ pub const SESSION: Group = Group {
         route!(Get "/api/session/options", Access::Public, login::options, "how one may sign in (token, OIDC issuer)"),
         route!(Get "/api/session/oidc", Access::Public, login::oidc_start, "starts the OIDC code flow with PKCE"),
         route!(Get CALLBACK, Access::Public, login::oidc_callback, "finishes the OIDC code flow"),
-        route!(Get LOGOUT, Access::Public, login::oidc_logout, "the one-time redirect to the identity provider's logout"),
+        route!(Get LOGOUT, Access::Public, login::oidc_logout, "the redirect to the identity provider's logout (client ID and return address, no token)"),
     ],
 };
 
@@ -403,8 +404,18 @@ mod tests {
         // Probes, keys and the portal's static files must work without credentials (start-up,
         // providers fetching keys, a browser before sign-in).
         for group in [&OPERATIONS, &PORTAL] {
-            assert!(group.routes.iter().all(|r| r.access.is_public()), "{}", group.name);
+            assert!(
+                group
+                    .routes
+                    .iter()
+                    .all(|r| r.access.is_public() || r.path == METRICS_PATH),
+                "{}",
+                group.name
+            );
         }
+        // On the public port, what the hub serves and how often is no anonymous caller's business.
+        let metrics = OPERATIONS.routes.iter().find(|r| r.path == METRICS_PATH);
+        assert_eq!(metrics.map(|r| r.access), Some(Access::Caller));
         for group in [&TENANCY, &ENABLE, &MCP] {
             assert!(group.routes.iter().all(|r| !r.access.is_public()), "{}", group.name);
         }

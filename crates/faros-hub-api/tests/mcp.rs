@@ -210,6 +210,10 @@ impl McpHub {
             st.tenancy.subscribe_bindings(),
             directory.clone(),
             settings,
+            Arc::new(faros_hub_api::proxy::UpstreamPolicy {
+                allow: faros_hub_api::proxy::UpstreamPolicy::loopback(),
+                ..Default::default()
+            }),
         )
         .unwrap();
         let app = Router::new()

@@ -155,8 +155,11 @@ async fn heartbeat_matrix_and_readiness_over_time() {
     );
     // /api/providers needs a caller.
     assert_eq!(http.get(hub.url("/api/providers")).send().await.unwrap().status(), 401);
+    // On the public port, /metrics asks for a credential.
+    assert_eq!(http.get(hub.url("/metrics")).send().await.unwrap().status(), 401);
     let metrics = http
         .get(hub.url("/metrics"))
+        .bearer_auth(ALICE)
         .send()
         .await
         .unwrap()
@@ -487,7 +490,7 @@ async fn kcp_pass_through_keeps_the_callers_bearer() {
     ] {
         let seen: Value = http
             .get(hub.url(path))
-            .bearer_auth("users-own-token")
+            .bearer_auth(ALICE)
             .header("x-faros-user", "kept-kcp-ignores-it")
             .send()
             .await
@@ -496,8 +499,17 @@ async fn kcp_pass_through_keeps_the_callers_bearer() {
             .await
             .unwrap();
         assert_eq!(seen["uri"], path);
-        assert_eq!(seen["headers"]["authorization"], "Bearer users-own-token", "{path}");
+        assert_eq!(seen["headers"]["authorization"], format!("Bearer {ALICE}"), "{path}");
     }
+    // A bearer the hub's authenticator does not accept never reaches kcp (the same admission as
+    // every other door: docs/security.md).
+    let refused = http
+        .get(hub.url("/clusters/root:faros/api/v1/namespaces"))
+        .bearer_auth("not-a-token-anyone-knows")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
     // The upstream's streaming reaches the caller unbuffered here too.
     let mut resp = http.get(hub.url("/clusters/x/api/stream")).send().await.unwrap();
     let first = tokio::time::timeout(WAIT, resp.chunk())

@@ -182,6 +182,9 @@ pub struct SignedIn {
     /// Every URL of the relying party's origin the browser was sent to, in order (the callback
     /// among them, to replay it).
     pub visited: Vec<String>,
+    /// The `Cookie` header the browser sent with the callback (the flow's own cookie among them,
+    /// which the callback clears: to replay the callback as the same browser).
+    pub callback_cookies: String,
 }
 
 impl SignedIn {
@@ -559,7 +562,8 @@ impl Idp {
                 }
                 None => client.get(next.clone()),
             };
-            let resp = req.header("cookie", jar.header(&next)).send().await.map_err(http)?;
+            let sent = jar.header(&next);
+            let resp = req.header("cookie", &sent).send().await.map_err(http)?;
             jar.take(&next, &resp);
             if next.origin().ascii_serialization() == rp_origin {
                 visited.push(next.to_string());
@@ -574,6 +578,7 @@ impl Idp {
                     location: location.unwrap_or_default(),
                     cookies: jar.0.remove(&rp_host).unwrap_or_default(),
                     visited,
+                    callback_cookies: sent,
                 });
             }
             match location {
@@ -622,7 +627,8 @@ impl Idp {
                     .body(form_encode(&fields)),
                 None => client.get(next.clone()),
             };
-            let resp = req.header("cookie", jar.header(&next)).send().await.map_err(http)?;
+            let sent = jar.header(&next);
+            let resp = req.header("cookie", &sent).send().await.map_err(http)?;
             jar.take(&next, &resp);
             if let Some(l) = resp
                 .headers()

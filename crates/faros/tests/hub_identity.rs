@@ -78,6 +78,28 @@ async fn component_tokens_are_kcps_own(dev: &devproc::DevProcess) {
             401,
             "the backend proxy takes {file} as a caller"
         );
+        // Nor does any other door: the kcp pass-through (the providers' kubeconfigs are there)
+        // and a portal sign-in with the token.
+        let through = https
+            .get(format!(
+                "{}/clusters/{}/api/v1/namespaces/default/secrets",
+                dev.hub,
+                names::SYSTEM_PROVIDERS_PATH
+            ))
+            .bearer_auth(token.trim())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(through.status().as_u16(), 401, "the kcp pass-through takes {file}");
+        let signed_in = https
+            .post(format!("{}/api/session", dev.hub))
+            .header("origin", &dev.hub)
+            .header("x-faros-csrf", "1")
+            .json(&json!({ "token": token.trim() }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(signed_in.status().as_u16(), 401, "a portal sign-in takes {file}");
     }
     let shared = std::fs::read_to_string(&dev.token_file).unwrap();
     for user in [hub::DEFAULT_USER, names::RECONCILER_KCP_USER] {

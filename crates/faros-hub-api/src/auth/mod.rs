@@ -3,7 +3,8 @@
 //! [`Authenticator`] turns request headers into a [`Caller`] or a 401/503 Status. The hub builds a
 //! [`Chain`] of: [`StaticTokens`] (kcp's token file, so a user's token works against both), an
 //! [`OidcAuthenticator`] (bearer ID tokens of one issuer), and [`BearerTokenReview`] (asks kcp, so
-//! ServiceAccounts and everything else kcp accepts work). Tokens are never logged and never echoed
+//! ServiceAccounts and everything else kcp accepts work), wrapped in [`Admitting`] so that no door
+//! serves a faros component's identity ([`admission`]). Tokens are never logged and never echoed
 //! in a Status.
 
 use std::collections::BTreeMap;
@@ -14,7 +15,6 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use faros_core::identity::Identity;
-use faros_core::names::COMPONENTS_GROUP;
 use faros_core::status::Status;
 use faros_core::user::{UserInfo, split_service_account_username};
 use futures::future::BoxFuture;
@@ -23,11 +23,13 @@ use sha2::{Digest, Sha256};
 
 use crate::auth::tokenreview::TokenReviewer;
 
+pub mod admission;
 pub mod chain;
 pub mod oidc;
 pub mod static_tokens;
 pub mod tokenreview;
 
+pub use admission::{Admitting, admits};
 pub use chain::Chain;
 pub use oidc::{OidcAuthenticator, OidcSettings};
 pub use static_tokens::StaticTokens;
@@ -338,35 +340,15 @@ impl Authenticator for BearerTokenReview {
     }
 }
 
-/// Middleware: 401 unless the request authenticates as a caller the hub serves ([`admit`]); the
-/// [`Caller`] goes into the extensions.
+/// Middleware: 401 unless the request authenticates (through the hub's [`Admitting`]
+/// authenticator, so only as a caller the hub serves); the [`Caller`] goes into the extensions.
 pub async fn require_caller(State(authn): State<Arc<dyn Authenticator>>, mut req: Request, next: Next) -> Response {
-    match authn.authenticate(req.headers()).await.and_then(admit) {
+    match authn.authenticate(req.headers()).await {
         Ok(caller) => {
             req.extensions_mut().insert(caller);
             next.run(req).await
         }
         Err(status) => status.into_response(),
-    }
-}
-
-/// 401 for a faros component's own kcp identity ([`COMPONENTS_GROUP`]), whoever vouched for it
-/// (kcp's TokenReview knows the components' users; a token file or an IdP could name the group
-/// too): the hub authorizes a caller by its standing in kcp, and a component's standing is the
-/// hub's or the reconciler's own, far beyond any person's. Not 403: the credential is not one the
-/// hub takes at all, as a token it does not know is not.
-pub fn admit(caller: Caller) -> Result<Caller, Status> {
-    admits(&caller).map(|()| caller)
-}
-
-/// [`admit`] without taking the caller (a shared one, as the proxies hold).
-pub fn admits(caller: &Caller) -> Result<(), Status> {
-    match caller.groups.iter().any(|g| g == COMPONENTS_GROUP) {
-        true => Err(Status::unauthorized(format!(
-            "the bearer token belongs to a faros component (group {COMPONENTS_GROUP}); components \
-             authenticate to kcp, never to the hub"
-        ))),
-        false => Ok(()),
     }
 }
 
@@ -462,30 +444,6 @@ mod tests {
         ] {
             let groups: Vec<String> = groups.into_iter().map(String::from).collect();
             assert_eq!(with_authenticated(groups.clone()), want, "{groups:?}");
-        }
-    }
-
-    #[test]
-    fn admit_refuses_only_the_components_group() {
-        for (groups, admitted) in [
-            (vec![GROUP_AUTHENTICATED], true),
-            (vec!["system:kcp:admin", GROUP_AUTHENTICATED], true),
-            // A group merely named like it is someone else's.
-            (vec!["faros:components-team", "faros"], true),
-            (vec![COMPONENTS_GROUP, GROUP_AUTHENTICATED], false),
-        ] {
-            let caller = Caller {
-                user: "someone".into(),
-                groups: groups.iter().map(|g| g.to_string()).collect(),
-                ..Default::default()
-            };
-            match admit(caller) {
-                Ok(_) => assert!(admitted, "{groups:?} admitted"),
-                Err(status) => {
-                    assert!(!admitted, "{groups:?} refused: {}", status.message);
-                    assert_eq!(status.code, 401);
-                }
-            }
         }
     }
 

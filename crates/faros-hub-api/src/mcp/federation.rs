@@ -21,6 +21,7 @@ use super::{Directory, McpSettings, WorkspaceCtx};
 use crate::catalog::registry::{Registry, View};
 use crate::keys::KeyStore;
 use crate::metrics::Metrics;
+use crate::proxy::UpstreamPolicy;
 
 /// What identifies one incarnation of a Ready provider: any change invalidates its discovered
 /// tools and tells sessions their tool set may have changed.
@@ -137,7 +138,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Federation {
     /// Builds the federation from what it reads: the catalog, the signing keys, the metrics and
-    /// the tenancy's binding-change signal. No IO.
+    /// the tenancy's binding-change signal; it reaches providers where `upstreams` lets it (the
+    /// proxies' policy). No IO.
     pub fn new(
         registry: Arc<Registry>,
         keys: Arc<KeyStore>,
@@ -145,6 +147,7 @@ impl Federation {
         bindings: watch::Receiver<u64>,
         directory: Arc<dyn Directory>,
         settings: McpSettings,
+        upstreams: Arc<UpstreamPolicy>,
     ) -> Result<Arc<Self>, McpClientError> {
         Ok(Arc::new(Self {
             registry,
@@ -152,7 +155,7 @@ impl Federation {
             metrics,
             bindings,
             directory,
-            upstreams: McpClients::new(settings.connect_timeout)?,
+            upstreams: McpClients::new(settings.connect_timeout, upstreams)?,
             settings,
             cache: Mutex::new(HashMap::new()),
             published: watch::channel(Snapshot::default()).0,

@@ -3,8 +3,14 @@
 //! Every connection carries the caller's verified identity (the signed assertion plus the
 //! informational `X-Faros-*` headers the backend proxy sends) and nothing else: the reqwest
 //! client has no default credentials, so the caller's bearer never reaches a provider.
+//!
+//! A provider's backend URL is the provider's to write, so this client connects only where the
+//! proxies may: through the hub's one upstream policy and its resolver
+//! ([`crate::proxy::upstream_policy`], [`crate::proxy::resolver`]), address literals checked
+//! before connecting, redirects never followed.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use faros_core::identity::Identity;
@@ -14,6 +20,9 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, ProtocolVersion, Tool
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
+
+use crate::proxy::resolver::PolicyResolver;
+use crate::proxy::upstream_policy::{Refused, UpstreamPolicy};
 
 /// Why a provider could not be reached or did not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,6 +36,8 @@ pub enum McpClientError {
     Failed(String),
     #[error("the caller's identity cannot be sent as header {header}: {reason}")]
     Header { header: &'static str, reason: String },
+    #[error("the upstream policy refuses the provider's address: {0}")]
+    Refused(#[from] Refused),
 }
 
 /// `<backend>/mcp`, whatever the backend URL's trailing slash.
@@ -61,17 +72,20 @@ pub fn identity_headers(
 #[derive(Clone, Debug)]
 pub struct McpClients {
     http: reqwest::Client,
+    policy: Arc<UpstreamPolicy>,
 }
 
 impl McpClients {
-    pub fn new(connect_timeout: Duration) -> Result<Self, McpClientError> {
+    /// Clients that connect to the addresses `policy` admits, as the proxies do.
+    pub fn new(connect_timeout: Duration, policy: Arc<UpstreamPolicy>) -> Result<Self, McpClientError> {
         let http = reqwest::Client::builder()
             .connect_timeout(connect_timeout)
+            .dns_resolver(PolicyResolver::new(policy.clone()))
             // Redirects could carry the assertion to another origin.
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| McpClientError::Failed(format!("building the provider MCP client: {e}")))?;
-        Ok(Self { http })
+        Ok(Self { http, policy })
     }
 
     async fn connect(
@@ -79,6 +93,9 @@ impl McpClients {
         url: &str,
         headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<RunningService<RoleClient, ()>, McpClientError> {
+        // reqwest connects to an address literal without asking the resolver.
+        let host = url.parse::<http::Uri>().ok().and_then(|u| u.host().map(str::to_string));
+        self.policy.check_literal(host.as_deref().unwrap_or_default())?;
         let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
         let transport = StreamableHttpClientTransport::with_client(self.http.clone(), config);
         // The stateless protocol costs one round trip per call; providers on older rmcp

@@ -3,22 +3,23 @@
 //! ends in the same session.
 //!
 //! A sign-in proves the credential once through the hub's [`crate::auth::Authenticator`] (the same
-//! chain bearer clients pass), then [`super::session`] keeps it. The OIDC flow is a public client
-//! (no secret): the verifier and a nonce wait server-side under the random `state`, bound to the
-//! browser by a short-lived `SameSite=Lax` cookie (a `Strict` cookie is not sent on the identity
-//! provider's redirect back). They wait as a [`crate::records`] record sealed under the `state`, so
-//! the callback may land on any replica (and after a restart); it is taken once, on whichever
-//! replica the callback reaches first.
+//! chain bearer clients pass, with the same admission), then [`super::session`] keeps it. The OIDC
+//! flow is a public client (no secret): the `state`, the PKCE verifier, the nonce and where to
+//! return wait in the browser, in a short-lived `SameSite=Lax` cookie the hub signed
+//! ([`super::signed`]; a `Strict` cookie is not sent on the identity provider's redirect back). So
+//! starting a sign-in, which anyone may do, makes the hub store nothing, and the callback may land
+//! on any replica (and after a restart). The code it carries is spent at the identity provider
+//! once; the cookie is cleared with it. The provider's discovery document is cached
+//! ([`DISCOVERY_FRESH`]), so anonymous sign-in starts do not each cost the provider a request.
 //!
 //! The flow asks for `offline_access` (with `prompt=consent`, which OpenID Connect requires for
 //! it) and `groups` when the provider's discovery lists them: the refresh token stays in the
 //! sealed session record and renews the ID token ([`super::renew`], through [`OidcLogin`]'s
 //! [`Refresher`]). Sign-out ends the hub session and, when the provider has an
 //! `end_session_endpoint`, sends the browser through the provider's logout (RP-initiated logout
-//! with `id_token_hint` and `post_logout_redirect_uri`), so signing in again asks for credentials.
-//! The logout URL carries the ID token, which page scripts must never see: the portal gets a
-//! one-time hub path ([`LOGOUT`]) whose record holds the URL, and the hub redirects the top-level
-//! navigation there.
+//! with `client_id` and `post_logout_redirect_uri`), so signing in again asks for credentials. The
+//! ID token is not sent as `id_token_hint`: it would sit in the browser's history and the
+//! provider's logs while it is still valid, and a bearer of it is the user until it expires.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,10 +37,11 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::renew::{Refresher, RenewError, Renewed};
-use super::session::{self, OidcGrant, SessionAuth, Sessions};
-use crate::auth::{Authenticator, Caller, CredentialSource, OidcSettings, bearer_token};
+use super::session::{self, OidcGrant, SessionAuth, SessionCookie, Sessions};
+use super::signed::{Purpose, Signer};
+use crate::auth::{Authenticator, Caller, CredentialSource, OidcSettings};
 use crate::proxy::UpstreamPool;
-use crate::records::{Kind, Records};
+use crate::records::Records;
 use crate::serving::HttpSettings;
 
 /// Largest sign-in request body.
@@ -48,15 +50,17 @@ const MAX_LOGIN_BODY: usize = 16 * 1024;
 const MAX_IDP_BODY: usize = 256 * 1024;
 /// How long a started OIDC sign-in may take.
 const PENDING_TTL: Duration = Duration::from_secs(600);
+/// How long a fetched discovery document is used before it is fetched again.
+pub const DISCOVERY_FRESH: Duration = Duration::from_secs(300);
+/// How long a discovery document is still used when the provider does not answer a refetch.
+const DISCOVERY_STALE: Duration = Duration::from_secs(3600);
 /// The OIDC flow's state cookie; scoped to the flow's path.
 const STATE_COOKIE: &str = "__Secure-faros-oidc";
 pub const CALLBACK: &str = "/api/session/oidc/callback";
 /// Where the provider sends the browser after RP-initiated logout.
 const SIGNED_OUT: &str = "/portal/signin?signedOut=1";
-/// The one-time redirect to the provider's logout, `?h=<handle>`.
+/// The redirect to the provider's logout.
 pub const LOGOUT: &str = "/api/session/oidc/logout";
-/// How long a sign-out's redirect to the provider waits to be followed.
-const LOGOUT_TTL: Duration = Duration::from_secs(60);
 
 /// What the session API's handlers read: an axum sub-state of the hub's state, so this module needs
 /// nothing above the portal.
@@ -146,46 +150,35 @@ pub async fn whoami(Extension(caller): Extension<Caller>, auth: Option<Extension
     resp
 }
 
-/// `DELETE /api/session`: ends the session (its CSRF proof was checked by the front door) and
-/// clears the cookie; without a live session only the cookie is cleared. For an OIDC session whose
-/// provider offers RP-initiated logout, 200 `{"logoutUrl": "/api/session/oidc/logout?h=…"}`: the
-/// portal navigates there, the hub redirects to the provider's logout, the provider ends its own
-/// session and sends the browser back to the sign-in page. Otherwise 204.
+/// `DELETE /api/session`: ends the session of the cookie it is sent with (its CSRF proof was
+/// checked by the front door; with an `Authorization` header of its own too, which must not leave
+/// the cookie's session alive) and clears the cookie. For an OIDC session whose provider offers
+/// RP-initiated logout, 200 `{"logoutUrl": "/api/session/oidc/logout"}`: the portal navigates
+/// there, the hub redirects to the provider's logout, the provider ends its own session and sends
+/// the browser back to the sign-in page. Otherwise 204.
 pub async fn sign_out(
     State(st): State<SessionApi>,
     auth: Option<Extension<SessionAuth>>,
-    uri: http::Uri,
-    headers: HeaderMap,
+    cookie: Option<Extension<SessionCookie>>,
 ) -> Response {
-    let mut logout = None;
-    if let Some(Extension(auth)) = auth {
-        if let Err(status) = st.sessions.remove(&auth).await {
-            // The session would live on: the browser keeps its cookie and may try again.
-            return status.into_response();
-        }
-        // The front door put the session's ID token into the request as its bearer.
-        if let (Some(login), Some(_), Some(id_token)) =
-            (&st.oidc_login, auth.credential_expires, bearer_token(&headers))
-        {
-            let authority = uri
-                .authority()
-                .map(|a| a.as_str().to_string())
-                .or_else(|| headers.get(header::HOST)?.to_str().ok().map(str::to_string));
-            let parked = match login
-                .logout_url(id_token, &headers, authority, st.settings.public_proto)
-                .await
-            {
-                Ok(Some(url)) => login.park_logout(url).await.map(Some),
-                Ok(None) => Ok(None),
-                Err(status) => Err(status),
-            };
-            match parked {
-                Ok(path) => logout = path,
-                // The hub session has ended; the provider's stays (signing in again may skip its form).
-                Err(status) => tracing::warn!(reason = %status.message, "no RP-initiated logout at sign-out"),
-            }
-        }
+    if let Some(Extension(SessionCookie(value))) = &cookie
+        && let Err(status) = st.sessions.end(value).await
+    {
+        // The session would live on: the browser keeps its cookie and may try again.
+        return status.into_response();
     }
+    let oidc_session = auth.is_some_and(|Extension(a)| a.credential_expires.is_some());
+    let logout = match (&st.oidc_login, oidc_session) {
+        (Some(login), true) => match login.discovery().await {
+            Ok(endpoints) => endpoints.end_session.map(|_| LOGOUT),
+            Err(status) => {
+                // The hub session has ended; the provider's stays (signing in again may skip its form).
+                tracing::warn!(reason = %status.message, "no RP-initiated logout at sign-out");
+                None
+            }
+        },
+        _ => None,
+    };
     let mut resp = match logout {
         Some(url) => Json(json!({ "logoutUrl": url })).into_response(),
         None => StatusCode::NO_CONTENT.into_response(),
@@ -196,29 +189,20 @@ pub async fn sign_out(
     resp
 }
 
-/// A sign-out's redirect to the provider's logout, until the browser follows it.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct LogoutRedirect {
-    url: String,
-}
-
-#[derive(Debug, serde::Deserialize)]
-pub struct LogoutParams {
-    h: Option<String>,
-}
-
-/// `GET /api/session/oidc/logout?h=…`: 302 to the provider's logout parked by the sign-out (once);
-/// an unknown or used handle goes to the signed-out page.
-pub async fn oidc_logout(State(st): State<SessionApi>, Query(p): Query<LogoutParams>) -> Response {
-    let found = match (&st.oidc_login, p.h.filter(|h| h.len() == 43)) {
-        (Some(login), Some(h)) => login
-            .records
-            .take::<LogoutRedirect>(Kind::Oidc, &format!("logout:{h}"))
+/// `GET /api/session/oidc/logout`: 303 to the provider's logout (it holds no credential: the
+/// client ID and where to come back), or to the signed-out page when there is none.
+pub async fn oidc_logout(State(st): State<SessionApi>, uri: http::Uri, headers: HeaderMap) -> Response {
+    let authority = uri
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .or_else(|| headers.get(header::HOST)?.to_str().ok().map(str::to_string));
+    let found = match &st.oidc_login {
+        Some(login) => login
+            .logout_url(&headers, authority, st.settings.public_proto)
             .await
             .ok()
-            .flatten()
-            .map(|(r, _)| r.url),
-        _ => None,
+            .flatten(),
+        None => None,
     };
     let mut resp = Redirect::to(found.as_deref().unwrap_or(SIGNED_OUT)).into_response();
     resp.headers_mut()
@@ -237,13 +221,16 @@ pub async fn options(State(st): State<SessionApi>) -> Response {
 
 // ----- OIDC authorization code + PKCE ------------------------------------------------------------
 
-/// A started sign-in, sealed under its `state` until the callback takes it.
+/// A started sign-in, signed into the browser's state cookie until the callback.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Pending {
+    state: String,
     verifier: String,
     nonce: String,
     redirect_uri: String,
     return_to: String,
+    /// Unix seconds after which the callback refuses it.
+    expires: i64,
 }
 
 /// The OIDC sign-in flow's configuration and the sign-ins in flight.
@@ -252,10 +239,41 @@ pub struct OidcLogin {
     http: UpstreamPool,
     /// The hub's public URL, if configured (else the request's own origin).
     public_url: Option<String>,
-    /// Sign-ins in flight ([`Kind::Oidc`]).
+    /// The clock, and the replicas' shared key that signs sign-ins in flight.
     records: Records,
+    /// The provider's discovery document, as last fetched.
+    discovered: std::sync::Mutex<Discovered>,
     /// Verifies renewed ID tokens (the hub's chain: the same checks as every bearer).
     authn: Option<Arc<dyn Authenticator>>,
+}
+
+/// The cached discovery document and the last failed fetch.
+#[derive(Default)]
+struct Discovered {
+    endpoints: Option<(Endpoints, std::time::Instant)>,
+    failed: Option<std::time::Instant>,
+}
+
+/// What the cache answers for a discovery wanted now: the cached document, a fetch, or (the
+/// provider failed a moment ago and nothing usable is cached) a refusal without asking it again.
+#[derive(Debug, PartialEq, Eq)]
+enum DiscoveryStep {
+    Cached,
+    Fetch,
+    Refuse,
+}
+
+/// IO-free: what to do about a discovery document fetched `age` ago (if ever), when the last fetch
+/// failed `failed` ago (if it did).
+fn discovery_step(age: Option<Duration>, failed: Option<Duration>, min_interval: Duration) -> DiscoveryStep {
+    let recently_failed = failed.is_some_and(|f| f < min_interval);
+    match age {
+        Some(a) if a < DISCOVERY_FRESH => DiscoveryStep::Cached,
+        // Stale but usable: kept while the provider is asked again, at most every `min_interval`.
+        Some(a) if a < DISCOVERY_STALE && recently_failed => DiscoveryStep::Cached,
+        _ if recently_failed => DiscoveryStep::Refuse,
+        _ => DiscoveryStep::Fetch,
+    }
 }
 
 /// What the provider's discovery document says the flow needs.
@@ -329,10 +347,21 @@ pub fn form_encode(pairs: &[(&str, &str)]) -> String {
         .join("&")
 }
 
-/// Only portal paths are valid places to return to after sign-in (no open redirect).
+/// Only portal paths are valid places to return to after sign-in (no open redirect): no `//` or
+/// `\\` (another host to a browser), and no `.` or `..` segment, percent-encoded or not (which a
+/// browser resolves to a path outside the portal, such as `/portal/../api/…`).
 pub fn safe_return(path: Option<&str>) -> String {
+    let dot_segment = |p: &str| {
+        let path = p.split(['?', '#']).next().unwrap_or_default();
+        path.split('/').any(|seg| {
+            let seg = seg.to_ascii_lowercase().replace("%2e", ".");
+            seg == "." || seg == ".."
+        })
+    };
     match path {
-        Some(p) if p.starts_with("/portal/") && !p.contains("//") && !p.contains('\\') => p.to_string(),
+        Some(p) if p.starts_with("/portal/") && !p.contains("//") && !p.contains('\\') && !dot_segment(p) => {
+            p.to_string()
+        }
         _ => "/portal/".to_string(),
     }
 }
@@ -368,8 +397,17 @@ impl OidcLogin {
             http,
             public_url,
             records,
+            discovered: std::sync::Mutex::default(),
             authn: None,
         }
+    }
+
+    async fn signer(&self) -> Result<Signer, Status> {
+        let key = self.records.shared_key().await.map_err(|e| {
+            tracing::warn!(error = %e, "cannot read the hub's cookie key");
+            Status::unavailable("the session store is unavailable; try again")
+        })?;
+        Ok(Signer::new(&key))
     }
 
     /// Verifies renewed ID tokens with `authn` (without it, sessions are not renewed).
@@ -378,10 +416,10 @@ impl OidcLogin {
         self
     }
 
-    /// The provider's logout URL for a session holding `id_token`, if it offers RP-initiated logout.
+    /// The provider's logout URL, if it offers RP-initiated logout: the client and where to come
+    /// back (OpenID Connect RP-Initiated Logout 1.0 allows `client_id` instead of the ID token).
     async fn logout_url(
         &self,
-        id_token: &str,
         headers: &HeaderMap,
         authority: Option<String>,
         proto: &str,
@@ -391,32 +429,11 @@ impl OidcLogin {
         };
         let back = format!("{}{SIGNED_OUT}", self.base_url(headers, authority, proto)?);
         let query = form_encode(&[
-            ("id_token_hint", id_token),
-            ("post_logout_redirect_uri", &back),
             ("client_id", &self.settings.client_id),
+            ("post_logout_redirect_uri", &back),
         ]);
         let sep = if end_session.contains('?') { '&' } else { '?' };
         Ok(Some(format!("{end_session}{sep}{query}")))
-    }
-
-    /// Keeps `url` (it holds the ID token) for the browser's next navigation: the hub path that
-    /// redirects there once.
-    async fn park_logout(&self, url: String) -> Result<String, Status> {
-        let handle = random_b64(32)?;
-        let expires = self.records.now() + jiff::SignedDuration::try_from(LOGOUT_TTL).unwrap_or_default();
-        self.records
-            .put(
-                Kind::Oidc,
-                &format!("logout:{handle}"),
-                &LogoutRedirect { url },
-                expires,
-            )
-            .await
-            .map_err(|e| {
-                tracing::warn!(error = %e, "cannot keep the sign-out's logout redirect");
-                Status::unavailable("the session store is unavailable")
-            })?;
-        Ok(format!("{LOGOUT}?h={handle}"))
     }
 
     /// The refresh-token grant at the token endpoint.
@@ -463,32 +480,79 @@ impl OidcLogin {
         }
     }
 
-    async fn send(&self, req: http::Request<Body>) -> Result<Value, Status> {
+    /// A JSON request to the provider. A 400 or 401 answer (RFC 6749 5.2: the provider refused
+    /// the grant) is 401 saying `refused`; anything else that fails is 503.
+    async fn send(&self, req: http::Request<Body>, refused: &'static str) -> Result<Value, Status> {
         let what = req.uri().to_string();
         let unavailable = |e: String| {
             tracing::warn!(url = %what, error = %e, "OIDC provider request failed");
             Status::unavailable("the identity provider did not answer; try again")
         };
         let fetch = async {
-            let resp = self.http.request(req).await.map_err(|e| e.to_string())?;
+            let resp = self.http.request(req).await.map_err(|e| (None, e.to_string()))?;
             let status = resp.status();
             let body = Limited::new(resp.into_body(), MAX_IDP_BODY)
                 .collect()
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(|e| (None, e.to_string()))?
                 .to_bytes();
             if !status.is_success() {
-                return Err(format!("status {status}: {}", String::from_utf8_lossy(&body)));
+                return Err((
+                    Some(status),
+                    format!("status {status}: {}", String::from_utf8_lossy(&body)),
+                ));
             }
-            serde_json::from_slice::<Value>(&body).map_err(|e| format!("not JSON: {e}"))
+            serde_json::from_slice::<Value>(&body).map_err(|e| (None, format!("not JSON: {e}")))
         };
         match tokio::time::timeout(self.settings.fetch_timeout, fetch).await {
-            Ok(r) => r.map_err(unavailable),
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err((Some(s), e))) if s == StatusCode::BAD_REQUEST || s == StatusCode::UNAUTHORIZED => {
+                tracing::info!(url = %what, error = %e, "the OIDC provider refused a request");
+                Err(Status::unauthorized(refused))
+            }
+            Ok(Err((_, e))) => Err(unavailable(e)),
             Err(_) => Err(unavailable("timed out".into())),
         }
     }
 
+    /// The provider's discovery document, cached ([`discovery_step`]).
     async fn discovery(&self) -> Result<Endpoints, Status> {
+        let now = std::time::Instant::now();
+        let (step, cached) = {
+            let d = self.discovered.lock().unwrap_or_else(|p| p.into_inner());
+            let age = d.endpoints.as_ref().map(|(_, at)| now.duration_since(*at));
+            let failed = d.failed.map(|at| now.duration_since(at));
+            (
+                discovery_step(age, failed, self.settings.jwks_min_interval),
+                d.endpoints.as_ref().map(|(e, _)| e.clone()),
+            )
+        };
+        match (step, cached) {
+            (DiscoveryStep::Cached, Some(endpoints)) => return Ok(endpoints),
+            (DiscoveryStep::Refuse, _) => {
+                return Err(Status::unavailable("the identity provider did not answer; try again"));
+            }
+            _ => {}
+        }
+        let fetched = self.fetch_discovery().await;
+        let mut d = self.discovered.lock().unwrap_or_else(|p| p.into_inner());
+        match fetched {
+            Ok(endpoints) => {
+                d.endpoints = Some((endpoints.clone(), std::time::Instant::now()));
+                d.failed = None;
+                Ok(endpoints)
+            }
+            Err(status) => {
+                d.failed = Some(std::time::Instant::now());
+                match &d.endpoints {
+                    Some((endpoints, at)) if at.elapsed() < DISCOVERY_STALE => Ok(endpoints.clone()),
+                    _ => Err(status),
+                }
+            }
+        }
+    }
+
+    async fn fetch_discovery(&self) -> Result<Endpoints, Status> {
         let url = format!(
             "{}/.well-known/openid-configuration",
             self.settings.issuer_url.trim_end_matches('/')
@@ -497,7 +561,9 @@ impl OidcLogin {
             .header(header::ACCEPT, "application/json")
             .body(Body::empty())
             .map_err(|e| Status::internal(format!("{url}: {e}")))?;
-        let doc = self.send(req).await?;
+        let doc = self
+            .send(req, "the identity provider refused its discovery request")
+            .await?;
         let field = |name: &str| {
             doc.get(name)
                 .and_then(Value::as_str)
@@ -594,23 +660,22 @@ async fn oidc_start_inner(
     let sep = if authorize.contains('?') { '&' } else { '?' };
     let location = format!("{authorize}{sep}{query}");
     let pending = Pending {
+        state,
         verifier,
         nonce,
         redirect_uri,
         return_to: safe_return(p.return_to.as_deref()),
+        expires: login
+            .records
+            .now()
+            .as_second()
+            .saturating_add(PENDING_TTL.as_secs() as i64),
     };
-    let expires = login.records.now() + jiff::SignedDuration::try_from(PENDING_TTL).unwrap_or_default();
-    login
-        .records
-        .put(Kind::Oidc, &state, &pending, expires)
-        .await
-        .map_err(|e| {
-            tracing::warn!(error = %e, "cannot keep the OIDC sign-in state");
-            Status::unavailable("the session store is unavailable; try again")
-        })?;
+    let json = serde_json::to_vec(&pending).map_err(|e| Status::internal(format!("the sign-in state: {e}")))?;
+    let value = login.signer().await?.sign(Purpose::SignIn, &json);
     let mut resp = Redirect::to(&location).into_response();
     let cookie = format!(
-        "{STATE_COOKIE}={state}; Path=/api/session/oidc; Secure; HttpOnly; SameSite=Lax; Max-Age={}",
+        "{STATE_COOKIE}={value}; Path=/api/session/oidc; Secure; HttpOnly; SameSite=Lax; Max-Age={}",
         PENDING_TTL.as_secs()
     );
     if let Ok(v) = HeaderValue::from_str(&cookie) {
@@ -654,28 +719,39 @@ pub async fn oidc_callback(
     let (Some(code), Some(state)) = (p.code, p.state) else {
         return to_signin("The identity provider's answer had no code.");
     };
-    if state_cookie(&headers) != Some(state.as_str()) {
-        return to_signin("This sign-in was not started in this browser; try again.");
-    }
-    let pending = match login.records.take::<Pending>(Kind::Oidc, &state).await {
-        Ok(Some((pending, _))) => pending,
-        Ok(None) => return to_signin("The sign-in took too long or was already used; try again."),
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot read the OIDC sign-in state");
-            return to_signin("The session store is unavailable; try again.");
-        }
+    let signer = match login.signer().await {
+        Ok(signer) => signer,
+        Err(status) => return to_signin(&status.message),
     };
+    let pending = state_cookie(&headers)
+        .and_then(|v| signer.open(Purpose::SignIn, v))
+        .and_then(|json| serde_json::from_slice::<Pending>(&json).ok())
+        .filter(|p| p.state == state);
+    let Some(pending) = pending else {
+        return to_signin("This sign-in was not started in this browser; try again.");
+    };
+    if pending.expires <= login.records.now().as_second() {
+        return to_signin("The sign-in took too long; try again.");
+    }
+    let clear = format!("{STATE_COOKIE}=; Path=/api/session/oidc; Secure; HttpOnly; SameSite=Lax; Max-Age=0");
+    let clear = HeaderValue::from_str(&clear).ok();
     match finish(&st, &login, code, pending).await {
         Ok((cookie, return_to)) => {
             let mut resp = Redirect::to(&return_to).into_response();
             resp.headers_mut().append(header::SET_COOKIE, cookie);
-            let clear = format!("{STATE_COOKIE}=; Path=/api/session/oidc; Secure; HttpOnly; SameSite=Lax; Max-Age=0");
-            if let Ok(v) = HeaderValue::from_str(&clear) {
+            if let Some(v) = clear {
                 resp.headers_mut().append(header::SET_COOKIE, v);
             }
             resp
         }
-        Err(status) => to_signin(&status.message),
+        // The code is spent either way: the state goes with it.
+        Err(status) => {
+            let mut resp = to_signin(&status.message);
+            if let Some(v) = clear {
+                resp.headers_mut().append(header::SET_COOKIE, v);
+            }
+            resp
+        }
     }
 }
 
@@ -698,7 +774,12 @@ async fn finish(
         .header(header::ACCEPT, "application/json")
         .body(Body::from(form))
         .map_err(|e| Status::internal(format!("{token_endpoint}: {e}")))?;
-    let tokens = login.send(req).await?;
+    let tokens = login
+        .send(
+            req,
+            "The identity provider refused the sign-in's code: it was already used or has expired; try again.",
+        )
+        .await?;
     let id_token = tokens
         .get("id_token")
         .and_then(Value::as_str)
@@ -791,8 +872,36 @@ mod tests {
             (Some("/portal//evil.example"), "/portal/"),
             (Some("/portal/\\evil"), "/portal/"),
             (Some("/api/orgs"), "/portal/"),
+            (Some("/portal/../api/orgs"), "/portal/"),
+            (Some("/portal/a/.."), "/portal/"),
+            (Some("/portal/./x"), "/portal/"),
+            (Some("/portal/%2e%2e/api/orgs"), "/portal/"),
+            (Some("/portal/%2E./api/orgs"), "/portal/"),
+            (Some("/portal/a?next=../x"), "/portal/a?next=../x"),
+            (Some("/portal/a..b/c"), "/portal/a..b/c"),
         ] {
             assert_eq!(safe_return(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn discovery_is_cached_and_a_failing_provider_asked_at_most_every_interval() {
+        let s = Duration::from_secs;
+        let min = s(10);
+        for (age, failed, want) in [
+            (None, None, DiscoveryStep::Fetch),
+            (Some(s(1)), None, DiscoveryStep::Cached),
+            (Some(s(299)), Some(s(1)), DiscoveryStep::Cached),
+            (Some(s(300)), None, DiscoveryStep::Fetch),
+            // Stale, the provider failed a moment ago: the stale document, no new request.
+            (Some(s(400)), Some(s(5)), DiscoveryStep::Cached),
+            (Some(s(400)), Some(s(11)), DiscoveryStep::Fetch),
+            // Nothing usable and the provider failed a moment ago: refused without asking.
+            (None, Some(s(5)), DiscoveryStep::Refuse),
+            (Some(s(4000)), Some(s(5)), DiscoveryStep::Refuse),
+            (None, Some(s(11)), DiscoveryStep::Fetch),
+        ] {
+            assert_eq!(discovery_step(age, failed, min), want, "{age:?} {failed:?}");
         }
     }
 

@@ -23,6 +23,7 @@ pub mod headers;
 pub mod login;
 pub mod renew;
 pub mod session;
+pub mod signed;
 
 use axum::response::{IntoResponse, Redirect, Response};
 

@@ -5,9 +5,13 @@
 //! <credential>` before dispatch, so the REST API, the backend proxy and the kcp pass-through accept
 //! a session exactly like a bearer, and the credential is re-authenticated on every request (a token
 //! removed from the token file ends its sessions at once). The cookie itself is a random 256-bit
-//! handle. The session is a [`crate::records`] record named by a digest of the handle and sealed
-//! under another digest of it: every replica honours it, it survives restarts, a sign-out on one
-//! replica ends it on all of them, and what kcp stores is neither the cookie nor the credential.
+//! handle the hub signed ([`super::signed`]): a value it did not make is refused before any store
+//! is asked, so a forged or stale cookie costs an anonymous caller's request no kcp read. The
+//! session is a [`crate::records`] record named by a digest of the handle and sealed under another
+//! digest of it: every replica honours it, it survives restarts, a sign-out on one replica ends it
+//! on all of them, and what kcp stores is neither the cookie nor the credential. One user holds at
+//! most [`crate::records::Kind::cap_per_owner`] sessions per replica: signing in again and again
+//! ends the oldest.
 //!
 //! An OIDC session also keeps the identity provider's refresh token in its sealed record (never in
 //! the cookie, never sent to the browser), and renews its ID token before it expires
@@ -15,12 +19,13 @@
 //!
 //! Cookie-authenticated requests that change state must pass [`csrf_check`]: an `Origin` equal to
 //! the hub's own origin plus the [`CSRF_HEADER`], which a cross-site HTML form cannot send. Requests
-//! with their own `Authorization` header never look at cookies (the CLI and API path is unchanged).
+//! with their own `Authorization` header never look at cookies (the CLI and API path is unchanged),
+//! except that sign-out ends the session of a cookie it is sent with whatever else the request
+//! carries ([`SessionCookie`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
 use faros_core::status::Status;
 use http::{HeaderMap, HeaderValue, Method, header};
 use jiff::Timestamp;
@@ -28,6 +33,7 @@ use jiff::Timestamp;
 pub use super::grant::OidcGrant;
 use super::grant::{Stored, unavailable};
 use super::renew::{self, Refresher};
+use super::signed::{Purpose, Signer};
 use crate::records::{Kind, Records};
 
 /// The session cookie. `__Host-`: the browser accepts it only with `Secure`, `Path=/` and no
@@ -38,9 +44,9 @@ pub const COOKIE: &str = "__Host-faros-session";
 /// only same-origin scripts set it; a cross-site form or image cannot.
 pub const CSRF_HEADER: &str = "x-faros-csrf";
 
-/// The length of a cookie value [`Sessions::create`] makes (256 bits, base64url): other values
-/// are not looked up at all.
-const COOKIE_LEN: usize = 43;
+/// The longest cookie value looked at: [`Sessions::create`] makes 87 characters (a 256-bit handle
+/// and its 256-bit tag, base64url).
+const COOKIE_MAX: usize = 128;
 
 /// How long sessions live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +106,17 @@ impl std::fmt::Debug for Sessions {
     }
 }
 
+/// The session cookie a request came with, live or not, with or without its own `Authorization`
+/// (request extension, set by [`apply`]): what sign-out ends.
+#[derive(Clone)]
+pub struct SessionCookie(pub String);
+
+impl std::fmt::Debug for SessionCookie {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionCookie(<redacted>)")
+    }
+}
+
 /// A request that came with a valid session cookie (request extension, set by [`apply`]).
 #[derive(Clone, Debug)]
 pub struct SessionAuth {
@@ -141,6 +158,23 @@ impl Sessions {
         self.create_with(credential, user, None).await
     }
 
+    /// The signer of session cookies (the replicas' shared key, read once).
+    async fn signer(&self) -> Result<Signer, Status> {
+        let key = self.records.shared_key().await.map_err(|e| {
+            tracing::warn!(error = %e, "cannot read the hub's cookie key");
+            Status::unavailable("the session store is unavailable; try again")
+        })?;
+        Ok(Signer::new(&key))
+    }
+
+    /// Whether `value` is a session cookie this hub made (no store is asked).
+    async fn signed(&self, value: &str) -> Result<bool, Status> {
+        if value.len() > COOKIE_MAX {
+            return Ok(false);
+        }
+        Ok(self.signer().await?.open(Purpose::Session, value).is_some())
+    }
+
     /// Starts a session that may carry an OIDC grant (its refresh token).
     pub async fn create_with(
         &self,
@@ -150,12 +184,16 @@ impl Sessions {
     ) -> Result<(String, Session), Status> {
         let mut raw = [0u8; 32];
         aws_lc_rs::rand::fill(&mut raw).map_err(|_| Status::internal("no randomness for a session"))?;
-        let value = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw);
+        let value = self.signer().await?.sign(Purpose::Session, &raw);
         let span = jiff::SignedDuration::try_from(self.settings.ttl).unwrap_or(jiff::SignedDuration::MAX);
         let expires = self.records.now().checked_add(span).unwrap_or(Timestamp::MAX);
-        let stored = Stored { credential, user, oidc };
+        let stored = Stored {
+            credential,
+            user: user.clone(),
+            oidc,
+        };
         self.records
-            .put(Kind::Session, &value, &stored, expires)
+            .put_owned(Kind::Session, &value, &user, &stored, expires)
             .await
             .map_err(unavailable)?;
         let session = Session {
@@ -185,7 +223,7 @@ impl Sessions {
 
     /// The live session behind a cookie value. `Err` only when the store cannot answer.
     pub async fn lookup(&self, value: &str) -> Result<Option<(SessionAuth, Session)>, Status> {
-        if value.len() != COOKIE_LEN {
+        if !self.signed(value).await? {
             return Ok(None);
         }
         let found = self
@@ -220,6 +258,14 @@ impl Sessions {
     /// Ends a session (sign-out) on every replica.
     pub async fn remove(&self, auth: &SessionAuth) -> Result<(), Status> {
         self.records.delete_named(&auth.name).await.map_err(unavailable)
+    }
+
+    /// Ends the session behind a cookie value, if the hub made it (sign-out).
+    pub async fn end(&self, value: &str) -> Result<(), Status> {
+        if !self.signed(value).await? {
+            return Ok(());
+        }
+        self.records.delete(Kind::Session, value).await.map_err(unavailable)
     }
 }
 
@@ -328,10 +374,11 @@ pub fn origin_of(url: &str) -> Option<String> {
     Some(format!("{}://{}", uri.scheme_str()?, uri.authority()?.as_str()))
 }
 
-/// The origins a request may come from: as the hub serves it (`scheme` + the request's host), as a
-/// TLS-terminating proxy in front of it says (`X-Forwarded-Proto` / `X-Forwarded-Host`: a
-/// cross-site form cannot set them), and the configured public URL. None of them is a foreign
-/// site's, which is what the check is about.
+/// The origins a request may come from: as the hub serves it (`scheme` + the request's host), the
+/// same host under the scheme a TLS-terminating proxy in front of it names (`X-Forwarded-Proto`),
+/// and the configured public URL. `X-Forwarded-Host` is not one: any client can send it, and an
+/// origin made of it would be whatever the client claims. A proxy that changes the host the hub
+/// sees needs `--public-url`.
 pub fn own_origins<B>(req: &http::Request<B>, scheme: &str, public_origin: Option<&str>) -> Vec<String> {
     let header = |name: &str| {
         req.headers()
@@ -345,7 +392,7 @@ pub fn own_origins<B>(req: &http::Request<B>, scheme: &str, public_origin: Optio
     if let Some(a) = &authority {
         own.push(format!("{scheme}://{a}"));
     }
-    if let (Some(proto), Some(host)) = (header("x-forwarded-proto"), header("x-forwarded-host").or(authority)) {
+    if let (Some(proto), Some(host)) = (header("x-forwarded-proto"), authority) {
         own.push(format!("{proto}://{host}"));
     }
     if let Some(o) = public_origin {
@@ -370,6 +417,7 @@ pub async fn apply<B>(sessions: &Sessions, scheme: &str, req: &mut http::Request
         return Ok(());
     };
     without_session_cookie(req.headers_mut());
+    req.extensions_mut().insert(SessionCookie(value.clone()));
     if req.headers().contains_key(header::AUTHORIZATION) {
         return Ok(());
     }
@@ -459,7 +507,8 @@ mod tests {
                 "http",
                 Some("https://hub.example")
             ),
-            vec!["http://hub:8080", "https://portal.example", "https://hub.example"]
+            // A client's X-Forwarded-Host names no origin of the hub's.
+            vec!["http://hub:8080", "https://hub:8080", "https://hub.example"]
         );
         assert_eq!(
             own_origins(&req(&[("x-forwarded-proto", "https")]), "http", None),
@@ -504,13 +553,17 @@ mod tests {
         let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00Z".parse().unwrap()));
         let sessions = sessions(clock.clone(), Duration::from_secs(60));
         let (value, s) = sessions.create("tok".into(), "alice".into()).await.unwrap();
-        assert_eq!(value.len(), COOKIE_LEN);
+        assert!(value.len() <= COOKIE_MAX, "{value}");
         assert_eq!(s.user, "alice");
         let (auth, found) = sessions.lookup(&value).await.unwrap().unwrap();
         assert_eq!(found.credential, "tok");
         assert!(!auth.name.contains(&value), "the record name is not the cookie");
         assert!(sessions.lookup("other").await.unwrap().is_none());
-        assert!(sessions.lookup(&"x".repeat(COOKIE_LEN)).await.unwrap().is_none());
+        assert!(sessions.lookup(&"x".repeat(43)).await.unwrap().is_none());
+        // A well-formed value the hub did not sign is not looked up: a signed one with another
+        // handle, made under another key, is refused too.
+        let foreign = Signer::new(&[1; 32]).sign(Purpose::Session, &[0; 32]);
+        assert!(sessions.lookup(&foreign).await.unwrap().is_none());
         clock.advance(Duration::from_secs(61));
         assert!(sessions.lookup(&value).await.unwrap().is_none(), "expired");
         let (value, _) = sessions.create("tok".into(), "alice".into()).await.unwrap();

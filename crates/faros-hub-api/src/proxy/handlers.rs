@@ -213,9 +213,7 @@ pub async fn backend(st: &AppState, req: Request, request_id: &http::HeaderValue
     let started = Instant::now();
     let result = async {
         // Before anything else: an anonymous caller learns nothing, not even which providers exist.
-        // A component's own kcp identity is refused here as on every authenticated API route.
         let caller = st.authn.authenticate_shared(req.headers()).await?;
-        crate::auth::admits(&caller)?;
         refuse_loops(&req)?;
         let uri = req.uri().clone();
         let (name, target, base_path) = resolve(st, &uri, Surface::Backend)?;
@@ -250,10 +248,16 @@ pub async fn backend(st: &AppState, req: Request, request_id: &http::HeaderValue
     respond(st, "backend_proxy", started, result)
 }
 
-/// `/clusters/*` and `/services/apiexport/*`: to kcp, the caller's bearer unchanged.
+/// `/clusters/*` and `/services/apiexport/*`: to kcp, the caller's bearer unchanged, once the hub's
+/// authenticator has admitted it (a cached TokenReview for most): kcp would accept a faros
+/// component's token or an identity provider's `system:` group, which the hub serves at no door.
+/// A request without a bearer goes on anonymous, for kcp to answer.
 pub async fn kcp(st: &AppState, req: Request, request_id: &http::HeaderValue) -> Response {
     let started = Instant::now();
     let result = async {
+        if crate::auth::bearer_token(req.headers()).is_some() {
+            st.authn.authenticate_shared(req.headers()).await?;
+        }
         let path_and_query = req
             .uri()
             .path_and_query()

@@ -247,14 +247,7 @@ impl UpstreamPool {
             .build()
             .map_err(|e| PoolError::Connect(e.into()))?;
         // HttpConnector connects to address literals without asking the resolver.
-        if let Some(addr) = uri.host().and_then(|h| {
-            h.trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<std::net::IpAddr>()
-                .ok()
-        }) {
-            self.policy.check_addr(addr)?;
-        }
+        self.policy.check_literal(uri.host().unwrap_or_default())?;
         let io = self.connector.clone().oneshot(uri).await.map_err(PoolError::Connect)?;
         let (conn, driver) = http1::Builder::new()
             .handshake(io)

@@ -1,7 +1,9 @@
 //! DNS resolution that applies the [`UpstreamPolicy`] to every address a name resolves to, at the
 //! moment of connecting: a provider host that pointed at a public address at registration and at
-//! `169.254.169.254` now (DNS rebinding) is refused here. Address literals never reach a resolver;
-//! [`super::pool::UpstreamPool`] checks those.
+//! `169.254.169.254` now (DNS rebinding) is refused here. It is the resolver of every client that
+//! connects to provider URLs: the proxies' pool (as a hyper connector's) and the MCP federation's
+//! reqwest client (as reqwest's [`reqwest::dns::Resolve`]). Address literals never reach a
+//! resolver; each client checks those with [`UpstreamPolicy::check_literal`].
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -47,6 +49,18 @@ impl Service<Name> for PolicyResolver {
         Box::pin(async move {
             let addrs: Vec<SocketAddr> = lookup.await?.collect();
             admit(&policy, &host, addrs)
+        })
+    }
+}
+
+impl reqwest::dns::Resolve for PolicyResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let mut this = self.clone();
+        Box::pin(async move {
+            use std::str::FromStr;
+            let name = Name::from_str(name.as_str())?;
+            let addrs: reqwest::dns::Addrs = Box::new(this.call(name).await?);
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(addrs)
         })
     }
 }
@@ -114,5 +128,9 @@ mod tests {
             ..Default::default()
         }));
         assert!(dev.call(name).await.unwrap().all(|a| a.ip().is_loopback()));
+        // The same resolver, as reqwest asks it.
+        let reqwest_name = reqwest::dns::Name::from_str("localhost").unwrap();
+        let refusing = PolicyResolver::new(Arc::new(UpstreamPolicy::default()));
+        assert!(reqwest::dns::Resolve::resolve(&refusing, reqwest_name).await.is_err());
     }
 }

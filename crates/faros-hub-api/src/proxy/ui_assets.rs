@@ -60,6 +60,9 @@ pub fn request_header_allowed(name: &HeaderName) -> bool {
 pub enum Refusal {
     /// A media type that is not a static asset (HTML, SVG, XML, none at all…).
     NotAnAsset { content_type: String },
+    /// More than one media type: browsers combine the headers and take the last type they parse,
+    /// which need not be the one checked.
+    SeveralTypes,
 }
 
 impl std::fmt::Display for Refusal {
@@ -71,6 +74,7 @@ impl std::fmt::Display for Refusal {
                     "the upstream answered with {content_type:?}, which is not a static asset type"
                 )
             }
+            Refusal::SeveralTypes => f.write_str("the upstream answered with more than one Content-Type"),
         }
     }
 }
@@ -114,17 +118,19 @@ pub fn is_asset(media_type: &str) -> bool {
     )
 }
 
-/// Checks an upstream answer. Answers without a body to interpret (`304`, `204`) pass; any other
-/// answer must declare an asset type.
+/// Checks an upstream answer: at most one `Content-Type`, holding one media type (the Fetch
+/// standard splits a value at commas too and keeps the last type). Answers without a body to
+/// interpret (`304`, `204`) pass; any other answer must declare an asset type.
 pub fn check_response(status: http::StatusCode, headers: &HeaderMap) -> Result<(), Refusal> {
+    let mut types = headers.get_all(header::CONTENT_TYPE).iter();
+    let first = types.next();
+    if types.next().is_some() || first.is_some_and(|v| v.as_bytes().contains(&b',')) {
+        return Err(Refusal::SeveralTypes);
+    }
     if status == http::StatusCode::NOT_MODIFIED || status == http::StatusCode::NO_CONTENT {
         return Ok(());
     }
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(essence)
-        .unwrap_or_default();
+    let content_type = first.and_then(|v| v.to_str().ok()).map(essence).unwrap_or_default();
     if is_asset(&content_type) {
         Ok(())
     } else {
@@ -200,6 +206,25 @@ mod tests {
             (StatusCode::NO_CONTENT, None, true),
         ] {
             assert_eq!(check_response(status, &with_type(ct)).is_ok(), ok, "{status} {ct:?}");
+        }
+        // Two headers, or two types in one: browsers take the last, so neither passes.
+        for (first, second) in [
+            ("text/javascript", Some("text/html")),
+            ("text/javascript", Some("text/javascript")),
+            ("text/javascript, text/html", None),
+            ("text/plain,text/html", None),
+        ] {
+            let mut h = with_type(Some(first));
+            if let Some(second) = second {
+                h.append(header::CONTENT_TYPE, HeaderValue::from_str(second).unwrap());
+            }
+            for status in [StatusCode::OK, StatusCode::NOT_MODIFIED] {
+                assert_eq!(
+                    check_response(status, &h),
+                    Err(Refusal::SeveralTypes),
+                    "{status} {first} {second:?}"
+                );
+            }
         }
         assert_eq!(
             check_response(StatusCode::OK, &with_type(Some("text/html")))

@@ -7,13 +7,18 @@
 //! Ready and says why), and at connect time on every address its name resolves to, so a DNS answer
 //! that changes after registration (rebinding) is refused too.
 //!
-//! Always refused: loopback, link-local, unspecified, multicast and broadcast addresses, and the
-//! hub's own host names. Optionally refused (`deny_private`): private, unique-local and shared
+//! Always refused: loopback, link-local, unspecified, multicast and broadcast addresses, the cloud
+//! metadata endpoints outside link-local (Alibaba's `100.100.100.200`, AWS's IPv6 `fd00:ec2::254`,
+//! the IETF protocol range `192.0.0.0/24` with Oracle's `192.0.0.192`), the deprecated site-local
+//! `fec0::/10`, and the hub's own host names. An IPv6 address that carries an IPv4 address
+//! (IPv4-mapped `::ffff:a.b.c.d`, IPv4-compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4
+//! `2002::/16`, Teredo `2001::/32`) is judged as that IPv4 address: a translator or relay on the
+//! path delivers it there. Optionally refused (`deny_private`): private, unique-local and shared
 //! (CGNAT) ranges — off by default, because in a cluster providers are Services on private
 //! addresses. The admin's allow-list (`allow`) overrides both, e.g. `127.0.0.0/8` for `faros dev`,
 //! whose providers listen on loopback.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnet::IpNet;
 
@@ -75,6 +80,15 @@ impl UpstreamPolicy {
         }
     }
 
+    /// Checks the host a client is about to connect to when it is an address literal, which
+    /// clients connect to without asking their resolver ([`super::resolver`] checks names).
+    pub fn check_literal(&self, host: &str) -> Result<(), Refused> {
+        match host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+            Ok(addr) => self.check_addr(addr),
+            Err(_) => Ok(()),
+        }
+    }
+
     /// Checks a URL's host as written: an address literal, or a name that is the hub's or this
     /// machine's. Other names are checked when they resolve.
     pub fn check_host(&self, host: &str) -> Result<(), Refused> {
@@ -103,11 +117,31 @@ enum Class {
     Private(&'static str),
 }
 
-/// IPv4-mapped IPv6 (`::ffff:127.0.0.1`) is the IPv4 address it carries.
+/// An IPv6 address that carries an IPv4 address is that IPv4 address (see the module docs);
+/// everything else is itself.
 fn canonical(addr: IpAddr) -> IpAddr {
     match addr {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(addr, IpAddr::V4),
+        IpAddr::V6(v6) => embedded_ipv4(v6).map_or(addr, IpAddr::V4),
         v4 => v4,
+    }
+}
+
+/// The IPv4 address inside `v6`, for the forms a network delivers to that IPv4 address.
+fn embedded_ipv4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = v6.segments();
+    let low = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    match s {
+        // IPv4-mapped, ::ffff:a.b.c.d.
+        [0, 0, 0, 0, 0, 0xffff, hi, lo] => Some(low(hi, lo)),
+        // IPv4-compatible, ::a.b.c.d (RFC 4291, deprecated); `::` and `::1` are IPv6's own.
+        [0, 0, 0, 0, 0, 0, hi, lo] if (hi, lo) != (0, 0) && (hi, lo) != (0, 1) => Some(low(hi, lo)),
+        // NAT64 well-known prefix, 64:ff9b::a.b.c.d (RFC 6052).
+        [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => Some(low(hi, lo)),
+        // 6to4, 2002:aabb:ccdd::/48 (RFC 3056).
+        [0x2002, hi, lo, ..] => Some(low(hi, lo)),
+        // Teredo, 2001:0::/32: the client's address, inverted, in the last 32 bits (RFC 4380).
+        [0x2001, 0, .., hi, lo] => Some(low(!hi, !lo)),
+        _ => None,
     }
 }
 
@@ -119,6 +153,10 @@ fn classify(addr: IpAddr) -> Option<Class> {
                 Some(Class::Always("a loopback"))
             } else if v4.is_link_local() {
                 Some(Class::Always("a link-local (cloud metadata)"))
+            } else if o == [100, 100, 100, 200] {
+                Some(Class::Always("a cloud metadata (Alibaba)"))
+            } else if o[..3] == [192, 0, 0] {
+                Some(Class::Always("an IETF protocol (cloud metadata at 192.0.0.192)"))
             } else if v4.is_unspecified() || o[0] == 0 {
                 Some(Class::Always("an unspecified"))
             } else if v4.is_multicast() || v4.is_broadcast() {
@@ -140,6 +178,10 @@ fn classify(addr: IpAddr) -> Option<Class> {
                 Some(Class::Always("an unspecified"))
             } else if v6.is_multicast() {
                 Some(Class::Always("a multicast"))
+            } else if v6 == Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254) {
+                Some(Class::Always("a cloud metadata (AWS)"))
+            } else if v6.segments()[0] & 0xffc0 == 0xfec0 {
+                Some(Class::Always("a site-local"))
             } else if v6.is_unique_local() {
                 Some(Class::Private("a unique-local"))
             } else {
@@ -184,6 +226,26 @@ mod tests {
             ("192.168.1.1", true, false, true),
             ("100.64.0.1", true, false, true),
             ("fd00::1", true, false, true),
+            // Cloud metadata endpoints outside link-local.
+            ("100.100.100.200", false, false, false),
+            ("192.0.0.192", false, false, false),
+            ("fd00:ec2::254", false, false, false),
+            ("100.100.100.201", true, false, true),
+            // IPv4 inside IPv6 is judged as the IPv4 address.
+            ("::a9fe:a9fe", false, false, false),
+            ("::127.0.0.1", false, false, true),
+            ("::93.184.216.34", true, true, true),
+            ("64:ff9b::a9fe:a9fe", false, false, false),
+            ("64:ff9b::7f00:1", false, false, true),
+            ("64:ff9b::a00:1", true, false, true),
+            ("64:ff9b::5db8:d822", true, true, true),
+            ("2002:a9fe:a9fe::1", false, false, false),
+            ("2002:7f00:1::1", false, false, true),
+            ("2002:5db8:d822::1", true, true, true),
+            // Teredo: the client's IPv4 address is stored inverted (169.254.169.254 here).
+            ("2001:0:4136:e378:8000:63bf:5601:5601", false, false, false),
+            ("fec0::1", false, false, false),
+            ("feff::1", false, false, false),
             ("93.184.216.34", true, true, true),
             ("2606:2800:220:1::1", true, true, true),
         ] {

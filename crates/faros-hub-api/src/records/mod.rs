@@ -18,7 +18,9 @@ pub mod backend;
 pub mod kcp;
 pub mod kind;
 pub mod memory;
+pub mod owners;
 pub mod seal;
+pub mod shared_key;
 
 use std::sync::Arc;
 
@@ -62,6 +64,10 @@ struct Envelope<T> {
 pub struct Records {
     backend: Arc<dyn Backend>,
     clock: Arc<dyn Clock>,
+    /// Who made which records through this replica ([`Records::put_owned`]).
+    owners: Arc<std::sync::Mutex<owners::Owners>>,
+    /// The shared key, once read ([`Records::shared_key`]).
+    key: Arc<tokio::sync::OnceCell<[u8; 32]>>,
 }
 
 impl std::fmt::Debug for Records {
@@ -72,7 +78,45 @@ impl std::fmt::Debug for Records {
 
 impl Records {
     pub fn new(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>) -> Self {
-        Self { backend, clock }
+        Self {
+            backend,
+            clock,
+            owners: Arc::default(),
+            key: Arc::default(),
+        }
+    }
+
+    /// The secret every replica shares ([`shared_key`]), read from the store once per process.
+    pub async fn shared_key(&self) -> Result<[u8; 32], shared_key::SharedKeyError> {
+        self.key
+            .get_or_try_init(|| shared_key::load_or_create(self))
+            .await
+            .copied()
+    }
+
+    /// [`Records::put`] of a record that `owner` made: `owner`'s oldest records of `kind` beyond
+    /// [`Kind::cap_per_owner`] are deleted ([`owners`]).
+    pub async fn put_owned<T: Serialize>(
+        &self,
+        kind: Kind,
+        handle: &str,
+        owner: &str,
+        value: &T,
+        expires: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.put(kind, handle, value, expires).await?;
+        let evicted = self.owners.lock().unwrap_or_else(|p| p.into_inner()).add(
+            kind,
+            owner,
+            &seal::name(kind, handle),
+            expires,
+            self.now(),
+            kind.cap_per_owner(),
+        );
+        for name in evicted {
+            self.backend.delete(&name).await?;
+        }
+        Ok(())
     }
 
     /// Records in this process only.
@@ -171,6 +215,7 @@ impl Records {
 
     /// Removes the record `name` (as [`seal::name`] made it).
     pub async fn delete_named(&self, name: &str) -> Result<(), StoreError> {
+        self.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
         self.backend.delete(name).await
     }
 }
@@ -206,7 +251,7 @@ mod tests {
             Some(("secret".to_string(), later))
         );
         assert_eq!(
-            records.get::<String>(Kind::Oidc, "h").await.unwrap(),
+            records.get::<String>(Kind::Mcp, "h").await.unwrap(),
             None,
             "another kind"
         );
@@ -225,6 +270,36 @@ mod tests {
         );
         records.delete(Kind::Session, "h").await.unwrap();
         records.delete(Kind::Session, "h").await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_owner_keeps_at_most_the_cap() {
+        let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00Z".parse().unwrap()));
+        let records = Records::in_process(clock.clone());
+        let later = clock.now() + jiff::SignedDuration::from_secs(60);
+        let cap = Kind::Session.cap_per_owner();
+        for i in 0..=cap {
+            records
+                .put_owned(Kind::Session, &format!("h{i}"), "alice", &i, later)
+                .await
+                .unwrap();
+        }
+        records.put_owned(Kind::Session, "b", "bob", &0, later).await.unwrap();
+        assert_eq!(
+            records.get::<usize>(Kind::Session, "h0").await.unwrap(),
+            None,
+            "the oldest went"
+        );
+        for i in 1..=cap {
+            assert!(
+                records
+                    .get::<usize>(Kind::Session, &format!("h{i}"))
+                    .await
+                    .unwrap()
+                    .is_some()
+            );
+        }
+        assert!(records.get::<usize>(Kind::Session, "b").await.unwrap().is_some());
     }
 
     #[tokio::test]

@@ -98,7 +98,7 @@ mod tests {
         assert_ne!(n, name(Kind::Session, "cookie-valuf"));
         assert_eq!(
             n.trim_start_matches("session-"),
-            name(Kind::Oidc, "cookie-value").trim_start_matches("oidc-"),
+            name(Kind::Mcp, "cookie-value").trim_start_matches("mcp-"),
             "a kind's name differs only in its prefix"
         );
         // The name is not the encryption key's digest.

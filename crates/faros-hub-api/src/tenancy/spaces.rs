@@ -218,12 +218,12 @@ pub async fn create_org(t: &Tenancy, req: &CreateRequest, creator: &str) -> Resu
     let (ws, created) = create(t, names::TENANTS_PATH, Kind::Organization, req, creator).await?;
     let cluster = ws.spec.cluster.clone().unwrap_or_default();
     apply_roles(t, &cluster).await?;
-    let current = if created {
-        Vec::new()
+    let (current, current_groups) = if created {
+        (Vec::new(), Vec::new())
     } else {
-        members(t, &cluster).await?
+        (members(t, &cluster).await?, groups(t, &cluster).await?)
     };
-    match creator_grant(created, &current, creator) {
+    match creator_grant(created, &current, &current_groups, creator) {
         CreatorGrant::Grant => set_member(t, &cluster, creator, Role::Admin).await?,
         CreatorGrant::AlreadyAdmin => {}
         CreatorGrant::Refuse => {
@@ -248,11 +248,12 @@ pub enum CreatorGrant {
 }
 
 /// The creator of a new organization becomes its admin; of an existing one only while its setup
-/// never finished (no members: a retry after a timeout between creating the workspace and the first
-/// grant). Granting afterwards would let a creator whom the org's admins removed re-admit
-/// themselves by repeating `POST /api/orgs`.
-pub fn creator_grant(created: bool, members: &[Membership], creator: &str) -> CreatorGrant {
-    if created || members.is_empty() {
+/// never finished (no members, users or groups: a retry after a timeout between creating the
+/// workspace and the first grant). Granting afterwards would let a creator whom the org's admins
+/// removed re-admit themselves by repeating `POST /api/orgs`, and an org whose admins hold the
+/// role only through an identity provider's group is set up as much as one with named admins.
+pub fn creator_grant(created: bool, members: &[Membership], groups: &[GroupMembership], creator: &str) -> CreatorGrant {
+    if created || (members.is_empty() && groups.is_empty()) {
         return CreatorGrant::Grant;
     }
     let is_admin = members
@@ -496,23 +497,37 @@ mod tests {
             role,
             inherited: false,
         };
-        for (created, members, want) in [
-            (true, vec![], CreatorGrant::Grant),
-            (false, vec![], CreatorGrant::Grant),
-            (false, vec![m("alice", Role::Admin)], CreatorGrant::AlreadyAdmin),
+        let g = |group: &str, role| GroupMembership {
+            group: group.into(),
+            role,
+            inherited: false,
+        };
+        for (created, members, groups, want) in [
+            (true, vec![], vec![], CreatorGrant::Grant),
+            (false, vec![], vec![], CreatorGrant::Grant),
+            (false, vec![m("alice", Role::Admin)], vec![], CreatorGrant::AlreadyAdmin),
             // Removed by the org's admins: re-sending the creation must not re-admit.
-            (false, vec![m("bob", Role::Admin)], CreatorGrant::Refuse),
+            (false, vec![m("bob", Role::Admin)], vec![], CreatorGrant::Refuse),
             // Demoted to member: likewise.
             (
                 false,
                 vec![m("bob", Role::Admin), m("alice", Role::Member)],
+                vec![],
                 CreatorGrant::Refuse,
             ),
+            // The admins are an IdP group (the creator removed herself or was removed): set up.
+            (
+                false,
+                vec![],
+                vec![g("oidc:platform", Role::Admin)],
+                CreatorGrant::Refuse,
+            ),
+            (false, vec![], vec![g("oidc:devs", Role::Member)], CreatorGrant::Refuse),
         ] {
             assert_eq!(
-                creator_grant(created, &members, "alice"),
+                creator_grant(created, &members, &groups, "alice"),
                 want,
-                "created={created} {members:?}"
+                "created={created} {members:?} {groups:?}"
             );
         }
     }
