@@ -6,7 +6,8 @@
 //! and rmcp replays the client's `initialize` into a fresh in-memory session, which starts its
 //! `list_changed` watcher like any other. The record names the session's space (workspace cluster,
 //! user, groups): a store serves only its own space, so a session id cannot be carried to another
-//! workspace or user on any replica (rmcp then answers 404 and the client re-initializes).
+//! workspace or user on any replica (rmcp then answers 404 and the client re-initializes). One user
+//! keeps at most [`Kind::cap_per_owner`] sessions per replica.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -55,8 +56,10 @@ impl SpaceStore {
             space: self.space.clone(),
             state: state.clone(),
         };
+        // Counted as the user's: an agent that opens session after session ends its own oldest
+        // ([`crate::records::owners`]), whatever the sessions' lifetime.
         self.records
-            .put(Kind::Mcp, id, &stored, self.records.now() + ttl)
+            .put_owned(Kind::Mcp, id, &self.space.1, &stored, self.records.now() + ttl)
             .await?;
         Ok(())
     }
@@ -153,5 +156,32 @@ mod tests {
         }
         mine.delete("sid").await.unwrap();
         assert!(mine.load("sid").await.unwrap().is_none());
+    }
+
+    /// An agent that opens session after session holds at most the cap: its oldest are ended.
+    #[tokio::test]
+    async fn one_users_sessions_are_capped() {
+        let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00Z".parse().unwrap()));
+        let records = Records::in_process(clock);
+        let state = SessionState::new(InitializeRequestParams::new(
+            ClientCapabilities::default(),
+            Implementation::new("client", "1"),
+        ));
+        let cap = Kind::Mcp.cap_per_owner();
+        // The cap is the user's, across the workspaces the sessions are for.
+        for i in 0..=cap {
+            let store = SpaceStore::new(records.clone(), space(&format!("c{}", i % 2), "alice"));
+            store.store(&format!("sid{i}"), &state).await.unwrap();
+        }
+        let bob = SpaceStore::new(records.clone(), space("c0", "bob"));
+        bob.store("bob1", &state).await.unwrap();
+        let first = SpaceStore::new(records.clone(), space("c0", "alice"));
+        assert!(first.load("sid0").await.unwrap().is_none(), "the oldest was ended");
+        let last = SpaceStore::new(records.clone(), space(&format!("c{}", cap % 2), "alice"));
+        assert!(last.load(&format!("sid{cap}")).await.unwrap().is_some());
+        assert!(
+            bob.load("bob1").await.unwrap().is_some(),
+            "another user's are not counted"
+        );
     }
 }
