@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::registry::ResourceDef;
 
 pub(crate) mod decode;
+pub(crate) mod dns;
 pub(crate) mod meta;
 
 /// Metadata fields only the server may set.
@@ -45,16 +46,7 @@ fn invalid(def: &ResourceDef, name: &str, field: &str, reason: &str, message: im
 
 /// Validates a DNS-1123 subdomain (most object names), returning the Kubernetes message on failure.
 pub fn validate_dns_subdomain(name: &str) -> Option<String> {
-    let re_ok = !name.is_empty()
-        && name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        });
+    let re_ok = name.len() <= 253 && dns::matches_dns1123_subdomain(name);
     if re_ok {
         None
     } else if name.len() > 253 {
@@ -68,13 +60,7 @@ pub fn validate_dns_subdomain(name: &str) -> Option<String> {
 
 /// Validates a DNS-1123 label (namespace names).
 pub fn validate_dns_label(name: &str) -> Option<String> {
-    let ok = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
+    let ok = name.len() <= 63 && dns::matches_dns1123_label(name);
     if ok {
         None
     } else {

@@ -442,9 +442,17 @@ pub async fn serve_resource(
         )));
     }
     if ctx.is_wildcard() && !matches!(verb, Verb::List | Verb::Watch) {
-        return Err(Status::method_not_allowed(
-            "only list and watch are served across all logical clusters",
-        ));
+        // kcp's wildcard guard: kube's MethodNotSupported for the verb, with the cluster said.
+        return Err(Status::method_not_allowed(format!(
+            "{} is not supported on resources of kind \"{}\" in the `*` logical cluster",
+            verb.as_str(),
+            faros_core::status::qualified(&def.group, &def.resource)
+        ))
+        .with_details(faros_core::status::StatusDetails {
+            group: def.group.clone(),
+            kind: def.resource.clone(),
+            ..Default::default()
+        }));
     }
     // kube's RequestInfo puts a Namespace addressed by name in its own namespace, so RBAC (a
     // RoleBinding there) and the 403's wording see it as kcp does.

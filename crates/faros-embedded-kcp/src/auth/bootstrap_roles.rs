@@ -1,7 +1,8 @@
 //! kcp's bootstrap ClusterRoles: kcp keeps them in its own admin logical cluster, and its
 //! authorizers merge them into every workspace, so a binding to e.g. `system:kcp:workspace:access`
 //! works in any workspace without the role existing there. A ClusterRole of the same name in the
-//! workspace itself wins.
+//! workspace itself wins. Its bootstrap bindings apply everywhere too: `system:kcp:admin` is
+//! cluster-admin in every workspace.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
@@ -53,6 +54,21 @@ pub fn rules(name: &str) -> Option<Arc<[PolicyRule]>> {
     ROLES.get(name).cloned()
 }
 
+/// kcp's global admin group: its bootstrap binding `system:kcp:admin:cluster-admin` gives it
+/// cluster-admin in every workspace.
+pub const KCP_ADMIN_GROUP: &str = "system:kcp:admin";
+
+static CLUSTER_ADMIN: LazyLock<Arc<[PolicyRule]>> =
+    LazyLock::new(|| Arc::from(vec![rule(&["*"], &["*"], &["*"]), urls(&["*"], &["*"])]));
+
+/// The rules kcp's bootstrap ClusterRoleBindings give a user of `groups` in every workspace.
+pub fn bound_rules(groups: &[String]) -> Option<Arc<[PolicyRule]>> {
+    groups
+        .iter()
+        .any(|g| g == KCP_ADMIN_GROUP)
+        .then(|| CLUSTER_ADMIN.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +81,15 @@ mod tests {
         assert_eq!(access[0].non_resource_urls, ["/"]);
         assert!(rules("system:kcp:tenancy:reader").is_some());
         assert!(rules("cluster-admin").is_none(), "only kcp's own roles are global");
+    }
+
+    #[test]
+    fn kcp_admins_are_cluster_admins_everywhere() {
+        let groups = |g: &[&str]| g.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let admin = bound_rules(&groups(&["system:authenticated", KCP_ADMIN_GROUP])).unwrap();
+        assert_eq!(admin.len(), 2);
+        assert_eq!(admin[0].verbs, ["*"]);
+        assert_eq!(admin[1].non_resource_urls, ["*"]);
+        assert!(bound_rules(&groups(&["system:authenticated", "system:masters"])).is_none());
     }
 }

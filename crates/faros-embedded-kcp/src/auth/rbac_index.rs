@@ -462,6 +462,11 @@ impl RbacIndex {
         if attrs.user.in_group(GROUP_MASTERS) {
             return Decision::Allow;
         }
+        if super::bootstrap_roles::bound_rules(&attrs.user.groups)
+            .is_some_and(|rules| rules.iter().any(|r| r.allows(attrs)))
+        {
+            return Decision::Allow;
+        }
         let Some(policy) = self.clusters.get(cluster) else {
             return Decision::Deny { reason: String::new() };
         };
@@ -502,6 +507,9 @@ impl RbacIndex {
                 non_resource_urls: star,
                 ..Default::default()
             });
+        }
+        if let Some(rules) = super::bootstrap_roles::bound_rules(&user.groups) {
+            out.rules.extend(rules.iter().cloned());
         }
         let Some(policy) = self.clusters.get(cluster) else {
             return out;

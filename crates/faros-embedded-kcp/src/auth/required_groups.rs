@@ -4,10 +4,9 @@
 //! workspace-bootstrapper groups always pass. The annotation is inherited by child workspaces.
 
 use super::UserInfo;
+use super::bootstrap_roles::KCP_ADMIN_GROUP;
 
 pub const REQUIRED_GROUPS_ANNOTATION: &str = "authorization.kcp.io/required-groups";
-/// kcp's global admin group.
-const KCP_ADMIN_GROUP: &str = "system:kcp:admin";
 /// kcp's bootstrap group.
 const WORKSPACE_BOOTSTRAPPER_GROUP: &str = "system:kcp:tenancy:workspace-bootstrapper";
 

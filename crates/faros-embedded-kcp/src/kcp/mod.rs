@@ -4,6 +4,7 @@
 //! - `resources`: kcp's kinds as served resources (schemas from `faros_core::kcp`, v1alpha1⇄v1alpha2).
 //! - `clusters`: the inactive-cluster filter and the stored LogicalCluster of a cluster (the index
 //!   itself, name ⇄ path and phase, is `crate::clusters`).
+//! - `crd_rules`: the CEL rules of kcp's CRDs, written out and checked with their schemas.
 //! - `admission`: checks and defaults on kcp objects before storage, one plugin per resource family;
 //!   it reads and never writes (the write pipeline calls it).
 //! - `root_apis`: root's `tenancy.kcp.io` and `topology.kcp.io` exports, bound by universal types.
@@ -13,6 +14,7 @@
 pub mod admission;
 pub mod apis;
 pub mod clusters;
+pub mod crd_rules;
 pub mod resources;
 pub mod root_apis;
 pub mod tenancy;

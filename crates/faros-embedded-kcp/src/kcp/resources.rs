@@ -101,6 +101,9 @@ pub fn kcp_resources() -> Vec<ResourceDef> {
             {
                 field.default = Some(serde_json::json!({"name": "universal", "path": "root"}));
             }
+            if d.resource == "apiresourceschemas" {
+                schema_crd_rules(schema);
+            }
             // Required, but defaulted first: created without `spec`, it is accepted.
             if SPEC_DEFAULTED.contains(&d.resource.as_str())
                 && let Some(spec) = schema.properties.get_mut("spec")
@@ -110,6 +113,35 @@ pub fn kcp_resources() -> Vec<ResourceDef> {
         }
     }
     defs
+}
+
+/// What kcp's APIResourceSchema CRD (`config/crds`) declares beyond our Rust type: the enums, the
+/// Kubernetes version pattern, at least one version, and the fields a version must have.
+fn schema_crd_rules(schema: &mut crate::schema::Schema) {
+    let Some(spec) = schema.properties.get_mut("spec") else {
+        return;
+    };
+    let strings = |values: &[&str]| values.iter().map(|v| serde_json::json!(v)).collect();
+    if let Some(field) = spec.properties.get_mut("nameValidation") {
+        field.enum_ = strings(&["DNS1123Subdomain", "PathSegmentName"]);
+    }
+    if let Some(field) = spec
+        .properties
+        .get_mut("conversion")
+        .and_then(|c| c.properties.get_mut("strategy"))
+    {
+        field.enum_ = strings(&["None", "Webhook"]);
+    }
+    if let Some(versions) = spec.properties.get_mut("versions") {
+        versions.min_items = Some(1);
+        if let Some(version) = versions.items.as_deref_mut() {
+            version.required = ["name", "schema", "served", "storage"].map(String::from).to_vec();
+            if let Some(name) = version.properties.get_mut("name") {
+                name.min_length = Some(1);
+                name.pattern = Some("^v[1-9][0-9]*([a-z]+[1-9][0-9]*)?$".into());
+            }
+        }
+    }
 }
 
 /// The kcp resources whose CRD requires `spec` (kcp `config/crds`).

@@ -62,6 +62,12 @@ fn schema_spec_from_crd<K: CustomResourceExt>(rule: SpecRule) -> Value {
         .collect();
     let mut names = spec.get("names").cloned().unwrap_or_default();
     names["categories"] = json!(["kcp"]);
+    // kcp's schema validation requires the list kind, which the generated CRD leaves out.
+    if names.get("listKind").is_none()
+        && let Some(kind) = names.get("kind").and_then(Value::as_str)
+    {
+        names["listKind"] = json!(format!("{kind}List"));
+    }
     json!({"group": spec["group"], "names": names, "scope": spec["scope"], "versions": versions})
 }
 

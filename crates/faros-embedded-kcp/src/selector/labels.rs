@@ -245,7 +245,7 @@ pub fn validate_label_key(key: &str) -> Result<(), String> {
         if prefix.len() > MAX_PREFIX_LEN {
             return invalid("prefix part must be no more than 253 characters");
         }
-        if !is_dns1123_subdomain(prefix) {
+        if !crate::objects::dns::matches_dns1123_subdomain(prefix) {
             return invalid(
                 "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
                  '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com')",
@@ -294,17 +294,6 @@ fn is_qualified_name_part(s: &str) -> bool {
         && last.is_ascii_alphanumeric()
         && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-fn is_dns1123_subdomain(s: &str) -> bool {
-    s.split('.').all(|label| {
-        let b = label.as_bytes();
-        let (Some(first), Some(last)) = (b.first(), b.last()) else {
-            return false;
-        };
-        let lower_alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-        lower_alnum(first) && lower_alnum(last) && b.iter().all(|c| lower_alnum(c) || *c == b'-')
-    })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

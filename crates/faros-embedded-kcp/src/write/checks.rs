@@ -48,7 +48,13 @@ pub fn prune_and_validate(w: &Writer<'_>, def: &ResourceDef, obj: &mut Value) ->
         def.schema.prune(obj);
     }
     def.schema.apply_defaults(obj);
-    let causes = def.schema.validate(obj);
+    let mut causes = def.schema.validate(obj);
+    causes.extend(crate::kcp::crd_rules::rule_causes(
+        &def.group,
+        &def.resource,
+        obj,
+        &causes,
+    ));
     if !causes.is_empty() {
         let name = meta::name(obj).unwrap_or_default().to_string();
         return Err(Status::invalid(&def.group, &def.kind, &name, causes));

@@ -4,16 +4,20 @@
 //!
 //! One plugin per resource family, as kcp's `pkg/admission`: `apibinding`, `endpoint_slice`,
 //! `workspace_type`, `workspace`, `schema`, `claims` (claim labels on other objects), `namespace`
-//! (immortal namespaces) and `path` (the `kcp.io/path` annotation); `bind` is what the binding
-//! plugins share. Admission reads the state and never writes: nothing here imports the client,
-//! the write pipeline or a controller, so the write pipeline can call it without a loop.
+//! (immortal namespaces), `path` (the `kcp.io/path` annotation) and `reserved` (the names kcp keeps
+//! for itself); `bind` is what the binding plugins share, `field` how
+//! the plugins print field errors. Admission reads the state and never writes: nothing here
+//! imports the client, the write pipeline or a controller, so the write pipeline can call it
+//! without a loop.
 
 pub mod apibinding;
 mod bind;
 pub mod claims;
 mod endpoint_slice;
+mod field;
 mod namespace;
 mod path;
+mod reserved;
 mod schema;
 mod workspace;
 mod workspace_type;
@@ -22,6 +26,7 @@ use faros_core::status::Status;
 use serde_json::Value;
 
 use crate::auth::UserInfo;
+use crate::objects::meta;
 use crate::registry::ResourceDef;
 use crate::state::ServerState;
 
@@ -50,6 +55,14 @@ pub struct Request<'a> {
 pub fn admit(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<(), Status> {
     if req.subresource.is_some() {
         return Ok(());
+    }
+    reserved::admit_reserved(req, obj)?;
+    // kcp's path annotation plugin also corrects the annotation on any other object that carries it.
+    if req.operation != Operation::Delete
+        && req.def.resource != "logicalclusters"
+        && meta::annotations(obj).is_some_and(|a| a.contains_key(crate::clusters::PATH_ANNOTATION))
+    {
+        path::annotate_path(state, req, obj)?;
     }
     match (req.def.group.as_str(), req.def.resource.as_str()) {
         ("apis.kcp.io", "apiexports") => path::annotate_path(state, req, obj),

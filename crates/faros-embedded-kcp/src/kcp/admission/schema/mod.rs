@@ -1,11 +1,18 @@
-//! kcp's APIResourceSchema admission: a schema's name is `<prefix>.<plural>.<group>` (`core` for the
-//! core group) and its spec never changes after creation — exports pin schemas by name, so an
-//! edited schema would change what bound workspaces serve behind their backs. kcp refuses both
-//! with 403 Forbidden, listing the field errors in brackets.
+//! kcp's APIResourceSchema admission, on create and update: the name is `<prefix>.<plural>.<group>`
+//! (`core` for the core group), a Kubernetes community group needs the API approval annotation, the
+//! group, versions and names are well formed ([`group`], [`spec`]), and the spec never changes
+//! after creation — exports pin schemas by name, so an edited schema would change what bound
+//! workspaces serve behind their backs. kcp refuses with 403 Forbidden, every field error of the
+//! request in brackets, as Go prints its ErrorList.
+
+mod go_json;
+mod group;
+mod spec;
 
 use faros_core::status::{Status, StatusDetails};
 use serde_json::Value;
 
+use super::field::{self, FieldError};
 use super::{Operation, Request};
 use crate::objects::meta;
 
@@ -13,132 +20,55 @@ const GROUP: &str = "apis.kcp.io";
 const RESOURCE: &str = "apiresourceschemas";
 
 pub fn admit_schema(req: &Request<'_>, obj: &Value) -> Result<(), Status> {
+    // The server's own copies of bound schemas (kcp keeps them as CRDs in system:bound-crds,
+    // named by UID) follow no rule of user schemas.
+    if req.cluster == crate::names::BOUND_CRDS_CLUSTER {
+        return Ok(());
+    }
+    let errors = match (req.operation, req.old) {
+        (Operation::Create, _) => problems(obj),
+        (Operation::Update, Some(old)) => update_problems(old, obj),
+        _ => Vec::new(),
+    };
+    if errors.is_empty() {
+        return Ok(());
+    }
     let name = meta::name(obj).unwrap_or_default();
-    let problem = match (req.operation, req.old) {
-        // The server's own copies of bound schemas (kcp keeps them as CRDs in system:bound-crds,
-        // named by UID) follow no naming rule of user schemas.
-        (Operation::Create, _) if req.cluster == crate::names::BOUND_CRDS_CLUSTER => None,
-        (Operation::Create, _) => name_problem(name, obj),
-        (Operation::Update, Some(old)) => spec_problem(old, obj),
-        _ => None,
-    };
-    match problem {
-        None => Ok(()),
-        Some(field_error) => Err(Status::forbidden(format!(
-            "{RESOURCE}.{GROUP} \"{name}\" is forbidden: [{field_error}]"
-        ))
-        .with_details(StatusDetails {
-            name: name.into(),
-            group: GROUP.into(),
-            kind: RESOURCE.into(),
-            ..Default::default()
-        })),
-    }
+    Err(Status::forbidden(format!(
+        "{RESOURCE}.{GROUP} \"{name}\" is forbidden: {}",
+        field::list(&errors)
+    ))
+    .with_details(StatusDetails {
+        name: name.into(),
+        group: GROUP.into(),
+        kind: RESOURCE.into(),
+        ..Default::default()
+    }))
 }
 
-fn name_problem(name: &str, obj: &Value) -> Option<String> {
-    let spec = |field: &str| obj.pointer(&format!("/spec/{field}")).and_then(Value::as_str);
-    let plural = spec("names/plural").unwrap_or_default();
-    let group = match spec("group").unwrap_or_default() {
-        "" => "core",
-        g => g,
-    };
-    let suffix = format!(".{plural}.{group}");
-    (!name.ends_with(&suffix)).then(|| format!("metadata.name: Invalid value: \"{name}\": must end in {suffix}"))
+/// Every problem of a schema, in kcp's order: name, approval, group form, versions and names.
+fn problems(obj: &Value) -> Vec<FieldError> {
+    let name = meta::name(obj).unwrap_or_default();
+    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    let group_name = spec.get("group").and_then(Value::as_str).unwrap_or_default();
+    let mut errors: Vec<FieldError> = spec::name_problem(name, &spec).into_iter().collect();
+    errors.extend(group::approval_problem(
+        group_name,
+        obj.pointer("/metadata/annotations"),
+    ));
+    errors.extend(group::form_problem(group_name));
+    errors.extend(spec::spec_problems(&spec));
+    errors
 }
 
-fn spec_problem(old: &Value, new: &Value) -> Option<String> {
+/// An update's problems: the schema's own, then a changed spec.
+fn update_problems(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut errors = problems(new);
     let spec = new.get("spec").cloned().unwrap_or(Value::Null);
-    (old.get("spec") != Some(&spec)).then(|| format!("spec: Invalid value: {}: is immutable", go_json(&spec)))
-}
-
-/// The spec as kcp's message prints it: Go's encoding of the typed spec, fields in the order of
-/// its struct (unknown ones after), the raw OpenAPI schema with its keys sorted (it went through a
-/// map), and `<`, `>`, `&` escaped as Go escapes them.
-fn go_json(spec: &Value) -> String {
-    const SPEC: &[&str] = &["group", "names", "scope", "versions", "nameValidation", "conversion"];
-    const NAMES: &[&str] = &["plural", "singular", "shortNames", "kind", "listKind", "categories"];
-    const VERSION: &[&str] = &[
-        "name",
-        "served",
-        "storage",
-        "deprecated",
-        "deprecationWarning",
-        "schema",
-        "subresources",
-        "additionalPrinterColumns",
-    ];
-    const COLUMN: &[&str] = &["name", "type", "format", "description", "priority", "jsonPath"];
-    const SUBRESOURCES: &[&str] = &["status", "scale"];
-    const SCALE: &[&str] = &["specReplicasPath", "statusReplicasPath", "labelSelectorPath"];
-    let version = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(map) = v.as_object_mut() {
-            if let Some(schema) = map.get_mut("schema") {
-                *schema = sorted(schema);
-            }
-            if let Some(sub) = map.get_mut("subresources") {
-                if let Some(scale) = sub.get_mut("scale") {
-                    *scale = ordered(scale, SCALE);
-                }
-                *sub = ordered(sub, SUBRESOURCES);
-            }
-            if let Some(Value::Array(columns)) = map.get_mut("additionalPrinterColumns") {
-                for c in columns.iter_mut() {
-                    *c = ordered(c, COLUMN);
-                }
-            }
-        }
-        ordered(&v, VERSION)
-    };
-    let mut spec = spec.clone();
-    if let Some(map) = spec.as_object_mut() {
-        if let Some(names) = map.get_mut("names") {
-            *names = ordered(names, NAMES);
-        }
-        if let Some(Value::Array(versions)) = map.get_mut("versions") {
-            for v in versions.iter_mut() {
-                *v = version(v);
-            }
-        }
+    if old.get("spec").unwrap_or(&Value::Null) != &spec {
+        errors.push(FieldError::invalid_json("spec", go_json::spec(&spec), "is immutable"));
     }
-    ordered(&spec, SPEC)
-        .to_string()
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-}
-
-/// `v`'s fields in the order `fields` names them, the others after in their own order.
-fn ordered(v: &Value, fields: &[&str]) -> Value {
-    let Some(map) = v.as_object() else {
-        return v.clone();
-    };
-    let mut out = serde_json::Map::new();
-    for f in fields {
-        if let Some(x) = map.get(*f) {
-            out.insert((*f).to_string(), x.clone());
-        }
-    }
-    for (k, x) in map {
-        if !out.contains_key(k) {
-            out.insert(k.clone(), x.clone());
-        }
-    }
-    Value::Object(out)
-}
-
-/// `v` with every object's keys sorted, as Go encodes a map.
-fn sorted(v: &Value) -> Value {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
-        }
-        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-        other => other.clone(),
-    }
+    errors
 }
 
 #[cfg(test)]
@@ -148,47 +78,73 @@ mod tests {
     use super::*;
 
     fn schema(name: &str, group: &str, scope: &str) -> Value {
-        json!({"metadata": {"name": name}, "spec": {"group": group, "names": {"plural": "widgets"}, "scope": scope}})
+        json!({"metadata": {"name": name}, "spec": {"group": group, "scope": scope,
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"type": "object"}}]}})
+    }
+
+    fn strings(errors: Vec<FieldError>) -> Vec<String> {
+        errors.iter().map(ToString::to_string).collect()
     }
 
     #[test]
-    fn the_immutable_spec_is_printed_as_go_encodes_it() {
-        let spec = json!({"versions": [{"subresources": {"status": {}}, "schema": {"type": "object", "properties": {"b": {"type": "string", "default": "<x>"}, "a": {"minimum": 1, "type": "integer"}}}, "storage": true, "served": true, "name": "v1"}],
-            "scope": "Cluster", "names": {"kind": "Widget", "listKind": "WidgetList", "plural": "widgets", "singular": "widget"}, "group": "example.io", "nameValidation": "DNS1123Subdomain"});
+    fn a_schema_is_checked_in_kcps_order() {
+        let mut protected = schema("v1.widgets.apps.k8s.io", "apps.k8s.io", "Namespaced");
         assert_eq!(
-            go_json(&spec),
-            r#"{"group":"example.io","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},"scope":"Cluster","versions":[{"name":"v1","served":true,"storage":true,"schema":{"properties":{"a":{"minimum":1,"type":"integer"},"b":{"default":"\u003cx\u003e","type":"string"}},"type":"object"},"subresources":{"status":{}}}],"nameValidation":"DNS1123Subdomain"}"#
+            strings(problems(&protected)),
+            [
+                "metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111"
+            ]
+        );
+        protected["metadata"]["annotations"] = json!({"api-approved.kubernetes.io": "unapproved, testing"});
+        assert!(problems(&protected).is_empty());
+        assert!(problems(&schema("v1.widgets.example.io", "example.io", "Namespaced")).is_empty());
+        let mut bad = schema("X.widgets.core", "core", "Namespaced");
+        bad["spec"]["versions"][0]["storage"] = json!(false);
+        bad["spec"]["names"]["singular"] = json!("");
+        assert_eq!(
+            strings(problems(&bad)),
+            [
+                "metadata.name: Invalid value: \"X.widgets.core\": must match ^[a-z]([-a-z0-9]*[a-z0-9])?$ in front of .widgets.core".to_string(),
+                "spec.group: Invalid value: \"core\": must be empty string for the core group".into(),
+                r#"spec.versions: Invalid value: [{"name":"v1","served":true,"storage":false,"schema":{"type":"object"},"subresources":{}}]: must have exactly one version marked as storage version"#.into(),
+                "spec.names.singular: Required value".into(),
+            ]
         );
     }
 
     #[test]
-    fn names_end_in_plural_and_group() {
-        for (name, group, want) in [
-            ("v1.widgets.example.io", "example.io", None),
-            ("today.widgets.core", "", None),
-            ("wrong", "example.io", Some("must end in .widgets.example.io")),
-            ("v1.widgets.example.io", "", Some("must end in .widgets.core")),
-        ] {
-            let got = name_problem(name, &schema(name, group, "Namespaced"));
-            match want {
-                None => assert_eq!(got, None, "{name}"),
-                Some(w) => {
-                    assert!(got.is_some_and(|g| g.starts_with("metadata.name: Invalid value: ") && g.ends_with(w)))
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn the_spec_is_immutable_and_metadata_is_not() {
+    fn updates_keep_the_spec_and_the_rules() {
         let old = schema("v1.widgets.example.io", "example.io", "Namespaced");
         let mut relabelled = old.clone();
         relabelled["metadata"]["labels"] = json!({"a": "b"});
-        assert_eq!(spec_problem(&old, &relabelled), None);
+        assert!(update_problems(&old, &relabelled).is_empty());
         let changed = schema("v1.widgets.example.io", "example.io", "Cluster");
-        assert!(
-            spec_problem(&old, &changed)
-                .is_some_and(|p| p.starts_with("spec: Invalid value: {") && p.ends_with("}: is immutable"))
+        assert_eq!(
+            strings(update_problems(&old, &changed)),
+            [
+                r#"spec: Invalid value: {"group":"example.io","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},"scope":"Cluster","versions":[{"name":"v1","served":true,"storage":true,"schema":{"type":"object"},"subresources":{}}]}: is immutable"#
+            ]
         );
+        // Dropping the approval of a protected schema is refused though the spec stays.
+        let mut approved = schema("v1.widgets.x.k8s.io", "x.k8s.io", "Namespaced");
+        approved["metadata"]["annotations"] =
+            json!({"api-approved.kubernetes.io": "https://github.com/kubernetes/enhancements/pull/1111"});
+        let mut unapproved = approved.clone();
+        unapproved["metadata"]["annotations"] = json!({});
+        assert!(update_problems(&approved, &approved).is_empty());
+        assert_eq!(update_problems(&approved, &unapproved).len(), 1);
+    }
+
+    #[test]
+    fn the_schemas_root_exports_pass() {
+        for schema in crate::kcp::root_apis::schemas() {
+            assert_eq!(
+                strings(problems(&schema)),
+                Vec::<String>::new(),
+                "{}",
+                schema["metadata"]["name"]
+            );
+        }
     }
 }
