@@ -68,16 +68,14 @@ impl Up {
         let labels: Vec<(&str, &str)> = restricted.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         plane.grant_namespace_admin(&config::ADMIN_NAMESPACES, &labels)?;
         println!(
-            "cluster admin:          export KUBECONFIG={}\nadmin of {}: {}\nCtrl-C stops it.",
+            "cluster admin:          export KUBECONFIG={}\nadmin of {}: {}\nCtrl-C (or SIGTERM) stops it.",
             plane.paths.admin_kubeconfig().display(),
             config::ADMIN_NAMESPACES.join(" and "),
             plane.paths.namespace_admin_kubeconfig().display()
         );
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?
-            .block_on(tokio::signal::ctrl_c())?;
-        drop(plane);
-        Ok(())
+        // Until a signal: the plane's handler stops the processes and ends this one.
+        loop {
+            std::thread::park();
+        }
     }
 }

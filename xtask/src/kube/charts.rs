@@ -31,6 +31,40 @@ const DEADLINE: Duration = Duration::from_secs(90);
 const POLL: Duration = Duration::from_millis(250);
 /// The field manager of the `kubectl apply --server-side` checks.
 const FIELD_MANAGER: &str = "faros-ci";
+/// What a cluster admin makes before `charts/faros/ci/knobs-values.yaml` installs (its comment says
+/// so): the PriorityClass its Pods name. No chart makes one, it is cluster-scoped.
+const PRIORITY_CLASS: &str = "apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata:
+  name: faros-critical
+value: 1000000
+description: faros platform components (charts/faros/ci/knobs-values.yaml)
+";
+/// What cert-manager's and prometheus-operator's own installs add beside their CRDs, and a Gateway
+/// API install commonly does: their kinds aggregated into the built-in `admin` role, so a namespace
+/// admin may create Certificates, Issuers, ServiceMonitors and TLSRoutes in its namespaces (the CRDs
+/// alone grant nobody).
+const THIRD_PARTY_ADMIN: &str = "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: faros-ci-third-party-admin
+  labels:
+    rbac.authorization.k8s.io/aggregate-to-admin: \"true\"
+rules:
+  - apiGroups: [cert-manager.io]
+    resources: [certificates, certificaterequests, issuers]
+    verbs: [get, list, watch, create, update, patch, delete, deletecollection]
+  - apiGroups: [monitoring.coreos.com]
+    resources: [servicemonitors]
+    verbs: [get, list, watch, create, update, patch, delete, deletecollection]
+  - apiGroups: [gateway.networking.k8s.io]
+    resources: [tlsroutes]
+    verbs: [get, list, watch, create, update, patch, delete, deletecollection]
+";
+/// The kinds the charts may render that are cluster-scoped; every other object must name its
+/// namespace, or `kubectl apply` of the rendered manifests puts it in whatever namespace the
+/// context has.
+const CLUSTER_KINDS: [&str; 5] = ["Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "ClusterIssuer"];
 
 #[derive(clap::Args)]
 pub struct Charts {
@@ -108,8 +142,16 @@ impl Charts {
         )?;
 
         let plane = ControlPlane::start(&super::build::bin_dir(root), root.join(&self.dir), &self.kubectl)?;
+        // The docs say `helm`: the one --helm names, first on PATH.
+        let bin = work.path().join("bin");
+        std::fs::create_dir_all(&bin)?;
+        if self.helm.contains('/') {
+            std::os::unix::fs::symlink(root.join(&self.helm), bin.join("helm"))
+                .with_context(|| format!("linking {} into {}", self.helm, bin.display()))?;
+        }
         let kubectl = Tool {
             cwd: Some(work.path().to_path_buf()),
+            path_first: Some(bin),
             ..plane.kubectl().clone()
         };
         let helm = Tool {
@@ -126,6 +168,8 @@ impl Charts {
         fail_on_warnings(&out).map_err(anyhow::Error::msg)?;
         kubectl.run(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])?;
         eprintln!("applied {} third-party CRDs from {}", files.len(), crd_dir.display());
+        kubectl.run_with_stdin(&["apply", "-f", "-"], Some(PRIORITY_CLASS))?;
+        kubectl.run_with_stdin(&["apply", "-f", "-"], Some(THIRD_PARTY_ADMIN))?;
         helm.run(&["dependency", "build", "charts/faros"])?;
         let ctx = Ctx {
             kubectl,
@@ -156,7 +200,7 @@ impl Charts {
         for (name, result) in &results {
             match result {
                 Ok(()) => println!("| {name} | ok |"),
-                Err(e) => println!("| {name} | FAILED: {} |", e.lines().next().unwrap_or_default()),
+                Err(e) => println!("| {name} | FAILED: {} |", summary(e)),
             }
         }
         let failed: Vec<&(String, Result<(), String>)> = results.iter().filter(|(_, r)| r.is_err()).collect();
@@ -275,7 +319,10 @@ impl Ctx {
             let (name, ns) = (r["name"].as_str().unwrap_or(""), r["namespace"].as_str().unwrap_or(""));
             self.helm.run(&["uninstall", name, "-n", ns]).map_err(failed)?;
         }
-        self.nothing_left(&[])
+        // What the docs' own kubectl commands made (Secrets, RoleBindings) stays: only what the
+        // releases made must go, and every object of theirs carries the instance label.
+        self.nothing_left(&[], Some("app.kubernetes.io/instance"))
+            .map_err(|e| format!("after helm uninstall: {e}"))
     }
 
     /// One ci values file: install, upgrade, rollback, uninstall; apply twice, diff, delete.
@@ -304,14 +351,29 @@ impl Ctx {
             .run(&["template", run.release, &chart, "-n", ns, "-f", &values, "--dry-run=server"])
             .map_err(failed)?;
         let cluster_objects = cluster_scoped(&rendered.stdout);
+        let unlabelled = without_pod_security(&rendered.stdout);
+        if !unlabelled.is_empty() {
+            return Err(format!(
+                "namespaces the chart creates without a pod-security.kubernetes.io/enforce label \
+                 (their Pods get whatever the cluster defaults to): {}",
+                unlabelled.join(", ")
+            ));
+        }
+        let unplaced = without_namespace(&rendered.stdout);
+        if !unplaced.is_empty() {
+            return Err(format!(
+                "rendered objects without metadata.namespace (kubectl apply would put them in the context's): {}",
+                unplaced.join(", ")
+            ));
+        }
         self.helm.run(&["uninstall", run.release, "-n", ns]).map_err(failed)?;
-        self.nothing_left(&cluster_objects)
+        self.nothing_left(&cluster_objects, None)
             .map_err(|e| format!("after helm uninstall: {e}"))?;
 
         let file = self.work.join(format!("{}-{}.rendered.yaml", run.chart, run.values));
         std::fs::write(&file, &rendered.stdout).map_err(|e| format!("writing {}: {e}", file.display()))?;
         let file = file.display().to_string();
-        let apply = ["apply", "--server-side", "--field-manager", FIELD_MANAGER, "-n", ns, "-f", &file];
+        let apply = ["apply", "--server-side", "--field-manager", FIELD_MANAGER, "-f", &file];
         for round in ["first", "second"] {
             let out = self.kubectl.run(&apply).map_err(failed)?;
             fail_on_warnings(&out).map_err(|e| format!("kubectl apply --server-side ({round}): {e}"))?;
@@ -320,7 +382,7 @@ impl Ctx {
         let (ok, out, _) = self
             .kubectl
             .output(
-                &["diff", "--server-side", "--field-manager", FIELD_MANAGER, "-n", ns, "-f", &file],
+                &["diff", "--server-side", "--field-manager", FIELD_MANAGER, "-f", &file],
                 None,
             )
             .map_err(failed)?;
@@ -328,9 +390,9 @@ impl Ctx {
             return Err(format!("kubectl diff after two applies shows drift:\n{}{}", out.stdout, out.stderr));
         }
         self.kubectl
-            .run(&["delete", "-n", ns, "-f", &file, "--wait=true"])
+            .run(&["delete", "-f", &file, "--wait=true"])
             .map_err(failed)?;
-        self.nothing_left(&cluster_objects)
+        self.nothing_left(&cluster_objects, None)
             .map_err(|e| format!("after kubectl delete: {e}"))
     }
 
@@ -381,17 +443,18 @@ impl Ctx {
         Ok(list["items"].as_array().cloned().unwrap_or_default())
     }
 
-    /// Waits until [`NAMESPACES`] hold nothing but [`verdict::left_behind`]'s exceptions and
-    /// `cluster_objects` (`kind/name`) are gone.
-    fn nothing_left(&self, cluster_objects: &[String]) -> Result<(), String> {
+    /// Waits until [`NAMESPACES`] hold nothing (matching `selector`, when given) but
+    /// [`verdict::left_behind`]'s exceptions, and `cluster_objects` (`kind/name`) are gone.
+    fn nothing_left(&self, cluster_objects: &[String], selector: Option<&str>) -> Result<(), String> {
         let deadline = Instant::now() + DEADLINE;
         loop {
             let mut left = Vec::new();
             for ns in NAMESPACES {
-                let out = self
-                    .kubectl
-                    .run(&["get", &self.kinds, "-n", ns, "-o", "name", "--ignore-not-found"])
-                    .map_err(failed)?;
+                let mut args = vec!["get", &self.kinds, "-n", ns, "-o", "name", "--ignore-not-found"];
+                if let Some(selector) = selector {
+                    args.extend(["-l", selector]);
+                }
+                let out = self.kubectl.run(&args).map_err(failed)?;
                 left.extend(verdict::left_behind(&out.stdout).into_iter().map(|n| format!("{ns}: {n}")));
             }
             for object in cluster_objects {
@@ -412,26 +475,60 @@ impl Ctx {
     }
 }
 
-/// `kind/name` of the cluster-scoped objects among rendered manifests (those without a namespace
-/// of their own that Kubernetes keeps cluster-wide).
-fn cluster_scoped(rendered: &str) -> Vec<String> {
+/// The objects of rendered manifests.
+fn objects(rendered: &str) -> Vec<Value> {
     rendered
         .split("\n---")
         .filter_map(|doc| serde_saphyr::from_str::<Value>(doc).ok())
-        .filter(|o| {
-            matches!(
-                o["kind"].as_str(),
-                Some("Namespace" | "ClusterRole" | "ClusterRoleBinding" | "PriorityClass" | "ClusterIssuer")
-            )
-        })
-        .map(|o| {
-            format!(
-                "{}/{}",
-                o["kind"].as_str().unwrap_or_default().to_ascii_lowercase(),
-                o["metadata"]["name"].as_str().unwrap_or_default()
-            )
-        })
+        .filter(|o| o["kind"].is_string())
         .collect()
+}
+
+fn kind_name(o: &Value) -> String {
+    format!(
+        "{}/{}",
+        o["kind"].as_str().unwrap_or_default().to_ascii_lowercase(),
+        o["metadata"]["name"].as_str().unwrap_or_default()
+    )
+}
+
+fn cluster_kind(o: &Value) -> bool {
+    CLUSTER_KINDS.iter().any(|k| o["kind"] == *k)
+}
+
+/// `kind/name` of the cluster-scoped objects among rendered manifests.
+fn cluster_scoped(rendered: &str) -> Vec<String> {
+    objects(rendered).iter().filter(|o| cluster_kind(o)).map(kind_name).collect()
+}
+
+/// `kind/name` of the namespaced objects of rendered manifests that name no namespace.
+fn without_namespace(rendered: &str) -> Vec<String> {
+    objects(rendered)
+        .iter()
+        .filter(|o| !cluster_kind(o) && !o["metadata"]["namespace"].is_string())
+        .map(kind_name)
+        .collect()
+}
+
+/// `namespace/name` of the Namespaces of rendered manifests that do not say which Pod Security
+/// level they enforce.
+fn without_pod_security(rendered: &str) -> Vec<String> {
+    objects(rendered)
+        .iter()
+        .filter(|o| o["kind"] == "Namespace")
+        .filter(|o| !o["metadata"]["labels"]["pod-security.kubernetes.io/enforce"].is_string())
+        .map(kind_name)
+        .collect()
+}
+
+/// A failure's first lines, for the table.
+fn summary(error: &str) -> String {
+    let text: Vec<&str> = error.lines().map(str::trim).filter(|l| !l.is_empty()).take(2).collect();
+    let text = text.join(" / ").replace('|', "\\|");
+    match text.char_indices().nth(240) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
 }
 
 #[cfg(test)]
@@ -459,10 +556,43 @@ mod tests {
     }
 
     #[test]
-    fn cluster_scoped_objects_of_a_render() {
+    fn placement_of_rendered_objects() {
         let rendered = "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: faros-providers\n\
-                        ---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: faros\n";
+                        ---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: faros\n\
+                        ---\n# Source: x\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
         assert_eq!(cluster_scoped(rendered), ["namespace/faros-providers"]);
+        assert_eq!(without_namespace(rendered), ["configmap/c"]);
+    }
+
+    #[test]
+    fn namespaces_say_their_pod_security_level() {
+        let ns = |labels: &str| format!("---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: p\n  labels: {labels}\n");
+        let cases = [
+            (ns("{}"), vec!["namespace/p"]),
+            (ns("{pod-security.kubernetes.io/warn: restricted}"), vec!["namespace/p"]),
+            (ns("{pod-security.kubernetes.io/enforce: baseline}"), vec![]),
+            ("---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: p\n".to_string(), vec!["namespace/p"]),
+        ];
+        for (rendered, want) in cases {
+            assert_eq!(without_pod_security(&rendered), want, "{rendered}");
+        }
+    }
+
+    #[test]
+    fn table_summaries() {
+        let long = "x".repeat(300);
+        let cases = [
+            ("helm install failed:\n\nError: refused | no", "helm install failed: / Error: refused \\| no"),
+            (long.as_str(), ""),
+        ];
+        for (error, want) in cases {
+            let got = summary(error);
+            if want.is_empty() {
+                assert_eq!(got.chars().count(), 241, "{got}");
+            } else {
+                assert_eq!(got, want);
+            }
+        }
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub(crate) struct Tool {
     pub kubeconfig: PathBuf,
     /// The working directory (the docs' relative chart paths resolve there).
     pub cwd: Option<PathBuf>,
+    /// A directory put first on PATH (where the docs' `helm` is found).
+    pub path_first: Option<PathBuf>,
 }
 
 impl Tool {
@@ -35,6 +37,7 @@ impl Tool {
             program: program.into(),
             kubeconfig: kubeconfig.to_path_buf(),
             cwd: None,
+            path_first: None,
         }
     }
 
@@ -76,6 +79,13 @@ impl Tool {
             .stderr(Stdio::piped());
         if let Some(cwd) = &self.cwd {
             cmd.current_dir(cwd);
+        }
+        if let Some(dir) = &self.path_first {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let paths = std::iter::once(dir.clone()).chain(std::env::split_paths(&path));
+            if let Ok(joined) = std::env::join_paths(paths) {
+                cmd.env("PATH", joined);
+            }
         }
         let start = |source| CliError::Start {
             command: command.clone(),

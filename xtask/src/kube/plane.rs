@@ -8,6 +8,7 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 use super::cli::{CliError, Tool};
@@ -19,6 +20,37 @@ const START_DEADLINE: Duration = Duration::from_secs(90);
 const STOP_DEADLINE: Duration = Duration::from_secs(10);
 /// Between two looks at a condition.
 const POLL: Duration = Duration::from_millis(100);
+
+/// The PIDs of every control plane process running, for [`kill_on_signal`].
+static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+static SIGNAL_HANDLER: Once = Once::new();
+
+/// On Ctrl-C or SIGTERM, kills the processes of [`RUNNING`] by PID before this process exits:
+/// they are not in the terminal's foreground group when xtask runs in the background, and a
+/// signal ends xtask without running [`ControlPlane`]'s drop.
+fn kill_on_signal() {
+    SIGNAL_HANDLER.call_once(|| {
+        std::thread::spawn(|| {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                return;
+            };
+            let got = runtime.block_on(async {
+                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+                tokio::select! {
+                    r = tokio::signal::ctrl_c() => r,
+                    _ = term.recv() => Ok(()),
+                }
+            });
+            if got.is_ok() {
+                let pids = RUNNING.lock().map(|p| p.clone()).unwrap_or_default();
+                for pid in pids {
+                    let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+                }
+                std::process::exit(130);
+            }
+        });
+    });
+}
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum PlaneError {
@@ -182,6 +214,10 @@ impl ControlPlane {
             .stderr(err)
             .spawn()
             .map_err(io("starting a process logging to"))?;
+        kill_on_signal();
+        if let Ok(mut running) = RUNNING.lock() {
+            running.push(child.id());
+        }
         self.processes.push(Process { name, child });
         Ok(())
     }
@@ -221,6 +257,9 @@ impl ControlPlane {
     /// [`STOP_DEADLINE`].
     pub fn stop(&mut self) {
         while let Some(mut p) = self.processes.pop() {
+            if let Ok(mut running) = RUNNING.lock() {
+                running.retain(|&pid| pid != p.child.id());
+            }
             let pid = p.child.id().to_string();
             let _ = Command::new("kill").args(["-TERM", &pid]).status();
             let deadline = Instant::now() + STOP_DEADLINE;

@@ -28,9 +28,9 @@ pub(crate) enum Progress {
 }
 
 /// From `kubectl get deployments,statefulsets -o json` and `kubectl get events -o json` of the
-/// release's namespaces. Pods never become ready (no kubelet), so "acted" means the Pods exist:
-/// `updatedReplicas` of the current generation reaches `replicas`, or the first Pod of a StatefulSet
-/// exists (it makes the next only once that one is Ready).
+/// release's namespaces. Pods never become ready (no kubelet), so "acted" means a Pod of the current
+/// generation's template exists: a rollout goes no further than its first new Pod while the old ones
+/// are not ready, and a StatefulSet makes its next Pod only once the one before is Ready.
 pub(crate) fn progress(workloads: &Value, events: &Value) -> Progress {
     let refused: Vec<String> = items(events)
         .filter(|e| e["reason"] == "FailedCreate")
@@ -75,10 +75,11 @@ fn acted(w: &Value) -> bool {
         return false;
     }
     let want = w["spec"]["replicas"].as_i64().unwrap_or(1);
-    match w["kind"].as_str() {
-        Some("StatefulSet") => want == 0 || int(&status["replicas"]) >= 1,
-        _ => int(&status["updatedReplicas"]) >= want,
-    }
+    let created = match w["kind"].as_str() {
+        Some("StatefulSet") => int(&status["replicas"]),
+        _ => int(&status["updatedReplicas"]),
+    };
+    want == 0 || created >= 1
 }
 
 /// What may stay in a namespace after everything of a release is deleted: what Kubernetes puts in
@@ -151,11 +152,18 @@ mod tests {
                 Progress::Waiting(vec!["Deployment/d".into()]),
             ),
             (
-                "half rolled",
+                "a rollout's first new pod",
                 json!({"items": [deployment(2, 2, 2, 1)]}),
+                &other_event,
+                Progress::Settled,
+            ),
+            (
+                "no new pod yet",
+                json!({"items": [deployment(2, 2, 2, 0)]}),
                 &other_event,
                 Progress::Waiting(vec!["Deployment/d".into()]),
             ),
+            ("scaled to zero", json!({"items": [deployment(1, 1, 0, 0)]}), &no_events, Progress::Settled),
             (
                 "statefulset without its pod",
                 json!({"items": [statefulset(0)]}),
