@@ -116,14 +116,18 @@ impl Diff {
             if self.record {
                 std::fs::create_dir_all(&recordings)?;
                 recorded::write(&recordings, script, PINNED_VERSION, &kcp_outcomes)?;
-            } else if !self.recorded {
-                // Live: are the recordings the in-process ratchet reads still kcp's answers?
+            }
+            let script_rows = report::rows(script, &kcp_outcomes, &embedded_outcomes);
+            if !self.record && !self.recorded {
+                // Live: would the recordings the in-process ratchet reads give the same verdicts?
                 match recorded::read(&recordings, script) {
-                    Ok((_, before)) => stale.extend(report::stale_recordings(&report::rows(script, &before, &kcp_outcomes))),
+                    Ok((_, before)) => stale.extend(report::stale_recordings(
+                        &report::rows(script, &before, &embedded_outcomes),
+                        &script_rows,
+                    )),
                     Err(e) => stale.push(format!("RECORDING MISSING {}: {e}", script.name)),
                 }
             }
-            let script_rows = report::rows(script, &kcp_outcomes, &embedded_outcomes);
             if self.dump {
                 dump(&dir.join("answers"), &script_rows, &kcp_outcomes, &embedded_outcomes)?;
             }
@@ -144,8 +148,8 @@ impl Diff {
         }
         if !stale.is_empty() {
             eprintln!(
-                "real kcp answered {} step(s) unlike its recordings: `cargo xtask kcp diff --record` refreshes them \
-                 (then `--recorded --report` rewrites {REPORT})",
+                "{} step(s) get another verdict from real kcp live than from its recordings: `cargo xtask kcp diff \
+                 --record` refreshes them (then `--recorded --report` rewrites {REPORT})",
                 stale.len()
             );
         }

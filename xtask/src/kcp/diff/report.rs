@@ -230,13 +230,29 @@ pub fn failures(rows: &[Row], committed: &Committed) -> Vec<String> {
     out
 }
 
-/// Steps where real kcp's live answer is not its recorded one (rows of recorded vs live), one line
-/// each: the recordings the in-process ratchet reads are stale there (`--record` refreshes them).
-pub fn stale_recordings(recorded_vs_live: &[Row]) -> Vec<String> {
-    recorded_vs_live
+/// Steps whose verdict against the embedded kcp would change if the recordings were real kcp's live
+/// answers (`recorded` and `live`: the same steps' rows, from the recorded and from the live
+/// answers), one line each: there the recordings the in-process ratchet reads are stale
+/// (`--record` refreshes them). Only the verdict counts: a fresh kcp's own random values (its CA,
+/// generated name suffixes) differ between any two runs and change none.
+pub fn stale_recordings(recorded: &[Row], live: &[Row]) -> Vec<String> {
+    recorded
         .iter()
-        .filter(|row| row.verdict != Verdict::Same)
-        .map(|row| format!("RECORDING DIFFERS {} / {}: {}", row.script, row.step, row.verdict.detail()))
+        .zip(live)
+        .filter(|(r, l)| r.label() != l.label() || r.looser != l.looser)
+        .map(|(r, l)| {
+            format!(
+                "RECORDING STALE {} / {}: recorded {}, live {}{}",
+                l.script,
+                l.step,
+                r.label(),
+                l.label(),
+                match l.verdict.detail() {
+                    "" => String::new(),
+                    d => format!(" ({d})"),
+                }
+            )
+        })
         .collect()
 }
 
@@ -307,8 +323,25 @@ mod tests {
             let heads: Vec<&str> = got.iter().map(|l| l.split(':').next().unwrap_or_default()).collect();
             assert_eq!(heads, want, "{name}");
         }
-        let stale = stale_recordings(&[row("a", Verdict::Same, false), row("b", differs(), false)]);
-        assert_eq!(stale, ["RECORDING DIFFERS s1 / b: code 403 vs 201"]);
+        let recorded = [
+            row("same both times", Verdict::Same, false),
+            row("different both times", Verdict::Different("ca.crt: A vs B".into()), false),
+            row("now different", Verdict::Same, false),
+            row("now same", differs(), false),
+        ];
+        let live = [
+            row("same both times", Verdict::Same, false),
+            row("different both times", Verdict::Different("ca.crt: C vs B".into()), false),
+            row("now different", differs(), true),
+            row("now same", Verdict::Same, false),
+        ];
+        assert_eq!(
+            stale_recordings(&recorded, &live),
+            [
+                "RECORDING STALE s1 / now different: recorded same, live different (code 403 vs 201)",
+                "RECORDING STALE s1 / now same: recorded different, live same",
+            ]
+        );
     }
 
     #[test]
