@@ -22,7 +22,11 @@ pub(crate) enum GoError {
     #[error("the Go module proxy does not serve {}: {}", .0.module, .0.error)]
     Refused(Refused),
     #[error("`{command}` in {dir} failed ({status})")]
-    Failed { command: String, dir: String, status: String },
+    Failed {
+        command: String,
+        dir: String,
+        status: String,
+    },
 }
 
 /// `FAROS_GO`, else `go` on PATH, else the Go the machine image installs.

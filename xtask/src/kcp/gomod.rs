@@ -185,12 +185,22 @@ pub(crate) fn ldflags(kcp_go_mod: &str, version: &str, commit: &str, build_date:
     let kube = required(kcp_go_mod, "k8s.io/kubernetes").ok_or(GoModError::NoKubernetes)?;
     let (major, minor, _) = release(kube.split(['-', '+']).next().unwrap_or_default())?;
     let short: String = commit.chars().take(12).collect();
-    Ok(kube_version_ldflags(&format!("{kube}+kcp-{version}"), (major, minor), &short, build_date))
+    Ok(kube_version_ldflags(
+        &format!("{kube}+kcp-{version}"),
+        (major, minor),
+        &short,
+        build_date,
+    ))
 }
 
 /// Kubernetes' version variables (`hack/lib/version.sh`) in client-go and component-base, as
 /// `-ldflags`, statically linked; an empty `commit` is left out, as Kubernetes' build does.
-pub(crate) fn kube_version_ldflags(git_version: &str, (major, minor): (u64, u64), commit: &str, build_date: &str) -> String {
+pub(crate) fn kube_version_ldflags(
+    git_version: &str,
+    (major, minor): (u64, u64),
+    commit: &str,
+    build_date: &str,
+) -> String {
     let mut flags = Vec::new();
     for pkg in ["k8s.io/client-go/pkg/version", "k8s.io/component-base/version"] {
         for (var, value) in [

@@ -163,7 +163,10 @@ pub(crate) fn check_versions(dir: &Path) -> anyhow::Result<()> {
         let printed = String::from_utf8_lossy(&out.stdout).trim().to_string();
         let first = printed.lines().next().unwrap_or_default();
         if !first.split_whitespace().any(|w| w == want) {
-            bail!("{} --version printed {printed:?}, which does not name {want}", path.display());
+            bail!(
+                "{} --version printed {printed:?}, which does not name {want}",
+                path.display()
+            );
         }
         eprintln!("{first}");
     }

@@ -64,7 +64,13 @@ rules:
 /// The kinds the charts may render that are cluster-scoped; every other object must name its
 /// namespace, or `kubectl apply` of the rendered manifests puts it in whatever namespace the
 /// context has.
-const CLUSTER_KINDS: [&str; 5] = ["Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "ClusterIssuer"];
+const CLUSTER_KINDS: [&str; 5] = [
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "PriorityClass",
+    "ClusterIssuer",
+];
 
 #[derive(clap::Args)]
 pub struct Charts {
@@ -128,8 +134,12 @@ pub(crate) fn ci_run(chart: &str, values: &str) -> CiRun {
 impl Charts {
     pub fn run(self, root: &Path) -> anyhow::Result<()> {
         let crd_dir = root.join(&self.crds);
-        let crd_files = crds::verified(&crd_dir, self.gateway_channel)
-            .with_context(|| format!("the third-party CRDs in {} (--crds, FAROS_THIRD_PARTY_CRDS)", crd_dir.display()))?;
+        let crd_files = crds::verified(&crd_dir, self.gateway_channel).with_context(|| {
+            format!(
+                "the third-party CRDs in {} (--crds, FAROS_THIRD_PARTY_CRDS)",
+                crd_dir.display()
+            )
+        })?;
         let markdown = std::fs::read_to_string(root.join("docs/install.md")).context("reading docs/install.md")?;
         let doc_scenarios = docs::scenarios(&markdown)?;
         let work = tempfile::tempdir().context("making a working directory")?;
@@ -333,22 +343,52 @@ impl Ctx {
         let ns = run.namespace;
         let out = self
             .helm
-            .run(&["install", run.release, &chart, "-n", ns, "--create-namespace", "-f", &values])
+            .run(&[
+                "install",
+                run.release,
+                &chart,
+                "-n",
+                ns,
+                "--create-namespace",
+                "-f",
+                &values,
+            ])
             .map_err(failed)?;
         fail_on_warnings(&out).map_err(|e| format!("helm install: {e}"))?;
         self.settle()?;
         let out = self
             .helm
-            .run(&["upgrade", run.release, &chart, "-n", ns, "--reuse-values", "--set", &run.upgrade])
+            .run(&[
+                "upgrade",
+                run.release,
+                &chart,
+                "-n",
+                ns,
+                "--reuse-values",
+                "--set",
+                &run.upgrade,
+            ])
             .map_err(failed)?;
         fail_on_warnings(&out).map_err(|e| format!("helm upgrade: {e}"))?;
         self.settle()?;
-        let out = self.helm.run(&["rollback", run.release, "1", "-n", ns]).map_err(failed)?;
+        let out = self
+            .helm
+            .run(&["rollback", run.release, "1", "-n", ns])
+            .map_err(failed)?;
         fail_on_warnings(&out).map_err(|e| format!("helm rollback: {e}"))?;
         self.settle()?;
         let rendered = self
             .helm
-            .run(&["template", run.release, &chart, "-n", ns, "-f", &values, "--dry-run=server"])
+            .run(&[
+                "template",
+                run.release,
+                &chart,
+                "-n",
+                ns,
+                "-f",
+                &values,
+                "--dry-run=server",
+            ])
             .map_err(failed)?;
         let cluster_objects = cluster_scoped(&rendered.stdout);
         let unlabelled = without_pod_security(&rendered.stdout);
@@ -387,7 +427,10 @@ impl Ctx {
             )
             .map_err(failed)?;
         if !ok {
-            return Err(format!("kubectl diff after two applies shows drift:\n{}{}", out.stdout, out.stderr));
+            return Err(format!(
+                "kubectl diff after two applies shows drift:\n{}{}",
+                out.stdout, out.stderr
+            ));
         }
         self.kubectl
             .run(&["delete", "-f", &file, "--wait=true"])
@@ -398,7 +441,13 @@ impl Ctx {
 
     /// [`NAMESPACES`] gone (and with them anything of an earlier scenario).
     fn fresh_namespaces(&self) -> Result<(), String> {
-        let mut args = vec!["delete", "namespace", "--ignore-not-found", "--wait=true", "--timeout=120s"];
+        let mut args = vec![
+            "delete",
+            "namespace",
+            "--ignore-not-found",
+            "--wait=true",
+            "--timeout=120s",
+        ];
         args.extend(NAMESPACES);
         self.kubectl.run(&args).map_err(failed).map(drop)
     }
@@ -455,7 +504,11 @@ impl Ctx {
                     args.extend(["-l", selector]);
                 }
                 let out = self.kubectl.run(&args).map_err(failed)?;
-                left.extend(verdict::left_behind(&out.stdout).into_iter().map(|n| format!("{ns}: {n}")));
+                left.extend(
+                    verdict::left_behind(&out.stdout)
+                        .into_iter()
+                        .map(|n| format!("{ns}: {n}")),
+                );
             }
             for object in cluster_objects {
                 let out = self
@@ -498,7 +551,11 @@ fn cluster_kind(o: &Value) -> bool {
 
 /// `kind/name` of the cluster-scoped objects among rendered manifests.
 fn cluster_scoped(rendered: &str) -> Vec<String> {
-    objects(rendered).iter().filter(|o| cluster_kind(o)).map(kind_name).collect()
+    objects(rendered)
+        .iter()
+        .filter(|o| cluster_kind(o))
+        .map(kind_name)
+        .collect()
 }
 
 /// `kind/name` of the namespaced objects of rendered manifests that name no namespace.
@@ -538,10 +595,25 @@ mod tests {
     #[test]
     fn ci_runs_use_the_docs_release_names() {
         let cases = [
-            ("faros", "faros", "faros", "faros-hub-api.podAnnotations.faros-ci-upgrade=changed"),
+            (
+                "faros",
+                "faros",
+                "faros",
+                "faros-hub-api.podAnnotations.faros-ci-upgrade=changed",
+            ),
             ("faros-kcp", "kcp", "faros", "podAnnotations.faros-ci-upgrade=changed"),
-            ("faros-hub-api", "hub", "faros", "podAnnotations.faros-ci-upgrade=changed"),
-            ("faros-hub-reconciler", "reconciler", "faros", "podAnnotations.faros-ci-upgrade=changed"),
+            (
+                "faros-hub-api",
+                "hub",
+                "faros",
+                "podAnnotations.faros-ci-upgrade=changed",
+            ),
+            (
+                "faros-hub-reconciler",
+                "reconciler",
+                "faros",
+                "podAnnotations.faros-ci-upgrade=changed",
+            ),
             (
                 "faros-provider-quickstart",
                 "quickstart",
@@ -551,7 +623,11 @@ mod tests {
         ];
         for (chart, release, namespace, upgrade) in cases {
             let run = ci_run(chart, "default-values.yaml");
-            assert_eq!((run.release, run.namespace, run.upgrade.as_str()), (release, namespace, upgrade), "{chart}");
+            assert_eq!(
+                (run.release, run.namespace, run.upgrade.as_str()),
+                (release, namespace, upgrade),
+                "{chart}"
+            );
         }
     }
 
@@ -566,12 +642,16 @@ mod tests {
 
     #[test]
     fn namespaces_say_their_pod_security_level() {
-        let ns = |labels: &str| format!("---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: p\n  labels: {labels}\n");
+        let ns =
+            |labels: &str| format!("---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: p\n  labels: {labels}\n");
         let cases = [
             (ns("{}"), vec!["namespace/p"]),
             (ns("{pod-security.kubernetes.io/warn: restricted}"), vec!["namespace/p"]),
             (ns("{pod-security.kubernetes.io/enforce: baseline}"), vec![]),
-            ("---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: p\n".to_string(), vec!["namespace/p"]),
+            (
+                "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: p\n".to_string(),
+                vec!["namespace/p"],
+            ),
         ];
         for (rendered, want) in cases {
             assert_eq!(without_pod_security(&rendered), want, "{rendered}");
@@ -582,7 +662,10 @@ mod tests {
     fn table_summaries() {
         let long = "x".repeat(300);
         let cases = [
-            ("helm install failed:\n\nError: refused | no", "helm install failed: / Error: refused \\| no"),
+            (
+                "helm install failed:\n\nError: refused | no",
+                "helm install failed: / Error: refused \\| no",
+            ),
             (long.as_str(), ""),
         ];
         for (error, want) in cases {

@@ -10,7 +10,11 @@ pub(crate) enum CliError {
     #[error("running {command}: {source}")]
     Start { command: String, source: std::io::Error },
     #[error("{command} failed:\n{stdout}{stderr}")]
-    Failed { command: String, stdout: String, stderr: String },
+    Failed {
+        command: String,
+        stdout: String,
+        stderr: String,
+    },
 }
 
 /// What a command printed.

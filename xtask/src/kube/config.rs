@@ -278,7 +278,10 @@ mod tests {
             (
                 "etcd",
                 etcd_args(&paths(), &PORTS),
-                &["--listen-client-urls=http://127.0.0.1:1", "--listen-peer-urls=http://127.0.0.1:2"],
+                &[
+                    "--listen-client-urls=http://127.0.0.1:1",
+                    "--listen-peer-urls=http://127.0.0.1:2",
+                ],
             ),
             (
                 "kube-apiserver",

@@ -148,10 +148,28 @@ mod tests {
     #[test]
     fn sums_lines() {
         let cases = [
-            (format!("{H}  ./a/b.yaml\n"), Ok(vec![(H.to_string(), "a/b.yaml".to_string())])),
-            (format!("{H} *a.yaml\n\n"), Ok(vec![(H.to_string(), "a.yaml".to_string())])),
-            ("xyz  a.yaml\n".to_string(), Err(CrdError::BadLine { sums: "S".into(), line: 1 })),
-            (format!("{H}\n"), Err(CrdError::BadLine { sums: "S".into(), line: 1 })),
+            (
+                format!("{H}  ./a/b.yaml\n"),
+                Ok(vec![(H.to_string(), "a/b.yaml".to_string())]),
+            ),
+            (
+                format!("{H} *a.yaml\n\n"),
+                Ok(vec![(H.to_string(), "a.yaml".to_string())]),
+            ),
+            (
+                "xyz  a.yaml\n".to_string(),
+                Err(CrdError::BadLine {
+                    sums: "S".into(),
+                    line: 1,
+                }),
+            ),
+            (
+                format!("{H}\n"),
+                Err(CrdError::BadLine {
+                    sums: "S".into(),
+                    line: 1,
+                }),
+            ),
         ];
         for (text, want) in cases {
             assert_eq!(parse_sums(&text, "S"), want, "{text}");

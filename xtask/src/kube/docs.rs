@@ -81,7 +81,10 @@ pub(crate) fn scenarios(markdown: &str) -> Result<Vec<Scenario>, DocsError> {
     SECTIONS
         .iter()
         .map(|&name| {
-            if !markdown.lines().any(|l| l.strip_prefix("## ").map(str::trim) == Some(name)) {
+            if !markdown
+                .lines()
+                .any(|l| l.strip_prefix("## ").map(str::trim) == Some(name))
+            {
                 return Err(DocsError::NoSection(name));
             }
             let steps: Vec<Step> = blocks
@@ -118,23 +121,28 @@ mod tests {
     #[test]
     fn sections_with_their_runnable_blocks() {
         let got = scenarios(DOC).unwrap();
-        let summary: Vec<(&str, Vec<(usize, User, &str)>)> = got
+        // (section, [(line, user, script)]).
+        type Summary<'a> = (&'a str, Vec<(usize, User, &'a str)>);
+        let summary: Vec<Summary> = got
             .iter()
             .map(|s| {
                 (
                     s.section,
-                    s.steps
-                        .iter()
-                        .map(|st| (st.line, st.user, st.script.trim()))
-                        .collect(),
+                    s.steps.iter().map(|st| (st.line, st.user, st.script.trim())).collect(),
                 )
             })
             .collect();
         assert_eq!(
             summary,
             [
-                (SECTIONS[0], vec![(6, User::ClusterAdmin, "helm install faros charts/faros")]),
-                (SECTIONS[1], vec![(16, User::ClusterAdmin, "helm install kcp charts/faros-kcp")]),
+                (
+                    SECTIONS[0],
+                    vec![(6, User::ClusterAdmin, "helm install faros charts/faros")]
+                ),
+                (
+                    SECTIONS[1],
+                    vec![(16, User::ClusterAdmin, "helm install kcp charts/faros-kcp")]
+                ),
                 (
                     SECTIONS[2],
                     vec![
@@ -156,7 +164,10 @@ mod tests {
     #[test]
     fn a_renamed_or_emptied_section_is_an_error() {
         let cases = [
-            (DOC.replace("## Component by component", "## Components"), DocsError::NoSection(SECTIONS[1])),
+            (
+                DOC.replace("## Component by component", "## Components"),
+                DocsError::NoSection(SECTIONS[1]),
+            ),
             (
                 DOC.replace("helm install kcp charts/faros-kcp\n", "echo\n"),
                 DocsError::NoInstall(SECTIONS[1]),

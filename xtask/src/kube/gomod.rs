@@ -42,10 +42,7 @@ pub(crate) fn wrapper_go_mod(kube_go_mod: &str, version: &str) -> Result<String,
         .find_map(|l| l.trim().strip_prefix("go ").map(str::trim))
         .ok_or(GoModError::NoGoDirective)?;
     // The main module's godebug settings are the runtime defaults of the binaries: keep Kubernetes'.
-    let godebug: Vec<&str> = kube_go_mod
-        .lines()
-        .filter(|l| l.starts_with("godebug "))
-        .collect();
+    let godebug: Vec<&str> = kube_go_mod.lines().filter(|l| l.starts_with("godebug ")).collect();
     let mut staging = Vec::new();
     for r in replaces(kube_go_mod) {
         if r.to == format!("./staging/src/{}", r.from) {
@@ -129,7 +126,12 @@ go 1.26.0\n\ngodebug default=go1.26\n\nrequire (\n\tgithub.com/blang/semver/v4 v
     #[test]
     fn wrapper_refuses_what_it_cannot_build() {
         let cases = [
-            ("no go", KUBE_GO_MOD.replace("go 1.26.0", ""), "v1.37.2", GoModError::NoGoDirective),
+            (
+                "no go",
+                KUBE_GO_MOD.replace("go 1.26.0", ""),
+                "v1.37.2",
+                GoModError::NoGoDirective,
+            ),
             (
                 "no staging",
                 KUBE_GO_MOD

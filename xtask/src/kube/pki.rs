@@ -32,30 +32,96 @@ pub(crate) fn make(paths: &Paths) -> Result<(), PkiError> {
     let ext = paths.file("apiserver.ext");
     std::fs::write(
         &ext,
-        format!("{}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n", subject_alt_names()),
+        format!(
+            "{}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n",
+            subject_alt_names()
+        ),
     )
     .map_err(|source| PkiError::Write {
         path: ext.display().to_string(),
         source,
     })?;
     let p = |path: &Path| path.display().to_string();
-    openssl(&["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", &p(&ca_key)])?;
     openssl(&[
-        "req", "-x509", "-new", "-key", &p(&ca_key), "-subj", "/CN=faros-kube-ca", "-days", "30",
-        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-        "-out", &p(&paths.ca_cert()),
+        "genpkey",
+        "-algorithm",
+        "EC",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-out",
+        &p(&ca_key),
     ])?;
     openssl(&[
-        "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", &p(&paths.serving_key()),
+        "req",
+        "-x509",
+        "-new",
+        "-key",
+        &p(&ca_key),
+        "-subj",
+        "/CN=faros-kube-ca",
+        "-days",
+        "30",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+        "-out",
+        &p(&paths.ca_cert()),
     ])?;
-    openssl(&["req", "-new", "-key", &p(&paths.serving_key()), "-subj", "/CN=kube-apiserver", "-out", &p(&serving_csr)])?;
     openssl(&[
-        "x509", "-req", "-in", &p(&serving_csr), "-CA", &p(&paths.ca_cert()), "-CAkey", &p(&ca_key),
-        "-CAcreateserial", "-days", "30", "-extfile", &p(&ext), "-out", &p(&paths.serving_cert()),
+        "genpkey",
+        "-algorithm",
+        "EC",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-out",
+        &p(&paths.serving_key()),
+    ])?;
+    openssl(&[
+        "req",
+        "-new",
+        "-key",
+        &p(&paths.serving_key()),
+        "-subj",
+        "/CN=kube-apiserver",
+        "-out",
+        &p(&serving_csr),
+    ])?;
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        &p(&serving_csr),
+        "-CA",
+        &p(&paths.ca_cert()),
+        "-CAkey",
+        &p(&ca_key),
+        "-CAcreateserial",
+        "-days",
+        "30",
+        "-extfile",
+        &p(&ext),
+        "-out",
+        &p(&paths.serving_cert()),
     ])?;
     // ServiceAccount tokens: RS256, the algorithm every Kubernetes client verifies.
-    openssl(&["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", &p(&paths.sa_key())])?;
-    openssl(&["pkey", "-in", &p(&paths.sa_key()), "-pubout", "-out", &p(&paths.sa_pub())])?;
+    openssl(&[
+        "genpkey",
+        "-algorithm",
+        "RSA",
+        "-pkeyopt",
+        "rsa_keygen_bits:2048",
+        "-out",
+        &p(&paths.sa_key()),
+    ])?;
+    openssl(&[
+        "pkey",
+        "-in",
+        &p(&paths.sa_key()),
+        "-pubout",
+        "-out",
+        &p(&paths.sa_pub()),
+    ])?;
     Ok(())
 }
 

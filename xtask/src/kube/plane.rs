@@ -138,7 +138,12 @@ impl ControlPlane {
             ),
             (
                 paths.controller_manager_kubeconfig(),
-                config::kubeconfig(&server, &ca, config::controller_manager_user(), &tokens.controller_manager),
+                config::kubeconfig(
+                    &server,
+                    &ca,
+                    config::controller_manager_user(),
+                    &tokens.controller_manager,
+                ),
             ),
         ];
         for (path, contents) in files {
@@ -162,11 +167,14 @@ impl ControlPlane {
             bin,
             config::controller_manager_args(&plane.paths, &ports),
         )?;
-        plane.wait("the controller manager making ServiceAccount default/default", |kubectl| {
-            kubectl
-                .output(&["get", "serviceaccount", "default", "-n", "default"], None)
-                .map(|(ok, _, _)| ok)
-        })?;
+        plane.wait(
+            "the controller manager making ServiceAccount default/default",
+            |kubectl| {
+                kubectl
+                    .output(&["get", "serviceaccount", "default", "-n", "default"], None)
+                    .map(|(ok, _, _)| ok)
+            },
+        )?;
         eprintln!(
             "control plane ready at {} in {:.1?} (files and logs in {})",
             plane.server,
@@ -189,10 +197,7 @@ impl ControlPlane {
             for (k, v) in labels {
                 yaml.push_str(&format!("    {k}: {v}\n"));
             }
-            yaml.push_str(&format!(
-                "---\n{}",
-                config::namespace_admin_rbac(ns)
-            ));
+            yaml.push_str(&format!("---\n{}", config::namespace_admin_rbac(ns)));
             self.kubectl.run_with_stdin(&["apply", "-f", "-"], Some(&yaml))?;
         }
         Ok(())

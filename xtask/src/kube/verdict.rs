@@ -91,10 +91,8 @@ pub(crate) fn left_behind(names: &str) -> Vec<String> {
         .map(str::trim)
         .filter(|n| !n.is_empty())
         .filter(|n| {
-            !matches!(
-                *n,
-                "serviceaccount/default" | "configmap/kube-root-ca.crt"
-            ) && !n.starts_with("event/")
+            !matches!(*n, "serviceaccount/default" | "configmap/kube-root-ca.crt")
+                && !n.starts_with("event/")
                 && !n.starts_with("event.events.k8s.io/")
                 && !n.starts_with("persistentvolumeclaim/state-")
         })
@@ -111,7 +109,10 @@ mod tests {
     #[test]
     fn warnings_are_found_in_both_tools_words() {
         let cases = [
-            ("Warning: would violate PodSecurity \"restricted:latest\": runAsNonRoot != true", 1),
+            (
+                "Warning: would violate PodSecurity \"restricted:latest\": runAsNonRoot != true",
+                1,
+            ),
             (
                 "W1207 16:00:00.123456   123 warnings.go:70] unknown field \"spec.template.spec.foo\"",
                 1,
@@ -143,7 +144,12 @@ mod tests {
             "message": "pods \"d-1-x\" is forbidden: violates PodSecurity"}]});
         let other_event = json!({"items": [{"reason": "ScalingReplicaSet", "involvedObject": {}, "message": "m"}]});
         let cases = [
-            ("all created", json!({"items": [deployment(2, 2, 2, 2), statefulset(1)]}), &no_events, Progress::Settled),
+            (
+                "all created",
+                json!({"items": [deployment(2, 2, 2, 2), statefulset(1)]}),
+                &no_events,
+                Progress::Settled,
+            ),
             ("no workloads", json!({"items": []}), &no_events, Progress::Settled),
             (
                 "old generation",
@@ -163,7 +169,12 @@ mod tests {
                 &other_event,
                 Progress::Waiting(vec!["Deployment/d".into()]),
             ),
-            ("scaled to zero", json!({"items": [deployment(1, 1, 0, 0)]}), &no_events, Progress::Settled),
+            (
+                "scaled to zero",
+                json!({"items": [deployment(1, 1, 0, 0)]}),
+                &no_events,
+                Progress::Settled,
+            ),
             (
                 "statefulset without its pod",
                 json!({"items": [statefulset(0)]}),
