@@ -321,6 +321,89 @@ async fn mcp_refuses_a_component_token() {
     assert_status(&got, 401, "MCP initialize with a component's token");
 }
 
+// ----- tenancy ----------------------------------------------------------------------------------
+
+const CREATOR: &str = "creator-token-0123456789";
+const PLATFORM_ADMIN: &str = "platform-admin-token-0123456789";
+
+/// `method path` with `token` on `replica`: status and body.
+async fn call(
+    replica: &Replica,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = http().request(method, replica.url(path)).bearer_auth(token);
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    status_of(req.send().await.unwrap()).await
+}
+
+#[tokio::test]
+async fn tenancy_creator_is_not_readmitted_when_admins_are_groups() {
+    use faros_test_support::users::static_token;
+    use reqwest::Method;
+    let kcp = SharedKcp::start(
+        &[
+            static_token(CREATOR, "carol", "carol-uid", &[]),
+            static_token(PLATFORM_ADMIN, "pat", "pat-uid", &["oidc:platform"]),
+        ],
+        None,
+    )
+    .await;
+    let hub = Replica::start(&kcp, None, |_| {}).await;
+    let org = json!({"name": "acme"});
+    let (code, body) = call(&hub, CREATOR, Method::POST, "/api/orgs", Some(org.clone())).await;
+    assert_eq!(code, 201, "{body}");
+    // The organization's admins become a group; its creator is removed by one of them.
+    let (code, body) = call(
+        &hub,
+        CREATOR,
+        Method::PUT,
+        "/api/orgs/acme/groups/oidc:platform",
+        Some(json!({"role": "admin"})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    // The hub keeps a named admin (its last-admin guard), but an admin may edit the org's RBAC in kcp
+    // directly: the group's admin deletes the creator's binding with his own token.
+    let mut config = kcp.admin().await;
+    config.auth_info = kube::config::AuthInfo {
+        token: Some(PLATFORM_ADMIN.to_string().into()),
+        ..Default::default()
+    };
+    let bindings: kube::Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = kube::Api::all(
+        faros_core::client::ClientFactory::new(config)
+            .unwrap()
+            .cluster("root:faros:tenants:acme")
+            .unwrap(),
+    );
+    bindings
+        .delete(
+            &faros_hub_api::tenancy::rbac::member_binding_name("carol"),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+    eventually("the removed creator to be out", WAIT, || async {
+        (call(&hub, CREATOR, Method::GET, "/api/orgs/acme", None).await.0 == 404).then_some(())
+    })
+    .await;
+    // The attack: sending the creation again, as if it had never finished.
+    let (code, body) = call(&hub, CREATOR, Method::POST, "/api/orgs", Some(org)).await;
+    assert_status(&(code, body.clone()), 409, "the creator re-sends POST /api/orgs");
+    assert_eq!(call(&hub, CREATOR, Method::GET, "/api/orgs/acme", None).await.0, 404);
+    let (_, members) = call(&hub, PLATFORM_ADMIN, Method::GET, "/api/orgs/acme/members", None).await;
+    assert!(
+        !members.to_string().contains("\"carol\""),
+        "the creator was re-admitted: {members}"
+    );
+    hub.stop().await;
+    kcp.shutdown().await;
+}
+
 // ----- mcp federation and upstream: the address policy ------------------------------------------
 
 /// An upstream that counts the requests it gets (and has no MCP endpoint).
