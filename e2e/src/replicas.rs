@@ -44,6 +44,9 @@ const SHUTDOWN_DELAY_SECS: &str = "1";
 /// One replica: how to start it, and the running process.
 pub struct Replica {
     pub addr: SocketAddr,
+    /// Its `--metrics-listen` (plain HTTP), as the chart runs the hub: the public port serves
+    /// `/metrics` only to authenticated callers.
+    pub metrics: SocketAddr,
     spec: Spec,
     process: Option<ChildProcess>,
 }
@@ -73,6 +76,7 @@ impl Replicas {
         let mut replicas = Vec::with_capacity(count);
         for i in 0..count {
             let addr = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+            let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()?));
             let spec = replica_spec(
                 &bin,
                 dir.join(format!("replica-{i}.log")),
@@ -85,10 +89,12 @@ impl Replicas {
                     token_file: dev.token_file.clone(),
                 },
                 addr,
+                metrics,
                 &public_url,
             );
             replicas.push(Replica {
                 addr,
+                metrics,
                 spec,
                 process: None,
             });
@@ -183,7 +189,7 @@ impl Replicas {
 
     /// How many requests of metrics route `route` replica `i` has answered since it started.
     pub async fn requests(&self, i: usize, route: &str) -> anyhow::Result<u64> {
-        let url = format!("https://{}/metrics", self.replicas[i].addr);
+        let url = format!("http://{}/metrics", self.replicas[i].metrics);
         let text = self.http.get(&url).send().await?.error_for_status()?.text().await?;
         Ok(requests_of(&text, route))
     }
@@ -219,12 +225,21 @@ struct ReplicaFiles {
 }
 
 /// One replica's command line: identical for all but the listen address.
-fn replica_spec(bin: &Path, log: PathBuf, files: &ReplicaFiles, addr: SocketAddr, public_url: &str) -> Spec {
+fn replica_spec(
+    bin: &Path,
+    log: PathBuf,
+    files: &ReplicaFiles,
+    addr: SocketAddr,
+    metrics: SocketAddr,
+    public_url: &str,
+) -> Spec {
     let mut spec = Spec::new(bin, log)
         .arg("--kubeconfig")
         .arg(&files.kubeconfig)
         .arg("--listen")
         .arg(addr.to_string())
+        .arg("--metrics-listen")
+        .arg(metrics.to_string())
         .arg("--tls-cert-file")
         .arg(&files.cert)
         .arg("--tls-key-file")
