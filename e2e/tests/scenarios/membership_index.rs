@@ -13,10 +13,11 @@ use serde_json::{Value, json};
 
 const EXPORT: &str = faros_core::names::TENANCY_EXPORT;
 
-/// `faros_hub_api_membership_decisions_total{source="<source>"}` from the hub's `/metrics`; `None`
-/// where the hub serves them elsewhere (404 on its listener).
-async fn decisions(p: &Platform, source: &str) -> anyhow::Result<Option<u64>> {
-    let metrics = p.call(Method::GET, "/metrics", None, None).await?;
+/// `faros_hub_api_membership_decisions_total{source="<source>"}` from the hub's `/metrics`, read with
+/// `token` (on its public listener the hub serves them to authenticated callers only); `None` where
+/// the hub serves them elsewhere (404 on its listener).
+async fn decisions(p: &Platform, token: &str, source: &str) -> anyhow::Result<Option<u64>> {
+    let metrics = p.call(Method::GET, "/metrics", Some(token), None).await?;
     if metrics.status == 404 {
         return Ok(None);
     }
@@ -95,7 +96,7 @@ pub async fn run(p: &Platform) {
         "dana's /api/me answered from the membership index alone",
         WAIT,
         || async {
-            let reviews = decisions(p, "review").await?;
+            let reviews = decisions(p, &dana, "review").await?;
             let me = p.call(Method::GET, "/api/me", Some(&dana), None).await?;
             let orgs = p.call(Method::GET, "/api/orgs", Some(&dana), None).await?;
             let listed = me.body["organizations"]
@@ -108,12 +109,12 @@ pub async fn run(p: &Platform) {
                 .into_iter()
                 .flatten()
                 .any(|o| o["name"] == org.as_str());
-            Ok((listed && in_orgs && decisions(p, "review").await? == reviews).then_some(()))
+            Ok((listed && in_orgs && decisions(p, &dana, "review").await? == reviews).then_some(()))
         },
     )
     .await
     .unwrap();
-    match decisions(p, "index").await.unwrap() {
+    match decisions(p, &dana, "index").await.unwrap() {
         Some(n) => assert!(n > 0, "no decision came from the index"),
         None => eprintln!("the hub serves /metrics on another port: decisions not counted here"),
     }
