@@ -43,6 +43,10 @@ mod argocd_health;
 mod gitops_docs;
 #[path = "charts/knobs.rs"]
 mod knobs;
+#[path = "charts/providers_namespace.rs"]
+mod providers_namespace;
+#[path = "charts/tlsroute.rs"]
+mod tlsroute;
 #[path = "charts/wiring.rs"]
 mod wiring;
 
