@@ -377,18 +377,11 @@ impl Ctx {
             .map_err(failed)?;
         fail_on_warnings(&out).map_err(|e| format!("helm rollback: {e}"))?;
         self.settle()?;
+        // `--validate` renders with the cluster's API versions, as `helm install` does
+        // (`--dry-run=server` still takes helm's built-in list for `.Capabilities.APIVersions`).
         let rendered = self
             .helm
-            .run(&[
-                "template",
-                run.release,
-                &chart,
-                "-n",
-                ns,
-                "-f",
-                &values,
-                "--dry-run=server",
-            ])
+            .run(&["template", run.release, &chart, "-n", ns, "-f", &values, "--validate"])
             .map_err(failed)?;
         let cluster_objects = cluster_scoped(&rendered.stdout);
         let unlabelled = without_pod_security(&rendered.stdout);
