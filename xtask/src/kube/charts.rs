@@ -74,9 +74,10 @@ const CLUSTER_KINDS: [&str; 5] = [
 
 #[derive(clap::Args)]
 pub struct Charts {
-    /// The third-party CRDs (with their SHA256SUMS), outside the repository.
-    #[arg(long, env = "FAROS_THIRD_PARTY_CRDS", default_value = "../shared/third_party/crds")]
-    crds: PathBuf,
+    /// The third-party CRDs (with their SHA256SUMS), outside the repository. Default:
+    /// `shared/third_party/crds` in the directory that holds the repository.
+    #[arg(long, env = "FAROS_THIRD_PARTY_CRDS")]
+    crds: Option<PathBuf>,
     /// Which Gateway API channel's TLSRoute to install.
     #[arg(long, value_enum, default_value_t = Channel::Standard)]
     gateway_channel: Channel,
@@ -133,7 +134,10 @@ pub(crate) fn ci_run(chart: &str, values: &str) -> CiRun {
 
 impl Charts {
     pub fn run(self, root: &Path) -> anyhow::Result<()> {
-        let crd_dir = root.join(&self.crds);
+        let crd_dir = match &self.crds {
+            Some(dir) => root.join(dir),
+            None => root.parent().unwrap_or(root).join("shared/third_party/crds"),
+        };
         let crd_files = crds::verified(&crd_dir, self.gateway_channel).with_context(|| {
             format!(
                 "the third-party CRDs in {} (--crds, FAROS_THIRD_PARTY_CRDS)",

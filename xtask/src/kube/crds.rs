@@ -1,6 +1,6 @@
 //! The third-party CRDs an operator installs before the charts (cert-manager, Gateway API,
-//! prometheus-operator's ServiceMonitor), read from a directory outside the repository
-//! (`../shared/third_party/crds/` by default) after every file's sha256 is checked against its
+//! prometheus-operator's ServiceMonitor), read from a directory outside the repository (by default
+//! `shared/third_party/crds/` beside it) after every file's sha256 is checked against its
 //! `SHA256SUMS`. Nothing of it is copied anywhere.
 
 use std::path::{Path, PathBuf};
