@@ -162,6 +162,33 @@ mod tests {
     }
 
     #[test]
+    fn install_md_has_every_section_and_both_users() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/install.md");
+        let got = scenarios(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(got.iter().map(|s| s.section).collect::<Vec<_>>(), SECTIONS);
+        let split = &got[3];
+        assert!(
+            split
+                .steps
+                .iter()
+                .any(|s| s.user == User::ClusterAdmin && s.script.contains("create rolebinding"))
+        );
+        assert!(
+            split
+                .steps
+                .iter()
+                .all(|s| s.user == User::ClusterAdmin || !s.script.contains("--create-namespace")),
+            "the namespace admin cannot create namespaces"
+        );
+        assert!(
+            split
+                .steps
+                .iter()
+                .any(|s| s.user == User::NamespaceAdmin && s.script.contains("helm install"))
+        );
+    }
+
+    #[test]
     fn a_renamed_or_emptied_section_is_an_error() {
         let cases = [
             (
