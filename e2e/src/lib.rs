@@ -11,6 +11,7 @@
 //! never on fixed sleeps.
 
 pub mod devproc;
+pub mod mcp_sdk;
 pub mod replicas;
 pub mod target;
 mod users;
@@ -41,6 +42,8 @@ pub const WAIT: Duration = Duration::from_secs(60);
 pub struct Platform {
     pub http: reqwest::Client,
     hub_url: String,
+    /// The CA bundle of the hub's certificate, as a file (for clients that read one).
+    hub_ca: PathBuf,
     admin: kube::Config,
     admin_kubeconfig: PathBuf,
     /// The GitOps registrar kubeconfig of an external platform, when known.
@@ -91,6 +94,8 @@ impl Platform {
         let dir = tempfile::tempdir()?;
         let stack = Stack::start(DevArgs::ephemeral(dir.path().join("state"))).await?;
         let admin_kubeconfig = stack.state_dir.join("admin.kubeconfig");
+        let hub_ca = dir.path().join("hub-ca.crt");
+        std::fs::write(&hub_ca, &stack.ca_pem).with_context(|| format!("writing {}", hub_ca.display()))?;
         let observer = User {
             name: stack.dev_user.name.clone(),
             token: stack.dev_user.token.clone(),
@@ -98,6 +103,7 @@ impl Platform {
         Ok(Self {
             http: client_trusting(stack.ca_pem.as_bytes())?,
             hub_url: stack.hub_url.clone(),
+            hub_ca,
             admin: stack.admin.clone(),
             admin_kubeconfig,
             registrar_kubeconfig: None,
@@ -126,6 +132,7 @@ impl Platform {
         let mut platform = Self {
             http: client_trusting(&ca)?,
             hub_url: target.hub_url.clone(),
+            hub_ca: target.ca.clone(),
             admin,
             admin_kubeconfig: target.kubeconfig.clone(),
             registrar_kubeconfig: target.registrar_kubeconfig.clone(),
@@ -146,6 +153,11 @@ impl Platform {
 
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The CA bundle of the hub's certificate, as a file.
+    pub fn hub_ca(&self) -> &Path {
+        &self.hub_ca
     }
 
     /// The hub's base URL.
@@ -409,19 +421,29 @@ impl Platform {
 
 /// Runs `kubectl --kubeconfig <kubeconfig> <args>` with `stdin`, off the async runtime.
 pub async fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> anyhow::Result<Output> {
-    let kubeconfig = kubeconfig.to_path_buf();
+    let mut all = vec![
+        "--kubeconfig",
+        kubeconfig.to_str().context("a kubeconfig path that is not UTF-8")?,
+    ];
+    all.extend_from_slice(args);
+    tool("kubectl", &all, stdin, "kubectl on PATH").await
+}
+
+/// Runs `program <args>` with `stdin`, off the async runtime; `install` says how to get it when it
+/// is missing.
+pub async fn tool(program: &str, args: &[&str], stdin: Option<&str>, install: &str) -> anyhow::Result<Output> {
+    let program = program.to_string();
+    let install = install.to_string();
     let args: Vec<String> = args.iter().map(|s| (*s).to_string()).collect();
     let stdin = stdin.map(str::to_string);
     tokio::task::spawn_blocking(move || {
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
+        let mut child = Command::new(&program)
             .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .context("running kubectl (is it installed?)")?;
+            .with_context(|| format!("running {program} (is it installed? {install})"))?;
         if let Some(input) = stdin {
             use std::io::Write;
             if let Some(mut s) = child.stdin.take() {

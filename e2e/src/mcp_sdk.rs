@@ -1,4 +1,5 @@
-//! The official MCP SDKs as clients of the hub: `e2e/mcp-sdk/client.py` (Python, `mcp` from PyPI)
+//! The official MCP SDKs as clients of the hub (the replicas test, and the clients scenario on every
+//! target): `e2e/mcp-sdk/client.py` (Python, `mcp` from PyPI)
 //! and `e2e/mcp-sdk/client.mjs` (TypeScript, `@modelcontextprotocol/sdk` from npm), each a child
 //! process holding one streamable-HTTP session and following commands over JSON lines (the
 //! protocol is in `e2e/mcp-sdk/README.md`). Every wait has a deadline; a failure quotes the
@@ -133,7 +134,7 @@ impl SdkClient {
             bail!("{}: expected the ready event, got {ready}", sdk.name());
         }
         eprintln!(
-            "{}: session initialized through the balancer (protocol {})",
+            "{}: session initialized (protocol {})",
             sdk.name(),
             ready["protocolVersion"]
         );

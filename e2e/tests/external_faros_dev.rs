@@ -31,6 +31,7 @@ async fn every_scenario_passes_against_a_separate_faros_dev() {
         ("MCP federation", scenarios::mcp::run(&p).boxed()),
         ("security", scenarios::security::run(&p).boxed()),
         ("GitOps", scenarios::gitops::run(&p).boxed()),
+        ("the clients users bring", scenarios::clients::run(&p).boxed()),
         ("provider deletion", scenarios::provider_deletion::run(&p).boxed()),
     ];
     for (name, scenario) in steps {

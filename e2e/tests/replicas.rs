@@ -31,8 +31,6 @@
 #[path = "replicas/portal.rs"]
 mod portal;
 mod scenarios;
-#[path = "replicas/sdk.rs"]
-mod sdk;
 
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
@@ -47,7 +45,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use reqwest::Method;
 use rmcp::model::CallToolRequestParams;
-use sdk::{Sdk, SdkClient};
+use faros_e2e::mcp_sdk::{Sdk, SdkClient};
 use serde_json::json;
 
 const REPLICAS: usize = 3;

@@ -255,7 +255,13 @@ impl E2e {
             .iter()
             .all(|c| crate::kcp::build::bin_dir(root, &self.kcp_version).join(c).is_file());
         let go = std::env::var("FAROS_GO").ok();
-        let installed = |dir: &str, package: &str| root.join(dir).join("node_modules").join(package).join("package.json").is_file();
+        let installed = |dir: &str, package: &str| {
+            root.join(dir)
+                .join("node_modules")
+                .join(package)
+                .join("package.json")
+                .is_file()
+        };
         prereqs::check_needs(
             "--target kcp",
             &[
@@ -287,6 +293,21 @@ impl E2e {
                     what: "e2e/oidc's packages",
                     present: installed("e2e/oidc", "oidc-provider"),
                     hint: "`npm ci --prefix e2e/oidc`",
+                },
+                prereqs::Need {
+                    what: "helm",
+                    present: which(&std::env::var("FAROS_HELM").unwrap_or_else(|_| "helm".into())),
+                    hint: "helm 3 on PATH or FAROS_HELM, a client in the clients scenario",
+                },
+                prereqs::Need {
+                    what: "python3 with kubernetes and mcp",
+                    present: python_imports(&["kubernetes", "mcp"]),
+                    hint: "`python3 -m pip install kubernetes mcp` at the versions .ci/run pins",
+                },
+                prereqs::Need {
+                    what: "e2e/mcp-sdk's packages",
+                    present: installed("e2e/mcp-sdk", "@modelcontextprotocol/sdk"),
+                    hint: "`npm ci --prefix e2e/mcp-sdk`",
                 },
             ],
         )
@@ -358,4 +379,15 @@ fn check_binaries(kcp: &Path, names: &[&str]) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Whether `python3` can import every one of `modules`.
+fn python_imports(modules: &[&str]) -> bool {
+    std::process::Command::new("python3")
+        .arg("-c")
+        .arg(format!("import {}", modules.join(", ")))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }

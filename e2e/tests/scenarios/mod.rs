@@ -3,6 +3,7 @@
 //! test file with `FAROS_E2E_TARGET=external`).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
 
+pub mod clients;
 pub mod gitops;
 pub mod lifecycle;
 pub mod mcp;

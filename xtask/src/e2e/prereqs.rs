@@ -77,13 +77,23 @@ mod tests {
             ("all present", vec![need("kubectl", true), need("node", true)], Ok(())),
             (
                 "two missing, in order",
-                vec![need("kubectl", false), need("node", true), need("e2e/oidc's packages", false)],
-                Err("--target kcp is missing kubectl (how), e2e/oidc's packages (how). `.ci/run` installs all of \
-                     them; `--dry-run` prints the plan without them"),
+                vec![
+                    need("kubectl", false),
+                    need("node", true),
+                    need("e2e/oidc's packages", false),
+                ],
+                Err(
+                    "--target kcp is missing kubectl (how), e2e/oidc's packages (how). `.ci/run` installs all of \
+                     them; `--dry-run` prints the plan without them",
+                ),
             ),
         ];
         for (name, needs, want) in cases {
-            assert_eq!(check_needs("--target kcp", &needs), want.map_err(String::from), "{name}");
+            assert_eq!(
+                check_needs("--target kcp", &needs),
+                want.map_err(String::from),
+                "{name}"
+            );
         }
     }
 

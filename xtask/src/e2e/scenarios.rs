@@ -14,7 +14,7 @@ pub(crate) const ENV_USERS_FILE: &str = "FAROS_E2E_USERS_FILE";
 pub(crate) const ENV_DESTRUCTIVE: &str = "FAROS_E2E_DESTRUCTIVE";
 
 /// The scenario test files that leave the platform as they found it (run together).
-pub(crate) const SCENARIOS: [&str; 5] = ["lifecycle", "tenancy", "mcp", "gitops", "security"];
+pub(crate) const SCENARIOS: [&str; 6] = ["lifecycle", "tenancy", "mcp", "gitops", "security", "clients"];
 /// The one that deletes the quickstart Provider: run last, alone, and only when allowed.
 pub(crate) const DESTRUCTIVE: &str = "provider_deletion";
 /// kubectl through the OIDC exec plugin: needs the test IdP that only the kcp target starts (and
@@ -137,7 +137,7 @@ mod tests {
             [
                 "FAROS_E2E_TARGET=external FAROS_E2E_KUBECONFIG=k FAROS_E2E_HUB_URL=https://h FAROS_E2E_CA=ca \
               FAROS_E2E_TOKEN_FILE=t FAROS_E2E_DESTRUCTIVE=0 cargo test -p faros-e2e --locked --test lifecycle \
-              --test tenancy --test mcp --test gitops --test security -- x"
+              --test tenancy --test mcp --test gitops --test security --test clients -- x"
             ]
         );
         let destructive = ExternalTarget {

@@ -137,11 +137,23 @@ pub(crate) fn point_replaces_at(go_mod: &str, local: &[&Module], modules_dir: &P
             .split("=>")
             .next()
             .map(str::trim);
-        match local.iter().find(|m| code.contains("=>") && from == Some(m.path.as_str())) {
+        match local
+            .iter()
+            .find(|m| code.contains("=>") && from == Some(m.path.as_str()))
+        {
             Some(m) => {
                 let indent = &line[..line.len() - line.trim_start().len()];
-                let keyword = if line.trim_start().starts_with("replace ") { "replace " } else { "" };
-                let _ = writeln!(out, "{indent}{keyword}{} => {}", m.path, modules_dir.join(&m.dir).display());
+                let keyword = if line.trim_start().starts_with("replace ") {
+                    "replace "
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    out,
+                    "{indent}{keyword}{} => {}",
+                    m.path,
+                    modules_dir.join(&m.dir).display()
+                );
             }
             None => {
                 out.push_str(line);
@@ -183,7 +195,9 @@ pub(crate) fn probe(go: &str, modules: &[Module]) -> anyhow::Result<Vec<Refused>
                 String::from_utf8_lossy(&out.stderr)
             )
         })?;
-        let Some(error) = answer["Error"].as_str() else { continue };
+        let Some(error) = answer["Error"].as_str() else {
+            continue;
+        };
         match gomod::refused(error) {
             Some(r) => refused.push(r),
             None => anyhow::bail!("downloading kcp's staging module {}: {error}", answer["Path"]),
@@ -285,7 +299,13 @@ mod tests {
                 Some(&sums),
                 Err("xtask's pinned digest"),
             ),
-            ("another release, from SHA256SUMS", "v0.33.0", &other, Some(&sums), Ok(())),
+            (
+                "another release, from SHA256SUMS",
+                "v0.33.0",
+                &other,
+                Some(&sums),
+                Ok(()),
+            ),
             (
                 "binary-mode marker",
                 "v0.33.0",
@@ -293,8 +313,20 @@ mod tests {
                 Some(&sums.replace("  staging", " *staging")),
                 Ok(()),
             ),
-            ("another release, wrong digest", "v0.33.0", PINNED, Some(&sums), Err("SHA256SUMS beside it")),
-            ("another release, nothing to check against", "v0.33.0", PINNED, None, Err("no sha256")),
+            (
+                "another release, wrong digest",
+                "v0.33.0",
+                PINNED,
+                Some(&sums),
+                Err("SHA256SUMS beside it"),
+            ),
+            (
+                "another release, nothing to check against",
+                "v0.33.0",
+                PINNED,
+                None,
+                Err("no sha256"),
+            ),
         ];
         for (name, version, got, sums, want) in cases {
             let result = check_digest(archive, version, got, sums);
