@@ -5,6 +5,7 @@
 //! call it directly); [`run`] adds the console output and waits for SIGINT/SIGTERM.
 
 pub mod external;
+pub mod lock;
 mod quickstart;
 pub mod registrar;
 pub mod tenant;
@@ -64,6 +65,8 @@ pub struct Stack {
     externals: Vec<JoinHandle<anyhow::Result<()>>>,
     tenant: JoinHandle<()>,
     hold: JoinHandle<()>,
+    /// This run's hold on the state directory, let go when the stack has stopped.
+    lock: lock::StateLock,
 }
 
 /// What `faros dev` waits for, read from in-process state.
@@ -187,9 +190,19 @@ async fn own_kubeconfig(
 impl Stack {
     /// Starts every component; returns once kcp and the hub listen (the reconciler, the quickstart
     /// provider and the demo tenant come up in the background: wait on their conditions).
-    pub async fn start(args: DevArgs) -> anyhow::Result<Self> {
+    pub async fn start(mut args: DevArgs) -> anyhow::Result<Self> {
+        // Absolute once, here: every path below is handed to children that run elsewhere (a
+        // `--provider` crate runs in its own directory).
+        args.state_dir = std::path::absolute(&args.state_dir)
+            .with_context(|| format!("the state directory {}", args.state_dir.display()))?;
+        if let Some(file) = &args.token_file {
+            args.token_file =
+                Some(std::path::absolute(file).with_context(|| format!("the token file {}", file.display()))?);
+        }
         // Owner-only: it holds every credential of the platform (faros_embedded_kcp::state_dir).
         faros_embedded_kcp::state_dir::secure(&args.state_dir)?;
+        // Before anything in it changes: a second run on a busy directory leaves the first intact.
+        let lock = lock::StateLock::acquire(&args.state_dir)?;
         // What announced the last run is stale until this one is ready (`run` writes them anew).
         for stale in [HUB_URL_FILE, KCP_URL_FILE] {
             match std::fs::remove_file(args.state_dir.join(stale)) {
@@ -342,6 +355,7 @@ impl Stack {
             externals,
             tenant,
             hold,
+            lock,
         })
     }
 
@@ -405,6 +419,17 @@ impl Stack {
                 .and_then(|r| r.map_err(Into::into)),
         );
         self.kcp.shutdown().await;
+        // What announced this run is stale now (the next run writes them once it is ready); removed
+        // while the lock is held, so a run that starts meanwhile never loses its own.
+        for announced in [HUB_URL_FILE, KCP_URL_FILE] {
+            match std::fs::remove_file(self.state_dir.join(announced)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    tracing::warn!(file = announced, error = %e, "could not remove this run's announcement");
+                }
+                _ => {}
+            }
+        }
+        drop(self.lock);
     }
 }
 
