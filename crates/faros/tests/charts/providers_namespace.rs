@@ -26,6 +26,9 @@ fn pod_security(ns: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Pod Security labels as (label, level) pairs; `None`: no Namespace rendered at all.
+type Labels = Option<Vec<(String, String)>>;
+
 fn levels(level: &str) -> Vec<(String, String)> {
     ["audit", "enforce", "warn"]
         .iter()
@@ -37,7 +40,7 @@ fn levels(level: &str) -> Vec<(String, String)> {
 fn the_providers_namespace_carries_pod_security_labels() {
     let copy = charts();
     let chart = copy.path().join("charts/faros-hub-reconciler");
-    let cases: [(&[&str], Option<Vec<(String, String)>>); 5] = [
+    let cases: [(&[&str], Labels); 5] = [
         (&[], Some(levels("restricted"))),
         (&["mirror.podSecurity=baseline"], Some(levels("baseline"))),
         (&["mirror.podSecurity=privileged"], Some(levels("privileged"))),
