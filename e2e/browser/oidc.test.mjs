@@ -34,10 +34,16 @@ function need(name) {
 const ctx = await browser();
 const pg = await page(ctx);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'faros-oidc-'));
-// Every callback the IdP sent the browser to, in order (to replay one).
+// Every callback the IdP sent the browser to, in order, with the flow cookie the browser sent along
+// (to replay one as the same browser: the callback clears that cookie).
 const callbacks = [];
-pg.on('request', (r) => {
-  if (r.url().startsWith(`${HUB}/api/session/oidc/callback`)) callbacks.push(r.url());
+pg.on('request', async (r) => {
+  if (!r.url().startsWith(`${HUB}/api/session/oidc/callback`)) return;
+  const entry = { url: r.url(), flow: null };
+  callbacks.push(entry);
+  const cookie = (await r.allHeaders()).cookie ?? '';
+  const pair = cookie.split(';').map((c) => c.trim()).find((c) => c.startsWith(`${STATE_COOKIE}=`));
+  entry.flow = pair ? pair.slice(STATE_COOKIE.length + 1) : null;
 });
 
 /** Changes a user in the IdP's users file (written whole, then renamed: the IdP never reads half). */
@@ -297,9 +303,10 @@ const ok = await steps([
   }],
 
   ['a replayed callback is refused', async () => {
-    const replay = new URL(callbacks[0]);
-    // Even with the flow's cookie back in place, the sign-in's state was taken once.
-    await ctx.addCookies([{ name: STATE_COOKIE, value: replay.searchParams.get('state'), domain: replay.hostname, path: '/api/session/oidc', secure: true, httpOnly: true, sameSite: 'Lax' }]);
+    const replay = new URL(callbacks[0].url);
+    // Even with the flow's cookie back in place, the IdP spends a code once.
+    assert(callbacks[0].flow, 'the first callback carried the flow cookie');
+    await ctx.addCookies([{ name: STATE_COOKIE, value: callbacks[0].flow, domain: replay.hostname, path: '/api/session/oidc', secure: true, httpOnly: true, sameSite: 'Lax' }]);
     await portalSignOut();
     await pg.goto(replay.toString());
     await refusedWith('already used');
