@@ -1,5 +1,5 @@
-//! Go's `fmt` renderings of JSON values, so validation messages read exactly like
-//! kube-apiserver's (which formats decoded JSON with `%v`, `%q` and `%#v`).
+//! Go's renderings of JSON values, so validation messages read exactly like kube-apiserver's
+//! (which formats decoded JSON with `%v`, `%q` and `json.Marshal`).
 
 use serde_json::Value;
 
@@ -61,41 +61,36 @@ pub(super) fn quote(s: &str) -> String {
 }
 
 /// The bad value as `field.Error.ErrorBody` prints it: `%q` for strings, `%v` for numbers and
-/// booleans, `"null"` for null, `%#v` for maps and lists.
+/// booleans, `"null"` for null, Go's JSON encoding for maps and lists (keys sorted, `<`, `>`, `&`
+/// escaped; kube before 1.33 printed them `%#v`).
 pub(super) fn bad_value(v: &Value) -> String {
     match v {
         Value::Null => quote("null"),
         Value::String(s) => quote(s),
         Value::Number(n) => number(n),
         Value::Bool(b) => b.to_string(),
-        Value::Array(_) | Value::Object(_) => sharp_v(v),
+        Value::Array(_) | Value::Object(_) => go_json(v),
     }
 }
 
-/// `%#v` of a value of type `interface{}` holding decoded JSON.
-pub(super) fn sharp_v(v: &Value) -> String {
-    match v {
-        Value::Null => "interface {}(nil)".into(),
-        Value::String(s) => quote(s),
-        Value::Number(n) => number(n),
-        Value::Bool(b) => b.to_string(),
-        Value::Array(items) => {
-            format!(
-                "[]interface {{}}{{{}}}",
-                items.iter().map(sharp_v).collect::<Vec<_>>().join(", ")
-            )
-        }
-        Value::Object(m) => {
-            // Go prints map keys sorted.
-            let mut entries: Vec<_> = m.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            let body = entries
-                .iter()
-                .map(|(k, v)| format!("{}:{}", quote(k), sharp_v(v)))
-                .collect::<Vec<_>>();
-            format!("map[string]interface {{}}{{{}}}", body.join(", "))
+/// Go's `json.Marshal` of decoded JSON: map keys sorted, HTML characters escaped.
+fn go_json(v: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
         }
     }
+    sorted(v)
+        .to_string()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
 }
 
 #[cfg(test)]
@@ -130,8 +125,8 @@ mod tests {
             (json!(3), "3"),
             (json!(2.5), "2.5"),
             (json!(true), "true"),
-            (json!({"b": 1, "a": "x"}), r#"map[string]interface {}{"a":"x", "b":1}"#),
-            (json!([1, null]), "[]interface {}{1, interface {}(nil)}"),
+            (json!({"b": 1, "a": "x<"}), r#"{"a":"x\u003c","b":1}"#),
+            (json!([1, null]), "[1,null]"),
         ];
         for (v, want) in cases {
             assert_eq!(bad_value(&v), want, "{v}");

@@ -518,7 +518,7 @@ fn validation_messages_match_kube_apiserver() {
             vec![c(
                 "FieldValueDuplicate",
                 "spec.ports[1]",
-                r#"Duplicate value: map[string]interface {}{"name":"a", "protocol":"TCP"}"#,
+                r#"Duplicate value: {"name":"a","protocol":"TCP"}"#,
             )],
         ),
         (

@@ -56,6 +56,7 @@ pub fn compare(mode: CompareMode, ignore: &[String], kcp: &Outcome, embedded: &O
     let difference = match mode {
         CompareMode::Full => first_difference(&kb, &eb, ""),
         CompareMode::Code => first_difference(&status_reason(&kb), &status_reason(&eb), ""),
+        CompareMode::Names => names_difference(&kb, &eb),
     };
     match difference {
         None => Verdict::Same,
@@ -84,6 +85,38 @@ fn status_reason(body: &Value) -> Value {
     }
 }
 
+/// The names of a list's items, sorted (a Status or other body has none).
+fn item_names(body: &Value) -> std::collections::BTreeSet<String> {
+    let items = body
+        .get("items")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    items
+        .iter()
+        .filter_map(|i| i.pointer("/metadata/name").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Which names only one of two lists has, or for a Status its reason.
+fn names_difference(k: &Value, e: &Value) -> Option<String> {
+    if let Some(d) = first_difference(&status_reason(k), &status_reason(e), "") {
+        return Some(d);
+    }
+    let (kn, en) = (item_names(k), item_names(e));
+    let only = |a: &std::collections::BTreeSet<String>, b: &std::collections::BTreeSet<String>| {
+        a.difference(b).cloned().collect::<Vec<_>>().join(", ")
+    };
+    let (only_kcp, only_embedded) = (only(&kn, &en), only(&en, &kn));
+    match (only_kcp.is_empty(), only_embedded.is_empty()) {
+        (true, true) => None,
+        (false, true) => Some(format!("only kcp has {only_kcp}")),
+        (true, false) => Some(format!("only embedded has {only_embedded}")),
+        (false, false) => Some(format!("only kcp has {only_kcp}; only embedded has {only_embedded}")),
+    }
+}
+
 fn stripped(body: &Value, ignore: &[String]) -> Value {
     let mut body = body.clone();
     untimed_managed_fields(&mut body);
@@ -92,6 +125,8 @@ fn stripped(body: &Value, ignore: &[String]) -> Value {
         let Some((parent, last)) = pointer.rsplit_once('/') else {
             continue;
         };
+        // The last token unescaped as JSON pointers escape `/` and `~` in keys.
+        let last = &last.replace("~1", "/").replace("~0", "~");
         match body.pointer_mut(parent) {
             Some(Value::Object(map)) => {
                 map.remove(last);
@@ -277,6 +312,13 @@ mod tests {
                 Verdict::Same,
             ),
             (
+                CompareMode::Full,
+                vec!["/a/x.io~1b".into()],
+                a(200, json!({"a": {"x.io/b": 1, "c": 2}})),
+                a(200, json!({"a": {"x.io/b": 3, "c": 2}})),
+                Verdict::Same,
+            ),
+            (
                 CompareMode::Code,
                 vec![],
                 a(200, json!({"resources": [1, 2]})),
@@ -303,6 +345,49 @@ mod tests {
                 a(200, json!([1])),
                 a(200, json!([1, 2])),
                 Verdict::Different(": 1 vs 2 items".into()),
+            ),
+            (
+                CompareMode::Names,
+                vec![],
+                a(
+                    200,
+                    json!({"items": [{"metadata": {"name": "b", "uid": 1}}, {"metadata": {"name": "a"}}]}),
+                ),
+                a(
+                    200,
+                    json!({"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b", "uid": 2}}]}),
+                ),
+                Verdict::Same,
+            ),
+            (
+                CompareMode::Names,
+                vec![],
+                a(
+                    200,
+                    json!({"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}),
+                ),
+                a(
+                    200,
+                    json!({"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "c"}}]}),
+                ),
+                Verdict::Different("only kcp has b; only embedded has c".into()),
+            ),
+            (
+                CompareMode::Names,
+                vec![],
+                a(
+                    200,
+                    json!({"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "x"}}, {"metadata": {"name": "y"}}]}),
+                ),
+                a(200, json!({"items": [{"metadata": {"name": "a"}}]})),
+                Verdict::Different("only kcp has x, y".into()),
+            ),
+            (
+                CompareMode::Names,
+                vec![],
+                a(403, status("Forbidden", "x")),
+                a(403, status("Forbidden", "y")),
+                Verdict::Same,
             ),
             (
                 CompareMode::Full,

@@ -38,8 +38,8 @@ pub struct Script {
 pub struct Step {
     /// Unique within the script; it keys the recording and the report (no `|`).
     pub name: String,
-    /// `admin`, `alice`, `bob`, `carol`, `anonymous` (no token), or `$var` for a bearer token captured
-    /// earlier.
+    /// `admin`, `kcp-admin`, `alice`, `bob`, `carol`, `anonymous` (no token), or `$var` for a bearer
+    /// token captured earlier.
     #[serde(rename = "as", default = "admin")]
     pub user: String,
     #[serde(default = "get")]
@@ -111,6 +111,9 @@ pub enum CompareMode {
     Full,
     /// Status code, and a Status body's reason (discovery, OpenAPI: bodies list what each serves).
     Code,
+    /// Status code, and the set of a list's item names (the objects a server bootstraps: which
+    /// exist; steps reading one by one compare how each looks).
+    Names,
 }
 
 /// The scripts of a directory, by file name, optionally only those whose name contains `filter`.
@@ -173,14 +176,16 @@ pub fn parse(name: &str, text: &str) -> Result<Script, ScriptError> {
         }
         let user = step.user.as_str();
         if !(USERS.contains(&user) || user.starts_with('$')) {
-            return Err(invalid("`as` must be admin, alice, bob, carol, anonymous or $var"));
+            return Err(invalid(
+                "`as` must be admin, kcp-admin, alice, bob, carol, anonymous or $var",
+            ));
         }
     }
     Ok(script)
 }
 
 /// The static users both engines know from the same token file.
-pub const USERS: [&str; 5] = ["admin", "alice", "bob", "carol", "anonymous"];
+pub const USERS: [&str; 6] = ["admin", "kcp-admin", "alice", "bob", "carol", "anonymous"];
 
 /// Replaces every `${name}` in `text` by its value; an unknown variable stays as written (so the
 /// request shows which capture failed).

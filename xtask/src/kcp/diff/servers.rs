@@ -32,8 +32,9 @@ pub fn schedules(code: u16, slice: &Value) -> bool {
 }
 
 /// The static users both servers load: `admin` is in `system:masters` (the privileged group of
-/// both), `alice`, `bob` and `carol` are plain tenants (a script needs three when one creates a
-/// workspace, one is granted in it and one is not).
+/// both), `kcp-admin` in `system:kcp:admin` (kcp's global admin group, bound to cluster-admin by
+/// its bootstrap policy), `alice`, `bob` and `carol` are plain tenants (a script needs three when
+/// one creates a workspace, one is granted in it and one is not).
 pub fn tokens() -> anyhow::Result<BTreeMap<String, String>> {
     USERS
         .into_iter()
@@ -48,6 +49,7 @@ pub fn token_file(tokens: &BTreeMap<String, String>) -> String {
         .iter()
         .map(|(user, token)| match user.as_str() {
             "admin" => format!("{token},{user},{user}-uid,\"system:masters\"\n"),
+            "kcp-admin" => format!("{token},{user},{user}-uid,\"system:kcp:admin\"\n"),
             _ => format!("{token},{user},{user}-uid\n"),
         })
         .collect()
@@ -247,12 +249,16 @@ mod tests {
     fn every_user_a_script_may_name_has_a_token_but_anonymous() {
         let tokens = tokens().unwrap();
         let named: Vec<&str> = tokens.keys().map(String::as_str).collect();
-        assert_eq!(named, ["admin", "alice", "bob", "carol"]);
+        assert_eq!(named, ["admin", "alice", "bob", "carol", "kcp-admin"]);
         for user in USERS {
             assert_eq!(tokens.contains_key(user), user != "anonymous", "{user}");
         }
         let file = token_file(&tokens);
         assert_eq!(file.matches("system:masters").count(), 1);
+        assert!(file.contains(&format!(
+            "{},kcp-admin,kcp-admin-uid,\"system:kcp:admin\"\n",
+            tokens["kcp-admin"]
+        )));
         assert!(file.contains(&format!("{},carol,carol-uid\n", tokens["carol"])));
     }
 }
