@@ -6,6 +6,7 @@
 //! first thing a run does, so a second run changes nothing and says who holds the directory.
 
 use std::fs::{File, OpenOptions, TryLockError};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The lock file's name in the state directory.
@@ -45,6 +46,8 @@ impl StateLock {
             .create(true)
             .truncate(false)
             .write(true)
+            // Owner-only like everything in the state directory (its check would warn otherwise).
+            .mode(faros_embedded_kcp::state_dir::FILE_MODE)
             .open(&path)
             .map_err(io)?;
         match file.try_lock() {
@@ -68,5 +71,9 @@ mod tests {
         assert!(second.to_string().contains("another faros dev is running"), "{second}");
         drop(first);
         StateLock::acquire(dir.path()).unwrap();
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(dir.path().join(LOCK_FILE)).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600);
     }
 }
