@@ -1,16 +1,18 @@
-//! Running `go` for the builds from Go modules (`kube build`): which Go, CGO off, its stderr echoed
-//! as it comes and kept, and a module the Go module proxy refused told apart from a failure, in the
-//! words [`crate::kcp::gomod::refused`] recognises for the kcp build.
+//! Running `go` for the builds from Go modules (`kcp build`, `kube build`): which Go, CGO off, its
+//! stderr echoed as it comes and kept, a module's release as the proxy reports it, and a module the
+//! Go module proxy refused told apart from a failure ([`crate::kcp::gomod::refused`]).
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use serde_json::Value;
 
 use crate::kcp::gomod::{self, Refused};
 
 /// Exit status when the Go module proxy refused a module (a "no", not a failure of ours), so
-/// scripts can tell it apart: the same as `kcp build`'s.
-pub(crate) use crate::kcp::build::EXIT_REFUSED;
+/// scripts can tell it apart.
+pub(crate) const EXIT_REFUSED: i32 = 3;
 
 /// How much of `go`'s stderr is echoed.
 const SHOWN_GO_LINES: usize = 12;
@@ -27,6 +29,66 @@ pub(crate) enum GoError {
         dir: String,
         status: String,
     },
+    #[error("`go mod download -json {module}`: {error}")]
+    Download { module: String, error: String },
+}
+
+/// A module at a version, as `go mod download -json` reports it.
+pub(crate) struct Release {
+    /// Its go.mod in the module cache.
+    pub go_mod: PathBuf,
+    /// Its extracted files in the module cache.
+    pub dir: PathBuf,
+    /// The commit the proxy names, if it names one.
+    pub commit: Option<String>,
+    /// The release's time (RFC 3339), for a reproducible build date.
+    pub time: String,
+}
+
+/// `go mod download -json MODULE@VERSION`; a refusal is [`GoError::Refused`].
+pub(crate) fn download(module: &str) -> Result<Release, GoError> {
+    let program = go_program();
+    let failed = |error: String| GoError::Download {
+        module: module.to_string(),
+        error,
+    };
+    let out = Command::new(&program)
+        .args(["mod", "download", "-json", module])
+        .env("GOFLAGS", "-mod=mod")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| GoError::Start {
+            program: program.clone(),
+            source,
+        })?;
+    let json: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|_| failed(format!("printed no JSON: {}", String::from_utf8_lossy(&out.stderr))))?;
+    if let Some(error) = json["Error"].as_str() {
+        return Err(match gomod::refused(error) {
+            Some(refused) => GoError::Refused(refused),
+            None => failed(error.to_string()),
+        });
+    }
+    let path = |key: &str| {
+        json[key]
+            .as_str()
+            .map(PathBuf::from)
+            .ok_or_else(|| failed(format!("reported no {key}")))
+    };
+    let info_path = path("Info")?;
+    let info: Value = std::fs::read_to_string(&info_path)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .ok_or_else(|| failed(format!("no readable .info at {}", info_path.display())))?;
+    Ok(Release {
+        go_mod: path("GoMod")?,
+        dir: path("Dir")?,
+        commit: json["Origin"]["Hash"]
+            .as_str()
+            .or(info["Origin"]["Hash"].as_str())
+            .map(str::to_string),
+        time: info["Time"].as_str().unwrap_or("1970-01-01T00:00:00Z").to_string(),
+    })
 }
 
 /// `FAROS_GO`, else `go` on PATH, else the Go the machine image installs.

@@ -8,16 +8,15 @@
 //! checksum database vouches for through kcp's module). Nothing fetched is ever written outside
 //! `target/`.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use serde_json::Value;
 
 use super::gomod::{self, COMMANDS, KCP_MODULE, Staging};
 use super::staging;
+use crate::gocmd::{self, EXIT_REFUSED, GoError, Release};
 
 /// The committed wrapper module of the pinned release, relative to the project root.
 const WRAPPER_DIR: &str = "xtask/kcp";
@@ -48,13 +47,6 @@ pub struct Build {
     write_wrapper: bool,
 }
 
-/// Exit status when the Go module proxy refused a module (a "no", not a failure of ours), so
-/// scripts can tell it apart.
-pub(crate) const EXIT_REFUSED: i32 = 3;
-
-/// How much of `go`'s stderr is echoed.
-const SHOWN_GO_LINES: usize = 12;
-
 /// The binaries' directory for `version`.
 pub(crate) fn bin_dir(root: &Path, version: &str) -> PathBuf {
     root.join("target/kcp").join(version)
@@ -67,25 +59,25 @@ impl Build {
             eprintln!("kcp {} is built in {} (--force rebuilds)", self.version, out.display());
             return check_version(&out, &self.version);
         }
-        let go = go_program();
+        let go = gocmd::go_program();
         let started = Instant::now();
-        let release = download(&go, &self.version)?;
+        let release = download(&self.version)?;
         let kcp_go_mod = read(&release.go_mod)?;
         let module = self.module_dir(root, &go, &release, &kcp_go_mod)?;
-        let ldflags = gomod::ldflags(&kcp_go_mod, &self.version, &release.commit, &release.time)?;
+        let commit = release.commit.as_deref().unwrap_or("unknown");
+        let ldflags = gomod::ldflags(&kcp_go_mod, &self.version, commit, &release.time)?;
         std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-        let mut build = Command::new(&go);
-        build
-            .args(["build", "-trimpath", "-ldflags", &ldflags, "-o"])
-            .arg(format!("{}/", out.display()))
-            .args(COMMANDS.iter().map(|c| format!("{KCP_MODULE}/cmd/{c}")));
+        let out_arg = format!("{}/", out.display());
+        let packages: Vec<String> = COMMANDS.iter().map(|c| format!("{KCP_MODULE}/cmd/{c}")).collect();
+        let mut build = vec!["build", "-trimpath", "-ldflags", &ldflags, "-o", &out_arg];
+        build.extend(packages.iter().map(String::as_str));
         eprintln!(
             "building kcp {} ({}) in {} (cold: about 25 minutes on 2 cores; Go's build cache makes it fast after)",
             self.version,
             COMMANDS.join(", "),
             module.display()
         );
-        run_go(build, &module)?;
+        run_go(&build, &module)?;
         eprintln!(
             "built kcp {} into {} in {:.0?}",
             self.version,
@@ -103,9 +95,7 @@ impl Build {
             let want = gomod::wrapper_go_mod(kcp_go_mod, &self.version, Staging::Published)?;
             if self.write_wrapper {
                 write(&committed.join("go.mod"), &want)?;
-                let mut tidy = Command::new(go);
-                tidy.args(["mod", "tidy"]);
-                run_go(tidy, &committed)?;
+                run_go(&["mod", "tidy"], &committed)?;
                 return Ok(committed);
             }
             if !gomod::same_pins(&read(&committed.join("go.mod"))?, &want) {
@@ -123,7 +113,7 @@ impl Build {
             extract_staging(checkout, &self.version, &staging_dir)?;
             let modules = staging_dir.join("staging/src/github.com/kcp-dev");
             let go_mod = gomod::wrapper_go_mod(kcp_go_mod, &self.version, Staging::Checkout(&modules))?;
-            return generated_module(go, &dir, &go_mod, &committed, &release.dir);
+            return generated_module(&dir, &go_mod, &committed, &release.dir);
         }
         // The published staging modules, but those the proxy refuses: from the release's archive.
         let modules = gomod::staging_modules(kcp_go_mod, &self.version)?;
@@ -144,7 +134,7 @@ impl Build {
             if pinned {
                 return Ok(committed);
             }
-            return generated_module(go, &dir, &wrapper, &committed, &release.dir);
+            return generated_module(&dir, &wrapper, &committed, &release.dir);
         }
         let Some(archive) = self
             .staging_archive
@@ -166,7 +156,7 @@ impl Build {
         );
         let go_mod = staging::point_replaces_at(&wrapper, &local, &modules_dir);
         if !pinned {
-            return generated_module(go, &dir, &go_mod, &committed, &release.dir);
+            return generated_module(&dir, &go_mod, &committed, &release.dir);
         }
         // The committed wrapper, already tidied: only the refused modules' replaces move, and
         // `go build -mod=mod` records their dependencies' sums in this copy's go.sum.
@@ -180,109 +170,31 @@ impl Build {
 
 /// A wrapper module of `go_mod` in `dir` (made), with the committed tools.go and kcp's own go.sum
 /// (whose hashes the checksum database vouches for through kcp's module), tidied.
-fn generated_module(go: &str, dir: &Path, go_mod: &str, committed: &Path, kcp_dir: &Path) -> anyhow::Result<PathBuf> {
+fn generated_module(dir: &Path, go_mod: &str, committed: &Path, kcp_dir: &Path) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     write(&dir.join("go.mod"), go_mod)?;
     write(&dir.join("tools.go"), &read(&committed.join("tools.go"))?)?;
     write(&dir.join("go.sum"), &read(&kcp_dir.join("go.sum"))?)?;
-    let mut tidy = Command::new(go);
-    tidy.args(["mod", "tidy"]);
-    run_go(tidy, dir)?;
+    run_go(&["mod", "tidy"], dir)?;
     Ok(dir.to_path_buf())
 }
 
-/// `FAROS_GO`, else `go` on PATH, else the Go the machine image installs.
-fn go_program() -> String {
-    if let Ok(go) = std::env::var("FAROS_GO") {
-        return go;
-    }
-    if crate::locate::which("go") {
-        return "go".into();
-    }
-    "/usr/local/go/bin/go".into()
+/// kcp's module at `version`.
+fn download(version: &str) -> anyhow::Result<Release> {
+    gocmd::download(&format!("{KCP_MODULE}@{version}")).map_err(refused_or)
 }
 
-/// kcp's module at a release, as `go mod download -json` reports it.
-struct Release {
-    go_mod: PathBuf,
-    dir: PathBuf,
-    commit: String,
-    time: String,
+/// `go ARGS` in `dir` ([`gocmd::run`]); a module the proxy refused ends the build with that module
+/// named and [`EXIT_REFUSED`].
+fn run_go(args: &[&str], dir: &Path) -> anyhow::Result<()> {
+    gocmd::run(args, dir).map_err(refused_or)
 }
 
-fn download(go: &str, version: &str) -> anyhow::Result<Release> {
-    let module = format!("{KCP_MODULE}@{version}");
-    let out = Command::new(go)
-        .args(["mod", "download", "-json", &module])
-        .env("GOFLAGS", "-mod=mod")
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("running `{go} mod download` (is Go installed? FAROS_GO names it)"))?;
-    let json: Value = serde_json::from_slice(&out.stdout).with_context(|| {
-        format!(
-            "`go mod download -json {module}` printed no JSON: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })?;
-    if let Some(error) = json["Error"].as_str() {
-        refused_or(error, || anyhow::anyhow!("downloading {module}: {error}"))?;
-    }
-    let path = |key: &str| {
-        json[key]
-            .as_str()
-            .map(PathBuf::from)
-            .with_context(|| format!("`go mod download -json {module}` reported no {key}"))
-    };
-    let info: Value = serde_json::from_str(&read(&path("Info")?)?).context("kcp's module .info")?;
-    Ok(Release {
-        go_mod: path("GoMod")?,
-        dir: path("Dir")?,
-        commit: json["Origin"]["Hash"]
-            .as_str()
-            .or(info["Origin"]["Hash"].as_str())
-            .unwrap_or("unknown")
-            .to_string(),
-        time: info["Time"].as_str().unwrap_or("1970-01-01T00:00:00Z").to_string(),
-    })
-}
-
-/// Runs a `go` command in `dir` with CGO off, its stderr shown as it comes and kept: a module the
-/// proxy refused ends the build with that module named and [`EXIT_REFUSED`].
-fn run_go(mut cmd: Command, dir: &Path) -> anyhow::Result<()> {
-    cmd.current_dir(dir)
-        .env("CGO_ENABLED", "0")
-        // Resolve what go.sum lacks, so a refusal shows as the proxy's answer, not "missing go.sum entry".
-        .env("GOFLAGS", "-mod=mod")
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().context("starting go")?;
-    let mut stderr = String::new();
-    if let Some(pipe) = child.stderr.take() {
-        // go repeats a refusal for every package of the module: show the first lines only.
-        let mut shown = 0;
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            if !line.starts_with("go: downloading") && shown < SHOWN_GO_LINES {
-                eprintln!("    {line}");
-                shown += 1;
-            }
-            stderr.push_str(&line);
-            stderr.push('\n');
-        }
-    }
-    let status = child.wait().context("waiting for go")?;
-    if status.success() {
-        return Ok(());
-    }
-    refused_or(&stderr, || {
-        anyhow::anyhow!("`{cmd:?}` in {} failed ({status})", dir.display())
-    })
-}
-
-/// Exits with [`EXIT_REFUSED`] naming the module when `go_stderr` is a proxy refusal, else `other`.
-fn refused_or(go_stderr: &str, other: impl FnOnce() -> anyhow::Error) -> anyhow::Result<()> {
-    match gomod::refused(go_stderr) {
-        Some(r) => refused_exit(&r, "no staging archive holds it"),
-        None => Err(other()),
+/// Exits with [`EXIT_REFUSED`] naming the module when `e` is a proxy refusal, else `e`.
+fn refused_or(e: GoError) -> anyhow::Error {
+    match e {
+        GoError::Refused(r) => refused_exit(&r, "no staging archive holds it"),
+        other => other.into(),
     }
 }
 

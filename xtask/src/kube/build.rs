@@ -8,11 +8,10 @@
 //! where Go keeps it (GOMODCACHE), outside the repository.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use serde_json::Value;
 
 use super::gomod::{self, COMMANDS, ETCD_MODULE, ETCD_VERSION, KUBE_MODULE};
 use crate::gocmd::{self, EXIT_REFUSED, GoError};
@@ -66,7 +65,7 @@ impl Build {
             return check_versions(&out);
         }
         let started = Instant::now();
-        let release = download(&format!("{KUBE_MODULE}@{version}"))?;
+        let release = gocmd::download(&format!("{KUBE_MODULE}@{version}"))?;
         let kube_go_mod = read(&release.go_mod)?;
         let wrapper = root.join(KUBE_WRAPPER);
         let want = gomod::wrapper_go_mod(&kube_go_mod, version)?;
@@ -106,45 +105,6 @@ impl Build {
         );
         check_versions(&out)
     }
-}
-
-/// A module at a version, as `go mod download -json` reports it.
-struct Release {
-    go_mod: PathBuf,
-    time: String,
-}
-
-fn download(module: &str) -> anyhow::Result<Release> {
-    let go = gocmd::go_program();
-    let out = Command::new(&go)
-        .args(["mod", "download", "-json", module])
-        .env("GOFLAGS", "-mod=mod")
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("running `{go} mod download` (is Go installed? FAROS_GO names it)"))?;
-    let json: Value = serde_json::from_slice(&out.stdout).with_context(|| {
-        format!(
-            "`go mod download -json {module}` printed no JSON: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })?;
-    if let Some(error) = json["Error"].as_str() {
-        if let Some(refused) = crate::kcp::gomod::refused(error) {
-            return Err(GoError::Refused(refused).into());
-        }
-        bail!("downloading {module}: {error}");
-    }
-    let path = |key: &str| {
-        json[key]
-            .as_str()
-            .map(PathBuf::from)
-            .with_context(|| format!("`go mod download -json {module}` reported no {key}"))
-    };
-    let info: Value = serde_json::from_str(&read(&path("Info")?)?).with_context(|| format!("{module}'s .info"))?;
-    Ok(Release {
-        go_mod: path("GoMod")?,
-        time: info["Time"].as_str().unwrap_or("1970-01-01T00:00:00Z").to_string(),
-    })
 }
 
 /// Each binary's `--version` names its release.
