@@ -36,8 +36,16 @@ pub struct UpstreamPolicy {
 /// Why an address or host is refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
-    #[error("{addr} is {kind} address; the hub does not connect provider URLs there unless --allow-upstream lists it")]
-    Address { addr: IpAddr, kind: &'static str },
+    #[error(
+        "{addr}{} is {kind} address; the hub does not connect provider URLs there unless --allow-upstream lists it",
+        carrying(.carried)
+    )]
+    Address {
+        addr: IpAddr,
+        /// The IPv4 address `addr` carries, which was judged instead.
+        carried: Option<IpAddr>,
+        kind: &'static str,
+    },
     #[error("{host:?} is the hub itself")]
     Hub { host: String },
     #[error(
@@ -69,13 +77,18 @@ impl UpstreamPolicy {
 
     /// Checks one resolved address.
     pub fn check_addr(&self, addr: IpAddr) -> Result<(), Refused> {
-        let addr = canonical(addr);
-        if self.allow.iter().any(|net| net.contains(&addr)) {
+        let judged = canonical(addr);
+        if self.allow.iter().any(|net| net.contains(&judged)) {
             return Ok(());
         }
-        match classify(addr) {
-            Some(Class::Always(kind)) => Err(Refused::Address { addr, kind }),
-            Some(Class::Private(kind)) if self.deny_private => Err(Refused::Address { addr, kind }),
+        let refused = |kind| Refused::Address {
+            addr,
+            carried: (judged != addr).then_some(judged),
+            kind,
+        };
+        match classify(judged) {
+            Some(Class::Always(kind)) => Err(refused(kind)),
+            Some(Class::Private(kind)) if self.deny_private => Err(refused(kind)),
             _ => Ok(()),
         }
     }
@@ -108,6 +121,11 @@ impl UpstreamPolicy {
         }
         Ok(())
     }
+}
+
+/// ` (carrying <IPv4>)` for an address judged as the IPv4 address inside it.
+fn carrying(carried: &Option<IpAddr>) -> String {
+    carried.map(|c| format!(" (carrying {c})")).unwrap_or_default()
 }
 
 enum Class {
@@ -304,6 +322,13 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "169.254.169.254 is a link-local (cloud metadata) address; the hub does not connect provider URLs there unless --allow-upstream lists it"
+        );
+        assert_eq!(
+            UpstreamPolicy::default()
+                .check_host("[64:ff9b::a9fe:a9fe]")
+                .unwrap_err()
+                .to_string(),
+            "64:ff9b::a9fe:a9fe (carrying 169.254.169.254) is a link-local (cloud metadata) address; the hub does not connect provider URLs there unless --allow-upstream lists it"
         );
     }
 }
