@@ -16,6 +16,10 @@ use kube::client::ConfigExt;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+pub mod requests;
+
+pub use requests::KubeRequests;
+
 /// Errors building clients.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -93,6 +97,8 @@ pub struct ClientFactory {
     /// The server root: the configured cluster URL with any `/clusters/...` suffix removed.
     server: String,
     pool: Pool,
+    /// Every request any client of this factory sends, by verb.
+    requests: KubeRequests,
 }
 
 impl std::fmt::Debug for ClientFactory {
@@ -113,7 +119,13 @@ impl ClientFactory {
             config: Arc::new(config),
             server,
             pool,
+            requests: KubeRequests::default(),
         })
+    }
+
+    /// The requests every client of this factory has sent, by verb (for the component's `/metrics`).
+    pub fn requests(&self) -> &KubeRequests {
+        &self.requests
     }
 
     /// The server root URL, without a trailing slash or cluster prefix.
@@ -156,7 +168,12 @@ impl ClientFactory {
         }
         let mut config = (*self.config).clone();
         config.cluster_url = uri;
+        let requests = self.requests.clone();
         let service = tower::ServiceBuilder::new()
+            .map_request(move |request: http::Request<kube::client::Body>| {
+                requests.record(&request);
+                request
+            })
             .layer(config.base_uri_layer())
             .layer(config.extra_headers_layer().map_err(ClientError::Config)?)
             .option_layer(config.auth_layer().map_err(ClientError::Config)?)

@@ -57,7 +57,7 @@ mod tests {
 
     #[tokio::test]
     async fn readiness_follows_bootstrap_and_election() {
-        let state = Arc::new(State::new());
+        let state = Arc::new(State::new(crate::metrics::Metrics::new()));
         assert_eq!(get_path(&state, "/healthz").await, (StatusCode::OK, "ok".into()));
         assert_eq!(
             get_path(&state, "/readyz").await,

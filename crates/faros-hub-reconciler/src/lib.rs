@@ -192,10 +192,12 @@ impl Reconciler {
             mirror.validate()?;
         }
         let factory = ClientFactory::new(config.kube.clone())?;
+        let mut metrics = metrics::Metrics::new();
+        metrics.count_kube_requests(factory.requests());
         Ok(Self {
             config,
             factory,
-            state: Arc::new(State::new()),
+            state: Arc::new(State::new(metrics)),
         })
     }
 

@@ -87,6 +87,16 @@ impl Metrics {
         }
     }
 
+    /// Serves `requests` (every request the reconciler's clients send to kcp, by verb) as
+    /// `faros_hub_reconciler_kube_requests_total`.
+    pub fn count_kube_requests(&mut self, requests: &faros_core::client::KubeRequests) {
+        self.registry.register(
+            "kube_requests",
+            "Requests sent to kcp by verb (get includes lists)",
+            requests.family(),
+        );
+    }
+
     /// Records one reconcile; `error_reason` is `None` on success.
     pub fn reconciled(&self, seconds: f64, error_reason: Option<&'static str>) {
         self.duration.observe(seconds);
@@ -137,7 +147,10 @@ mod tests {
 
     #[test]
     fn exposition_has_every_metric_with_values() {
-        let m = Metrics::new();
+        let mut m = Metrics::new();
+        let requests = faros_core::client::KubeRequests::default();
+        m.count_kube_requests(&requests);
+        requests.record(&http::Request::get("/api/v1/secrets?watch=true").body(()).unwrap());
         m.reconciled(0.01, None);
         m.reconciled(0.02, Some("WorkspaceError"));
         m.reconciled(0.03, Some("WorkspaceError"));
@@ -157,6 +170,7 @@ mod tests {
             "faros_hub_reconciler_bootstrapped 1",
             "faros_hub_reconciler_mirror_writes_total{action=\"apply\"} 1",
             "faros_hub_reconciler_mirror_errors_total{op=\"sync\"} 1",
+            "faros_hub_reconciler_kube_requests_total{verb=\"watch\"} 1",
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
         }

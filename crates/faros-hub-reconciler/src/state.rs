@@ -18,10 +18,10 @@ pub struct State {
 }
 
 impl State {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(metrics: Metrics) -> Self {
         let (role, _) = watch::channel(Role::Starting);
         Self {
-            metrics: Arc::new(Metrics::new()),
+            metrics: Arc::new(metrics),
             bootstrapped: AtomicBool::new(false),
             role,
         }
