@@ -13,12 +13,17 @@
 //!
 //! Then the platform on each ([`platform`]): `faros dev` against the hub reconciler, the hub API and
 //! quickstart as processes on real kcp (the kcp e2e target's plan): time from start to quickstart
-//! Ready, N Providers at once to Ready (p50/p95), the platform's memory.
+//! Ready, N Providers at once to Ready (p50/p95), the platform's memory; on real kcp also kcp's own
+//! figures on the same kcp (bare provider workspaces, its start) and the reconciler's requests per
+//! Provider, and the targets judged from them ([`targets`]).
 //!
 //! Each figure is printed for both with the ratio embedded/real. The load is the `kcp` suite's
 //! ([`super::kcp`], [`super::faros`]); the servers start as `cargo xtask kcp diff` starts them.
 
+mod baseline;
 mod platform;
+mod requests;
+mod targets;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -366,7 +371,11 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         p.faros.display(),
         kcp.display()
     );
-    build_components(root, p.smoke)?;
+    // A build given with `--faros` is measured as it is (a copy from before a change, run while the
+    // tree builds the change); otherwise the components are built as the measured `faros` is.
+    if p.smoke || p.faros == super::profile::measured_dir(root).join("faros") {
+        build_components(root, p.smoke)?;
+    }
     let tokens = tokens()?;
     let mut real = measure_one(
         "real kcp",
@@ -392,6 +401,18 @@ pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
         println!("{name:<40} {e:>10.1}{unit:<2} {r:>10.1}{unit:<2} {:>9.2}", ratio(e, r));
         summary.push(format!("{name} {:.2}", ratio(e, r)));
     }
+    if let Some(on_real) = &real.platform.on_real {
+        println!("\nthe platform on real kcp against real kcp's own figures, same kcp, same run:");
+        for target in targets::targets(on_real) {
+            println!("{}", target.line());
+            summary.push(format!(
+                "real: {} {:.2} {}",
+                target.name,
+                target.value,
+                if target.met() { "met" } else { "not met" }
+            ));
+        }
+    }
     Ok(format!("\nsummary (embedded/real): {}", summary.join("; ")))
 }
 
@@ -415,6 +436,7 @@ mod tests {
                 providers_p50: Duration::from_millis((300.0 * scale) as u64),
                 providers_p95: Duration::from_millis((600.0 * scale) as u64),
                 rss_mib: 100.0 * scale,
+                on_real: None,
             },
         };
         let rows = rows(&figures(1.0), &figures(2.0));

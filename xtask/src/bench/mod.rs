@@ -39,7 +39,8 @@ pub struct Bench {
     #[arg(long, default_value_t = 100_000)]
     rss_objects: usize,
     /// The `faros` binary to measure instead of `target/image-symbols/faros`: a copy of a build from before
-    /// a change, so that before and after are measured in one sitting on the same machine.
+    /// a change, so that before and after are measured in one sitting on the same machine
+    /// (`kcp-vs-real` runs the hub API, the hub reconciler and quickstart from the same directory).
     #[arg(long)]
     faros: Option<std::path::PathBuf>,
     /// Small sizes in the debug build, every suite unless one is named: proves the suites run and
@@ -60,6 +61,9 @@ pub struct Bench {
     /// `scale`: Providers after each provider step, cumulative (default 100,500,1000; smoke 2,5).
     #[arg(long, value_delimiter = ',')]
     scale_providers: Option<Vec<usize>>,
+    /// `provider`, `kcp-vs-real`: Providers (and bare workspaces) applied at once (default 100; smoke 3).
+    #[arg(long)]
+    providers: Option<usize>,
     /// Internal: set when the release build runs the measurements.
     #[arg(long, hide = true)]
     measure: bool,
@@ -179,7 +183,7 @@ impl Bench {
         measure(root, self.suite(), &profile).map(|_| ())
     }
 
-    /// The `--scale-*` flags over the profile's sizes.
+    /// The `--scale-*` and `--providers` flags over the profile's sizes.
     fn scale_sizes(&self, profile: &mut profile::Profile) {
         if let Some(w) = &self.scale_workspaces {
             profile.scale.workspaces = w.clone();
@@ -190,9 +194,12 @@ impl Bench {
         if let Some(pr) = &self.scale_providers {
             profile.scale.providers = pr.clone();
         }
+        if let Some(n) = self.providers {
+            profile.providers = n;
+        }
     }
 
-    /// The `--scale-*` flags given, for the measuring run.
+    /// The `--scale-*` and `--providers` flags given, for the measuring run.
     fn scale_args(&self) -> Vec<String> {
         let list = |v: &Vec<usize>| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
         let mut args = Vec::new();
@@ -204,6 +211,9 @@ impl Bench {
         }
         if let Some(pr) = &self.scale_providers {
             args.extend(["--scale-providers".to_string(), list(pr)]);
+        }
+        if let Some(n) = self.providers {
+            args.extend(["--providers".to_string(), n.to_string()]);
         }
         args
     }

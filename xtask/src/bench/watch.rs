@@ -22,6 +22,19 @@ pub(super) async fn watch_until(
     timeout: Duration,
     done: impl Fn(&Value) -> bool,
 ) -> anyhow::Result<Vec<Duration>> {
+    watch_until_as(f, &f.token, collection, names, t0, timeout, done).await
+}
+
+/// [`watch_until`] as the holder of `token` (a user other than `f`'s admin).
+pub(super) async fn watch_until_as(
+    f: &Faros,
+    token: &str,
+    collection: &str,
+    names: &[String],
+    t0: Instant,
+    timeout: Duration,
+    done: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Vec<Duration>> {
     let wanted: HashSet<&str> = names.iter().map(String::as_str).collect();
     let mut finished: HashMap<String, Duration> = HashMap::new();
     let deadline = t0 + timeout;
@@ -30,7 +43,7 @@ pub(super) async fn watch_until(
             bail!("only {} of {} ready after {timeout:?}", finished.len(), wanted.len());
         }
         let url = format!("{}{collection}?watch=true&timeoutSeconds=60", f.url);
-        let resp = f.http.get(url).bearer_auth(&f.token).send().await?;
+        let resp = f.http.get(url).bearer_auth(token).send().await?;
         let mut body = resp.bytes_stream();
         let mut buf = Vec::new();
         while finished.len() < wanted.len() {

@@ -9,7 +9,10 @@
 //!   provider's `init` and `serve`, as the e2e runs them; files and certificates made before);
 //! - N Providers applied at once to `Ready=True` (p50/p95), read from one watch as the `provider`
 //!   suite reads them ([`super::super::watch`]);
-//! - the platform's resident memory after that (every process of it).
+//! - the platform's resident memory after that (every process of it);
+//! - on real kcp, kcp's own figures on the same kcp ([`super::baseline`]): its start to `/readyz`,
+//!   one bare provider workspace to Ready, and N of them created at once to Ready (before the
+//!   Providers); and the reconciler's kube requests per Provider ([`super::requests`]).
 //!
 //! It measures; starting real kcp's platform is the e2e plan's job, not this module's.
 
@@ -24,6 +27,9 @@ use super::super::faros::Faros;
 use super::super::profile::Profile;
 use super::super::stats::{ms, percentile};
 use super::super::watch::{ready, watch_until};
+use super::baseline::workspaces_to_ready;
+use super::requests;
+use super::targets::OnRealKcp;
 use crate::e2e::kcp::start;
 
 /// Where Providers are applied (the reconciler provisions them from there).
@@ -32,6 +38,11 @@ const PROVIDERS: &str = "/clusters/root:faros:system:providers/apis/admin.faros.
 const PROVIDERS_TIMEOUT: Duration = Duration::from_secs(300);
 /// How often the e2e plan's gates are checked here (the e2e itself checks every second).
 const GATE_POLL: Duration = Duration::from_millis(100);
+/// How long the reconciler's idle request rate is measured (lease renewals), and how long it is
+/// given after the last Provider's Ready to finish the passes their watch events queued before its
+/// requests are read again.
+const IDLE: Duration = Duration::from_secs(4);
+const SETTLE: Duration = Duration::from_secs(2);
 
 /// One platform's figures.
 #[derive(Clone, Copy, Default)]
@@ -41,6 +52,8 @@ pub(super) struct PlatformFigures {
     pub providers_p95: Duration,
     /// Every process of the platform, after the Providers.
     pub rss_mib: f64,
+    /// Real kcp's own figures on the platform's kcp, and the figures the targets judge.
+    pub on_real: Option<OnRealKcp>,
 }
 
 /// Resident memory of process `pid`, in MiB.
@@ -109,15 +122,19 @@ pub(super) async fn embedded(p: &Profile, state: PathBuf) -> anyhow::Result<Plat
         providers_p50,
         providers_p95,
         rss_mib,
+        on_real: None,
     })
 }
 
 /// Real kcp and the components as processes, by the kcp e2e plan, in `work`.
 pub(super) async fn real(root: &Path, kcp: &Path, p: &Profile, work: PathBuf) -> anyhow::Result<PlatformFigures> {
     println!("\nreal kcp + faros-hub-reconciler + faros-hub-api + quickstart as processes (the kcp e2e's plan):");
-    let faros_bin = match p.smoke {
-        true => root.join("target/debug"),
-        false => super::super::profile::measured_dir(root),
+    // The components beside the measured `faros` (`--faros` names a copy of a whole build's
+    // binaries, so that a build from before a change runs the platform too).
+    let faros_bin = match (p.smoke, p.faros.parent()) {
+        (true, _) => root.join("target/debug"),
+        (false, Some(dir)) => dir.to_path_buf(),
+        (false, None) => super::super::profile::measured_dir(root),
     };
     let (root_dir, kcp) = (root.to_path_buf(), kcp.to_path_buf());
     let logs = work.join("logs");
@@ -143,13 +160,67 @@ pub(super) async fn real(root: &Path, kcp: &Path, p: &Profile, work: PathBuf) ->
         http,
         child: kcp_child,
     });
+    let token = platform.reconciler_token.clone();
+    let mut one = workspaces_to_ready(&f, &token, "bench-one", 1).await?;
+    let one_workspace = one.pop().unwrap_or_default();
+    println!(
+        "  kcp's own: start to /readyz      {:>9.0}ms, one provider workspace to Ready {:.0}ms",
+        ms(platform.kcp_ready),
+        ms(one_workspace)
+    );
+    let metrics = platform.reconciler_metrics.clone();
+    let idle_from = (Instant::now(), requests::read(&f.http, &metrics).await?);
+    tokio::time::sleep(IDLE).await;
+    let idle = requests::read(&f.http, &metrics).await?;
+    let idle_per_sec =
+        (requests::sum(&idle).saturating_sub(requests::sum(&idle_from.1))) as f64 / idle_from.0.elapsed().as_secs_f64();
+    let mut bare = workspaces_to_ready(&f, &token, "bench-ws", p.providers).await?;
+    let (bare_p50, bare_p95) = (percentile(&mut bare, 50.0), percentile(&mut bare, 95.0));
+    println!(
+        "  kcp's own: {} bare provider workspaces at once to Ready  p50 {:>7.0}ms  p95 {:>7.0}ms",
+        p.providers,
+        ms(bare_p50),
+        ms(bare_p95)
+    );
+    let (before, burst) = (requests::read(&f.http, &metrics).await?, Instant::now());
     let (providers_p50, providers_p95) = providers(&f, p.providers).await?;
+    let at_ready = requests::per_provider(
+        &before,
+        &requests::read(&f.http, &metrics).await?,
+        p.providers,
+        idle_per_sec,
+        burst.elapsed(),
+    );
+    tokio::time::sleep(SETTLE).await;
+    let settled = requests::per_provider(
+        &before,
+        &requests::read(&f.http, &metrics).await?,
+        p.providers,
+        idle_per_sec,
+        burst.elapsed(),
+    );
+    let by_verb: Vec<String> = settled.by_verb.iter().map(|(v, n)| format!("{v} {n:.2}")).collect();
+    println!(
+        "  reconciler's kube requests per Provider: {:.1} at the last Ready, {:.1} {SETTLE:?} later \
+         (less {idle_per_sec:.2}/s idle); by verb: {}",
+        at_ready.total,
+        settled.total,
+        by_verb.join(", ")
+    );
     let mut rss_mib = f.rss_mib()?;
     for (_, pid) in platform.pids() {
         rss_mib += rss_of(pid)?;
     }
     println!("  RSS of the platform              {rss_mib:>9.1}MiB (kcp, hub reconciler, hub API, quickstart)");
     // The components first (as the plan stops them), then kcp with `f`.
+    let on_real = OnRealKcp {
+        kcp_ready: platform.kcp_ready,
+        one_workspace,
+        bare_p95,
+        providers_p95,
+        to_quickstart_ready,
+        requests_per_provider: settled.total,
+    };
     drop(platform);
     drop(f);
     Ok(PlatformFigures {
@@ -157,5 +228,6 @@ pub(super) async fn real(root: &Path, kcp: &Path, p: &Profile, work: PathBuf) ->
         providers_p50,
         providers_p95,
         rss_mib,
+        on_real: Some(on_real),
     })
 }
