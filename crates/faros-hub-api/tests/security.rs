@@ -342,7 +342,7 @@ async fn call(
 }
 
 #[tokio::test]
-async fn tenancy_creator_is_not_readmitted_when_admins_are_groups() {
+async fn api_org_creator_is_not_readmitted_when_admins_are_groups() {
     use faros_test_support::users::static_token;
     use reqwest::Method;
     let kcp = SharedKcp::start(
