@@ -467,11 +467,16 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
         cmd: input.kubectl(&["get", "pods", "--all-namespaces", "-o", "wide"]),
         to: logs("pods.txt"),
     });
-    for (release, file_name) in [(FAROS_RELEASE, "faros.log"), (QUICKSTART_RELEASE, "quickstart.log")] {
+    // Each release's Pods where it was installed: quickstart in the reconciler's mirror namespace.
+    let providers_namespace = format!("{FAROS_NAMESPACE}-providers");
+    for (namespace, release, file_name) in [
+        (FAROS_NAMESPACE, FAROS_RELEASE, "faros.log"),
+        (providers_namespace.as_str(), QUICKSTART_RELEASE, "quickstart.log"),
+    ] {
         on_failure.push(Action::Capture {
             cmd: input.kubectl(&[
                 "-n",
-                FAROS_NAMESPACE,
+                namespace,
                 "logs",
                 "-l",
                 &format!("app.kubernetes.io/instance={release}"),

@@ -290,7 +290,9 @@ mod tests {
         let other = "a".repeat(64);
         let sums = format!("{other}  staging.tar.gz\n{}  LICENSE\n", "b".repeat(64));
         let archive = Path::new("/x/staging.tar.gz");
-        let cases: [(&str, &str, &str, Option<&str>, Result<(), &str>); 6] = [
+        // name, release, the archive's digest, SHA256SUMS beside it, Ok or a word of the error.
+        type Case<'a> = (&'a str, &'a str, &'a str, Option<&'a str>, Result<(), &'a str>);
+        let cases: [Case<'_>; 6] = [
             ("pinned release, pinned digest", "v0.32.3", PINNED, None, Ok(())),
             (
                 "the pin wins over a SHA256SUMS beside it",
@@ -351,7 +353,9 @@ mod tests {
                 "v0.32.3",
             ),
         ];
-        let cases: [(&str, Vec<Refused>, Vec<&str>, Vec<&str>); 4] = [
+        // name, the proxy's refusals, the modules taken from the archive, the refusals left.
+        type Case<'a> = (&'a str, Vec<Refused>, Vec<&'a str>, Vec<&'a str>);
+        let cases: [Case<'_>; 4] = [
             ("nothing refused", vec![], vec![], vec![]),
             (
                 "one staging module",
