@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn install_md_has_every_section_and_both_users() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/install.md");
+        let path = crate::locate::project_root().join("docs/install.md");
         let got = scenarios(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(got.iter().map(|s| s.section).collect::<Vec<_>>(), SECTIONS);
         let split = &got[3];
