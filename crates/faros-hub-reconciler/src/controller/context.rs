@@ -61,6 +61,8 @@ pub struct Context {
     /// Our own last write per mirrored Secret name: `Some(resourceVersion)` for an apply, `None` for
     /// a delete. The watch event it causes needs no work.
     mirror_writes: Mutex<HashMap<String, Option<String>>>,
+    /// The provider workspaces as the controller's watch sees them, and the Providers parked on them.
+    pub(super) workspaces: super::workspaces::ProviderWorkspaces,
 }
 
 impl fmt::Debug for Context {
@@ -88,6 +90,7 @@ impl Context {
             own_writes: Mutex::default(),
             queue: Mutex::default(),
             mirror_writes: Mutex::default(),
+            workspaces: Default::default(),
         }
     }
 

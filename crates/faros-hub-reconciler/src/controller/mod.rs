@@ -16,6 +16,7 @@ pub mod mirror;
 pub mod provider;
 mod wait;
 mod workspace;
+mod workspaces;
 
 use std::sync::Arc;
 
@@ -53,6 +54,7 @@ pub async fn run(
             .on_queue_depth(move |n| depth.metrics.set_queue_depth(n))
     };
     let mut tasks = JoinSet::new();
+    tasks.spawn(workspaces::watch(ctx.clone(), controller.handle(), cancel.clone()));
     if let Some(mirror) = ctx.mirror.clone() {
         tasks.spawn(mirror::watch(mirror, controller.handle(), ctx.clone(), cancel.clone()));
     }

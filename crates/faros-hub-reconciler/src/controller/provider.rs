@@ -3,8 +3,9 @@
 //!
 //! Steps, each idempotent and each mapped to the `Ready` reason that names it when it fails:
 //! 1. finalizer `admin.faros.sh/cleanup`, before anything is created;
-//! 2. workspace `root:faros:providers:<name>` of type `root:faros:provider`, waited Ready
-//!    (`WorkspaceError`);
+//! 2. workspace `root:faros:providers:<name>` of type `root:faros:provider`, Ready (`WorkspaceError`;
+//!    a workspace kcp is still readying ends the pass, and the workspace watch queues the Provider
+//!    again once it is Ready: [`super::workspaces`]);
 //! 3. in that workspace: namespace `default`, ServiceAccount `provider`, ClusterRoleBinding
 //!    `faros:providers:sa:provider` → `cluster-admin`, and, when the hub API has its own kcp user,
 //!    its role there (`bind` on the exports, token reviews: [`crate::identity::hub::provider_role`])
@@ -151,7 +152,10 @@ pub async fn reconcile(provider: Arc<Provider>, target: &Target, ctx: &Context) 
     };
 
     let outcome = match provision(&provider, key, ctx).await {
-        Ok(outcome) => outcome,
+        Ok(Provisioning::Done(outcome)) => outcome,
+        // Queued again by the workspace watch once it is Ready; the requeue after the workspace
+        // timeout is for a watch that never says so, and then waits in the reconcile as before.
+        Ok(Provisioning::AwaitingWorkspace) => return Ok(Action::RequeueAfter(ctx.settings.workspace_timeout)),
         Err(step) => {
             let outcome = Outcome::Failed {
                 reason: step.reason,
@@ -291,7 +295,16 @@ fn step(reason: &'static str, cluster: Option<&str>) -> impl Fn(String) -> StepE
     }
 }
 
-async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Result<Outcome, StepError> {
+/// How far one provisioning pass got.
+#[derive(Debug)]
+enum Provisioning {
+    Done(Outcome),
+    /// The workspace was created and kcp is readying it: the Provider is parked until it is
+    /// ([`super::workspaces`]); nothing to write yet.
+    AwaitingWorkspace,
+}
+
+async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Result<Provisioning, StepError> {
     let name = key.name.as_str();
     let path = names::provider_workspace_path(name);
     let secret_name = provider.kubeconfig_secret_name();
@@ -305,14 +318,12 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
     }
 
     let workspace_err = step(names::REASON_WORKSPACE_ERROR, None);
-    let ws = workspace::ensure(
-        &ctx.factory,
-        name,
-        provider.status.as_ref(),
-        ctx.settings.workspace_timeout,
-    )
-    .await
-    .map_err(|e| workspace_err(format!("ensuring provider workspace: {e}")))?;
+    let ws = workspace::ensure(ctx, key, provider.status.as_ref(), ctx.settings.workspace_timeout)
+        .await
+        .map_err(|e| workspace_err(format!("ensuring provider workspace: {e}")))?;
+    let Some(ws) = ws else {
+        return Ok(Provisioning::AwaitingWorkspace);
+    };
     let cluster = cluster_of(&ws).ok_or_else(|| {
         workspace_err(format!(
             "ensuring provider workspace: {path} is Ready but has no spec.cluster"
@@ -413,10 +424,10 @@ async fn provision(provider: &Provider, key: &ProviderKey, ctx: &Context) -> Res
             .await
             .map_err(|e| step(REASON_MIRROR_ERROR, Some(&cluster))(e.to_string()))?;
     }
-    Ok(Outcome::Provisioned {
+    Ok(Provisioning::Done(Outcome::Provisioned {
         workspace_cluster: cluster,
         secret_name,
-    })
+    }))
 }
 
 /// The Secret named in status that is no longer the one the spec asks for.

@@ -1,12 +1,14 @@
-//! The provider workspace of one reconcile, with the fewest requests: created first when the
-//! Provider's status names no workspace cluster (it was never provisioned, so the workspace is
-//! almost always absent and a read first is a request for nothing), read first otherwise
-//! ([`bootstrap::ensure_workspace`]); a workspace just created is waited Ready with one watch from
-//! the version the create returned ([`super::wait::wait_from`]).
+//! The provider workspace of one reconcile, with the fewest requests: taken from the controller's
+//! watch of the provider workspaces when it has seen it Ready ([`super::workspaces`]: no request);
+//! otherwise created first when the Provider's status names no workspace cluster (it was never
+//! provisioned, so the workspace is almost always absent and a read first is a request for
+//! nothing), read first otherwise ([`bootstrap::ensure_workspace`]). A workspace just created and not
+//! Ready yet parks the Provider on the watch, which queues it again once kcp has readied it: the
+//! reconcile does not hold its concurrency slot while kcp works.
 //!
 //! What it must not do: trust the guess. A create answered 409 (the workspace exists after all: a
-//! status write was lost, or a deletion is still in progress) goes the read-first way, which checks
-//! the type and a pending deletion.
+//! status write was lost, a deletion is still in progress, or the watch has not caught up) goes the
+//! read-first way, which checks the type and a pending deletion, and waits for Ready.
 
 use std::time::Duration;
 
@@ -16,9 +18,8 @@ use faros_core::provider::ProviderStatus;
 use kube::Api;
 use kube::api::PostParams;
 
-use super::wait::wait_from;
+use super::context::{Context, ProviderKey};
 use crate::bootstrap::{self, BootstrapError};
-use faros_core::client::ClientFactory;
 
 /// What to ask kcp first about the provider workspace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,17 +38,25 @@ pub(crate) fn probe(status: Option<&ProviderStatus>) -> Probe {
     }
 }
 
-/// Ensures workspace `root:faros:providers:<name>` of type `root:faros:provider` and returns it once
-/// Ready.
+/// Ensures workspace `root:faros:providers:<name>` of type `root:faros:provider` for Provider
+/// `key` and returns it once Ready; `None`: created and not Ready yet, the Provider is parked until
+/// it is ([`super::workspaces`]).
 pub(crate) async fn ensure(
-    factory: &ClientFactory,
-    name: &str,
+    ctx: &Context,
+    key: &ProviderKey,
     status: Option<&ProviderStatus>,
     timeout: Duration,
-) -> Result<Workspace, BootstrapError> {
+) -> Result<Option<Workspace>, BootstrapError> {
+    let name = key.name.as_str();
+    if let Some(ws) = ctx.workspaces.with(|s| s.usable(name)) {
+        return Ok(Some(ws));
+    }
+    let factory = &ctx.factory;
     let type_ = bootstrap::faros_type(names::WORKSPACE_TYPE_PROVIDER);
     if probe(status) == Probe::Read {
-        return bootstrap::ensure_workspace(factory, names::PROVIDERS_PATH, name, type_, timeout).await;
+        return bootstrap::ensure_workspace(factory, names::PROVIDERS_PATH, name, type_, timeout)
+            .await
+            .map(Some);
     }
     let path = names::provider_workspace_path(name);
     let client = factory
@@ -63,7 +72,9 @@ pub(crate) async fn ensure(
     {
         Ok(ws) => ws,
         Err(kube::Error::Api(s)) if s.code == 409 => {
-            return bootstrap::ensure_workspace(factory, names::PROVIDERS_PATH, name, type_, timeout).await;
+            return bootstrap::ensure_workspace(factory, names::PROVIDERS_PATH, name, type_, timeout)
+                .await
+                .map(Some);
         }
         Err(source) => {
             return Err(BootstrapError::Kube {
@@ -74,15 +85,10 @@ pub(crate) async fn ensure(
     };
     tracing::info!(%path, "created workspace");
     if created.is_ready() {
-        return Ok(created);
+        return Ok(Some(created));
     }
-    wait_from(api, &created, |ws| ws.is_some_and(Workspace::is_ready), timeout)
-        .await
-        .map_err(|source| BootstrapError::Wait {
-            step: format!("waiting for workspace {path} to be Ready"),
-            source: Box::new(source),
-        })?
-        .ok_or(BootstrapError::WorkspaceDeleting { path })
+    // The watch may have seen it Ready meanwhile; parked otherwise.
+    Ok(ctx.workspaces.with(|s| s.take_or_park(name, key)))
 }
 
 #[cfg(test)]
