@@ -26,6 +26,22 @@ pub const BOOTSTRAP_GRACE: Duration = Duration::from_secs(60);
 /// a second of start, so the first retries are quick.
 const PROBE_RETRY_FIRST: Duration = Duration::from_millis(50);
 const PROBE_RETRY_MAX: Duration = Duration::from_secs(5);
+/// The longest delay between list probes within [`BOOTSTRAP_GRACE`] of start: what a 403 or 404
+/// waits for then (a binding, a grant, a virtual workspace being served) is kcp's work of a few
+/// seconds, and a probe delay doubled to 5 s overshot it by up to 3 s, a start-up cost of every
+/// component that lists through a virtual workspace right after kcp's bootstrap.
+const PROBE_RETRY_MAX_AT_START: Duration = Duration::from_secs(1);
+
+/// IO-free: the delay before the next list probe after one that waited `previous`, `since_start`
+/// after this process's first probe.
+pub fn next_probe_delay(previous: Duration, since_start: Duration) -> Duration {
+    let max = if since_start < BOOTSTRAP_GRACE {
+        PROBE_RETRY_MAX_AT_START
+    } else {
+        PROBE_RETRY_MAX
+    };
+    (previous * 2).min(max)
+}
 
 /// When this process first probed a list: the start of its [`BOOTSTRAP_GRACE`].
 static FIRST_PROBE: OnceLock<Instant> = OnceLock::new();
@@ -90,7 +106,7 @@ where
             }
         }
         tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(PROBE_RETRY_MAX);
+        delay = next_probe_delay(delay, now - first_probe);
     }
 }
 
@@ -236,6 +252,20 @@ pub fn describe<K: serde::Serialize>(obj: Option<&K>) -> String {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
+
+    #[test]
+    fn next_probe_delay_table() {
+        let (ms, s) = (Duration::from_millis, Duration::from_secs);
+        for (case, previous, since_start, want) in [
+            ("doubles", ms(50), s(0), ms(100)),
+            ("at start: capped at 1 s", ms(800), s(3), s(1)),
+            ("at start: stays at 1 s", s(1), s(30), s(1)),
+            ("after the grace: doubles past 1 s", s(1), s(61), s(2)),
+            ("after the grace: capped at 5 s", s(4), s(120), s(5)),
+        ] {
+            assert_eq!(next_probe_delay(previous, since_start), want, "{case}");
+        }
+    }
 
     #[test]
     fn start_up_ordering_is_quiet_for_a_grace_and_warnings_are_spaced() {
