@@ -89,7 +89,7 @@ impl Build {
         let mut args = vec!["build", "-trimpath", "-ldflags", &ldflags, "-o", &out_arg];
         args.extend(packages.iter().map(String::as_str));
         eprintln!(
-            "building Kubernetes {version} ({}) in {} (cold: about 20 minutes on 2 cores; Go's build cache makes it fast after)",
+            "building Kubernetes {version} ({}) in {} (cold: about 13 minutes on 2 cores; Go's build cache makes it seconds after)",
             COMMANDS.join(", "),
             wrapper.display()
         );
