@@ -102,6 +102,7 @@ const TEMPLATES: &[Template] = &[
     template!("src/lib.rs.j2", "src/lib.rs"),
     template!("src/resource.rs.j2", "src/{{ module }}.rs"),
     template!("tests/backend.rs.j2", "tests/backend.rs"),
+    template!("tests/chart_manifest.rs.j2", "tests/chart_manifest.rs"),
     template!("ui/main.js.j2", "ui/main.js"),
     template!("ui/icon.svg.j2", "ui/icon.svg"),
     template!("provider.yaml.j2", "provider.yaml"),
@@ -247,10 +248,26 @@ pub fn plan(vars: &Vars) -> Result<Vec<(PathBuf, String)>, ScaffoldError> {
         files.push((PathBuf::from(render(t.file, t.out)?), body));
     }
     for (file, body) in CHART {
-        files.push((Path::new("chart").join(file), rename_chart(body, vars)));
+        let body = match *file {
+            "README.md" => crate_relative_readme(body),
+            _ => body.to_string(),
+        };
+        files.push((Path::new("chart").join(file), rename_chart(&body, vars)));
     }
     files.push((PathBuf::from("chart/files/manifest.yaml"), manifest));
     Ok(files)
+}
+
+/// The quickstart chart's README as the new crate's: its commands name the crate's own files (run from
+/// the crate, in tree or out), not the repository's paths of quickstart's, and the CatalogEntry copy
+/// is kept by the crate's own test rather than by this repository's codegen.
+fn crate_relative_readme(body: &str) -> String {
+    body.replace(
+        "which `cargo xtask codegen` copies from `providers/quickstart/manifest.yaml`",
+        "a copy of the crate's `manifest.yaml` (its test `tests/chart_manifest.rs` keeps them equal)",
+    )
+    .replace("charts/faros-provider-quickstart", "./chart")
+    .replace("providers/quickstart/provider.yaml", "./provider.yaml")
 }
 
 /// The quickstart chart's names replaced by the new provider's.
@@ -400,6 +417,7 @@ mod tests {
             "provider.yaml",
             "ui/main.js",
             "tests/backend.rs",
+            "tests/chart_manifest.rs",
             "chart/Chart.yaml",
             "chart/templates/deployment.yaml",
             "chart/files/manifest.yaml",

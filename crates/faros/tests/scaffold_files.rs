@@ -43,6 +43,16 @@ fn the_scaffolded_chart_lints_and_renders_for_the_new_provider() {
         assert!(text.contains(want), "missing {want:?} in\n{text}");
     }
     assert!(!text.to_lowercase().contains("quickstart"), "{text}");
+    // The chart's README names the crate's own chart and Provider, which exist out of tree too.
+    let readme = std::fs::read_to_string(chart.join("README.md")).unwrap();
+    assert!(readme.contains("helm install my-notes ./chart -n faros-providers"), "{readme}");
+    assert!(readme.contains("`./provider.yaml`"), "{readme}");
+    assert!(!readme.contains("charts/faros-provider-my-notes"), "{readme}");
+    // The crate's own test keeps the chart's CatalogEntry equal to its manifest.
+    assert_eq!(
+        std::fs::read(chart.join("files/manifest.yaml")).unwrap(),
+        std::fs::read(dir.join("manifest.yaml")).unwrap()
+    );
 }
 
 #[test]
@@ -56,6 +66,7 @@ fn the_scaffolded_code_is_formatted_in_this_repositorys_style() {
         "src/main.rs",
         "src/aproviderwithalongname.rs",
         "tests/backend.rs",
+        "tests/chart_manifest.rs",
     ]
     .iter()
     .map(|f| dir.join(f))
