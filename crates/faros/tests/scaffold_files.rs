@@ -45,7 +45,10 @@ fn the_scaffolded_chart_lints_and_renders_for_the_new_provider() {
     assert!(!text.to_lowercase().contains("quickstart"), "{text}");
     // The chart's README names the crate's own chart and Provider, which exist out of tree too.
     let readme = std::fs::read_to_string(chart.join("README.md")).unwrap();
-    assert!(readme.contains("helm install my-notes ./chart -n faros-providers"), "{readme}");
+    assert!(
+        readme.contains("helm install my-notes ./chart -n faros-providers"),
+        "{readme}"
+    );
     assert!(readme.contains("`./provider.yaml`"), "{readme}");
     assert!(!readme.contains("charts/faros-provider-my-notes"), "{readme}");
     // The crate's own test keeps the chart's CatalogEntry equal to its manifest.

@@ -11,10 +11,16 @@ use std::process::Command;
 
 /// The files a second run used to remove or rewrite, with their contents.
 fn announced_and_tokens(state: &Path) -> BTreeMap<String, Vec<u8>> {
-    ["hub.url", "kcp.url", "tokens.csv", "component-tokens.csv", "dev-user.token"]
-        .into_iter()
-        .filter_map(|name| Some((name.to_string(), std::fs::read(state.join(name)).ok()?)))
-        .collect()
+    [
+        "hub.url",
+        "kcp.url",
+        "tokens.csv",
+        "component-tokens.csv",
+        "dev-user.token",
+    ]
+    .into_iter()
+    .filter_map(|name| Some((name.to_string(), std::fs::read(state.join(name)).ok()?)))
+    .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -31,7 +37,16 @@ async fn a_second_faros_dev_on_a_busy_state_directory_changes_nothing() {
         let state = state.clone();
         move || {
             Command::new(env!("CARGO_BIN_EXE_faros"))
-                .args(["dev", "--kcp-port", "0", "--hub-port", "0", "--quickstart-port", "0", "--state-dir"])
+                .args([
+                    "dev",
+                    "--kcp-port",
+                    "0",
+                    "--hub-port",
+                    "0",
+                    "--quickstart-port",
+                    "0",
+                    "--state-dir",
+                ])
                 .arg(&state)
                 .env("FAROS_LOG_LEVEL", "warn")
                 .output()
@@ -42,15 +57,32 @@ async fn a_second_faros_dev_on_a_busy_state_directory_changes_nothing() {
     .unwrap();
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(!second.status.success(), "the second faros dev started: {stderr}");
-    assert!(stderr.contains("another faros dev is running on the state directory"), "{stderr}");
-    assert_eq!(announced_and_tokens(&state), before, "the second run changed the first one's files");
+    assert!(
+        stderr.contains("another faros dev is running on the state directory"),
+        "{stderr}"
+    );
+    assert_eq!(
+        announced_and_tokens(&state),
+        before,
+        "the second run changed the first one's files"
+    );
     // The first one still serves.
     let hub = std::fs::read_to_string(state.join("hub.url")).unwrap();
-    let ready = first.https().unwrap().get(format!("{hub}/readyz")).send().await.unwrap();
+    let ready = first
+        .https()
+        .unwrap()
+        .get(format!("{hub}/readyz"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ready.status(), 200);
 
     let status = first.terminate().unwrap();
-    assert!(status.success(), "faros dev did not stop cleanly: {status}\n{}", first.log_tail());
+    assert!(
+        status.success(),
+        "faros dev did not stop cleanly: {status}\n{}",
+        first.log_tail()
+    );
     for gone in ["hub.url", "kcp.url"] {
         assert!(!state.join(gone).exists(), "{gone} outlived the run it announced");
     }
