@@ -37,6 +37,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use faros_e2e::mcp_sdk::{Sdk, SdkClient};
 use faros_e2e::replicas::Replicas;
 use faros_e2e::{Platform, Target, WAIT, devproc, eventually};
 use faros_test_support::devproc::DevProcess;
@@ -45,7 +46,6 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use reqwest::Method;
 use rmcp::model::CallToolRequestParams;
-use faros_e2e::mcp_sdk::{Sdk, SdkClient};
 use serde_json::json;
 
 const REPLICAS: usize = 3;

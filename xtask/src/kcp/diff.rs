@@ -138,7 +138,11 @@ impl Diff {
         eprintln!(
             "{} steps against {}: {} same, {} different, {} looser",
             summary.steps,
-            if self.recorded { "real kcp's recordings" } else { "real kcp, live" },
+            if self.recorded {
+                "real kcp's recordings"
+            } else {
+                "real kcp, live"
+            },
             summary.same,
             summary.different + summary.one_side,
             summary.looser

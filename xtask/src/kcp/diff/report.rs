@@ -221,10 +221,20 @@ pub fn failures(rows: &[Row], committed: &Committed) -> Vec<String> {
     for row in rows {
         let key = (row.script.clone(), row.step.clone());
         if row.looser {
-            out.push(format!("LOOSER {} / {}: {}", row.script, row.step, row.verdict.detail()));
+            out.push(format!(
+                "LOOSER {} / {}: {}",
+                row.script,
+                row.step,
+                row.verdict.detail()
+            ));
         }
         if committed.same.contains(&key) && row.label() != "same" {
-            out.push(format!("REGRESSION {} / {}: {}", row.script, row.step, row.verdict.detail()));
+            out.push(format!(
+                "REGRESSION {} / {}: {}",
+                row.script,
+                row.step,
+                row.verdict.detail()
+            ));
         }
     }
     out
@@ -309,8 +319,16 @@ mod tests {
         let differs = || Verdict::Different("code 403 vs 201".into());
         let cases: [(&str, Row, &[&str]); 5] = [
             ("same as before", row("was same", Verdict::Same, false), &[]),
-            ("different, and was different", row("was different", differs(), false), &[]),
-            ("was same, now differs", row("was same", differs(), false), &["REGRESSION s1 / was same"]),
+            (
+                "different, and was different",
+                row("was different", differs(), false),
+                &[],
+            ),
+            (
+                "was same, now differs",
+                row("was same", differs(), false),
+                &["REGRESSION s1 / was same"],
+            ),
             ("looser, new step", row("new", differs(), true), &["LOOSER s1 / new"]),
             (
                 "looser and a regression",
@@ -325,13 +343,21 @@ mod tests {
         }
         let recorded = [
             row("same both times", Verdict::Same, false),
-            row("different both times", Verdict::Different("ca.crt: A vs B".into()), false),
+            row(
+                "different both times",
+                Verdict::Different("ca.crt: A vs B".into()),
+                false,
+            ),
             row("now different", Verdict::Same, false),
             row("now same", differs(), false),
         ];
         let live = [
             row("same both times", Verdict::Same, false),
-            row("different both times", Verdict::Different("ca.crt: C vs B".into()), false),
+            row(
+                "different both times",
+                Verdict::Different("ca.crt: C vs B".into()),
+                false,
+            ),
             row("now different", differs(), true),
             row("now same", Verdict::Same, false),
         ];
