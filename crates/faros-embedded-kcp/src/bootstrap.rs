@@ -65,6 +65,9 @@ pub fn default_objects() -> Vec<(ObjectKey, Value)> {
     ]
 }
 
+/// kcp's binding (its `config/root`) letting every authenticated user into root.
+const ROOT_ACCESS_BINDING: &str = "system:kcp:tenancy:authenticated:access";
+
 /// Creates the default objects of `root` that are missing (idempotent across restarts): the defaults
 /// every logical cluster has, the root LogicalCluster, and access to root for authenticated users.
 pub async fn ensure_root(state: &ServerState) {
@@ -91,13 +94,14 @@ pub async fn ensure_root(state: &ServerState) {
                 "clusterrolebindings",
                 "",
                 "",
-                "system:kcp:authenticated:access",
+                ROOT_ACCESS_BINDING,
             ),
             object(
                 "ClusterRoleBinding",
                 "rbac.authorization.k8s.io/v1",
-                "system:kcp:authenticated:access",
-                json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:kcp:workspace:access"},
+                ROOT_ACCESS_BINDING,
+                json!({"metadata": {"name": ROOT_ACCESS_BINDING, "annotations": {crate::kcp::root_apis::REPLICATE_ANNOTATION: "core.kcp.io"}},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:kcp:workspace:access"},
                        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}]}),
             ),
         ),

@@ -182,20 +182,27 @@ pub fn exports() -> Vec<Value> {
         .collect()
 }
 
-/// kcp lets every authenticated user bind both exports (`system:kcp:apiexport:<group>:bind`).
+/// The annotation kcp's replication controllers put on RBAC objects that grant on its APIs (the
+/// API groups they grant on), so the cache server copies them to other shards.
+pub const REPLICATE_ANNOTATION: &str = "internal.kcp.io/replicate";
+
+/// kcp lets every authenticated user bind both exports (ClusterRole
+/// `system:kcp:apiexport:<group>:bind`, bound as `system:kcp:authenticated:apiexport:<group>:bind`).
 pub fn bind_grants() -> Vec<(&'static str, Value)> {
     let rbac = "rbac.authorization.k8s.io";
+    let annotations = json!({REPLICATE_ANNOTATION: "apis.kcp.io"});
     let mut out = Vec::new();
     for (export, short) in [(TENANCY_EXPORT, "tenancy"), (TOPOLOGY_EXPORT, "topology")] {
         let name = format!("system:kcp:apiexport:{short}:bind");
+        let binding = format!("system:kcp:authenticated:apiexport:{short}:bind");
         out.push((
             "clusterroles",
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name, "annotations": annotations},
                 "rules": [{"apiGroups": ["apis.kcp.io"], "resources": ["apiexports"], "resourceNames": [export], "verbs": ["bind"]}]}),
         ));
         out.push((
             "clusterrolebindings",
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": binding, "annotations": annotations},
                 "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": name},
                 "subjects": [{"apiGroup": rbac, "kind": "Group", "name": crate::auth::GROUP_AUTHENTICATED}]}),
         ));

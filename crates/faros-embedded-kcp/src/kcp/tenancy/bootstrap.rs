@@ -14,8 +14,10 @@ use crate::objects::meta;
 use crate::state::ServerState;
 use crate::store::ObjectKey;
 
-/// kcp's ClusterRole letting every authenticated user `use` the generic types in root.
+/// kcp's ClusterRole letting every authenticated user `use` the generic types in root, and its
+/// binding.
 const USE_ROLE: &str = "system:kcp:universal-workspacetype-use";
+const USE_BINDING: &str = "system:kcp:authenticated:universal-workspacetype-use";
 
 /// kcp's binding in root (its `config/root`) of the bootstrap ClusterRole `system:kcp:tenancy:reader`
 /// (get, list and watch workspaces, workspacetypes and logicalclusters) to every authenticated
@@ -53,9 +55,11 @@ pub async fn ensure_builtins(state: &ServerState) {
         }
     }
     let rbac = "rbac.authorization.k8s.io";
-    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": USE_ROLE},
-        "rules": [{"apiGroups": [GROUP], "resources": [TYPES], "resourceNames": ["universal"], "verbs": ["use"]}]});
-    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": USE_ROLE},
+    let annotations = json!({crate::kcp::root_apis::REPLICATE_ANNOTATION: GROUP});
+    // kcp's role names its organization and team types too, which this server does not have.
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": USE_ROLE, "annotations": annotations},
+        "rules": [{"apiGroups": [GROUP], "resources": [TYPES], "resourceNames": ["universal", "organization", "team"], "verbs": ["use"]}]});
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": USE_BINDING, "annotations": annotations},
         "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": USE_ROLE},
         "subjects": [{"apiGroup": rbac, "kind": "Group", "name": crate::auth::GROUP_AUTHENTICATED}]});
     // The reader role is one of kcp's bootstrap ClusterRoles (`auth::bootstrap_roles`): bound, not

@@ -46,8 +46,9 @@ pub(super) async fn ensure_workspace_admin(state: &ServerState, cluster: &str, o
     if matches!(state.store.get(&key), Ok(Some(_))) {
         return;
     }
+    // cluster-admin grants on kcp's APIs and tenancy, which kcp's replication controller marks.
     let crb = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": "workspace-admin"},
+        "metadata": {"name": "workspace-admin", "annotations": {crate::kcp::root_apis::REPLICATE_ANNOTATION: "apis.kcp.io,tenancy.kcp.io"}},
         "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "cluster-admin"},
         "subjects": [{"apiGroup": rbac, "kind": "User", "name": username}]});
     if let Err(e) = crate::client::Client::system(state)
