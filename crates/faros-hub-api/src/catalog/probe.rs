@@ -2,7 +2,8 @@
 //! registered (or re-pointed) backend is probed at once instead of waiting for the next tick, and a
 //! backend whose probe failed is probed again soon ([`retry_after`]): a provider registers its
 //! backend before its server listens (`init`, then `serve`), and would otherwise stay unready for
-//! up to an interval after it does.
+//! up to an interval after it does. A provider whose backend is not known healthy is also probed
+//! the moment it heartbeats: it beats once it serves, so a restart is seen at once.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -68,6 +69,8 @@ enum Round {
     New,
     /// A retry is due: the backends whose last probe failed.
     Failing,
+    /// Providers beat while their backend was not known healthy.
+    Beat,
 }
 
 /// Runs until `cancel`.
@@ -93,11 +96,17 @@ pub async fn run(registry: Arc<Registry>, client: UpstreamPool, settings: ProbeS
                 Round::New
             }
             _ = due => Round::Failing,
+            () = registry.probe_requested() => Round::Beat,
         };
         let unprobed = if round == Round::New {
             registry.unprobed()
         } else {
             Vec::new()
+        };
+        let beaten = if round == Round::Beat {
+            registry.take_probe_requests()
+        } else {
+            Default::default()
         };
         let targets: Vec<_> = registry
             .backends()
@@ -106,6 +115,7 @@ pub async fn run(registry: Arc<Registry>, client: UpstreamPool, settings: ProbeS
                 Round::All => true,
                 Round::New => unprobed.contains(name),
                 Round::Failing => failing.contains_key(name),
+                Round::Beat => beaten.contains(name),
             })
             .collect();
         let probes = targets.into_iter().map(|(name, base, path)| {

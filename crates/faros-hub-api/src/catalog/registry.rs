@@ -122,6 +122,8 @@ struct Inner {
     dirty: BTreeSet<String>,
     synced: BTreeSet<String>,
     expected_sources: usize,
+    /// Providers that beat while their backend was not known healthy: the prober probes them at once.
+    probe_on_beat: BTreeSet<String>,
 }
 
 /// Tunables of readiness and persistence.
@@ -150,6 +152,8 @@ pub struct Registry {
     upstreams: Arc<UpstreamPolicy>,
     dirty: Notify,
     changes: watch::Sender<u64>,
+    /// Wakes the prober for [`Registry::take_probe_requests`].
+    probe_requested: Notify,
     /// Latched by [`Registry::first_probes_done`].
     first_probes: std::sync::atomic::AtomicBool,
 }
@@ -169,6 +173,7 @@ impl Registry {
             upstreams: Arc::new(UpstreamPolicy::default()),
             dirty: Notify::new(),
             changes: watch::channel(0).0,
+            probe_requested: Notify::new(),
             first_probes: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -448,7 +453,7 @@ impl Registry {
     /// Records a heartbeat at `now`. Returns whether it should be persisted (at most once per
     /// `persist_every` per provider).
     pub fn heartbeat(&self, name: &str, version: Option<String>, now: Timestamp) -> Result<bool, RegistryError> {
-        let persist = {
+        let (persist, probe) = {
             let mut inner = self.write();
             if !inner.providers.contains_key(name) {
                 return Err(RegistryError::UnknownProvider(name.to_string()));
@@ -467,10 +472,24 @@ impl Registry {
                 live.persisted = Some((to_seconds(now), live.version.clone()));
                 inner.dirty.insert(name.to_string());
             }
-            due
+            // A provider beats once it serves: a backend probed before that (a restart, a first
+            // start) is worth probing now rather than at the next retry or tick.
+            let probe = inner.providers.get(name).is_some_and(|p| {
+                matches!(
+                    Self::health_of(&inner, p),
+                    BackendHealth::Unknown | BackendHealth::Unhealthy(_)
+                )
+            });
+            if probe {
+                inner.probe_on_beat.insert(name.to_string());
+            }
+            (due, probe)
         };
         if persist {
             self.dirty.notify_one();
+        }
+        if probe {
+            self.probe_requested.notify_one();
         }
         self.reevaluate_one(name, now);
         Ok(persist)
@@ -526,6 +545,17 @@ impl Registry {
             .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
+    }
+
+    /// Waits until a provider beat while its backend was not known healthy (a permit is kept when
+    /// nobody waits, so no beat is missed).
+    pub async fn probe_requested(&self) {
+        self.probe_requested.notified().await;
+    }
+
+    /// The providers that beat while their backend was not known healthy, since the last call.
+    pub fn take_probe_requests(&self) -> BTreeSet<String> {
+        std::mem::take(&mut self.write().probe_on_beat)
     }
 
     /// Names whose declared backend has no probe result for its current URL.

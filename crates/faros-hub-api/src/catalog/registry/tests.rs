@@ -276,3 +276,33 @@ fn formats_as_compares_without_building_the_string() {
         assert!(!formats_as(&uri, other), "{other}");
     }
 }
+
+#[test]
+fn a_beat_asks_for_a_probe_while_the_backend_is_not_known_healthy() {
+    let (clock, reg) = setup();
+    let mut c = cand("q", "c", Some("root:faros:providers:q"), "http://q/");
+    c.entry.spec.backend = Some(BackendSpec {
+        url: "http://b:1".into(),
+        health_path: None,
+    });
+    reg.upsert(c);
+    let beat = || reg.heartbeat("q", None, clock.now()).unwrap();
+    let cases: [(&str, Option<BackendHealth>, bool); 3] = [
+        ("never probed", None, true),
+        (
+            "last probe failed",
+            Some(BackendHealth::Unhealthy("refused".into())),
+            true,
+        ),
+        ("healthy", Some(BackendHealth::Healthy), false),
+    ];
+    for (name, health, want) in cases {
+        if let Some(h) = health {
+            reg.set_health("q", "http://b:1/", h);
+        }
+        beat();
+        let requested = reg.take_probe_requests();
+        assert_eq!(requested.contains("q"), want, "{name}");
+        assert!(reg.take_probe_requests().is_empty(), "{name}: taken once");
+    }
+}
