@@ -2,15 +2,16 @@
 //! (workspace types and parents, bind permission, path annotations). Called by the write pipeline
 //! for every create, update and delete after the generic metadata rules and schema validation.
 //!
-//! One plugin per resource family, as kcp's `pkg/admission`: `apibinding`, `endpoint_slice`,
-//! `workspace_type`, `workspace`, `schema`, `claims` (claim labels on other objects), `namespace`
-//! (immortal namespaces), `path` (the `kcp.io/path` annotation) and `reserved` (the names kcp keeps
-//! for itself); `bind` is what the binding plugins share, `field` how
-//! the plugins print field errors. Admission reads the state and never writes: nothing here
-//! imports the client, the write pipeline or a controller, so the write pipeline can call it
-//! without a loop.
+//! One plugin per resource family, as kcp's `pkg/admission`: `apiexport`, `apibinding`,
+//! `endpoint_slice`, `workspace_type`, `workspace`, `schema`, `claims` (claim labels on other
+//! objects), `namespace` (immortal namespaces), `path` (the `kcp.io/path` annotation) and `reserved`
+//! (the names kcp keeps for itself); `bind` is what the binding plugins share, `field` how the
+//! plugins print field errors. Admission reads the state and never writes: nothing here imports
+//! the client, the write pipeline or a controller, so the write pipeline can call it without a
+//! loop.
 
 pub mod apibinding;
+mod apiexport;
 mod bind;
 pub mod claims;
 mod endpoint_slice;
@@ -65,7 +66,10 @@ pub fn admit(state: &ServerState, req: &Request<'_>, obj: &mut Value) -> Result<
         path::annotate_path(state, req, obj)?;
     }
     match (req.def.group.as_str(), req.def.resource.as_str()) {
-        ("apis.kcp.io", "apiexports") => path::annotate_path(state, req, obj),
+        ("apis.kcp.io", "apiexports") => {
+            path::annotate_path(state, req, obj)?;
+            apiexport::admit_export(req, obj)
+        }
         ("apis.kcp.io", "apiresourceschemas") => schema::admit_schema(req, obj),
         ("tenancy.kcp.io", "workspacetypes") => {
             path::annotate_path(state, req, obj)?;
