@@ -255,6 +255,12 @@ const ok = await steps([
     const echoed = await pageFetch(`${HUB}/api/orgs/demo/workspaces/default/kubeconfig?includeToken=true`);
     assert(echoed.status === 400 && echoed.body.includes('never sent back'), `includeToken with the session: ${echoed.status} ${echoed.body}`);
     execFileSync(KUBECTL, ['--kubeconfig', file, 'config', 'set-credentials', 'dev', `--token=${TOKEN}`], { encoding: 'utf8' });
+    // The page suggests a `kubectl get` of what this workspace's providers serve, and it works as shown.
+    const hint = await pg.$$eval('section.kubeconfig pre.code', (els) => els.map((e) => e.textContent).join('\n'));
+    const get = hint.split('\n').find((line) => line.includes(' get '));
+    assert(get?.endsWith(' get greetings.quickstart.providers.faros.sh -A'), `the page's kubectl get: ${hint}`);
+    const listed = execFileSync(KUBECTL, ['--kubeconfig', file, ...get.split(' ').slice(3)], { encoding: 'utf8' });
+    assert(listed.includes(greeting), listed);
     const out = execFileSync(KUBECTL, ['--kubeconfig', file, 'get', 'greetings', '-n', 'default', greeting, '-o', 'json'], { encoding: 'utf8' });
     const obj = JSON.parse(out);
     assert(obj.spec.name === 'Ada' && obj.status.reply.startsWith('Hello, Ada!'), out);

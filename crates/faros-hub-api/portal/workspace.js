@@ -37,7 +37,7 @@ export function kubeconfigPage() {
 /** How the downloaded kubeconfig gets its credential: an OIDC session's runs `faros credential oidc`
  * (it signs in with the identity provider itself), a token session's needs the token added. */
 function credentialHint(file, user) {
-  const use = `kubectl --kubeconfig ${file} api-resources\nkubectl --kubeconfig ${file} get greetings -A`;
+  const use = [`kubectl --kubeconfig ${file} api-resources`, ...exampleGets(file)].join('\n');
   if (state.session?.tokenExpiresAt) {
     return [
       h('p', { class: 'hint' }, 'It carries no credential: kubectl runs the faros CLI (faros credential oidc), which signs you in with your identity provider on first use and keeps the token fresh. Install faros on your PATH, then:'),
@@ -48,6 +48,15 @@ function credentialHint(file, user) {
     h('p', { class: 'hint' }, 'It carries no credential: the portal never hands your token back to the browser. Add the token you signed in with:'),
     h('pre', { class: 'code' }, `kubectl --kubeconfig ${file} config set-credentials ${user} --token="$TOKEN"\n${use}`),
   ];
+}
+
+/** One `kubectl get` per resource the workspace's enabled providers serve here (kcp's bound
+ * resources), none in a workspace without any: a command that works where it is shown. */
+function exampleGets(file) {
+  const resources = (state.enabled?.items || [])
+    .filter((e) => e.bound && !e.terminating)
+    .flatMap((e) => e.resources || []);
+  return [...new Set(resources)].map((r) => `kubectl --kubeconfig ${file} get ${r} -A`);
 }
 
 /** The workspace's MCP endpoint. */

@@ -505,9 +505,11 @@ async fn enable_disable_and_the_enabled_list() {
         body,
         json!({"items": [
             {"name": "fan", "bindingName": "fan", "phase": "Bound", "bound": true, "problem": null, "acceptedClaims": [],
+             "resources": ["greetings.fan.greeter.faros.sh"],
              "terminating": false, "deletionBlocked": null, "ready": true},
             {"name": "greeter", "bindingName": "greeter", "phase": "Bound", "bound": true, "problem": null,
              "acceptedClaims": [{"group": "", "resource": "secrets"}],
+             "resources": ["greetings.greeter.greeter.faros.sh"],
              "terminating": false, "deletionBlocked": null, "ready": true},
         ]})
     );

@@ -34,7 +34,7 @@ pub struct Build {
     kcp_checkout: Option<PathBuf>,
     /// `git archive` of kcp's `staging/` at the release (`staging.tar.gz`), for the staging modules
     /// the Go module proxy refuses: only those are unpacked, under `target/kcp/<version>/staging/`,
-    /// after its sha256 is checked. Default: `../shared/third_party/kcp-<version>/staging.tar.gz`
+    /// after its sha256 is checked. Default: `shared/third_party/kcp-<version>/staging.tar.gz`
     /// beside the repository, when it is there. Unused when the proxy serves every module.
     #[arg(long, env = "FAROS_KCP_STAGING_ARCHIVE", conflicts_with = "kcp_checkout")]
     staging_archive: Option<PathBuf>,

@@ -165,7 +165,8 @@ pub(crate) fn point_replaces_at(go_mod: &str, local: &[&Module], modules_dir: &P
 }
 
 /// The archive `cargo xtask kcp build` uses when none is named: the shared third-party copy for
-/// `version` beside the repository (`../shared/third_party/kcp-<version>/staging.tar.gz`), if there.
+/// `version` in the directory that holds the repository (`shared/third_party/kcp-<version>/staging.tar.gz`),
+/// if there.
 pub(crate) fn default_archive(root: &Path, version: &str) -> Option<PathBuf> {
     let path = root
         .parent()?

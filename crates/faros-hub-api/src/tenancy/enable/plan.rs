@@ -523,6 +523,9 @@ pub struct Enabled {
     /// Why the binding does not work (its first failing condition), when it does not.
     pub problem: Option<BindingProblem>,
     pub accepted_claims: Vec<ClaimRef>,
+    /// What the binding serves here (kcp's `boundResources`), as kubectl names them:
+    /// `<resource>.<group>`, sorted. Empty until kcp has bound it.
+    pub resources: Vec<String>,
     pub terminating: bool,
     /// Why deletion does not finish (kcp's `BindingResourceDeleteSuccess` message), when it does not.
     pub deletion_blocked: Option<String>,
@@ -582,6 +585,18 @@ pub fn enabled_rows(bindings: &[APIBinding], ready: &dyn Fn(&str) -> bool) -> Ve
                 })
                 .collect();
             let problem = binding_problem(b);
+            let mut resources: Vec<String> = b
+                .status
+                .as_ref()
+                .and_then(|s| s.bound_resources.as_deref())
+                .unwrap_or_default()
+                .iter()
+                .map(|r| match r.group.as_str() {
+                    "" => r.resource.clone(),
+                    group => format!("{}.{group}", r.resource),
+                })
+                .collect();
+            resources.sort();
             Some(Enabled {
                 ready: ready(&provider) && problem.is_none(),
                 provider,
@@ -590,6 +605,7 @@ pub fn enabled_rows(bindings: &[APIBinding], ready: &dyn Fn(&str) -> bool) -> Ve
                 bound: is_bound(b) && problem.is_none(),
                 problem,
                 accepted_claims,
+                resources,
                 terminating: is_terminating(b),
                 deletion_blocked: deletion_blocked(b),
             })
@@ -924,6 +940,7 @@ mod tests {
             bound: !terminating,
             problem: None,
             accepted_claims: vec![],
+            resources: vec![],
             terminating,
             deletion_blocked: None,
             ready: true,
@@ -962,6 +979,14 @@ mod tests {
             )
             .unwrap(),
         );
+        // Out of order, the core group among them: sorted, core resources without a group.
+        if let Some(status) = q.status.as_mut() {
+            status.bound_resources = Some(vec![
+                bound_resource("q.io", "widgets"),
+                bound_resource("", "configmaps"),
+                bound_resource("q.io", "gadgets"),
+            ]);
+        }
         let mut gone = binding("a", "a", Some(APIBindingPhase::Bound));
         gone.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
         let mut cond = Condition::new(
@@ -982,12 +1007,12 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&rows).unwrap(),
             json!([
-              {"name":"a","bindingName":"a","phase":"Bound","bound":false,"problem":null,"acceptedClaims":[],"terminating":true,
+              {"name":"a","bindingName":"a","phase":"Bound","bound":false,"problem":null,"acceptedClaims":[],"resources":[],"terminating":true,
                "deletionBlocked":"Some content in the workspace has finalizers remaining: x in 1 resource instances","ready":false},
-              {"name":"b","bindingName":"b","phase":"","bound":false,"problem":null,"acceptedClaims":[],"terminating":false,
+              {"name":"b","bindingName":"b","phase":"","bound":false,"problem":null,"acceptedClaims":[],"resources":[],"terminating":false,
                "deletionBlocked":null,"ready":false},
               {"name":"q","bindingName":"q","phase":"Bound","bound":true,"problem":null,"acceptedClaims":[{"group":"","resource":"secrets"}],
-               "terminating":false,"deletionBlocked":null,"ready":true},
+               "resources":["configmaps","gadgets.q.io","widgets.q.io"],"terminating":false,"deletionBlocked":null,"ready":true},
             ])
         );
     }
