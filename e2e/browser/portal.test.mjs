@@ -172,7 +172,7 @@ const ok = await steps([
     const before = ctx.problems.length;
     const probe = await fr.evaluate(async (ws) => {
       const out = {};
-      // The review's H1: the tenant's static token through the kubeconfig route.
+      // A provider's UI reaching for the tenant's static token through the kubeconfig route.
       try {
         const r = await fetch(`/api/orgs/${ws}/kubeconfig?includeToken=true`, { credentials: 'include' });
         out.direct = `${r.status}`;

@@ -632,7 +632,8 @@ async fn readiness_waits_for_the_first_backend_probes() {
     );
 }
 
-/// The review's M1: provider URLs are no relay into loopback, cloud metadata or the hub itself.
+/// Provider URLs are no relay into loopback, cloud metadata or the hub itself (docs/security.md, the
+/// `upstream` door).
 #[tokio::test]
 async fn provider_urls_cannot_reach_loopback_or_metadata() {
     // The default policy (no allow-list): loopback is refused, whatever the upstream is.

@@ -1,5 +1,5 @@
-//! The attacker's review, as regression tests (issue "Security", findings H3, M3 and L3), on the real
-//! stack: what a ServiceAccount of one workspace, a provider's ServiceAccount and a removed org
+//! Attacks on the real stack, as regression tests (docs/security.md, "Earlier findings and their
+//! tests"): what a ServiceAccount of one workspace, a provider's ServiceAccount and a removed org
 //! creator can do through the hub, next to what kcp itself lets them do.
 //!
 //! Runs on every target: the answers come from kcp's SubjectAccessReviews, so the embedded kcp and
@@ -83,7 +83,7 @@ pub async fn run(p: &Platform) {
         .unwrap();
     assert_eq!(direct.status, 403, "kcp itself: {}", direct.text);
 
-    // H3: through the hub, eve's ServiceAccount is nobody in acme (it was admin of every workspace
+    // Through the hub, eve's ServiceAccount is nobody in acme (it was admin of every workspace
     // that bound a `default/deployer`), and the routes people own are closed to ServiceAccounts.
     let ws = format!("/api/orgs/{acme}/workspaces/dev");
     let me = p.call(Method::GET, "/api/me", Some(&evil_sa), None).await.unwrap();
@@ -214,7 +214,7 @@ pub async fn run(p: &Platform) {
         403
     );
 
-    // L2: the backend proxy asserts a workspace only to providers enabled there. Alice is admin of
+    // The backend proxy asserts a workspace only to providers enabled there. Alice is admin of
     // acme/dev, which has not enabled quickstart.
     let not_enabled = p
         .call_with(
@@ -229,7 +229,7 @@ pub async fn run(p: &Platform) {
     assert_eq!(not_enabled.status, 403, "{}", not_enabled.text);
     assert!(not_enabled.text.contains("not enabled"), "{}", not_enabled.text);
 
-    // M3: a creator the org's admins removed does not come back by repeating the creation.
+    // A creator the org's admins removed does not come back by repeating the creation.
     let (code, text) = status(
         p,
         Method::PUT,

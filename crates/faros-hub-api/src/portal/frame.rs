@@ -1,8 +1,8 @@
 //! `/portal/frame?provider=<name>`: the document a provider's UI runs in.
 //!
 //! A provider's `main.js` is the provider's code. Run in the portal's origin it could use the
-//! tenant's session for anything (the review's H1: read a kubeconfig with the tenant's token, make
-//! someone org admin, write through `/clusters`). So it runs here instead: a hub-owned page whose
+//! tenant's session for anything (read a kubeconfig with the tenant's token, make someone org
+//! admin, write through `/clusters`; docs/security.md, the `ui_proxy` door). So it runs here instead: a hub-owned page whose
 //! CSP begins with `sandbox allow-scripts allow-forms`, which gives it an opaque origin even when
 //! opened directly (no cookies, no storage of the hub, requests to the hub without the
 //! SameSite=Strict session, no access to the portal), and which lets it load code only from
