@@ -223,11 +223,13 @@ mod tests {
     }
 
     /// (case, what the watch saw before, what it sees after parking, the Provider it queues)
+    type Case = (&'static str, Option<Workspace>, Option<Workspace>, Option<ProviderKey>);
+
     #[test]
     fn park_then_observe_table() {
         let ready = || Some(ws(true, "provider", Some("abc"), false));
         let pending = || Some(ws(false, "provider", Some("abc"), false));
-        let cases: Vec<(&str, Option<Workspace>, Option<Workspace>, Option<ProviderKey>)> = vec![
+        let cases: Vec<Case> = vec![
             ("unseen, then Ready: queued", None, ready(), Some(key("q"))),
             ("initializing, then Ready: queued", pending(), ready(), Some(key("q"))),
             ("unseen, then initializing: still parked", None, pending(), None),
@@ -272,7 +274,7 @@ mod tests {
             .insert("ready".into(), ws(true, "provider", Some("a"), false));
         let woken = state.relisted(&["ready".to_string(), "pending".to_string()]);
         assert_eq!(woken, vec![key("gone"), key("ready")]);
-        assert!(state.seen.get("gone").is_none());
+        assert!(!state.seen.contains_key("gone"));
         assert_eq!(state.relisted(&["ready".to_string(), "pending".to_string()]), vec![]);
     }
 }
