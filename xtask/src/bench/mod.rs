@@ -83,7 +83,8 @@ enum Suite {
     /// `faros dev` cold start and restart until ready, vs the embedded kcp's own time to serve.
     Startup,
     /// The embedded kcp and real kcp under one workload: /readyz, RSS, creates/s, lists, watch,
-    /// workspace create-to-Ready, each with the ratio embedded/real.
+    /// workspace create-to-Ready, each with the ratio embedded/real; then the platform on each, and on
+    /// real kcp its targets against kcp's own figures on the same kcp.
     KcpVsReal,
     /// Growth curves: 1k/5k/10k tenant workspaces and 100/500/1 000 Providers, time and RSS per step,
     /// `/api/me` and list latency at each tenant size.
