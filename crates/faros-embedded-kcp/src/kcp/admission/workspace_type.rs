@@ -41,7 +41,13 @@ pub fn admit_workspace_type(state: &ServerState, req: &Request<'_>, obj: &mut Va
         let name = meta::name(obj).unwrap_or_default();
         return Err(Status::forbidden(format!(
             "workspacetypes.tenancy.kcp.io \"{name}\" is forbidden: {problem}"
-        )));
+        ))
+        .with_details(faros_core::status::StatusDetails {
+            name: name.into(),
+            group: "tenancy.kcp.io".into(),
+            kind: "workspacetypes".into(),
+            ..Default::default()
+        }));
     }
     if req.user.in_group(GROUP_MASTERS) {
         return Ok(());
