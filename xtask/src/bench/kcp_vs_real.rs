@@ -211,10 +211,42 @@ async fn grant_workspaces(f: &Faros) -> anyhow::Result<()> {
         .await
 }
 
+/// Waits until kcp lets the tenant create workspaces in root: real kcp's authorizer sees a new
+/// binding a moment after the write answered, and a create in that moment is refused (403), so the
+/// grant is asked about (SelfSubjectAccessReview, every 50 ms) before any create is timed.
+async fn until_granted(f: &Faros, tenant: &str) -> anyhow::Result<()> {
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"group": "tenancy.kcp.io", "resource": "workspaces", "verb": "create"}}});
+    let url = format!("{}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", f.url);
+    let started = Instant::now();
+    loop {
+        let answer: Value = f
+            .http
+            .post(&url)
+            .bearer_auth(tenant)
+            .json(&review)
+            .send()
+            .await?
+            .json()
+            .await?;
+        if answer.pointer("/status/allowed").and_then(Value::as_bool) == Some(true) {
+            return Ok(());
+        }
+        if started.elapsed() > READY_TIMEOUT {
+            bail!(
+                "the tenant may still not create workspaces after {READY_TIMEOUT:?}: {}",
+                answer["status"]
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Creates `count` universal workspaces one after the other as the tenant; each one's time from
 /// the create to `status.phase: Ready` (polled every 10 ms).
 async fn workspace_ready(f: &Faros, tenant: &str, count: usize) -> anyhow::Result<Vec<Duration>> {
     grant_workspaces(f).await?;
+    until_granted(f, tenant).await?;
     let collection = format!("{}/apis/tenancy.kcp.io/v1alpha1/workspaces", f.url);
     let mut samples = Vec::with_capacity(count);
     for i in 0..count {
