@@ -20,9 +20,11 @@ use pretty_assertions::assert_eq;
 const GROUP: &str = "refusals.example.faros.sh";
 
 fn schema_yaml(plural: &str, kind: &str) -> String {
+    // kcp refuses a singular that is not a lower-case DNS-1035 label.
+    let singular = kind.to_lowercase();
     format!(
         "apiVersion: apis.kcp.io/v1alpha1\nkind: APIResourceSchema\nmetadata:\n  name: v1.{plural}.{GROUP}\n\
-         spec:\n  group: {GROUP}\n  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {kind}}}\n\
+         spec:\n  group: {GROUP}\n  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {singular}}}\n\
          \x20 scope: Namespaced\n  versions:\n  - name: v1alpha1\n    served: true\n    storage: true\n\
          \x20   schema: {{type: object}}\n"
     )
