@@ -229,6 +229,35 @@ impl Platform {
         self.call_with(method, path, token, body, &[]).await
     }
 
+    /// Organization `org` and its workspace `ws`, created through the REST API by `token`'s user
+    /// (who becomes their admin); each must answer 201. Returns the workspace's answer.
+    pub async fn org_with_workspace(&self, token: &str, org: &str, ws: &str) -> anyhow::Result<Reply> {
+        let created = self
+            .call(
+                reqwest::Method::POST,
+                "/api/orgs",
+                Some(token),
+                Some(serde_json::json!({"name": org})),
+            )
+            .await?;
+        if created.status != 201 {
+            bail!("creating organization {org}: {} {}", created.status, created.text);
+        }
+        let path = format!("/api/orgs/{org}/workspaces");
+        let created = self
+            .call(
+                reqwest::Method::POST,
+                &path,
+                Some(token),
+                Some(serde_json::json!({"name": ws})),
+            )
+            .await?;
+        if created.status != 201 {
+            bail!("creating workspace {org}/{ws}: {} {}", created.status, created.text);
+        }
+        Ok(created)
+    }
+
     /// One hub API call with extra headers.
     pub async fn call_with(
         &self,

@@ -70,21 +70,7 @@ pub async fn run(p: &Platform) {
     p.provider_ready("quickstart").await.unwrap();
     let carol = p.add_user("carol").await.unwrap();
     let org = p.unique("clients");
-    let created = p
-        .call(Method::POST, "/api/orgs", Some(&carol), Some(json!({"name": org})))
-        .await
-        .unwrap();
-    assert_eq!(created.status, 201, "{}", created.text);
-    let ws = p
-        .call(
-            Method::POST,
-            &format!("/api/orgs/{org}/workspaces"),
-            Some(&carol),
-            Some(json!({"name": "dev"})),
-        )
-        .await
-        .unwrap();
-    assert_eq!(ws.status, 201, "{}", ws.text);
+    p.org_with_workspace(&carol, &org, "dev").await.unwrap();
     let enabled = p
         .call(
             Method::POST,

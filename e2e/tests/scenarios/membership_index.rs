@@ -68,21 +68,7 @@ async fn tenancy_bindings(p: &Platform, path: &str) -> anyhow::Result<Vec<String
 pub async fn run(p: &Platform) {
     let dana = p.add_user("dana").await.unwrap();
     let org = p.unique("indexed");
-    let created = p
-        .call(Method::POST, "/api/orgs", Some(&dana), Some(json!({"name": org})))
-        .await
-        .unwrap();
-    assert_eq!(created.status, 201, "{}", created.text);
-    let ws = p
-        .call(
-            Method::POST,
-            &format!("/api/orgs/{org}/workspaces"),
-            Some(&dana),
-            Some(json!({"name": "dev"})),
-        )
-        .await
-        .unwrap();
-    assert_eq!(ws.status, 201, "{}", ws.text);
+    p.org_with_workspace(&dana, &org, "dev").await.unwrap();
     let dev = faros_core::names::team_workspace_path(&org, "dev");
 
     // kcp bound the export in both workspaces as they were initialized, accepting its claim.
