@@ -380,8 +380,8 @@ fn build_components(root: &Path, smoke: bool) -> anyhow::Result<()> {
     .context("building the platform's components")
 }
 
-/// Runs the comparison; returns the summary line. Without a kcp binary a smoke run is skipped
-/// (CI cannot build kcp) and a measuring run fails.
+/// Runs the comparison; returns the summary line. Without a kcp binary a smoke run is skipped (a
+/// machine without Go, or whose Go module proxy refuses a module kcp needs) and a measuring run fails.
 pub async fn run(root: &Path, p: &Profile) -> anyhow::Result<String> {
     let kcp = kcp_binary(root);
     if !kcp.is_file() {
