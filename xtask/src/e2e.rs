@@ -254,7 +254,6 @@ impl E2e {
         let built = crate::kcp::gomod::COMMANDS
             .iter()
             .all(|c| crate::kcp::build::bin_dir(root, &self.kcp_version).join(c).is_file());
-        let go = std::env::var("FAROS_GO").ok();
         let installed = |dir: &str, package: &str| {
             root.join(dir)
                 .join("node_modules")
@@ -267,11 +266,7 @@ impl E2e {
             &[
                 prereqs::Need {
                     what: "go",
-                    present: self.kcp_binary.is_some()
-                        || built
-                        || go.as_deref().is_some_and(which)
-                        || which("go")
-                        || which("/usr/local/go/bin/go"),
+                    present: self.kcp_binary.is_some() || built || which(&crate::gocmd::go_program()),
                     hint: "Go 1.26 on PATH or FAROS_GO, to build kcp; or --kcp-binary PATH",
                 },
                 prereqs::Need {

@@ -91,6 +91,43 @@ pub(crate) fn download(module: &str) -> Result<Release, GoError> {
     })
 }
 
+/// `go mod download -json` of every one of `modules` (`path@version`), in one call: the ones the
+/// proxy refused (those it serves land in the module cache). Any other failure is an error.
+pub(crate) fn refusals(modules: &[String]) -> Result<Vec<Refused>, GoError> {
+    let program = go_program();
+    let failed = |module: &str, error: String| GoError::Download {
+        module: module.to_string(),
+        error,
+    };
+    let out = Command::new(&program)
+        .args(["mod", "download", "-json"])
+        .args(modules)
+        .env("GOFLAGS", "-mod=mod")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| GoError::Start {
+            program: program.clone(),
+            source,
+        })?;
+    let mut refused = Vec::new();
+    for answer in serde_json::Deserializer::from_slice(&out.stdout).into_iter::<Value>() {
+        let answer = answer.map_err(|e| {
+            failed(
+                &modules.join(" "),
+                format!("printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)),
+            )
+        })?;
+        let Some(error) = answer["Error"].as_str() else {
+            continue;
+        };
+        match gomod::refused(error) {
+            Some(r) => refused.push(r),
+            None => return Err(failed(answer["Path"].as_str().unwrap_or_default(), error.to_string())),
+        }
+    }
+    Ok(refused)
+}
+
 /// `FAROS_GO`, else `go` on PATH, else the Go the machine image installs.
 pub(crate) fn go_program() -> String {
     if let Ok(go) = std::env::var("FAROS_GO") {

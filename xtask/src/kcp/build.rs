@@ -59,11 +59,10 @@ impl Build {
             eprintln!("kcp {} is built in {} (--force rebuilds)", self.version, out.display());
             return check_version(&out, &self.version);
         }
-        let go = gocmd::go_program();
         let started = Instant::now();
         let release = download(&self.version)?;
         let kcp_go_mod = read(&release.go_mod)?;
-        let module = self.module_dir(root, &go, &release, &kcp_go_mod)?;
+        let module = self.module_dir(root, &release, &kcp_go_mod)?;
         let commit = release.commit.as_deref().unwrap_or("unknown");
         let ldflags = gomod::ldflags(&kcp_go_mod, &self.version, commit, &release.time)?;
         std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
@@ -88,7 +87,7 @@ impl Build {
     }
 
     /// The wrapper module to build in, prepared.
-    fn module_dir(&self, root: &Path, go: &str, release: &Release, kcp_go_mod: &str) -> anyhow::Result<PathBuf> {
+    fn module_dir(&self, root: &Path, release: &Release, kcp_go_mod: &str) -> anyhow::Result<PathBuf> {
         let committed = root.join(WRAPPER_DIR);
         let pinned = self.kcp_checkout.is_none() && self.version == gomod::PINNED_VERSION;
         if self.write_wrapper || pinned {
@@ -117,7 +116,8 @@ impl Build {
         }
         // The published staging modules, but those the proxy refuses: from the release's archive.
         let modules = gomod::staging_modules(kcp_go_mod, &self.version)?;
-        let refusals = staging::probe(go, &modules)?;
+        let published: Vec<String> = modules.iter().map(|m| format!("{}@{}", m.path, m.published)).collect();
+        let refusals = gocmd::refusals(&published)?;
         let (local, others) = staging::split_refused(&modules, &refusals);
         if let Some(refusal) = others.first() {
             refused_exit(refusal, "no staging archive holds it");

@@ -11,17 +11,17 @@
 //! archive at all.
 //!
 //! The IO-free half (which modules, the rewritten go.mod, the digest check) is here beside the IO
-//! (probe the proxy, hash and unpack the archive); [`super::build`] decides when to call them.
+//! (hash and unpack the archive); [`super::build`] asks the proxy ([`crate::gocmd::refusals`]) and
+//! decides when to call them.
 
 use std::fmt::Write as _;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::gomod::{self, Refused};
+use super::gomod::Refused;
 
 /// The archives' digests this repository vouches for, by kcp release: an archive is used only when
 /// its sha256 is listed here, or (another release) in the `SHA256SUMS` file beside it.
@@ -174,37 +174,6 @@ pub(crate) fn default_archive(root: &Path, version: &str) -> Option<PathBuf> {
         .join(format!("kcp-{version}"))
         .join(ARCHIVE_NAME);
     path.is_file().then_some(path)
-}
-
-/// Asks the proxy for each staging module at its published version (`go mod download -json`, one
-/// call; served ones land in the module cache the build then reads) and returns the refusals.
-/// A failure that is not a refusal (no network, a bad answer) is an error.
-pub(crate) fn probe(go: &str, modules: &[Module]) -> anyhow::Result<Vec<Refused>> {
-    let out = Command::new(go)
-        .args(["mod", "download", "-json"])
-        .args(modules.iter().map(|m| format!("{}@{}", m.path, m.published)))
-        .env("GOFLAGS", "-mod=mod")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| anyhow::anyhow!("running `{go} mod download` (is Go installed? FAROS_GO names it): {e}"))?;
-    let mut refused = Vec::new();
-    let stream = serde_json::Deserializer::from_slice(&out.stdout).into_iter::<Value>();
-    for answer in stream {
-        let answer = answer.map_err(|e| {
-            anyhow::anyhow!(
-                "`go mod download -json` printed no JSON ({e}): {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })?;
-        let Some(error) = answer["Error"].as_str() else {
-            continue;
-        };
-        match gomod::refused(error) {
-            Some(r) => refused.push(r),
-            None => anyhow::bail!("downloading kcp's staging module {}: {error}", answer["Path"]),
-        }
-    }
-    Ok(refused)
 }
 
 /// Checks the archive's sha256 ([`check_digest`]) before anything is read from it.
