@@ -258,6 +258,21 @@ impl Platform {
         Ok(created)
     }
 
+    /// Enables `provider` in `org`/`ws` as `token`'s user, accepting `accepted_claims` (a JSON list
+    /// of `{"group","resource"}`); the hub's answer, for the caller to judge.
+    pub async fn enable(
+        &self,
+        token: &str,
+        org: &str,
+        ws: &str,
+        provider: &str,
+        accepted_claims: Value,
+    ) -> anyhow::Result<Reply> {
+        let path = format!("/api/orgs/{org}/workspaces/{ws}/providers/{provider}/enable");
+        let body = serde_json::json!({ "acceptedClaims": accepted_claims });
+        self.call(reqwest::Method::POST, &path, Some(token), Some(body)).await
+    }
+
     /// One hub API call with extra headers.
     pub async fn call_with(
         &self,

@@ -11,7 +11,6 @@ use std::path::Path;
 
 use faros_e2e::mcp_sdk::{Sdk, SdkClient};
 use faros_e2e::{Platform, WAIT, eventually, kubectl, tool};
-use reqwest::Method;
 use serde_json::json;
 
 const GROUP: &str = "quickstart.providers.faros.sh";
@@ -72,11 +71,12 @@ pub async fn run(p: &Platform) {
     let org = p.unique("clients");
     p.org_with_workspace(&carol, &org, "dev").await.unwrap();
     let enabled = p
-        .call(
-            Method::POST,
-            &format!("/api/orgs/{org}/workspaces/dev/providers/quickstart/enable"),
-            Some(&carol),
-            Some(json!({"acceptedClaims": [{"group": "", "resource": "configmaps"}]})),
+        .enable(
+            &carol,
+            &org,
+            "dev",
+            "quickstart",
+            json!([{"group": "", "resource": "configmaps"}]),
         )
         .await
         .unwrap();

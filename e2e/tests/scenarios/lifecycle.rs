@@ -68,11 +68,12 @@ pub async fn run(p: &Platform) {
 
     // Enable with the configmaps claim: Bound within the wait.
     let enabled = p
-        .call(
-            Method::POST,
-            &format!("/api/orgs/{acme}/workspaces/dev/providers/quickstart/enable"),
-            Some(&alice),
-            Some(json!({"acceptedClaims": [{"group": "", "resource": "configmaps"}]})),
+        .enable(
+            &alice,
+            &acme,
+            "dev",
+            "quickstart",
+            json!([{"group": "", "resource": "configmaps"}]),
         )
         .await
         .unwrap();

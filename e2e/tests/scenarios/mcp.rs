@@ -40,11 +40,12 @@ pub async fn run(p: &Platform) {
         assert_eq!(r.status, 201, "{path} {name}: {}", r.text);
     }
     let enabled = p
-        .call(
-            Method::POST,
-            &format!("/api/orgs/{acme}/workspaces/dev/providers/quickstart/enable"),
-            Some(&alice),
-            Some(json!({"acceptedClaims": [{"group": "", "resource": "configmaps"}]})),
+        .enable(
+            &alice,
+            &acme,
+            "dev",
+            "quickstart",
+            json!([{"group": "", "resource": "configmaps"}]),
         )
         .await
         .unwrap();
