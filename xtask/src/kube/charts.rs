@@ -1,4 +1,4 @@
-//! `cargo xtask kube charts`: every chart on a real API server ([`plane`]), as an operator installs
+//! `cargo xtask kube charts`: every chart on a real API server ([`super::plane`]), as an operator installs
 //! it. The third-party CRDs first ([`crds`]), then one scenario at a time, each on namespaces made
 //! fresh:
 //!

@@ -54,7 +54,7 @@ pub async fn probe(client: &UpstreamPool, target: http::Uri, timeout: Duration) 
 const FIRST_RETRY: Duration = Duration::from_millis(250);
 
 /// IO-free: how long after its `failures`-th failed probe in a row a backend is probed again:
-/// [`FIRST_RETRY`], doubling; `None` once that reaches the interval (the tick probes it then).
+/// 250 ms (`FIRST_RETRY`), doubling; `None` once that reaches the interval (the tick probes it then).
 pub fn retry_after(failures: u32, interval: Duration) -> Option<Duration> {
     let delay = FIRST_RETRY.saturating_mul(1u32 << failures.saturating_sub(1).min(16));
     (delay < interval).then_some(delay)

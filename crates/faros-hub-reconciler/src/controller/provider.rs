@@ -5,7 +5,7 @@
 //! 1. finalizer `admin.faros.sh/cleanup`, before anything is created;
 //! 2. workspace `root:faros:providers:<name>` of type `root:faros:provider`, Ready (`WorkspaceError`;
 //!    a workspace kcp is still readying ends the pass, and the workspace watch queues the Provider
-//!    again once it is Ready: [`super::workspaces`]);
+//!    again once it is Ready: `controller::workspaces`);
 //! 3. in that workspace: namespace `default`, ServiceAccount `provider`, ClusterRoleBinding
 //!    `faros:providers:sa:provider` → `cluster-admin`, and, when the hub API has its own kcp user,
 //!    its role there (`bind` on the exports, token reviews: [`crate::identity::hub::provider_role`])
