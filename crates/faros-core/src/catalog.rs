@@ -91,6 +91,33 @@ pub struct CatalogEntrySpec {
     /// When enabled, the provider's ServiceAccount gets the `proxy` verb on the tenant's edges.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edge_proxy_access: Option<bool>,
+
+    /// The APIResourceSchema `init` published for each resource of the export, with its content
+    /// hash. The hub makes one ProviderRevision per distinct spec and moves the export to these
+    /// schemas only once the compatibility gate allows it; `init` fills this in itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["group", "resource"]))]
+    pub schemas: Option<Vec<PublishedSchema>>,
+}
+
+/// One resource's schema as a provider published it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PublishedSchema {
+    /// API group of the resource (empty for the core group).
+    #[schemars(length(max = 253))]
+    pub group: String,
+
+    /// Plural resource name.
+    #[schemars(length(min = 1, max = 253), regex(pattern = r"^[a-z][-a-z0-9]*$"))]
+    pub resource: String,
+
+    /// The APIResourceSchema's name, `<prefix>.<plural>.<group>`.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+
+    /// Lowercase hex sha256 of the schema's spec (`faros_core::revision::schema_sha256`).
+    #[schemars(length(min = 64, max = 64), regex(pattern = r"^[0-9a-f]{64}$"))]
+    pub sha256: String,
 }
 
 /// Another provider this one depends on.
@@ -271,6 +298,11 @@ impl CatalogEntrySpec {
             .as_ref()
             .and_then(|e| e.permission_claims.as_deref())
             .unwrap_or_default()
+    }
+
+    /// The published schemas, empty when none are recorded.
+    pub fn published_schemas(&self) -> &[PublishedSchema] {
+        self.schemas.as_deref().unwrap_or_default()
     }
 
     /// Whether the provider asked for edge proxy access.

@@ -30,6 +30,8 @@ pub mod properties;
 #[cfg(test)]
 mod proptests;
 pub mod provider;
+pub mod provider_revision;
+pub mod revision;
 pub mod schema_gen;
 pub mod schema_revision;
 pub mod server_tls;

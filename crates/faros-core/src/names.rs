@@ -79,13 +79,15 @@ pub const PROVIDERS_EXPORT: &str = PROVIDERS_GROUP;
 pub const TENANCY_EXPORT: &str = "tenancy.faros.sh";
 /// Plural of `Provider`.
 pub const PROVIDERS_RESOURCE: &str = "providers";
+/// Plural of `ProviderRevision`.
+pub const PROVIDER_REVISIONS_RESOURCE: &str = "providerrevisions";
 /// Plural of `CatalogEntry`.
 pub const CATALOG_ENTRIES_RESOURCE: &str = "catalogentries";
 
 /// Prefix of the APIResourceSchemas faros generates for its own types (`<prefix>.<plural>.<group>`).
 /// Bump it whenever a schema changes: kcp schemas are immutable, so a changed schema needs a new name
 /// (`crate::schema_revision`'s test fails until it has one and the new revision is recorded).
-pub const SCHEMA_PREFIX: &str = "v1alpha1";
+pub const SCHEMA_PREFIX: &str = "v1alpha1r2";
 
 // ---------------------------------------------------------------------------------------------
 // Objects in a provider workspace and in system:providers

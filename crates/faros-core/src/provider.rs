@@ -57,7 +57,36 @@ pub struct ProviderSpec {
     #[serde(default, rename = "serverURLOverride", skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 512), regex(pattern = r"^https?://[^\s]+$"))]
     pub server_url_override: Option<String>,
+
+    /// When a newly published revision may take over: `Automatic` (default) once the compatibility
+    /// gate and the health gate pass; `Manual` only once `revision` names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activation: Option<Activation>,
+
+    /// Pins the provider to this retained ProviderRevision: the way to activate a revision under
+    /// `activation: Manual`, and to roll back (`kubectl patch provider <name> --type merge -p
+    /// '{"spec":{"revision":"<name>-<digest>"}}'`). Rolling back moves routing, never the schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253), regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"))]
+    pub revision: Option<String>,
+
+    /// How many revisions besides the current and the target are kept; the oldest retired or
+    /// failed ones go first. Default 10.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub revision_history_limit: Option<i32>,
 }
+
+/// `Provider.spec.activation`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Activation {
+    #[default]
+    Automatic,
+    Manual,
+}
+
+/// Default of `Provider.spec.revisionHistoryLimit`.
+pub const DEFAULT_REVISION_HISTORY_LIMIT: i32 = 10;
 
 /// What the reconciler observed and did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -79,6 +108,15 @@ pub struct ProviderStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 
+    /// The ProviderRevision that serves (whose schemas the export serves and whose backend takes the
+    /// routing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_revision: Option<String>,
+
+    /// The revision the provider moves to: the newest published one, or `spec.revision`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_revision: Option<String>,
+
     /// `Ready` describes provisioning (workspace, ServiceAccount, kubeconfig Secret) only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
@@ -91,6 +129,18 @@ pub struct SecretKeyRef {
     pub namespace: String,
     pub name: String,
     pub key: String,
+}
+
+impl ProviderSpec {
+    /// `activation`, defaulted.
+    pub fn activation(&self) -> Activation {
+        self.activation.unwrap_or_default()
+    }
+
+    /// `revisionHistoryLimit`, defaulted and never negative.
+    pub fn revision_history_limit(&self) -> usize {
+        usize::try_from(self.revision_history_limit.unwrap_or(DEFAULT_REVISION_HISTORY_LIMIT)).unwrap_or(0)
+    }
 }
 
 impl Provider {
@@ -132,6 +182,7 @@ mod tests {
             display_name: Some("Quick".into()),
             secret_name: Some("s".into()),
             server_url_override: Some("https://hub.example".into()),
+            ..Default::default()
         };
         assert_eq!(
             serde_json::to_value(&spec).unwrap(),

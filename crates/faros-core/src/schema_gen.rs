@@ -14,7 +14,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use kube::CustomResourceExt;
 use serde_json::{Map, Value, json};
 
-use crate::{catalog::CatalogEntry, names, provider::Provider};
+use crate::{catalog::CatalogEntry, names, provider::Provider, provider_revision::ProviderRevision};
 
 /// `apiVersion` of APIResourceSchema.
 pub const API_RESOURCE_SCHEMA_API_VERSION: &str = "apis.kcp.io/v1alpha1";
@@ -140,9 +140,9 @@ fn to_json<T: serde::Serialize>(crd: &str, part: &T) -> Result<Value, SchemaGenE
     })
 }
 
-/// The CRDs of faros' own types, in a fixed order (`Provider`, `CatalogEntry`).
+/// The CRDs of faros' own types, in a fixed order (`Provider`, `CatalogEntry`, `ProviderRevision`).
 pub fn faros_crds() -> Vec<CustomResourceDefinition> {
-    vec![Provider::crd(), CatalogEntry::crd()]
+    vec![Provider::crd(), CatalogEntry::crd(), ProviderRevision::crd()]
 }
 
 /// APIResourceSchemas of faros' own types with [`names::SCHEMA_PREFIX`], in [`faros_crds`] order.

@@ -121,20 +121,30 @@ pub fn workspace(name: &str, type_: WorkspaceTypeReference) -> Workspace {
 /// The exported resources: (export = group, plural).
 pub fn exports() -> Vec<APIExport> {
     [
-        (names::ADMIN_EXPORT, names::ADMIN_GROUP, names::PROVIDERS_RESOURCE),
+        (
+            names::ADMIN_EXPORT,
+            names::ADMIN_GROUP,
+            &[names::PROVIDERS_RESOURCE, names::PROVIDER_REVISIONS_RESOURCE][..],
+        ),
         (
             names::PROVIDERS_EXPORT,
             names::PROVIDERS_GROUP,
-            names::CATALOG_ENTRIES_RESOURCE,
+            &[names::CATALOG_ENTRIES_RESOURCE][..],
         ),
     ]
     .into_iter()
-    .map(|(export, group, plural)| {
-        let schema = schema_gen::schema_name(names::SCHEMA_PREFIX, plural, group);
+    .map(|(export, group, plurals)| {
+        let resources = plurals
+            .iter()
+            .map(|plural| {
+                let schema = schema_gen::schema_name(names::SCHEMA_PREFIX, plural, group);
+                ResourceSchema::crd(group, plural, &schema)
+            })
+            .collect();
         let mut e = APIExport::new(
             export,
             APIExportSpec {
-                resources: Some(vec![ResourceSchema::crd(group, plural, &schema)]),
+                resources: Some(resources),
                 ..Default::default()
             },
         );
@@ -567,11 +577,13 @@ mod tests {
                 json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
                     "metadata": {"name": "admin.faros.sh", "labels": {"app.kubernetes.io/managed-by": "faros"}},
                     "spec": {"resources": [{"name": "providers", "group": "admin.faros.sh",
-                        "schema": "v1alpha1.providers.admin.faros.sh", "storage": {"crd": {}}}]}}),
+                        "schema": "v1alpha1r2.providers.admin.faros.sh", "storage": {"crd": {}}},
+                        {"name": "providerrevisions", "group": "admin.faros.sh",
+                        "schema": "v1alpha1r2.providerrevisions.admin.faros.sh", "storage": {"crd": {}}}]}}),
                 json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
                     "metadata": {"name": "providers.faros.sh", "labels": {"app.kubernetes.io/managed-by": "faros"}},
                     "spec": {"resources": [{"name": "catalogentries", "group": "providers.faros.sh",
-                        "schema": "v1alpha1.catalogentries.providers.faros.sh", "storage": {"crd": {}}}]}}),
+                        "schema": "v1alpha1r2.catalogentries.providers.faros.sh", "storage": {"crd": {}}}]}}),
                 json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
                     "metadata": {"name": "tenancy.faros.sh", "labels": {"app.kubernetes.io/managed-by": "faros"}},
                     "spec": {"permissionClaims": [{"group": "rbac.authorization.k8s.io", "resource": "clusterrolebindings",

@@ -41,8 +41,9 @@ async fn snapshot(factory: &ClientFactory) -> BTreeMap<(String, &'static str, St
     );
     let schemas: Api<DynamicObject> = Api::all_with(controllers.clone(), &ar);
     for name in [
-        "v1alpha1.providers.admin.faros.sh",
-        "v1alpha1.catalogentries.providers.faros.sh",
+        "v1alpha1r2.providers.admin.faros.sh",
+        "v1alpha1r2.catalogentries.providers.faros.sh",
+        "v1alpha1r2.providerrevisions.admin.faros.sh",
     ] {
         let got = schemas.get(name).await.unwrap();
         out.insert(
