@@ -36,6 +36,7 @@ pub mod schema_gen;
 pub mod schema_revision;
 pub mod server_tls;
 pub mod status;
+pub mod structural;
 pub mod telemetry;
 pub mod token_file;
 pub mod user;

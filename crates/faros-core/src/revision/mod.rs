@@ -6,6 +6,8 @@
 //! (naming a `ProviderRevision`) and the SDK (naming the revision it serves in heartbeats) compute
 //! it with, so both sides agree without talking to each other. Pure: no IO.
 
+pub mod compat;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

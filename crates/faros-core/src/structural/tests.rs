@@ -366,8 +366,8 @@ fn defaults_are_applied_nested_and_nulls_handled() {
     }
 }
 
-fn c(reason: &str, field: &str, message: &str) -> faros_core::status::StatusCause {
-    faros_core::status::StatusCause {
+fn c(reason: &str, field: &str, message: &str) -> crate::status::StatusCause {
+    crate::status::StatusCause {
         reason: reason.into(),
         message: message.into(),
         field: field.into(),
@@ -377,7 +377,7 @@ fn c(reason: &str, field: &str, message: &str) -> faros_core::status::StatusCaus
 #[test]
 fn validation_messages_match_kube_apiserver() {
     let s = widget();
-    let cases: Vec<(Value, Vec<faros_core::status::StatusCause>)> = vec![
+    let cases: Vec<(Value, Vec<crate::status::StatusCause>)> = vec![
         (
             json!({"replicas": 5, "mode": "slow", "name": "abc", "port": 80, "note": null, "ratio": 0.5}),
             vec![],

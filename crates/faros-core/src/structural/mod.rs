@@ -1,6 +1,8 @@
-//! Structural schemas: the shape of a resource as the server needs it.
+//! Structural schemas: the shape of a resource as an API server needs it.
 //!
-//! One tree serves every schema-aware step: strict field validation (unknown fields), pruning,
+//! Shared by the embedded kcp (which serves with it) and the provider-upgrade gate
+//! ([`crate::revision::compat`], which validates live objects under a new schema with exactly the
+//! rules a server would apply). One tree serves every schema-aware step: strict field validation (unknown fields), pruning,
 //! defaulting, value validation, list/map merge semantics for strategic merge patch and
 //! server-side apply, and the OpenAPI documents kubectl downloads. Built-in kinds get their
 //! schema from [`builtin_schema`] (k8s-openapi's schemas plus the Kubernetes list/patch annotations
@@ -20,9 +22,7 @@ mod validate;
 
 use std::collections::BTreeMap;
 
-#[cfg(any(test, feature = "fuzzing"))]
-pub(crate) use builtin::builtin_schema_ref;
-pub use builtin::{builtin_schema, object_meta_schema};
+pub use builtin::{builtin_schema, builtin_schema_ref, object_meta_schema};
 
 /// Why an OpenAPI v3 schema could not be turned into a structural [`Schema`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 
-use faros_core::status::StatusCause;
+use crate::status::StatusCause;
 use serde_json::Value;
 
 use super::gofmt::{bad_value, float, quote};
