@@ -1,14 +1,15 @@
 //! The API router, built from one table per route group ([`GROUPS`]): each row names a route's
-//! method, path, who may call it and the handler that serves it. The router applies the row's
-//! [`Access`] itself, so no handler checks authentication by hand; the same tables are the route
-//! list of docs/hub-api.md ([`markdown`], compared by `tests/routes.rs`) and what the route tests
-//! iterate (every route that is not public refuses a request without credentials).
+//! method, path, who may call it ([`Who`], and for `/api/orgs/{org}/…` the [`Scope`]: the
+//! organization or workspace it acts on and the least role there) and the handler that serves it.
+//! The router applies both itself, so no handler checks authentication or membership by hand: a
+//! scoped handler receives the resolved target as [`crate::tenancy::scope::Scoped`]. The same
+//! tables are the route list of docs/hub-api.md ([`markdown`], compared by `tests/routes.rs`) and
+//! what the route tests iterate (every route that is not public refuses a request without
+//! credentials; every scoped route refuses a stranger and a member short of its role).
 //!
 //! This is the top of the crate with [`crate::state`]: it imports the subsystems' handlers, and they
 //! extract only the sub-state they use. The proxies and the layers every request passes are in
 //! [`crate::edge`], which dispatches by path prefix before this router.
-
-use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
@@ -19,7 +20,7 @@ use faros_core::identity::JWKS_PATH;
 use faros_core::status::Status;
 use http::{HeaderValue, header};
 
-use crate::auth::{Authenticator, Caller, require_caller};
+use crate::auth::{Caller, require_caller};
 use crate::catalog::{heartbeat, list};
 use crate::edge::{HubService, Unrouted};
 use crate::mcp::routes::{MCP_ROUTE, handle as mcp};
@@ -28,18 +29,20 @@ use crate::portal::login::{self, CALLBACK, LOGOUT};
 use crate::portal::{assets, headers, to_portal};
 use crate::state::AppState;
 use crate::tenancy::enable::handlers as enable;
-use crate::tenancy::{kubeconfig, me, members, orgs};
+use crate::tenancy::scope::{self, Scope};
+use crate::tenancy::{Role, kubeconfig, me, members, orgs};
 
-/// Who may call a route.
+/// Who may call a route at all: the credential it asks for. What a caller may do within a tenant
+/// is the row's [`Scope`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
+pub enum Who {
     /// Anyone; no credentials are asked for.
     Public,
     /// The provider's own ServiceAccount: the handler reviews the bearer in the provider's
-    /// workspace (a provider is no hub user, so the [`Authenticator`] does not apply).
+    /// workspace (a provider is no hub user, so the [`Authenticator`](crate::auth::Authenticator) does not apply).
     ProviderServiceAccount,
-    /// Any caller the [`Authenticator`] accepts (401 otherwise), users and ServiceAccounts alike;
-    /// what they may do in a workspace is kcp's answer, asked by the handler.
+    /// Any caller the [`Authenticator`](crate::auth::Authenticator) accepts (401 otherwise), users and ServiceAccounts alike;
+    /// what they may do in a workspace is kcp's answer, asked by the row's [`Scope`].
     Caller,
     /// A caller who is a user, not a ServiceAccount (403 for a workload, saying it may not do
     /// this act): owning organizations and granting membership are a person's acts, whatever RBAC
@@ -47,18 +50,18 @@ pub enum Access {
     User(&'static str),
 }
 
-impl Access {
+impl Who {
     /// Whether the route needs credentials at all.
     pub fn is_public(self) -> bool {
-        self == Access::Public
+        self == Who::Public
     }
 
-    fn describe(self) -> String {
+    fn describe(self) -> &'static str {
         match self {
-            Access::Public => "anyone".into(),
-            Access::ProviderServiceAccount => "the provider's own ServiceAccount".into(),
-            Access::Caller => "caller".into(),
-            Access::User(_) => "caller, users only (ServiceAccounts: 403)".into(),
+            Who::Public => "anyone",
+            Who::ProviderServiceAccount => "the provider's own ServiceAccount",
+            Who::Caller => "caller",
+            Who::User(_) => "caller, users only (ServiceAccounts: 403)",
         }
     }
 }
@@ -99,7 +102,9 @@ impl Method {
 pub struct Route {
     pub method: Method,
     pub path: &'static str,
-    pub access: Access,
+    pub who: Who,
+    /// The organization or workspace the row acts on, checked before the handler runs.
+    pub scope: Scope,
     /// What it answers, for the docs.
     pub what: &'static str,
     /// Serves the row's method with its handler.
@@ -108,7 +113,14 @@ pub struct Route {
 
 impl std::fmt::Debug for Route {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {} ({:?})", self.method.as_str(), self.path, self.access)
+        write!(
+            f,
+            "{} {} ({:?}, {:?})",
+            self.method.as_str(),
+            self.path,
+            self.who,
+            self.scope
+        )
     }
 }
 
@@ -122,20 +134,22 @@ pub struct Group {
 }
 
 macro_rules! route {
-    (ANY $path:expr, $access:expr, $handler:expr, $what:expr) => {
+    (ANY $path:expr, $who:expr, $scope:expr, $handler:expr, $what:expr) => {
         Route {
             method: Method::Any,
             path: $path,
-            access: $access,
+            who: $who,
+            scope: $scope,
             what: $what,
             serve: |_| any($handler),
         }
     };
-    ($method:ident $path:expr, $access:expr, $handler:expr, $what:expr) => {
+    ($method:ident $path:expr, $who:expr, $scope:expr, $handler:expr, $what:expr) => {
         Route {
             method: Method::$method,
             path: $path,
-            access: $access,
+            who: $who,
+            scope: $scope,
             what: $what,
             serve: |filter| on(filter, $handler),
         }
@@ -151,10 +165,10 @@ pub const OPERATIONS: Group = Group {
     name: "operations",
     portal_headers: false,
     routes: &[
-        route!(Get "/healthz", Access::Public, healthz, "`{\"status\":\"ok\"}` while the process serves"),
-        route!(Get "/readyz", Access::Public, readyz, "200 once the hub can serve tenants, else 503 naming what is missing (Start-up)"),
-        route!(Get METRICS_PATH, Access::Caller, metrics, "OpenMetrics, when not on `--metrics-listen` (Metrics); the separate listener asks for no credential"),
-        route!(Get JWKS_PATH, Access::Public, jwks, "public keys of the identity assertion (`Cache-Control: max-age=60`)"),
+        route!(Get "/healthz", Who::Public, Scope::None, healthz, "`{\"status\":\"ok\"}` while the process serves"),
+        route!(Get "/readyz", Who::Public, Scope::None, readyz, "200 once the hub can serve tenants, else 503 naming what is missing (Start-up)"),
+        route!(Get METRICS_PATH, Who::Caller, Scope::None, metrics, "OpenMetrics, when not on `--metrics-listen` (Metrics); the separate listener asks for no credential"),
+        route!(Get JWKS_PATH, Who::Public, Scope::None, jwks, "public keys of the identity assertion (`Cache-Control: max-age=60`)"),
     ],
 };
 
@@ -163,8 +177,8 @@ pub const CATALOG: Group = Group {
     name: "catalog",
     portal_headers: false,
     routes: &[
-        route!(Get "/api/providers", Access::Caller, list::list, "the catalog"),
-        route!(Post "/api/providers/{name}/heartbeat", Access::ProviderServiceAccount, heartbeat::heartbeat, "`{\"version\",\"status\"}`, ≤ 4 KiB"),
+        route!(Get "/api/providers", Who::Caller, Scope::None, list::list, "the catalog"),
+        route!(Post "/api/providers/{name}/heartbeat", Who::ProviderServiceAccount, Scope::None, heartbeat::heartbeat, "`{\"version\",\"status\"}`, ≤ 4 KiB"),
     ],
 };
 
@@ -173,28 +187,28 @@ pub const TENANCY: Group = Group {
     name: "tenancy",
     portal_headers: false,
     routes: &[
-        route!(Get "/api/me", Access::Caller, me::me, "who the caller is, with their organizations and workspaces"),
-        route!(Get "/api/orgs", Access::Caller, orgs::list_orgs, "the organizations the caller belongs to"),
-        route!(Post "/api/orgs", Access::User("create organizations"), orgs::create_org, "creates an organization; the caller becomes its admin"),
-        route!(Get "/api/orgs/{org}", Access::Caller, orgs::get_org, "an organization (members)"),
-        route!(Delete "/api/orgs/{org}", Access::User("delete organizations"), orgs::delete_org, "deletes an organization and its workspaces (admins)"),
-        route!(Get "/api/orgs/{org}/members", Access::Caller, members::list_org, "the organization's members (members)"),
-        route!(Put "/api/orgs/{org}/members/{user}", Access::User("manage memberships"), members::put_org, "grants a user a role in the organization (admins)"),
-        route!(Delete "/api/orgs/{org}/members/{user}", Access::User("manage memberships"), members::delete_org, "removes a user from the organization (admins)"),
-        route!(Get "/api/orgs/{org}/groups", Access::Caller, members::list_groups_org, "the IdP groups granted a role in the organization (members)"),
-        route!(Put "/api/orgs/{org}/groups/{group}", Access::User("manage memberships"), members::put_group_org, "grants an IdP group a role in the organization (admins)"),
-        route!(Delete "/api/orgs/{org}/groups/{group}", Access::User("manage memberships"), members::delete_group_org, "revokes an IdP group's role in the organization (admins)"),
-        route!(Get "/api/orgs/{org}/workspaces", Access::Caller, orgs::list_workspaces, "the organization's workspaces the caller belongs to (members)"),
-        route!(Post "/api/orgs/{org}/workspaces", Access::Caller, orgs::create_workspace, "creates a team workspace (org admins)"),
-        route!(Get "/api/orgs/{org}/workspaces/{ws}", Access::Caller, orgs::get_workspace, "a team workspace (members)"),
-        route!(Delete "/api/orgs/{org}/workspaces/{ws}", Access::Caller, orgs::delete_workspace, "deletes a team workspace (admins)"),
-        route!(Get "/api/orgs/{org}/workspaces/{ws}/members", Access::Caller, members::list_ws, "the workspace's members (members)"),
-        route!(Put "/api/orgs/{org}/workspaces/{ws}/members/{user}", Access::User("manage memberships"), members::put_ws, "grants a user a role in the workspace (admins)"),
-        route!(Delete "/api/orgs/{org}/workspaces/{ws}/members/{user}", Access::User("manage memberships"), members::delete_ws, "removes a user from the workspace (admins)"),
-        route!(Get "/api/orgs/{org}/workspaces/{ws}/groups", Access::Caller, members::list_groups_ws, "the IdP groups granted a role in the workspace (members)"),
-        route!(Put "/api/orgs/{org}/workspaces/{ws}/groups/{group}", Access::User("manage memberships"), members::put_group_ws, "grants an IdP group a role in the workspace (admins)"),
-        route!(Delete "/api/orgs/{org}/workspaces/{ws}/groups/{group}", Access::User("manage memberships"), members::delete_group_ws, "revokes an IdP group's role in the workspace (admins)"),
-        route!(Get "/api/orgs/{org}/workspaces/{ws}/kubeconfig", Access::Caller, kubeconfig::kubeconfig, "a kubeconfig for the workspace through the hub (members)"),
+        route!(Get "/api/me", Who::Caller, Scope::None, me::me, "who the caller is, with their organizations and workspaces"),
+        route!(Get "/api/orgs", Who::Caller, Scope::None, orgs::list_orgs, "the organizations the caller belongs to"),
+        route!(Post "/api/orgs", Who::User("create organizations"), Scope::None, orgs::create_org, "creates an organization; the caller becomes its admin"),
+        route!(Get "/api/orgs/{org}", Who::Caller, Scope::Org(Role::Member), orgs::get, "an organization"),
+        route!(Delete "/api/orgs/{org}", Who::User("delete organizations"), Scope::Org(Role::Admin), orgs::delete, "deletes an organization and its workspaces"),
+        route!(Get "/api/orgs/{org}/members", Who::Caller, Scope::Org(Role::Member), members::list, "the organization's members"),
+        route!(Put "/api/orgs/{org}/members/{user}", Who::User("manage memberships"), Scope::Org(Role::Admin), members::put, "grants a user a role in the organization"),
+        route!(Delete "/api/orgs/{org}/members/{user}", Who::User("manage memberships"), Scope::Org(Role::Admin), members::remove, "removes a user from the organization"),
+        route!(Get "/api/orgs/{org}/groups", Who::Caller, Scope::Org(Role::Member), members::list_groups, "the IdP groups granted a role in the organization"),
+        route!(Put "/api/orgs/{org}/groups/{group}", Who::User("manage memberships"), Scope::Org(Role::Admin), members::put_group, "grants an IdP group a role in the organization"),
+        route!(Delete "/api/orgs/{org}/groups/{group}", Who::User("manage memberships"), Scope::Org(Role::Admin), members::remove_group, "revokes an IdP group's role in the organization"),
+        route!(Get "/api/orgs/{org}/workspaces", Who::Caller, Scope::Org(Role::Member), orgs::list_workspaces, "the organization's workspaces the caller belongs to"),
+        route!(Post "/api/orgs/{org}/workspaces", Who::Caller, Scope::Org(Role::Admin), orgs::create_workspace, "creates a team workspace"),
+        route!(Get "/api/orgs/{org}/workspaces/{ws}", Who::Caller, Scope::Workspace(Role::Member), orgs::get, "a team workspace"),
+        route!(Delete "/api/orgs/{org}/workspaces/{ws}", Who::Caller, Scope::Workspace(Role::Admin), orgs::delete, "deletes a team workspace"),
+        route!(Get "/api/orgs/{org}/workspaces/{ws}/members", Who::Caller, Scope::Workspace(Role::Member), members::list, "the workspace's members"),
+        route!(Put "/api/orgs/{org}/workspaces/{ws}/members/{user}", Who::User("manage memberships"), Scope::Workspace(Role::Admin), members::put, "grants a user a role in the workspace"),
+        route!(Delete "/api/orgs/{org}/workspaces/{ws}/members/{user}", Who::User("manage memberships"), Scope::Workspace(Role::Admin), members::remove, "removes a user from the workspace"),
+        route!(Get "/api/orgs/{org}/workspaces/{ws}/groups", Who::Caller, Scope::Workspace(Role::Member), members::list_groups, "the IdP groups granted a role in the workspace"),
+        route!(Put "/api/orgs/{org}/workspaces/{ws}/groups/{group}", Who::User("manage memberships"), Scope::Workspace(Role::Admin), members::put_group, "grants an IdP group a role in the workspace"),
+        route!(Delete "/api/orgs/{org}/workspaces/{ws}/groups/{group}", Who::User("manage memberships"), Scope::Workspace(Role::Admin), members::remove_group, "revokes an IdP group's role in the workspace"),
+        route!(Get "/api/orgs/{org}/workspaces/{ws}/kubeconfig", Who::Caller, Scope::Workspace(Role::Member), kubeconfig::kubeconfig, "a kubeconfig for the workspace through the hub"),
     ],
 };
 
@@ -203,9 +217,9 @@ pub const ENABLE: Group = Group {
     name: "enable",
     portal_headers: false,
     routes: &[
-        route!(Get "/api/orgs/{org}/workspaces/{ws}/providers/enabled", Access::Caller, enable::list, "one row per bound provider (members)"),
-        route!(Post "/api/orgs/{org}/workspaces/{ws}/providers/{name}/enable", Access::Caller, enable::enable, "binds the provider's APIExport (admins)"),
-        route!(Post "/api/orgs/{org}/workspaces/{ws}/providers/{name}/disable", Access::Caller, enable::disable, "removes the binding and its grants (admins)"),
+        route!(Get "/api/orgs/{org}/workspaces/{ws}/providers/enabled", Who::Caller, Scope::Workspace(Role::Member), enable::list, "one row per bound provider"),
+        route!(Post "/api/orgs/{org}/workspaces/{ws}/providers/{name}/enable", Who::Caller, Scope::Workspace(Role::Admin), enable::enable, "binds the provider's APIExport"),
+        route!(Post "/api/orgs/{org}/workspaces/{ws}/providers/{name}/disable", Who::Caller, Scope::Workspace(Role::Admin), enable::disable, "removes the binding and its grants"),
     ],
 };
 
@@ -213,7 +227,7 @@ pub const ENABLE: Group = Group {
 pub const MCP: Group = Group {
     name: "mcp",
     portal_headers: false,
-    routes: &[route!(ANY MCP_ROUTE, Access::Caller, mcp, "the workspace's MCP endpoint (members)")],
+    routes: &[route!(ANY MCP_ROUTE, Who::Caller, Scope::Workspace(Role::Member), mcp, "the workspace's MCP endpoint")],
 };
 
 /// The portal's page and assets (docs/portal.md).
@@ -221,12 +235,12 @@ pub const PORTAL: Group = Group {
     name: "portal",
     portal_headers: true,
     routes: &[
-        route!(Get "/", Access::Public, to_portal, "redirects to `/portal/`"),
-        route!(Get "/portal", Access::Public, to_portal, "redirects to `/portal/`"),
-        route!(Get "/portal/", Access::Public, assets::page, "the portal's page"),
-        route!(Get "/portal/assets/{*file}", Access::Public, assets::asset, "the portal's modules and stylesheet"),
-        route!(Get FRAME_PATH, Access::Public, frame, "the sandboxed document a provider UI runs in"),
-        route!(Get "/portal/{*rest}", Access::Public, assets::page, "the portal's page (its client-side router draws the path)"),
+        route!(Get "/", Who::Public, Scope::None, to_portal, "redirects to `/portal/`"),
+        route!(Get "/portal", Who::Public, Scope::None, to_portal, "redirects to `/portal/`"),
+        route!(Get "/portal/", Who::Public, Scope::None, assets::page, "the portal's page"),
+        route!(Get "/portal/assets/{*file}", Who::Public, Scope::None, assets::asset, "the portal's modules and stylesheet"),
+        route!(Get FRAME_PATH, Who::Public, Scope::None, frame, "the sandboxed document a provider UI runs in"),
+        route!(Get "/portal/{*rest}", Who::Public, Scope::None, assets::page, "the portal's page (its client-side router draws the path)"),
     ],
 };
 
@@ -235,13 +249,13 @@ pub const SESSION: Group = Group {
     name: "session",
     portal_headers: true,
     routes: &[
-        route!(Post "/api/session", Access::Public, login::sign_in, "`{\"token\"}`: starts a session (same-origin proof required)"),
-        route!(Get "/api/session", Access::Caller, login::whoami, "`{user, groups, expiresAt}`"),
-        route!(Delete "/api/session", Access::Public, login::sign_out, "ends the session, clears the cookie"),
-        route!(Get "/api/session/options", Access::Public, login::options, "how one may sign in (token, OIDC issuer)"),
-        route!(Get "/api/session/oidc", Access::Public, login::oidc_start, "starts the OIDC code flow with PKCE"),
-        route!(Get CALLBACK, Access::Public, login::oidc_callback, "finishes the OIDC code flow"),
-        route!(Get LOGOUT, Access::Public, login::oidc_logout, "the redirect to the identity provider's logout (client ID and return address, no token)"),
+        route!(Post "/api/session", Who::Public, Scope::None, login::sign_in, "`{\"token\"}`: starts a session (same-origin proof required)"),
+        route!(Get "/api/session", Who::Caller, Scope::None, login::whoami, "`{user, groups, expiresAt}`"),
+        route!(Delete "/api/session", Who::Public, Scope::None, login::sign_out, "ends the session, clears the cookie"),
+        route!(Get "/api/session/options", Who::Public, Scope::None, login::options, "how one may sign in (token, OIDC issuer)"),
+        route!(Get "/api/session/oidc", Who::Public, Scope::None, login::oidc_start, "starts the OIDC code flow with PKCE"),
+        route!(Get CALLBACK, Who::Public, Scope::None, login::oidc_callback, "finishes the OIDC code flow"),
+        route!(Get LOGOUT, Who::Public, Scope::None, login::oidc_logout, "the redirect to the identity provider's logout (client ID and return address, no token)"),
     ],
 };
 
@@ -287,7 +301,7 @@ async fn not_found(req: Request) -> Response {
     resp
 }
 
-/// 403 for ServiceAccounts on an [`Access::User`] route; `what` says what they may not do.
+/// 403 for ServiceAccounts on an [`Who::User`] route; `what` says what they may not do.
 async fn users_only(
     State(what): State<&'static str>,
     Extension(caller): Extension<Caller>,
@@ -301,30 +315,55 @@ async fn users_only(
 }
 
 impl Route {
-    /// The row's handler behind what its [`Access`] requires. Route layers: a path that matches
-    /// no route (or no method of it) answers without asking for credentials. An `Any` row's handler
-    /// is its method router's fallback, which only a plain layer wraps.
-    fn method_router(&self, authn: &Arc<dyn Authenticator>) -> MethodRouter<AppState> {
-        let served = (self.serve)(self.method.filter());
+    /// The row's handler behind what its [`Who`] and [`Scope`] require, outermost first:
+    /// authentication, the users-only check, then the scope's membership check (each reads what
+    /// the one before it found). Route layers: a path that matches no route (or no method of it)
+    /// answers without asking for credentials. An `Any` row's handler is its method router's
+    /// fallback, which only a plain layer wraps.
+    fn method_router(&self, st: &AppState) -> MethodRouter<AppState> {
         let any = self.method == Method::Any;
-        let layered = |r: MethodRouter<AppState>, layer| if any { r.layer(layer) } else { r.route_layer(layer) };
-        let authenticated = |r| layered(r, middleware::from_fn_with_state(authn.clone(), require_caller));
-        match self.access {
-            Access::Public | Access::ProviderServiceAccount => served,
-            Access::Caller => authenticated(served),
-            // Authentication runs first (the outer layer): users_only reads its Caller.
-            Access::User(what) => authenticated(served.route_layer(middleware::from_fn_with_state(what, users_only))),
+        // A macro, not a closure: each layer is of its own type.
+        macro_rules! layered {
+            ($r:expr, $layer:expr) => {
+                if any {
+                    $r.layer($layer)
+                } else {
+                    $r.route_layer($layer)
+                }
+            };
+        }
+        let mut served = (self.serve)(self.method.filter());
+        if self.scope != Scope::None {
+            let admit = middleware::from_fn_with_state((st.tenancy.clone(), self.scope), scope::admit);
+            served = layered!(served, admit);
+        }
+        if let Who::User(what) = self.who {
+            served = layered!(served, middleware::from_fn_with_state(what, users_only));
+        }
+        match self.who {
+            Who::Public | Who::ProviderServiceAccount => served,
+            Who::Caller | Who::User(_) => {
+                layered!(served, middleware::from_fn_with_state(st.authn.clone(), require_caller))
+            }
+        }
+    }
+
+    /// The "who may call" cell of docs/hub-api.md.
+    fn describe_callers(&self) -> String {
+        match self.scope.describe() {
+            Some(scope) => format!("{}; {scope}", self.who.describe()),
+            None => self.who.describe().to_string(),
         }
     }
 }
 
-fn group_router(group: &Group, authn: &Arc<dyn Authenticator>, public_metrics: bool) -> Router<AppState> {
+fn group_router(group: &Group, st: &AppState, public_metrics: bool) -> Router<AppState> {
     let mut router = Router::new();
     for route in group.routes {
         if route.path == METRICS_PATH && !public_metrics {
             continue;
         }
-        router = router.route(route.path, route.method_router(authn));
+        router = router.route(route.path, route.method_router(st));
     }
     if group.portal_headers {
         router = router.layer(middleware::from_fn(headers::secure));
@@ -341,11 +380,10 @@ pub fn router(st: AppState) -> Router {
 /// [`router`], with `/metrics` only when `public_metrics` (otherwise [`metrics_router`] serves it on
 /// its own listener and the public port answers 404 for it).
 pub fn router_with(st: AppState, public_metrics: bool) -> Router {
-    let authn = st.authn.clone();
     GROUPS
         .iter()
         .fold(Router::new(), |router, group| {
-            router.merge(group_router(group, &authn, public_metrics))
+            router.merge(group_router(group, &st, public_metrics))
         })
         .fallback(not_found)
         .with_state(st)
@@ -376,7 +414,7 @@ pub fn markdown() -> String {
                 group.name,
                 r.method.as_str(),
                 r.path,
-                r.access.describe(),
+                r.describe_callers(),
                 r.what
             ));
         }
@@ -405,19 +443,37 @@ mod tests {
         // providers fetching keys, a browser before sign-in).
         for group in [&OPERATIONS, &PORTAL] {
             assert!(
-                group
-                    .routes
-                    .iter()
-                    .all(|r| r.access.is_public() || r.path == METRICS_PATH),
+                group.routes.iter().all(|r| r.who.is_public() || r.path == METRICS_PATH),
                 "{}",
                 group.name
             );
         }
         // On the public port, what the hub serves and how often is no anonymous caller's business.
         let metrics = OPERATIONS.routes.iter().find(|r| r.path == METRICS_PATH);
-        assert_eq!(metrics.map(|r| r.access), Some(Access::Caller));
+        assert_eq!(metrics.map(|r| r.who), Some(Who::Caller));
         for group in [&TENANCY, &ENABLE, &MCP] {
-            assert!(group.routes.iter().all(|r| !r.access.is_public()), "{}", group.name);
+            assert!(group.routes.iter().all(|r| !r.who.is_public()), "{}", group.name);
+        }
+    }
+
+    #[test]
+    fn every_path_naming_a_tenant_is_scoped_by_it() {
+        // A row under /api/orgs/{org} without a scope would serve any authenticated caller: the
+        // table, not a handler, is where membership is required.
+        for group in GROUPS {
+            for r in group.routes {
+                let names = |p: &str| r.path.contains(&format!("{{{p}}}"));
+                let params: &[&str] = match (names("org"), names("ws")) {
+                    (_, true) => &["org", "ws"],
+                    (true, false) => &["org"],
+                    (false, false) => &[],
+                };
+                assert_eq!(r.scope.params(), params, "{r:?}");
+                assert!(
+                    r.scope == Scope::None || !r.who.is_public(),
+                    "{r:?}: a scope needs a caller"
+                );
+            }
         }
     }
 }

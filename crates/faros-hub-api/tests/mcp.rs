@@ -20,7 +20,8 @@ use faros_hub_api::catalog::clock::{Clock, ManualClock};
 use faros_hub_api::catalog::record::BackendHealth;
 use faros_hub_api::catalog::registry::Candidate;
 use faros_hub_api::mcp::{Directory, Federation, McpSettings};
-use faros_hub_api::tenancy::WorkspaceRef;
+use faros_hub_api::tenancy::scope::Scoped;
+use faros_hub_api::tenancy::{Role, WorkspaceRef};
 use faros_hub_api::{Config, Hub};
 use faros_sdk::identity::IdentityVerifier;
 use faros_test_support::mcp_client::{self, Notifications};
@@ -129,32 +130,40 @@ impl FakeDirectory {
     }
 }
 
-impl Directory for FakeDirectory {
-    fn resolve<'a>(
-        &'a self,
-        caller: &'a Caller,
-        org: &'a str,
-        ws: &'a str,
-    ) -> BoxFuture<'a, Result<WorkspaceRef, Status>> {
-        Box::pin(async move {
-            let (cluster, members): (&str, &[&str]) = match (org, ws) {
-                ("acme", "dev") => (CLUSTER_DEV, &["alice"]),
-                ("acme", "ops") => (CLUSTER_OPS, &["alice", "bob"]),
-                _ => return Err(Status::not_found_message(format!("workspace {ws:?} not found"))),
-            };
-            if !members.contains(&caller.user.as_str()) {
-                // As the hub's Access answers: what a caller may not see does not exist for them.
-                return Err(Status::not_found_message(format!("workspace {ws:?} not found")));
-            }
-            Ok(WorkspaceRef {
-                org: org.into(),
-                workspace: Some(ws.into()),
-                path: format!("root:faros:tenants:{org}:{ws}"),
-                cluster: cluster.into(),
-            })
-        })
+/// The route table's workspace scope for this test's two workspaces: what `tenancy::scope::admit`
+/// hands the MCP handler, decided here without kcp.
+async fn fake_scope(
+    params: axum::extract::RawPathParams,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let param = |name: &str| params.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string());
+    let (org, ws) = (param("org").unwrap(), param("ws").unwrap());
+    let user = req.extensions().get::<Caller>().unwrap().user.clone();
+    let (cluster, members): (&str, &[&str]) = match (org.as_str(), ws.as_str()) {
+        ("acme", "dev") => (CLUSTER_DEV, &["alice"]),
+        ("acme", "ops") => (CLUSTER_OPS, &["alice", "bob"]),
+        _ => return Status::not_found_message(format!("workspace {ws:?} not found")).into_response(),
+    };
+    if !members.contains(&user.as_str()) {
+        // As the hub's scope answers: what a caller may not see does not exist for them.
+        return Status::not_found_message(format!("workspace {ws:?} not found")).into_response();
     }
+    let target = WorkspaceRef {
+        path: format!("root:faros:tenants:{org}:{ws}"),
+        org,
+        workspace: Some(ws),
+        cluster: cluster.into(),
+    };
+    req.extensions_mut().insert(Scoped {
+        target,
+        role: Role::Member,
+    });
+    next.run(req).await
+}
 
+impl Directory for FakeDirectory {
     fn enabled<'a>(&'a self, target: &'a WorkspaceRef) -> BoxFuture<'a, Result<Vec<String>, Status>> {
         let names = self
             .enabled
@@ -218,6 +227,7 @@ impl McpHub {
         .unwrap();
         let app = Router::new()
             .merge(faros_hub_api::mcp::routes(fed.clone()))
+            .route_layer(axum::middleware::from_fn(fake_scope))
             .route_layer(axum::middleware::from_fn_with_state(
                 hub.state().authn.clone(),
                 require_caller,

@@ -736,7 +736,7 @@ async fn every_route_but_the_public_ones_refuses_requests_without_credentials() 
     for group in faros_hub_api::router::GROUPS {
         for route in group.routes {
             let (code, body) = status_of(request(&hub, route).send().await.unwrap()).await;
-            if route.access.is_public() {
+            if route.who.is_public() {
                 assert_ne!(code, 401, "{route:?} is public: {body}");
             } else {
                 assert_eq!(code, 401, "{route:?}: {body}");
@@ -751,12 +751,12 @@ async fn every_route_but_the_public_ones_refuses_requests_without_credentials() 
 /// The routes a table marks as users-only refuse a ServiceAccount, saying what it may not do.
 #[tokio::test]
 async fn users_only_routes_refuse_service_accounts() {
-    use faros_hub_api::router::Access;
+    use faros_hub_api::router::Who;
     let (hub, _up) = setup(|_| {}).await;
     let mut checked = 0;
     for group in faros_hub_api::router::GROUPS {
         for route in group.routes {
-            let Access::User(what) = route.access else { continue };
+            let Who::User(what) = route.who else { continue };
             let resp = request(&hub, route).bearer_auth(SA_Q).body("{}").send().await.unwrap();
             let (code, body) = status_of(resp).await;
             assert_eq!(code, 403, "{route:?}: {body}");
@@ -794,4 +794,116 @@ fn docs_list_exactly_the_routes() {
         "docs/hub-api.md's route list differs from the router's tables; run \
          `FAROS_UPDATE_SNAPSHOTS=1 cargo test -p faros-hub-api --test routes` to accept"
     );
+}
+
+/// Every scoped row of the router's tables, on an embedded kcp with an organization `acme`, its
+/// workspace `dev`, its admin alice and bob a member of both: a stranger (carol) gets exactly the
+/// 404 of an organization that does not exist, a member short of an admin row's role gets 403, and
+/// the role itself is let through to the handler (whatever the handler then answers).
+#[tokio::test]
+async fn every_scoped_route_refuses_strangers_and_members_below_its_role() {
+    use faros_hub_api::router::{GROUPS, Method as RouteMethod};
+    use faros_hub_api::tenancy::Role;
+    use faros_hub_api::tenancy::scope::Scope;
+    use faros_test_support::users::static_token;
+    use reqwest::Method;
+    const ALICE_KCP: &str = "alice-kcp-token-0123456789";
+    const BOB_KCP: &str = "bob-kcp-token-0123456789";
+    const CAROL_KCP: &str = "carol-kcp-token-0123456789";
+    let kcp = SharedKcp::start(
+        &[
+            static_token(ALICE_KCP, "alice", "alice-uid", &[]),
+            static_token(BOB_KCP, "bob", "bob-uid", &[]),
+            static_token(CAROL_KCP, "carol", "carol-uid", &[]),
+        ],
+        None,
+    )
+    .await;
+    let hub = Replica::start(&kcp, None, |_| {}).await;
+    let send = |token: &'static str, method: Method, path: String, body: Option<&'static str>| {
+        let req = http().request(method, hub.url(&path)).bearer_auth(token);
+        let req = match body {
+            Some(b) => req.header("content-type", "application/json").body(b),
+            None => req,
+        };
+        async move { status_of(req.send().await.unwrap()).await }
+    };
+    let (code, body) = send(ALICE_KCP, Method::POST, "/api/orgs".into(), Some(r#"{"name":"acme"}"#)).await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = send(
+        ALICE_KCP,
+        Method::POST,
+        "/api/orgs/acme/workspaces".into(),
+        Some(r#"{"name":"dev"}"#),
+    )
+    .await;
+    assert!(code == 201 || code == 200, "{code} {body}");
+    for path in [
+        "/api/orgs/acme/members/bob",
+        "/api/orgs/acme/workspaces/dev/members/bob",
+    ] {
+        let (code, body) = send(ALICE_KCP, Method::PUT, path.into(), Some(r#"{"role":"member"}"#)).await;
+        assert_eq!(code, 200, "{path}: {body}");
+    }
+    for path in ["/api/orgs/acme", "/api/orgs/acme/workspaces/dev"] {
+        eventually("bob to be a member", WAIT, || {
+            let req = send(BOB_KCP, Method::GET, path.to_string(), None);
+            async move { (req.await.0 == 200).then_some(()) }
+        })
+        .await;
+    }
+
+    let fill = |pattern: &str, org: &str| {
+        pattern
+            .replace("{org}", org)
+            .replace("{ws}", "dev")
+            .replace("{user}", "nobody")
+            .replace("{group}", "nogroup")
+            .replace("{name}", "nothing")
+    };
+    let method = |m: RouteMethod| match m {
+        RouteMethod::Get => Method::GET,
+        RouteMethod::Post | RouteMethod::Any => Method::POST,
+        RouteMethod::Put => Method::PUT,
+        RouteMethod::Delete => Method::DELETE,
+    };
+    let body_of = |m: RouteMethod| matches!(m, RouteMethod::Post | RouteMethod::Put | RouteMethod::Any).then_some("{}");
+    let scoped: Vec<_> = GROUPS
+        .iter()
+        .flat_map(|g| g.routes.iter())
+        .filter(|r| r.scope != Scope::None)
+        .collect();
+    assert!(scoped.len() >= 22, "{} scoped routes", scoped.len());
+    let mut deletes = Vec::new();
+    for route in &scoped {
+        let m = method(route.method);
+        let body = body_of(route.method);
+        let (stranger, refusal) = send(CAROL_KCP, m.clone(), fill(route.path, "acme"), body).await;
+        let (missing, absent) = send(CAROL_KCP, m.clone(), fill(route.path, "ghost"), body).await;
+        assert_eq!((stranger, missing), (404, 404), "{route:?}: {refusal} / {absent}");
+        assert_eq!(refusal["kind"], "Status", "{route:?}: {refusal}");
+        let absent: Value = serde_json::from_str(&absent.to_string().replace("ghost", "acme")).unwrap();
+        assert_eq!(refusal, absent, "{route:?}: a stranger must not learn that acme exists");
+        if route.scope.role() == Some(Role::Admin) {
+            let (code, below) = send(BOB_KCP, m.clone(), fill(route.path, "acme"), body).await;
+            assert_eq!(code, 403, "{route:?}: {below}");
+            assert_eq!(below["kind"], "Status", "{route:?}: {below}");
+        }
+        if route.method == RouteMethod::Delete && (route.path.ends_with("{org}") || route.path.ends_with("{ws}")) {
+            deletes.push(*route);
+            continue;
+        }
+        let (code, admitted) = send(ALICE_KCP, m, fill(route.path, "acme"), body).await;
+        assert_ne!(code, 403, "{route:?}: {admitted}");
+        assert_ne!(admitted, refusal, "{route:?}: alice was refused as a stranger");
+    }
+    // The workspace first, then its organization: each is the last act on what it deletes.
+    deletes.sort_by_key(|r| std::cmp::Reverse(r.path.len()));
+    assert_eq!(deletes.len(), 2, "{deletes:?}");
+    for route in deletes {
+        let (code, body) = send(ALICE_KCP, Method::DELETE, fill(route.path, "acme"), None).await;
+        assert_eq!(code, 202, "{route:?}: {body}");
+    }
+    hub.stop().await;
+    kcp.shutdown().await;
 }

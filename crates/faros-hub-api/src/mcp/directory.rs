@@ -1,5 +1,4 @@
-//! The production [`Directory`]: membership from [`crate::tenancy::Access`] (kcp
-//! SubjectAccessReviews), enabled providers from the workspace's APIBindings.
+//! The production [`Directory`]: enabled providers from the workspace's APIBindings.
 
 use std::sync::Arc;
 
@@ -7,10 +6,9 @@ use faros_core::status::Status;
 use futures::future::BoxFuture;
 
 use super::Directory;
-use crate::auth::Caller;
 use crate::catalog::registry::Registry;
+use crate::tenancy::Tenancy;
 use crate::tenancy::bound::enabled;
-use crate::tenancy::{Role, Tenancy};
 use crate::workspace::WorkspaceRef;
 
 pub struct TenancyDirectory {
@@ -25,18 +23,6 @@ impl TenancyDirectory {
 }
 
 impl Directory for TenancyDirectory {
-    fn resolve<'a>(
-        &'a self,
-        caller: &'a Caller,
-        org: &'a str,
-        ws: &'a str,
-    ) -> BoxFuture<'a, Result<WorkspaceRef, Status>> {
-        Box::pin(async move {
-            let (target, _) = self.tenancy.access.require(caller, org, Some(ws), Role::Member).await?;
-            Ok(target)
-        })
-    }
-
     fn enabled<'a>(&'a self, target: &'a WorkspaceRef) -> BoxFuture<'a, Result<Vec<String>, Status>> {
         Box::pin(async move {
             let rows = enabled(&self.tenancy.access, &self.registry, target).await?;

@@ -16,8 +16,9 @@
 //!   anywhere; a request's response stream resumed on a replica that does not hold it fails the
 //!   request instead of leaving it unanswered ([`resume`]).
 //!
-//! Which providers a workspace enabled, and whether the caller may enter it, come through the
-//! [`Directory`] seam so this module never talks to kcp itself.
+//! Which providers a workspace enabled comes through the [`Directory`] seam so this module never
+//! talks to kcp itself; whether the caller may enter the workspace is the route table's scope
+//! ([`crate::tenancy::scope`]), decided before the request reaches [`routes::handle`].
 
 pub mod bindings;
 pub mod describe;
@@ -42,17 +43,9 @@ use crate::workspace::WorkspaceRef;
 pub use federation::Federation;
 pub use routes::{MCP_ROUTE, routes};
 
-/// Which workspace a caller may use, and which providers it enabled.
+/// Which providers a workspace enabled. (Which workspace a caller may use is the route table's
+/// scope, decided before a request reaches this module.)
 pub trait Directory: Send + Sync + 'static {
-    /// The team workspace `ws` of organization `org`, if `caller` is a member: 404 when not or when
-    /// it does not exist (the same answer), 503 while it is not ready.
-    fn resolve<'a>(
-        &'a self,
-        caller: &'a Caller,
-        org: &'a str,
-        ws: &'a str,
-    ) -> BoxFuture<'a, Result<WorkspaceRef, Status>>;
-
     /// Names of the providers whose APIBinding is Bound in `target`.
     fn enabled<'a>(&'a self, target: &'a WorkspaceRef) -> BoxFuture<'a, Result<Vec<String>, Status>>;
 }

@@ -13,13 +13,13 @@
 //! token.
 
 use axum::Extension;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use faros_core::status::Status;
 
-use super::role::Role;
+use super::scope::Scoped;
 use crate::auth::{Caller, CredentialSource, bearer_token};
 use crate::portal::session::SessionAuth;
 use crate::state::AppState;
@@ -141,17 +141,12 @@ pub fn public_url(configured: Option<&str>, headers: &HeaderMap, uri: &Uri, prot
 pub async fn kubeconfig(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path((org, ws)): Path<(String, String)>,
+    Scoped { target, .. }: Scoped,
     Query(params): Query<Params>,
     session: Option<Extension<SessionAuth>>,
     uri: Uri,
     headers: HeaderMap,
 ) -> Result<Response, Status> {
-    let (target, _) = st
-        .tenancy
-        .access
-        .require(&caller, &org, Some(&ws), Role::Member)
-        .await?;
     let oidc = st.oidc_login.as_ref().map(|l| &l.settings);
     let credential = if caller.source == CredentialSource::Oidc
         && let Some(settings) = oidc
@@ -186,7 +181,7 @@ pub async fn kubeconfig(
         st.settings.public_proto,
     )?;
     let server = format!("{base}/clusters/{}", target.cluster);
-    let context = format!("{org}-{ws}");
+    let context = format!("{}-{}", target.org, target.workspace.as_deref().unwrap_or_default());
     let doc = document(
         &server,
         st.tenancy.settings.ca_pem.as_deref(),

@@ -3,7 +3,9 @@
 //! says they are in it (kcp decides on each request's groups, so a user the IdP removes from the
 //! group loses the role with their next token).
 //!
-//! Members may read the list; admins change it. Changing an organization's admins re-materializes
+//! Members may read the list; admins change it (the route table's scopes, [`super::scope`]); one
+//! handler serves an organization and a team workspace alike, the resolved [`Scoped`] target says
+//! which. Changing an organization's admins re-materializes
 //! them into every team workspace of the org. The last direct admin of an organization cannot be
 //! removed or demoted: nobody could manage it afterwards.
 
@@ -20,6 +22,7 @@ use super::Tenancy;
 use super::access::WorkspaceRef;
 use super::rbac::{GroupMembership, Membership};
 use super::role::Role;
+use super::scope::Scoped;
 use super::spaces;
 use crate::auth::Caller;
 
@@ -68,115 +71,124 @@ fn validate_group(group: &str) -> Result<(), Status> {
     Ok(())
 }
 
-async fn list_groups(
-    tenancy: &Tenancy,
-    caller: &Caller,
-    org: &str,
-    ws: Option<&str>,
-) -> Result<Json<GroupList>, Status> {
-    let (target, _) = tenancy.access.require(caller, org, ws, Role::Member).await?;
+/// The `{user}` of a membership route.
+#[derive(serde::Deserialize)]
+pub struct UserParam {
+    user: String,
+}
+
+/// The `{group}` of a group route.
+#[derive(serde::Deserialize)]
+pub struct GroupParam {
+    group: String,
+}
+
+fn put_body(bytes: &[u8]) -> Result<PutMember, Status> {
+    serde_json::from_slice(bytes).map_err(|e| Status::bad_request(format!("invalid request body: {e}")))
+}
+
+/// `GET …/groups`: the organization's or workspace's group roles.
+pub async fn list_groups(State(tenancy): State<Arc<Tenancy>>, s: Scoped) -> Result<Json<GroupList>, Status> {
     Ok(Json(GroupList {
-        items: spaces::groups(tenancy, &target.cluster).await?,
+        items: spaces::groups(&tenancy, &s.target.cluster).await?,
     }))
 }
 
-async fn put_group(
-    tenancy: &Tenancy,
-    caller: &Caller,
-    org: &str,
-    ws: Option<&str>,
-    group: &str,
-    bytes: &[u8],
+/// `PUT …/groups/{group}`
+pub async fn put_group(
+    State(tenancy): State<Arc<Tenancy>>,
+    Extension(caller): Extension<Caller>,
+    Scoped { target, .. }: Scoped,
+    Path(GroupParam { group }): Path<GroupParam>,
+    bytes: axum::body::Bytes,
 ) -> Result<Response, Status> {
-    validate_group(group)?;
-    let req: PutMember =
-        serde_json::from_slice(bytes).map_err(|e| Status::bad_request(format!("invalid request body: {e}")))?;
-    let (target, _) = tenancy.access.require(caller, org, ws, Role::Admin).await?;
-    spaces::set_group(tenancy, &target.cluster, group, req.role).await?;
+    validate_group(&group)?;
+    let req = put_body(&bytes)?;
+    spaces::set_group(&tenancy, &target.cluster, &group, req.role).await?;
     if target.workspace.is_none() {
-        spaces::propagate_org_admins(tenancy, &target).await?;
+        spaces::propagate_org_admins(&tenancy, &target).await?;
     }
+    let (org, ws) = (&target.org, &target.workspace);
     tracing::info!(%org, workspace = ?ws, %group, role = req.role.as_str(), by = %caller.user, "group role set");
     Ok(Json(GroupMembership {
-        group: group.to_string(),
+        group,
         role: req.role,
         inherited: false,
     })
     .into_response())
 }
 
-async fn remove_group(
-    tenancy: &Tenancy,
-    caller: &Caller,
-    org: &str,
-    ws: Option<&str>,
-    group: &str,
+/// `DELETE …/groups/{group}`
+pub async fn remove_group(
+    State(tenancy): State<Arc<Tenancy>>,
+    Extension(caller): Extension<Caller>,
+    Scoped { target, .. }: Scoped,
+    Path(GroupParam { group }): Path<GroupParam>,
 ) -> Result<Response, Status> {
-    validate_group(group)?;
-    let (target, _) = tenancy.access.require(caller, org, ws, Role::Admin).await?;
-    let removed = spaces::remove_group(tenancy, &target.cluster, group).await?;
+    validate_group(&group)?;
+    let removed = spaces::remove_group(&tenancy, &target.cluster, &group).await?;
     if target.workspace.is_none() {
-        spaces::propagate_org_admins(tenancy, &target).await?;
+        spaces::propagate_org_admins(&tenancy, &target).await?;
     }
     if !removed {
         return Err(Status::not_found_message(format!("{group:?} has no direct role here")));
     }
+    let (org, ws) = (&target.org, &target.workspace);
     tracing::info!(%org, workspace = ?ws, %group, by = %caller.user, "group role removed");
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-async fn list(tenancy: &Tenancy, caller: &Caller, org: &str, ws: Option<&str>) -> Result<Json<MemberList>, Status> {
-    let (target, _) = tenancy.access.require(caller, org, ws, Role::Member).await?;
+/// `GET …/members`: the organization's or workspace's members.
+pub async fn list(State(tenancy): State<Arc<Tenancy>>, s: Scoped) -> Result<Json<MemberList>, Status> {
     Ok(Json(MemberList {
-        items: spaces::members(tenancy, &target.cluster).await?,
+        items: spaces::members(&tenancy, &s.target.cluster).await?,
     }))
 }
 
-async fn put(
-    tenancy: &Tenancy,
-    caller: &Caller,
-    org: &str,
-    ws: Option<&str>,
-    user: &str,
-    bytes: &[u8],
+/// `PUT …/members/{user}`
+pub async fn put(
+    State(tenancy): State<Arc<Tenancy>>,
+    Extension(caller): Extension<Caller>,
+    Scoped { target, .. }: Scoped,
+    Path(UserParam { user }): Path<UserParam>,
+    bytes: axum::body::Bytes,
 ) -> Result<Response, Status> {
-    validate_user(user)?;
-    let req: PutMember =
-        serde_json::from_slice(bytes).map_err(|e| Status::bad_request(format!("invalid request body: {e}")))?;
-    let (target, _) = tenancy.access.require(caller, org, ws, Role::Admin).await?;
+    validate_user(&user)?;
+    let req = put_body(&bytes)?;
     if req.role == Role::Member {
-        guard_last_admin(tenancy, &target, user).await?;
+        guard_last_admin(&tenancy, &target, &user).await?;
     }
-    spaces::set_member(tenancy, &target.cluster, user, req.role).await?;
+    spaces::set_member(&tenancy, &target.cluster, &user, req.role).await?;
     if target.workspace.is_none() {
-        spaces::propagate_org_admins(tenancy, &target).await?;
+        spaces::propagate_org_admins(&tenancy, &target).await?;
     }
+    let (org, ws) = (&target.org, &target.workspace);
     tracing::info!(%org, workspace = ?ws, member = %user, role = req.role.as_str(), by = %caller.user, "membership set");
     Ok(Json(Membership {
-        user: user.to_string(),
+        user,
         role: req.role,
         inherited: false,
     })
     .into_response())
 }
 
-async fn remove(
-    tenancy: &Tenancy,
-    caller: &Caller,
-    org: &str,
-    ws: Option<&str>,
-    user: &str,
+/// `DELETE …/members/{user}`
+pub async fn remove(
+    State(tenancy): State<Arc<Tenancy>>,
+    Extension(caller): Extension<Caller>,
+    Scoped { target, .. }: Scoped,
+    Path(UserParam { user }): Path<UserParam>,
 ) -> Result<Response, Status> {
-    validate_user(user)?;
-    let (target, _) = tenancy.access.require(caller, org, ws, Role::Admin).await?;
-    guard_last_admin(tenancy, &target, user).await?;
-    let removed = spaces::remove_member(tenancy, &target.cluster, user).await?;
+    validate_user(&user)?;
+    guard_last_admin(&tenancy, &target, &user).await?;
+    let removed = spaces::remove_member(&tenancy, &target.cluster, &user).await?;
     if target.workspace.is_none() {
-        spaces::propagate_org_admins(tenancy, &target).await?;
+        spaces::propagate_org_admins(&tenancy, &target).await?;
     }
     if !removed {
         return Err(Status::not_found_message(format!("{user:?} is not a direct member")));
     }
+    let (org, ws) = (&target.org, &target.workspace);
     tracing::info!(%org, workspace = ?ws, member = %user, by = %caller.user, "membership removed");
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -194,106 +206,6 @@ async fn guard_last_admin(tenancy: &Tenancy, target: &WorkspaceRef, user: &str) 
         )));
     }
     Ok(())
-}
-
-pub async fn list_org(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(c): Extension<Caller>,
-    Path(org): Path<String>,
-) -> Result<Json<MemberList>, Status> {
-    list(&tenancy, &c, &org, None).await
-}
-
-pub async fn list_ws(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(c): Extension<Caller>,
-    Path((org, ws)): Path<(String, String)>,
-) -> Result<Json<MemberList>, Status> {
-    list(&tenancy, &c, &org, Some(&ws)).await
-}
-
-pub async fn put_org(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(c): Extension<Caller>,
-    Path((org, user)): Path<(String, String)>,
-    bytes: axum::body::Bytes,
-) -> Result<Response, Status> {
-    put(&tenancy, &c, &org, None, &user, &bytes).await
-}
-
-pub async fn put_ws(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(c): Extension<Caller>,
-    Path((org, ws, user)): Path<(String, String, String)>,
-    bytes: axum::body::Bytes,
-) -> Result<Response, Status> {
-    put(&tenancy, &c, &org, Some(&ws), &user, &bytes).await
-}
-
-pub async fn delete_org(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(c): Extension<Caller>,
-    Path((org, user)): Path<(String, String)>,
-) -> Result<Response, Status> {
-    remove(&tenancy, &c, &org, None, &user).await
-}
-
-pub async fn delete_ws(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(c): Extension<Caller>,
-    Path((org, ws, user)): Path<(String, String, String)>,
-) -> Result<Response, Status> {
-    remove(&tenancy, &c, &org, Some(&ws), &user).await
-}
-
-pub async fn list_groups_org(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(c): Extension<Caller>,
-    Path(org): Path<String>,
-) -> Result<Json<GroupList>, Status> {
-    list_groups(&tenancy, &c, &org, None).await
-}
-
-pub async fn list_groups_ws(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(c): Extension<Caller>,
-    Path((org, ws)): Path<(String, String)>,
-) -> Result<Json<GroupList>, Status> {
-    list_groups(&tenancy, &c, &org, Some(&ws)).await
-}
-
-pub async fn put_group_org(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(c): Extension<Caller>,
-    Path((org, group)): Path<(String, String)>,
-    bytes: axum::body::Bytes,
-) -> Result<Response, Status> {
-    put_group(&tenancy, &c, &org, None, &group, &bytes).await
-}
-
-pub async fn put_group_ws(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(c): Extension<Caller>,
-    Path((org, ws, group)): Path<(String, String, String)>,
-    bytes: axum::body::Bytes,
-) -> Result<Response, Status> {
-    put_group(&tenancy, &c, &org, Some(&ws), &group, &bytes).await
-}
-
-pub async fn delete_group_org(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(c): Extension<Caller>,
-    Path((org, group)): Path<(String, String)>,
-) -> Result<Response, Status> {
-    remove_group(&tenancy, &c, &org, None, &group).await
-}
-
-pub async fn delete_group_ws(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(c): Extension<Caller>,
-    Path((org, ws, group)): Path<(String, String, String)>,
-) -> Result<Response, Status> {
-    remove_group(&tenancy, &c, &org, Some(&ws), &group).await
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub mod members;
 pub mod orgs;
 pub mod rbac;
 pub mod role;
+pub mod scope;
 pub mod spaces;
 
 use std::sync::Arc;

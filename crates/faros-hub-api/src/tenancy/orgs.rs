@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -17,6 +17,7 @@ use futures::future::join_all;
 use super::Tenancy;
 use super::access::{WorkspaceRef, describe};
 use super::role::Role;
+use super::scope::Scoped;
 use super::spaces::{self, CreateRequest, Space};
 use crate::auth::Caller;
 
@@ -151,14 +152,9 @@ async fn children_decided(
     Ok((decided, undecided))
 }
 
-/// `GET /api/orgs/{org}`
-pub async fn get_org(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(caller): Extension<Caller>,
-    Path(org): Path<String>,
-) -> Result<Json<Space>, Status> {
-    let (target, role) = tenancy.access.require(&caller, &org, None, Role::Member).await?;
-    Ok(Json(describe_space(&tenancy, &target, role).await?))
+/// `GET /api/orgs/{org}` and `GET /api/orgs/{org}/workspaces/{ws}`
+pub async fn get(State(tenancy): State<Arc<Tenancy>>, s: Scoped) -> Result<Json<Space>, Status> {
+    Ok(Json(describe_space(&tenancy, &s.target, s.role).await?))
 }
 
 async fn describe_space(tenancy: &Tenancy, target: &WorkspaceRef, role: Role) -> Result<Space, Status> {
@@ -182,16 +178,20 @@ async fn describe_space(tenancy: &Tenancy, target: &WorkspaceRef, role: Role) ->
     Ok(spaces::space(&ws, target.path.clone(), Some(role)))
 }
 
-/// `DELETE /api/orgs/{org}`: org admins only; kcp deletes the org's workspaces with it.
-pub async fn delete_org(
+/// `DELETE /api/orgs/{org}` (kcp deletes the org's workspaces with it) and
+/// `DELETE /api/orgs/{org}/workspaces/{ws}`.
+pub async fn delete(
     State(tenancy): State<Arc<Tenancy>>,
     Extension(caller): Extension<Caller>,
-    Path(org): Path<String>,
+    Scoped { target, .. }: Scoped,
 ) -> Result<Response, Status> {
-    tenancy.access.require(&caller, &org, None, Role::Admin).await?;
-    spaces::delete(&tenancy, names::TENANTS_PATH, &org).await?;
-    tracing::info!(%org, user = %caller.user, "organization deleted");
-    Ok(accepted(&format!("organization {org:?} is being deleted")))
+    let (parent, name) = match &target.workspace {
+        Some(ws) => (names::org_workspace_path(&target.org), ws.as_str()),
+        None => (names::TENANTS_PATH.to_string(), target.org.as_str()),
+    };
+    spaces::delete(&tenancy, &parent, name).await?;
+    tracing::info!(org = %target.org, workspace = ?target.workspace, user = %caller.user, "deleted");
+    Ok(accepted(&format!("{} is being deleted", describe(&target))))
 }
 
 fn accepted(message: &str) -> Response {
@@ -202,25 +202,24 @@ fn accepted(message: &str) -> Response {
         .into_response()
 }
 
-/// `POST /api/orgs/{org}/workspaces`: org admins only.
+/// `POST /api/orgs/{org}/workspaces`
 pub async fn create_workspace(
     State(tenancy): State<Arc<Tenancy>>,
     Extension(caller): Extension<Caller>,
-    Path(org): Path<String>,
+    Scoped { target: org_ref, .. }: Scoped,
     bytes: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<Space>), Status> {
     let req: CreateRequest = body(&bytes)?;
     req.validate()?;
-    let t = &tenancy;
-    let (org_ref, _) = t.access.require(&caller, &org, None, Role::Admin).await?;
-    let (ws, created) = spaces::create_team_workspace(t, &org_ref, &req, &caller.user).await?;
+    let (ws, created) = spaces::create_team_workspace(&tenancy, &org_ref, &req, &caller.user).await?;
+    let org = &org_ref.org;
     tracing::info!(%org, workspace = %req.name, user = %caller.user, "workspace created");
     let code = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((
         code,
         Json(spaces::space(
             &ws,
-            names::team_workspace_path(&org, &req.name),
+            names::team_workspace_path(org, &req.name),
             Some(Role::Admin),
         )),
     ))
@@ -230,36 +229,11 @@ pub async fn create_workspace(
 pub async fn list_workspaces(
     State(tenancy): State<Arc<Tenancy>>,
     Extension(caller): Extension<Caller>,
-    Path(org): Path<String>,
+    Scoped { target: org_ref, .. }: Scoped,
 ) -> Result<Json<SpaceList>, Status> {
-    let (org_ref, _) = tenancy.access.require(&caller, &org, None, Role::Member).await?;
     let items = visible(&tenancy, &caller, &org_ref.path, |name| {
-        names::team_workspace_path(&org, name)
+        names::team_workspace_path(&org_ref.org, name)
     })
     .await?;
     Ok(Json(SpaceList { items }))
-}
-
-/// `GET /api/orgs/{org}/workspaces/{ws}`
-pub async fn get_workspace(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(caller): Extension<Caller>,
-    Path((org, ws)): Path<(String, String)>,
-) -> Result<Json<Space>, Status> {
-    let (target, role) = tenancy.access.require(&caller, &org, Some(&ws), Role::Member).await?;
-    Ok(Json(describe_space(&tenancy, &target, role).await?))
-}
-
-/// `DELETE /api/orgs/{org}/workspaces/{ws}`: workspace admins (org admins included).
-pub async fn delete_workspace(
-    State(tenancy): State<Arc<Tenancy>>,
-    Extension(caller): Extension<Caller>,
-    Path((org, ws)): Path<(String, String)>,
-) -> Result<Response, Status> {
-    tenancy.access.require(&caller, &org, Some(&ws), Role::Admin).await?;
-    spaces::delete(&tenancy, &names::org_workspace_path(&org), &ws).await?;
-    tracing::info!(%org, workspace = %ws, user = %caller.user, "workspace deleted");
-    Ok(accepted(&format!(
-        "workspace {ws:?} of organization {org:?} is being deleted"
-    )))
 }

@@ -1,10 +1,9 @@
 //! The HTTP handlers and the kcp writes of Enable, Disable and the enabled list.
 //!
-//! All kcp calls run as the hub's own kcp identity in the tenant workspace, after [`Access`] decided
-//! the caller may: the caller's own kcp rights are not consulted twice, and a member cannot reach
-//! these writes because the admin check is a SubjectAccessReview for exactly what Enable does.
-//!
-//! [`Access`]: crate::tenancy::Access
+//! All kcp calls run as the hub's own kcp identity in the tenant workspace, after the route's scope
+//! ([`crate::tenancy::scope`]) decided the caller may: the caller's own kcp rights are not consulted
+//! twice, and a member cannot reach these writes because the admin check is a SubjectAccessReview
+//! for exactly what Enable does.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -28,8 +27,16 @@ use serde_json::json;
 use super::plan::{self, EnableInput};
 use crate::auth::Caller;
 use crate::catalog::registry::Registry;
+use crate::tenancy::Tenancy;
 use crate::tenancy::bound::{bindings, enabled};
-use crate::tenancy::{Role, Tenancy};
+use crate::tenancy::scope::Scoped;
+use crate::workspace::WorkspaceRef;
+
+/// The `{name}` of an Enable or Disable route: the provider.
+#[derive(serde::Deserialize)]
+pub struct ProviderParam {
+    name: String,
+}
 
 /// How long a binding that was not Bound within the request's wait is still watched in the
 /// background, so the member role appears once kcp is done.
@@ -39,13 +46,9 @@ const FINISH_WAIT: Duration = Duration::from_secs(300);
 pub async fn list(
     State(tenancy): State<Arc<Tenancy>>,
     State(registry): State<Arc<Registry>>,
-    Extension(caller): Extension<Caller>,
-    Path((org, ws)): Path<(String, String)>,
+    Scoped { target, .. }: Scoped,
 ) -> Response {
-    let run = async {
-        let (target, _) = tenancy.access.require(&caller, &org, Some(&ws), Role::Member).await?;
-        enabled(&tenancy.access, &registry, &target).await
-    };
+    let run = async { enabled(&tenancy.access, &registry, &target).await };
     match run.await {
         Ok(items) => axum::Json(json!({ "items": items })).into_response(),
         Err(s) => s.into_response(),
@@ -57,10 +60,11 @@ pub async fn enable(
     State(tenancy): State<Arc<Tenancy>>,
     State(registry): State<Arc<Registry>>,
     Extension(caller): Extension<Caller>,
-    Path((org, ws, name)): Path<(String, String, String)>,
+    Scoped { target, .. }: Scoped,
+    Path(ProviderParam { name }): Path<ProviderParam>,
     body: Body,
 ) -> Response {
-    match enable_inner(&tenancy, &registry, &caller, &org, &ws, &name, body).await {
+    match enable_inner(&tenancy, &registry, &caller, &target, &name, body).await {
         Ok(r) => r,
         Err(s) => s.into_response(),
     }
@@ -70,12 +74,10 @@ async fn enable_inner(
     tenancy: &Arc<Tenancy>,
     registry: &Arc<Registry>,
     caller: &Caller,
-    org: &str,
-    ws: &str,
+    target: &WorkspaceRef,
     name: &str,
     body: Body,
 ) -> Result<Response, Status> {
-    let (target, _) = tenancy.access.require(caller, org, Some(ws), Role::Admin).await?;
     let bytes = axum::body::to_bytes(body, plan::BODY_LIMIT)
         .await
         .map_err(|_| Status::too_large(format!("the request body exceeds {} bytes", plan::BODY_LIMIT)))?;
@@ -245,9 +247,10 @@ pub async fn disable(
     State(tenancy): State<Arc<Tenancy>>,
     State(registry): State<Arc<Registry>>,
     Extension(caller): Extension<Caller>,
-    Path((org, ws, name)): Path<(String, String, String)>,
+    Scoped { target, .. }: Scoped,
+    Path(ProviderParam { name }): Path<ProviderParam>,
 ) -> Response {
-    match disable_inner(&tenancy, &registry, &caller, &org, &ws, &name).await {
+    match disable_inner(&tenancy, &registry, &caller, &target, &name).await {
         Ok(r) => r,
         Err(s) => s.into_response(),
     }
@@ -257,11 +260,9 @@ async fn disable_inner(
     tenancy: &Tenancy,
     registry: &Arc<Registry>,
     caller: &Caller,
-    org: &str,
-    ws: &str,
+    target: &WorkspaceRef,
     name: &str,
 ) -> Result<Response, Status> {
-    let (target, _) = tenancy.access.require(caller, org, Some(ws), Role::Admin).await?;
     names::validate_dns_label(name).map_err(|e| Status::bad_request(format!("provider {name:?}: {e}")))?;
     let kube = tenancy.client(&target.cluster)?;
     let api: Api<APIBinding> = Api::all(kube.clone());
