@@ -153,6 +153,9 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
         .await
         .unwrap();
     assert_eq!(resp.status(), 200);
+    let kubeconfig = tmp.path().join("demo.kubeconfig");
+    std::fs::write(&kubeconfig, resp.bytes().await.unwrap()).unwrap();
+    kubectl_validates_through_the_tenant_kubeconfig(&kubeconfig, &tmp.path().join("kubectl-cache"));
     let resp = http
         .post(format!("{hub}/api/orgs"))
         .bearer_auth(token)
@@ -177,6 +180,54 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
     assert!(warnings.is_empty(), "warnings in a clean start: {warnings:#?}");
 
     drop(dev);
+}
+
+/// kubectl's validation through the tenant's kubeconfig, which reads the OpenAPI v3 and v2
+/// documents: a mistyped apiVersion gets "no matches for kind", an unknown field is refused
+/// under `--validate=strict` (by the server, and by kubectl for a `kind: List`'s items), and a
+/// `kind: List` file applies.
+fn kubectl_validates_through_the_tenant_kubeconfig(kubeconfig: &std::path::Path, cache: &std::path::Path) {
+    use faros_test_support::kubectl;
+    let cache = cache.display().to_string();
+    let apply = |args: &[&str], manifest: &str| {
+        let mut all = vec!["--cache-dir", &cache, "apply"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-f", "-"]);
+        let out = kubectl::run(kubeconfig, &all, Some(manifest)).unwrap();
+        (out.status.success(), kubectl::printed(&out))
+    };
+    let greeting = |version: &str, name: &str, spec: &str| {
+        format!(
+            "apiVersion: quickstart.providers.faros.sh/{version}\nkind: Greeting\n\
+             metadata: {{name: {name}, namespace: default}}\nspec: {spec}\n"
+        )
+    };
+    let (ok, printed) = apply(&[], &greeting("v1", "mistyped", "{name: Ada}"));
+    assert!(
+        !ok && printed.contains(r#"no matches for kind "Greeting" in version "quickstart.providers.faros.sh/v1""#),
+        "{printed}"
+    );
+    let (ok, printed) = apply(
+        &["--validate=strict"],
+        &greeting("v1alpha1", "unknown-field", "{name: Ada, colour: blue}"),
+    );
+    assert!(!ok && printed.contains(r#"unknown field "spec.colour""#), "{printed}");
+    let list = |spec: &str| {
+        let item = greeting("v1alpha1", "listed", spec).replace('\n', "\n    ");
+        format!(
+            "apiVersion: v1\nkind: List\nitems:\n  - {item}\n  - {{apiVersion: v1, kind: ConfigMap, \
+             metadata: {{name: listed, namespace: default}}, data: {{a: b}}}}\n"
+        )
+    };
+    let (ok, printed) = apply(&[], &list("{name: Ada, colour: blue}"));
+    assert!(!ok && printed.contains(r#"unknown field "colour""#), "{printed}");
+    let (ok, printed) = apply(&[], &list("{name: Ada}"));
+    assert!(ok, "{printed}");
+    assert!(
+        printed.contains("greeting.quickstart.providers.faros.sh/listed created")
+            && printed.contains("configmap/listed created"),
+        "{printed}"
+    );
 }
 
 /// `dir` is `0700` and everything under it `0600` (directories `0700`).

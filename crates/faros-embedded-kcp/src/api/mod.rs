@@ -91,7 +91,13 @@ pub async fn handle(State(state): State<Arc<ServerState>>, req: Request) -> Resp
     let accepts = respond::Accepts::from_headers(req.headers());
     // Watch streams are JSON lines whatever the client prefers (Go clients list JSON too).
     let watch = Params::parse(req.uri().query()).watch();
-    let resp = if !accepts.any() || (watch && !accepts.json) {
+    // The OpenAPI v2 document has media types of its own and negotiates them itself.
+    let path = req.uri().path();
+    let openapi_v2 =
+        path.ends_with("/openapi/v2") && request::parse(path).is_ok_and(|p| matches!(p.target, Target::OpenApiV2));
+    let resp = if openapi_v2 {
+        serve(&state, req).await.unwrap_or_else(IntoResponse::into_response)
+    } else if !accepts.any() || (watch && !accepts.json) {
         respond::not_acceptable().into_response()
     } else {
         match serve(&state, req).await {
@@ -194,9 +200,7 @@ async fn serve(state: &Arc<ServerState>, req: Request) -> Result<Response, Statu
             path.explicit_cluster.then_some(&path.cluster),
         )),
         Target::OpenApiV3(Some(gv)) => openapi::document(state, &cluster, &gv),
-        Target::OpenApiV2 => Err(Status::not_found_message(
-            "the server could not find the requested resource",
-        )),
+        Target::OpenApiV2 => openapi::v2::serve(state, &cluster, &parts.headers),
         Target::NonResource(p) if p == "/version" => Ok(discovery::version()),
         Target::NonResource(p) => {
             let attrs = Attributes::non_resource(&user, Verb::Get.as_str(), &p);

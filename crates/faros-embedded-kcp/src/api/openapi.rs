@@ -1,5 +1,6 @@
 //! OpenAPI v3 documents, per logical cluster, good enough for kubectl's server-side field
-//! validation (`kubectl apply`/`create` without `--validate=false`) and `kubectl explain`.
+//! validation (`kubectl apply`/`create` without `--validate=false`) and `kubectl explain`; the
+//! v2 document ([`v2`]) is built from the same schemas.
 
 use axum::response::Response;
 use faros_core::status::Status;
@@ -9,6 +10,8 @@ use sha2::{Digest, Sha256};
 use super::ok;
 use crate::registry::ResourceDef;
 use crate::state::ServerState;
+
+pub mod v2;
 
 fn gv_path(def: &ResourceDef) -> String {
     if def.group.is_empty() {
@@ -52,6 +55,7 @@ pub fn document(state: &ServerState, cluster: &str, gv: &str) -> Result<Response
         .ok_or_else(|| Status::not_found_message("the server could not find the requested resource"))
 }
 
+/// The name of a kind's schema in both documents' definitions.
 fn schema_name(def: &ResourceDef) -> String {
     let group = if def.group.is_empty() {
         "core".to_string()
@@ -96,22 +100,10 @@ fn document_value(state: &ServerState, cluster: &str, gv: &str) -> Option<Value>
                 "x-kubernetes-group-version-kind": gvk[0],
             })
         };
-        let base = if def.group.is_empty() {
-            format!("/api/{}", def.version)
-        } else {
-            format!("/apis/{}/{}", def.group, def.version)
-        };
-        let collection = if def.namespaced {
-            format!("{base}/namespaces/{{namespace}}/{}", def.resource)
-        } else {
-            format!("{base}/{}", def.resource)
-        };
-        paths.insert(collection.clone(), json!({"post": op("post")}));
-        if !def.create_only {
-            paths.insert(
-                format!("{collection}/{{name}}"),
-                json!({"put": op("put"), "patch": op("patch")}),
-            );
+        let (collection, item) = operation_paths(def);
+        paths.insert(collection, json!({"post": op("post")}));
+        if let Some(item) = item {
+            paths.insert(item, json!({"put": op("put"), "patch": op("patch")}));
         }
     }
     Some(json!({
@@ -120,4 +112,21 @@ fn document_value(state: &ServerState, cluster: &str, gv: &str) -> Option<Value>
         "paths": paths,
         "components": {"schemas": schemas}
     }))
+}
+
+/// The paths a kind's writes go to: its collection (create) and, unless it is create-only, one
+/// object (update, patch).
+fn operation_paths(def: &ResourceDef) -> (String, Option<String>) {
+    let base = if def.group.is_empty() {
+        format!("/api/{}", def.version)
+    } else {
+        format!("/apis/{}/{}", def.group, def.version)
+    };
+    let collection = if def.namespaced {
+        format!("{base}/namespaces/{{namespace}}/{}", def.resource)
+    } else {
+        format!("{base}/{}", def.resource)
+    };
+    let item = (!def.create_only).then(|| format!("{collection}/{{name}}"));
+    (collection, item)
 }

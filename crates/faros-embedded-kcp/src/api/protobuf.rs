@@ -14,7 +14,7 @@
 
 mod codec;
 mod schema;
-mod wire;
+pub(in crate::api) mod wire;
 
 use faros_core::status::Status;
 use serde_json::{Map, Value};

@@ -54,7 +54,7 @@ pub fn compare(mode: CompareMode, ignore: &[String], kcp: &Outcome, embedded: &O
     }
     let (kb, eb) = (stripped(&k.body, ignore), stripped(&e.body, ignore));
     let difference = match mode {
-        CompareMode::Full => first_difference(&kb, &eb, ""),
+        CompareMode::Full | CompareMode::ContentType => first_difference(&kb, &eb, ""),
         CompareMode::Code => first_difference(&status_reason(&kb), &status_reason(&eb), ""),
         CompareMode::Names => names_difference(&kb, &eb),
     };

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::compare::{Answer, Outcome};
 use super::normalize::normalize;
-use super::script::{Script, Step, substitute, substitute_value};
+use super::script::{CompareMode, Script, Step, substitute, substitute_value};
 
 /// How long a step's `wait` may take: kcp moves a workspace to Ready in about a second.
 const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -123,7 +123,11 @@ async fn step_outcome(
 async fn request(target: &Target, step: &Step, vars: &BTreeMap<String, String>) -> Result<(u16, Value), String> {
     let method = reqwest::Method::from_bytes(step.method.as_bytes()).map_err(|e| e.to_string())?;
     let url = format!("{}{}", target.base, substitute(&step.path, vars));
-    let mut req = target.http.request(method, url).header("Accept", "application/json");
+    let mut req = target.http.request(method, url);
+    // JSON unless the step negotiates something else.
+    if !step.headers.keys().any(|k| k.eq_ignore_ascii_case("accept")) {
+        req = req.header("Accept", "application/json");
+    }
     let token = match step.user.strip_prefix('$') {
         Some(var) => Some(
             vars.get(var)
@@ -146,6 +150,10 @@ async fn request(target: &Target, step: &Step, vars: &BTreeMap<String, String>) 
     }
     let resp = req.send().await.map_err(|e| format!("request failed: {e}"))?;
     let code = resp.status().as_u16();
+    if step.compare == CompareMode::ContentType {
+        let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok());
+        return Ok((code, serde_json::json!({"contentType": content_type})));
+    }
     let text = resp.text().await.map_err(|e| format!("reading the body: {e}"))?;
     let body = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.trim().to_string()));
     Ok((code, body))

@@ -114,6 +114,9 @@ pub enum CompareMode {
     /// Status code, and the set of a list's item names (the objects a server bootstraps: which
     /// exist; steps reading one by one compare how each looks).
     Names,
+    /// Status code and `Content-Type` only (documents each server fills with what it serves, in
+    /// an encoding the step's `Accept` negotiates: OpenAPI v2).
+    ContentType,
 }
 
 /// The scripts of a directory, by file name, optionally only those whose name contains `filter`.
