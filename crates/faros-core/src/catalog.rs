@@ -255,6 +255,11 @@ pub struct CatalogEntryStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reported_version: Option<String>,
 
+    /// ProviderRevision (`<provider>-<short digest>`, [`crate::revision::revision_name`]) the provider
+    /// reported serving in its last heartbeat; the hub's health gate waits for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_revision: Option<String>,
+
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 

@@ -5,8 +5,11 @@
 //! unless it is the provider's ServiceAccount in its own workspace ([`crate::workspace`]), the
 //! CatalogEntry's name is checked against the provider's, and an export that would lose resources is
 //! refused unless pruning is allowed. Then, in order, each step logged: APIResourceSchemas, the
-//! APIExport (resource list merged, claims replaced), the APIExportEndpointSlice, the bind grant, and
-//! the CatalogEntry. Every object is written only when it differs, so a second `init` writes
+//! APIExport (created with every schema and claim; once it exists only new resources are added), the
+//! APIExportEndpointSlice, the bind grant, and the CatalogEntry, which records each published schema
+//! by name and sha256. `init` proposes, the hub switches: moving an existing export to changed
+//! schemas or claims is the hub reconciler's, after its compatibility gate
+//! (docs/hub-reconciler.md#provider-revisions). Every object is written only when it differs, so a second `init` writes
 //! nothing, and every write tolerates a concurrent writer (AlreadyExists / Conflict re-read and
 //! re-decide), so two replicas running `init` at once both succeed.
 
@@ -50,7 +53,8 @@ pub struct InitOptions {
     pub groups: Vec<String>,
     /// Directory of APIResourceSchema YAML files; missing or empty is an error.
     pub schemas_dir: PathBuf,
-    /// The export's permission claims (replaced wholesale on every `init`).
+    /// The export's permission claims, set when `init` creates the export; on an existing export
+    /// they are left for the hub to switch once tenants may see them.
     pub claims: Vec<PermissionClaim>,
     /// CatalogEntry manifest to self-register (a missing file is an error); `None` skips the step,
     /// for tests in workspaces that cannot hold CatalogEntries.
@@ -260,7 +264,7 @@ pub async fn init(config: kube::Config, opts: &InitOptions) -> Result<InitReport
     let mut pruned = Vec::new();
     let outcome = ensure(&exports, "export", desired, |existing| {
         pruned = check_prune(existing, &owned, &owned_groups, opts)?;
-        Ok(objects::update_export(existing, &owned, &owned_groups, &opts.claims))
+        Ok(objects::update_export(existing, &owned, &owned_groups))
     })
     .await?;
     if outcome == Outcome::Updated {
@@ -327,8 +331,9 @@ pub async fn init(config: kube::Config, opts: &InitOptions) -> Result<InitReport
     .await?;
     record(&mut report, "ClusterRoleBinding", &name, outcome);
 
-    // 5. CatalogEntry.
-    if let Some((_, entry)) = entry {
+    // 5. CatalogEntry, recording the schemas just published: the hub's proposal to switch to.
+    if let Some((_, mut entry)) = entry {
+        entry.spec.schemas = Some(objects::published_schemas(&schemas));
         let name = entry.name_any();
         let outcome = ensure(
             &Api::<CatalogEntry>::all(client.clone()),

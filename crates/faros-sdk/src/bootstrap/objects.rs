@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use faros_core::catalog::PublishedSchema;
 use faros_core::kcp::apis::v1alpha1::{APIExportEndpointSlice, APIExportEndpointSliceSpec, ExportBindingReference};
 use faros_core::kcp::apis::v1alpha2::{APIExport, APIExportSpec, PermissionClaim, ResourceSchema};
 use faros_core::names;
@@ -66,26 +67,51 @@ pub fn new_export(export: &str, resources: Vec<ResourceSchema>, claims: Vec<Perm
     )
 }
 
-/// `existing` with resources merged and claims replaced, or `None` when it already matches.
+/// `existing` with the resources it does not list yet added (and, with pruning allowed, stale ones
+/// removed), or `None` when nothing changes.
 ///
-/// Only `spec.resources` and `spec.permissionClaims` are touched: kcp writes `spec.identity` itself,
-/// and other writers' fields must survive.
+/// `init` proposes, the hub switches: an entry the export already lists keeps the schema it serves,
+/// even when `owned` names a newer one, and the claims stay as they are. The hub reconciler moves
+/// the export to the newly published schemas and claims once its compatibility gate allows
+/// (docs/hub-reconciler.md#provider-revisions). Only `spec.resources` is touched: kcp writes
+/// `spec.identity` itself, and other writers' fields must survive.
 pub fn update_export(
     existing: &APIExport,
     owned: &[ResourceSchema],
     owned_groups: &BTreeSet<String>,
-    claims: &[PermissionClaim],
 ) -> Option<APIExport> {
     let current = existing.spec.resources.clone().unwrap_or_default();
-    let merged = merge_resources(&current, owned, owned_groups);
-    let current_claims = existing.spec.permission_claims.clone().unwrap_or_default();
-    if merged == current && current_claims == claims {
+    let served: Vec<ResourceSchema> = owned
+        .iter()
+        .map(|o| {
+            current
+                .iter()
+                .find(|c| c.group == o.group && c.name == o.name)
+                .cloned()
+                .unwrap_or_else(|| o.clone())
+        })
+        .collect();
+    let merged = merge_resources(&current, &served, owned_groups);
+    if merged == current {
         return None;
     }
     let mut updated = existing.clone();
     updated.spec.resources = Some(merged);
-    updated.spec.permission_claims = Some(claims.to_vec());
     Some(updated)
+}
+
+/// What the CatalogEntry records of `schemas`: each resource's schema name and content hash
+/// ([`faros_core::revision::schema_sha256`]), the hub's input for a ProviderRevision.
+pub fn published_schemas(schemas: &[SchemaFile]) -> Vec<PublishedSchema> {
+    schemas
+        .iter()
+        .map(|s| PublishedSchema {
+            group: s.schema.spec.group.clone(),
+            resource: s.schema.spec.names.plural.clone(),
+            name: s.name().to_string(),
+            sha256: faros_core::revision::schema_sha256(&serde_json::to_value(&s.schema.spec).unwrap_or_default()),
+        })
+        .collect()
 }
 
 /// The endpoint slice of `export`, named like it. Without `path` kcp resolves the export in the
@@ -194,26 +220,55 @@ mod tests {
     }
 
     #[test]
-    fn update_export_only_when_different() {
+    fn update_export_adds_new_resources_and_never_moves_served_ones() {
         let groups: BTreeSet<String> = ["q.io".to_string()].into();
         let owned = vec![r("q.io", "greetings")];
         let claims = vec![PermissionClaim::new("", "configmaps", &["get", "list", "watch"])];
         let mut existing = new_export("q.io", owned.clone(), claims.clone());
         existing.spec.identity = Some(Default::default());
-        assert!(update_export(&existing, &owned, &groups, &claims).is_none());
+        assert!(update_export(&existing, &owned, &groups).is_none());
         existing.spec.resources.as_mut().unwrap().push(r("other.io", "things"));
         assert!(
-            update_export(&existing, &owned, &groups, &claims).is_none(),
+            update_export(&existing, &owned, &groups).is_none(),
             "foreign entries are kept as is"
         );
-        let fewer_claims = update_export(&existing, &owned, &groups, &[]).unwrap();
-        assert_eq!(fewer_claims.spec.permission_claims, Some(vec![]));
+        // v2 of greetings is the hub's to switch to; a new resource is added.
+        let mut v2 = r("q.io", "greetings");
+        v2.schema = "v2.greetings.q.io".into();
+        assert!(update_export(&existing, std::slice::from_ref(&v2), &groups).is_none());
+        let added = update_export(&existing, &[v2, r("q.io", "farewells")], &groups).unwrap();
         assert_eq!(
-            fewer_claims.spec.identity,
+            added.spec.resources.unwrap(),
+            vec![r("q.io", "greetings"), r("q.io", "farewells"), r("other.io", "things")]
+        );
+        assert_eq!(added.spec.permission_claims, Some(claims), "claims are proposals too");
+        assert_eq!(
+            added.spec.identity,
             Some(Default::default()),
             "kcp-written fields survive"
         );
-        assert_eq!(fewer_claims.spec.resources.unwrap().len(), 2);
+    }
+
+    #[test]
+    fn published_schemas_hash_the_spec() {
+        let file: SchemaFile = SchemaFile {
+            file: "greetings.yaml".into(),
+            schema: serde_json::from_value(
+                json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIResourceSchema",
+                "metadata": {"name": "v1.greetings.q.io"},
+                "spec": {"group": "q.io", "names": {"kind": "Greeting", "plural": "greetings"}, "scope": "Namespaced",
+                    "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"type": "object"}}]}}),
+            )
+            .unwrap(),
+        };
+        let got = published_schemas(std::slice::from_ref(&file));
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].group.as_str(), got[0].resource.as_str()), ("q.io", "greetings"));
+        assert_eq!(got[0].name, "v1.greetings.q.io");
+        assert_eq!(
+            got[0].sha256,
+            faros_core::revision::schema_sha256(&serde_json::to_value(&file.schema.spec).unwrap())
+        );
     }
 
     #[test]
