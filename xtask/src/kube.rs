@@ -6,7 +6,8 @@
 //!   `target/kube/<version>/`;
 //! - [`config`], [`pki`], [`plane`]: the control plane on 127.0.0.1 (`cargo xtask kube up`);
 //! - [`cli`]: kubectl and helm against it;
-//! - [`crds`], [`charts`]: `cargo xtask kube charts`, every chart installed on it.
+//! - [`crds`], [`charts`]: `cargo xtask kube charts`, every chart installed on it;
+//! - [`node`]: `cargo xtask kube node`, the process node that runs its Pods.
 
 pub(crate) mod build;
 mod charts;
@@ -15,6 +16,7 @@ mod config;
 mod crds;
 mod docs;
 pub(crate) mod gomod;
+mod node;
 mod pki;
 pub(crate) mod plane;
 mod verdict;
@@ -39,6 +41,9 @@ enum KubeCommand {
     /// Install every chart and values file on the control plane as docs/install.md does, and
     /// fail on any refusal, warning, drift or FailedCreate event.
     Charts(charts::Charts),
+    /// Run Pods as local processes: a Node for the control plane (`kube up`), its Pods in network
+    /// and mount namespaces of their own, Services resolved to loopback relays (needs root).
+    Node(node::NodeCmd),
 }
 
 impl Kube {
@@ -47,6 +52,7 @@ impl Kube {
             KubeCommand::Build(cmd) => cmd.run(root),
             KubeCommand::Up(cmd) => cmd.run(root),
             KubeCommand::Charts(cmd) => cmd.run(root),
+            KubeCommand::Node(cmd) => cmd.run(root),
         }
     }
 }

@@ -3,12 +3,35 @@
 
 use std::path::{Path, PathBuf};
 
-/// The Service ClusterIP range: TEST-NET-1 (RFC 5737), reserved for documentation and never routed,
-/// so a process that dials a ClusterIP reaches nothing rather than some host's address. No kube-proxy
-/// runs: ClusterIPs are only allocated, never served.
-pub(crate) const SERVICE_CIDR: &str = "192.0.2.0/24";
+/// The Service ClusterIP range: TEST-NET-2 (RFC 5737), reserved for documentation. No kube-proxy
+/// runs: ClusterIPs are only allocated, never served, and the process node's Pods reach Services
+/// at loopback addresses instead. TEST-NET-1 was the first choice, until a CI machine's own network
+/// turned out to be 192.0.2.0/24: [`super::plane`] now refuses to start on a machine with an
+/// address in this range ([`overlaps`]), where a ClusterIP would be a host's address.
+pub(crate) const SERVICE_CIDR: &str = "198.51.100.0/24";
 /// The first address of [`SERVICE_CIDR`], the `kubernetes` Service's, in the serving certificate.
-pub(crate) const KUBERNETES_SERVICE_IP: &str = "192.0.2.1";
+pub(crate) const KUBERNETES_SERVICE_IP: &str = "198.51.100.1";
+/// Where the process node's Pods reach the `kubernetes` Service (`127.0.2.<last octet of its
+/// ClusterIP>`), also in the serving certificate: it is their `KUBERNETES_SERVICE_HOST`.
+pub(crate) const KUBERNETES_SERVICE_LOOPBACK: &str = "127.0.2.1";
+
+/// Whether networks `a` and `b` (`address/prefix`) share an address.
+pub(crate) fn overlaps(a: &str, b: &str) -> bool {
+    let parse = |n: &str| -> Option<(u32, u32)> {
+        let (ip, prefix) = n.split_once('/')?;
+        let ip: std::net::Ipv4Addr = ip.parse().ok()?;
+        let prefix: u32 = prefix.parse().ok().filter(|p| *p <= 32)?;
+        let mask = if prefix == 0 { 0 } else { u32::MAX << (32 - prefix) };
+        Some((u32::from(ip) & mask, mask))
+    };
+    match (parse(a), parse(b)) {
+        (Some((na, ma)), Some((nb, mb))) => {
+            let mask = ma & mb;
+            na & mask == nb & mask
+        }
+        _ => false,
+    }
+}
 /// The namespaces `kube up` makes the namespace-only admin admin of (docs/install.md's).
 pub(crate) const ADMIN_NAMESPACES: [&str; 2] = ["faros", "faros-providers"];
 /// The users of the token file.
@@ -290,7 +313,7 @@ mod tests {
                     "--bind-address=127.0.0.1",
                     "--secure-port=3",
                     "--etcd-servers=http://127.0.0.1:1",
-                    "--service-cluster-ip-range=192.0.2.0/24",
+                    "--service-cluster-ip-range=198.51.100.0/24",
                     "--admission-control-config-file=/p/admission.yaml",
                     "--token-auth-file=/p/tokens.csv",
                 ],
@@ -310,6 +333,20 @@ mod tests {
             for w in want {
                 assert!(args.iter().any(|a| a == w), "{name}: {w} missing in {args:?}");
             }
+        }
+    }
+
+    #[test]
+    fn networks_overlap_when_they_share_an_address() {
+        for (a, b, want) in [
+            ("198.51.100.0/24", "192.0.2.2/24", false),
+            ("192.0.2.0/24", "192.0.2.2/24", true),
+            ("198.51.100.0/24", "198.0.0.1/8", true),
+            ("198.51.100.0/24", "198.51.100.77/32", true),
+            ("198.51.100.0/24", "127.0.0.1/8", false),
+            ("198.51.100.0/24", "garbage", false),
+        ] {
+            assert_eq!(overlaps(a, b), want, "{a} {b}");
         }
     }
 

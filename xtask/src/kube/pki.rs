@@ -1,11 +1,12 @@
 //! The control plane's keys and certificates, made with openssl: a CA, the API server's serving
-//! certificate (127.0.0.1, localhost and the `kubernetes` Service's names and address), and the
+//! certificate (127.0.0.1, localhost, the `kubernetes` Service's names and address, and the loopback
+//! address the process node's Pods reach it at), and the
 //! ServiceAccount token signing key pair.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::config::{KUBERNETES_SERVICE_IP, Paths};
+use super::config::{KUBERNETES_SERVICE_IP, KUBERNETES_SERVICE_LOOPBACK, Paths};
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum PkiError {
@@ -20,7 +21,7 @@ pub(crate) enum PkiError {
 /// The API server's names in its serving certificate.
 fn subject_alt_names() -> String {
     format!(
-        "subjectAltName=IP:127.0.0.1,IP:{KUBERNETES_SERVICE_IP},DNS:localhost,DNS:kubernetes,\
+        "subjectAltName=IP:127.0.0.1,IP:{KUBERNETES_SERVICE_IP},IP:{KUBERNETES_SERVICE_LOOPBACK},DNS:localhost,DNS:kubernetes,\
          DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
     )
 }

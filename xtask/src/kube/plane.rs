@@ -3,7 +3,8 @@
 //! directory ([`config::Paths`]), each stopped by PID (by [`ControlPlane::stop`] or on drop).
 //!
 //! No kubelet and no scheduler: Deployments get ReplicaSets and Pods (or FailedCreate events when
-//! admission refuses them), and Pods stay Pending.
+//! admission refuses them), and Pods stay Pending unless the process node ([`super::node`]) runs
+//! beside it and binds them.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -73,6 +74,11 @@ pub(crate) enum PlaneError {
         log: String,
         tail: String,
     },
+    #[error(
+        "this machine has address {address}, inside the Service range {range}: a ClusterIP would be a host's \
+         address (choose another range in xtask/src/kube/config.rs)"
+    )]
+    ServiceRange { address: String, range: &'static str },
     #[error("{what} not within {deadline:?}; logs in {dir}")]
     Deadline {
         what: &'static str,
@@ -106,6 +112,7 @@ impl ControlPlane {
                 });
             }
         }
+        refuse_host_addresses_in_service_range()?;
         let paths = Paths { dir };
         let io = |what, path: &Path| {
             let path = path.display().to_string();
@@ -287,6 +294,29 @@ impl Drop for ControlPlane {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Fails when one of this machine's IPv4 addresses (`ip -o -4 addr`) lies in the Service range.
+fn refuse_host_addresses_in_service_range() -> Result<(), PlaneError> {
+    let out = Command::new("ip")
+        .args(["-o", "-4", "addr", "show"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| PlaneError::Io {
+            what: "running",
+            path: "ip -o -4 addr show".into(),
+            source,
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    for address in text.lines().filter_map(|l| l.split_whitespace().nth(3)) {
+        if config::overlaps(config::SERVICE_CIDR, address) {
+            return Err(PlaneError::ServiceRange {
+                address: address.to_string(),
+                range: config::SERVICE_CIDR,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Four distinct free ports on 127.0.0.1 (held together while chosen, so none repeats).
