@@ -20,6 +20,7 @@ pub mod message;
 pub mod metrics;
 pub mod mirror;
 pub mod registrar;
+pub mod revision;
 pub mod state;
 pub mod status;
 pub mod tree;

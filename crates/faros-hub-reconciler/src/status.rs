@@ -126,6 +126,7 @@ mod tests {
             }),
             observed_generation: Some(generation),
             conditions: vec![ready("True", "Provisioned", names::MESSAGE_PROVISIONED, generation, at)],
+            ..Default::default()
         }
     }
 

@@ -121,6 +121,10 @@ pub fn error_policy(error: &Error, retry: Retry) -> Decision {
 
 const FIELD_SCOPE: &str = "provider";
 
+/// How soon a Provider whose revision is still moving (waiting for heartbeats or health) is looked
+/// at again; heartbeats change the CatalogEntry, which this controller does not watch.
+const REVISION_RECHECK: Duration = Duration::from_secs(5);
+
 fn field_manager(scope: &str) -> PatchParams {
     PatchParams::apply(&format!("{}/{scope}", names::RECONCILER_FIELD_MANAGER)).force()
 }
@@ -142,7 +146,7 @@ pub async fn reconcile(provider: Arc<Provider>, target: &Target, ctx: &Context) 
             names::provider_workspace_path(&key.name),
             names::DNS_LABEL_MAX
         );
-        write_status(&api, key, &provider, &Outcome::InvalidName { message }, ctx).await?;
+        write_status(&api, key, &provider, &Outcome::InvalidName { message }, None, ctx).await?;
         return Ok(Action::AwaitChange);
     }
     let provider = if has_finalizer(&provider) {
@@ -163,15 +167,25 @@ pub async fn reconcile(provider: Arc<Provider>, target: &Target, ctx: &Context) 
                 workspace_cluster: step.workspace_cluster.clone(),
             };
             // The step error is what matters; a failed status write on top is only logged.
-            if let Err(error) = write_status(&api, key, &provider, &outcome, ctx).await {
+            if let Err(error) = write_status(&api, key, &provider, &outcome, None, ctx).await {
                 tracing::warn!(%key, %error, "could not record the failure in status");
             }
             return Err(step.into());
         }
     };
-    write_status(&api, key, &provider, &outcome, ctx).await?;
+    // Revisions come after provisioning and never fail it: the Provider stays Ready while an
+    // upgrade waits or is refused (the ProviderRevision's status says why).
+    let (revisions, requeue) = match crate::revision::reconcile(&provider, target, ctx).await {
+        Ok(Some(r)) if r.current != r.target => (Some(r), REVISION_RECHECK),
+        Ok(r) => (r, ctx.settings.resync),
+        Err(error) => {
+            tracing::warn!(%key, %error, "provider revisions");
+            (None, REVISION_RECHECK)
+        }
+    };
+    write_status(&api, key, &provider, &outcome, revisions.as_ref(), ctx).await?;
     tracing::debug!(%key, "provisioned");
-    Ok(Action::RequeueAfter(ctx.settings.resync))
+    Ok(Action::RequeueAfter(requeue.min(ctx.settings.resync)))
 }
 
 fn has_finalizer(p: &Provider) -> bool {
@@ -227,16 +241,28 @@ async fn write_status(
     key: &ProviderKey,
     provider: &Provider,
     outcome: &Outcome,
+    revisions: Option<&crate::revision::Revisions>,
     ctx: &Context,
 ) -> Result<Option<Provider>, Error> {
     let current = provider.status.as_ref();
-    let desired = status::desired(
+    let mut desired = status::desired(
         current,
         &key.name,
         provider.meta().generation,
         outcome,
         Timestamp::now(),
     );
+    // Without a revision pass (a failure, or one not run) the recorded revisions stand.
+    match revisions {
+        Some(r) => {
+            desired.current_revision = r.current.clone();
+            desired.target_revision = r.target.clone();
+        }
+        None => {
+            desired.current_revision = current.and_then(|s| s.current_revision.clone());
+            desired.target_revision = current.and_then(|s| s.target_revision.clone());
+        }
+    }
     if !status::needs_write(current, &desired) {
         return Ok(None);
     }
@@ -630,7 +656,7 @@ async fn cleanup(provider: &Provider, key: &ProviderKey, api: &Api<Provider>, ct
         let outcome = Outcome::Deleting {
             message: message.clone(),
         };
-        match write_status(api, key, provider, &outcome, ctx).await {
+        match write_status(api, key, provider, &outcome, None, ctx).await {
             Ok(Some(written)) => current = written,
             Ok(None) => {}
             Err(error) => tracing::warn!(%key, %error, "could not record the teardown in status"),
@@ -641,7 +667,7 @@ async fn cleanup(provider: &Provider, key: &ProviderKey, api: &Api<Provider>, ct
         let outcome = Outcome::Deleting {
             message: format!("{message}; failed, retrying: {error}"),
         };
-        if let Err(status_error) = write_status(api, key, &current, &outcome, ctx).await {
+        if let Err(status_error) = write_status(api, key, &current, &outcome, None, ctx).await {
             tracing::warn!(%key, error = %status_error, "could not record the teardown failure in status");
         }
         return Err(error);
