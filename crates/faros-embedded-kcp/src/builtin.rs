@@ -180,6 +180,7 @@ pub fn builtin_resources() -> Vec<ResourceDef> {
             conversion: None,
             terminating: false,
             storage_version_hash: None,
+            schema_versions: None,
         })
         .collect()
 }

@@ -125,6 +125,19 @@ impl<'a> Client<'a> {
             .into_value())
     }
 
+    /// Replaces the labels of `old` with those of `new` without recording a field manager: kcp's
+    /// claim labels are set by its admission on an empty merge patch, which owns no field.
+    pub async fn relabel(&self, group: &str, resource: &str, old: &Value, new: Value) -> Result<Value, Status> {
+        let def = self.storage_def(meta::cluster(old), group, resource)?;
+        let cluster = meta::cluster(old).to_string();
+        let mut next = old.clone();
+        if let Some(labels) = new.pointer("/metadata/labels") {
+            meta::meta_mut(&mut next).insert("labels".into(), labels.clone());
+        }
+        let written = crate::write::update::update(&self.writer(&cluster), &def, old, next, None, false, None).await?;
+        Ok(written.object.into_value())
+    }
+
     /// Replaces the status of `old` with that of `new` (`/status` when the kind has it).
     pub async fn update_status(&self, group: &str, resource: &str, old: &Value, new: Value) -> Result<Value, Status> {
         self.update_part(group, resource, old, new, Some("status")).await

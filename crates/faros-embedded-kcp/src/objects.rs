@@ -634,6 +634,7 @@ mod tests {
             conversion: None,
             terminating: false,
             storage_version_hash: None,
+            schema_versions: None,
         }
     }
 

@@ -56,6 +56,9 @@ pub struct ResourceDef {
     pub terminating: bool,
     /// Discovery's `storageVersionHash`, where it is known how kcp computes it (bound APIs).
     pub storage_version_hash: Option<String>,
+    /// Every version of the APIResourceSchema a bound resource is served from (None for every
+    /// other resource): see [`ResourceDef::served`].
+    pub schema_versions: Option<Arc<[String]>>,
 }
 
 /// Conversion between a served version and the stored version of a resource.
@@ -103,17 +106,52 @@ impl ResourceDef {
     }
 
     /// A stored object as this version serves it.
+    ///
+    /// A bound resource's objects are read as kube's storage decoder reads custom resources: in the
+    /// requested version (its `None` conversion rewrites only `apiVersion`), pruned and defaulted by
+    /// that version's schema. An export re-pointed to a new schema thus serves its tenants' stored
+    /// objects under the new schema without rewriting them, and one stored in a version the schema
+    /// no longer has cannot be converted (kcp's answer, a 500 without reason).
     pub fn served(&self, obj: serde_json::Value) -> Result<serde_json::Value, faros_core::status::Status> {
-        match &self.conversion {
-            None => Ok(obj),
-            Some(c) => (c.to_served)(&obj).map_err(|e| {
+        if let Some(c) = &self.conversion {
+            return (c.to_served)(&obj).map_err(|e| {
                 faros_core::status::Status::internal(format!(
                     "converting {} to {}: {e}",
                     self.resource,
                     self.api_version()
                 ))
-            }),
+            });
         }
+        let Some(versions) = &self.schema_versions else {
+            return Ok(obj);
+        };
+        let own = self.api_version();
+        let stored = obj
+            .get("apiVersion")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        if stored != own {
+            let (group, version) = stored.rsplit_once('/').unwrap_or(("", stored));
+            if group != self.group || !versions.iter().any(|v| v == version) {
+                return Err(faros_core::status::Status::failure(
+                    500,
+                    "",
+                    format!("request to convert CR from an invalid group/version: {stored}"),
+                ));
+            }
+        }
+        let mut obj = obj;
+        if let Some(map) = obj.as_object_mut() {
+            map.insert("apiVersion".into(), own.into());
+        }
+        self.schema.prune(&mut obj);
+        self.schema.apply_defaults(&mut obj);
+        Ok(obj)
+    }
+
+    /// Whether [`ResourceDef::served`] changes stored objects (a list must then parse each).
+    pub fn converts_on_read(&self) -> bool {
+        self.conversion.is_some() || self.schema_versions.is_some()
     }
 
     /// A request body of this version as it is stored.
@@ -441,6 +479,7 @@ impl ResourceDef {
             conversion: None,
             terminating: false,
             storage_version_hash: None,
+            schema_versions: None,
             group,
             version: version_name,
             resource: plural,

@@ -149,7 +149,7 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
         name: pinned,
     };
     let repr = Representation::from_headers(&ctx.headers);
-    if repr == Representation::Object && query.filter.is_none() && def.conversion.is_none() {
+    if repr == Representation::Object && query.filter.is_none() && !def.converts_on_read() {
         let page = ctx
             .state
             .store
@@ -162,7 +162,7 @@ pub fn list(ctx: &RequestContext, def: &ResourceDef, ns: Option<&str>) -> Result
         .store
         .list(&query)
         .map_err(|e| crate::write::store_status(e, def, ""))?;
-    if def.conversion.is_some() {
+    if def.converts_on_read() {
         page.items = page
             .items
             .into_iter()

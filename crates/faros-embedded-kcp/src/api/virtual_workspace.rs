@@ -139,7 +139,15 @@ pub async fn serve(
                 ),
                 _ => status,
             })?;
-            let served = find(state, &view, &rp).ok_or_else(not_found)?;
+            let Some(served) = find(state, &view, &rp) else {
+                // A resource the export does not serve (one it dropped, say) in a group of custom
+                // resources is a path no handler claims: kube's plain 404, as kcp answers.
+                let builtin_group = crate::builtin::builtin_resources().iter().any(|d| d.group == rp.group);
+                return match builtin_group {
+                    true => Err(not_found()),
+                    false => Ok(super::page_not_found()),
+                };
+            };
             let live = crate::kcp::apis::live_export(state, &export_cluster, export_name).ok_or_else(not_found)?;
             let (def, visible, claim) = scope(&view, live, &served, &cluster, verb)?;
             // kcp's virtual workspace forwards the request to the shard with its own client, so a

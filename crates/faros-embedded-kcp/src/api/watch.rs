@@ -111,7 +111,7 @@ struct Sink {
 impl Sink {
     /// Sends one event line; false when the client went away.
     async fn send(&self, event_type: &str, object: Value, rv: u64) -> bool {
-        let object = if event_type != "ERROR" && event_type != "BOOKMARK" && self.def.conversion.is_some() {
+        let object = if event_type != "ERROR" && event_type != "BOOKMARK" && self.def.converts_on_read() {
             match self.def.served(object) {
                 Ok(o) => o,
                 Err(e) => serde_json::to_value(&e).unwrap_or_default(),

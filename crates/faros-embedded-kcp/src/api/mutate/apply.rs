@@ -65,6 +65,8 @@ pub(super) async fn apply(
         let now = objects::now_rfc3339();
         let key = w.key(def, ns, name);
         let live = ctx.state.store.get(&key).map_err(|e| store_status(e, def, name))?;
+        // A bound resource's object as this version reads it (see `ResourceDef::served`).
+        let live = live.map(|o| def.served(o)).transpose()?;
         let opts = patch::apply::ApplyOptions {
             manager: &manager,
             force: ctx.params.force(),

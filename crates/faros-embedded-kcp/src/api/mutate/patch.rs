@@ -95,7 +95,9 @@ pub async fn patch(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let old = w.load(def, ns, name)?;
+        // A bound resource's object as this version reads it (see `ResourceDef::served`): the
+        // patch applies to it, and managedFields compare with it, as kube's decoded old object.
+        let old = def.served(w.load(def, ns, name)?)?;
         let mut new = match served {
             Some(v) => v.served(old.clone())?,
             None => old.clone(),

@@ -24,7 +24,8 @@ pub async fn update(
         )));
     }
     let w = ctx.writer();
-    let old = w.load(def, ns, name)?;
+    // A bound resource's object as this version reads it (see `ResourceDef::served`).
+    let old = def.served(w.load(def, ns, name)?)?;
     let m = manager(ctx);
     // CR-like kinds demand optimistic concurrency on PUT; built-ins allow unconditional updates.
     let updated = crate::write::update::update(&w, def, &old, new, sub, def.generation, Some(&m)).await?;

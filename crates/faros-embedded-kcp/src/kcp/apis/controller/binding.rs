@@ -188,6 +188,7 @@ impl Controller {
             }
             match self.schema_defs(&export_cluster, &r.schema) {
                 Ok((uid, defs, storage)) => schemas.push(Ok(Wanted {
+                    established: self.bound_crd_exists(&uid),
                     group: defs.first().map(|d| d.group.clone()).unwrap_or_else(|| r.group.clone()),
                     resource: defs
                         .first()
@@ -213,6 +214,7 @@ impl Controller {
         } else {
             BTreeMap::new()
         };
+        let current = status.bound_resources.clone().unwrap_or_default();
         let d = decided(
             conds,
             BindInput::Export {
@@ -220,13 +222,20 @@ impl Controller {
                 schemas,
                 taken: &taken,
                 initial_done,
+                current: &current,
             },
         );
-        let Some(bound) = d.bound else { return };
-        for b in &bound {
-            self.ensure_bound_crd(&export_cluster, &b.schema.name, &b.schema.uid)
-                .await;
+        let bk = (cluster.to_string(), binding.metadata.name.clone().unwrap_or_default());
+        if d.establish.is_empty() {
+            self.establishing.remove(&bk);
+        } else {
+            // Reconciled again when the copies exist (see `observe`).
+            self.establishing.insert(bk);
         }
+        for w in &d.establish {
+            self.ensure_bound_crd(&export_cluster, &w.schema, &w.uid).await;
+        }
+        let Some(bound) = d.bound else { return };
         status.bound_resources = Some(bound).filter(|b| !b.is_empty());
         if d.phase_bound {
             status.phase = Some(APIBindingPhase::Bound);
@@ -320,7 +329,7 @@ impl Controller {
                 None => remove_label(&mut updated, label_key, &label_value),
             };
             if changed {
-                let written = landed(self.client().update(group, resource, &obj, updated).await);
+                let written = landed(self.client().relabel(group, resource, &obj, updated).await);
                 if written.is_none() {
                     return Err(format!("error patching {resource}.{group} {cluster}|{}", name_of(&obj)));
                 }

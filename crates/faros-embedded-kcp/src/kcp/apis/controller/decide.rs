@@ -9,14 +9,14 @@
 //!
 //! What it must not do: read or write anything.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use faros_core::kcp::apis::v1alpha2::{APIBinding, BoundAPIResource, BoundAPIResourceSchema};
 
 use super::{
     API_EXPORT_VALID, BINDING_RESOURCE_DELETE_SUCCESS, BINDING_UP_TO_DATE, IDENTITY_VALID, INITIAL_BINDING_COMPLETED,
 };
-use crate::kcp::apis::conditions::{Mark, SEVERITY_ERROR, SEVERITY_WARNING};
+use crate::kcp::apis::conditions::{Mark, SEVERITY_ERROR, SEVERITY_INFO, SEVERITY_WARNING};
 
 /// One CRD-like resource of an export, from its APIResourceSchema.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +28,9 @@ pub struct Wanted {
     pub resource: String,
     /// The storage version.
     pub storage: String,
+    /// Its bound copy (kcp's bound CRD, named by the schema's UID) exists: the resource can be
+    /// served from it. A schema without one is bound once the caller has created it.
+    pub established: bool,
 }
 
 /// Why an export's schema cannot be used.
@@ -56,6 +59,8 @@ pub enum BindInput<'a> {
         taken: &'a BTreeMap<(String, String), String>,
         /// `InitialBindingCompleted` was True already.
         initial_done: bool,
+        /// The binding's `status.boundResources` so far.
+        current: &'a [BoundAPIResource],
     },
 }
 
@@ -66,6 +71,8 @@ pub struct BindDecision {
     pub marks: Vec<Mark>,
     /// The resources to bind (`status.boundResources`); None leaves them as they are.
     pub bound: Option<Vec<BoundAPIResource>>,
+    /// Schemas whose bound copy the caller creates (the binding waits for them).
+    pub establish: Vec<Wanted>,
     /// The binding is Bound.
     pub phase_bound: bool,
     /// Permission claims are evaluated next.
@@ -77,6 +84,7 @@ impl BindDecision {
         Self {
             marks,
             bound: None,
+            establish: Vec::new(),
             phase_bound: false,
             claims: false,
         }
@@ -84,8 +92,14 @@ impl BindDecision {
 }
 
 /// kcp's binding reconciler for phases Binding and Bound.
+///
+/// Bound resources are upserted by group/resource, never dropped: a resource the export no longer
+/// lists stays bound (and served), and one whose export names a new schema keeps the old schema
+/// until the new one's bound copy is established (`BindingUpToDate` False, `WaitingForEstablished`
+/// meanwhile). Storage versions are the union of the new schema's and those recorded before, so
+/// they never shrink: objects stored in an older version stay readable.
 pub fn bind(input: BindInput<'_>) -> BindDecision {
-    let (identity, schemas, taken, initial_done) = match input {
+    let (identity, schemas, taken, initial_done, current) = match input {
         BindInput::NoReference => {
             return BindDecision::stop(vec![Mark::false_(
                 API_EXPORT_VALID,
@@ -115,7 +129,8 @@ pub fn bind(input: BindInput<'_>) -> BindDecision {
             schemas,
             taken,
             initial_done,
-        } => (identity, schemas, taken, initial_done),
+            current,
+        } => (identity, schemas, taken, initial_done, current),
     };
     let fail_binding = |marks: &mut Vec<Mark>, reason: &str, message: String| {
         marks.push(Mark::false_(
@@ -152,13 +167,27 @@ pub fn bind(input: BindInput<'_>) -> BindDecision {
         }
     }
     let mut skipped = BTreeMap::new();
-    let mut bound = Vec::new();
+    let mut bound = current.to_vec();
+    let mut establish = Vec::new();
     for w in wanted {
         if let Some(holder) = taken.get(&(w.group.clone(), w.resource.clone())) {
             skipped.insert(format!("{}.{}", w.resource, w.group), holder.clone());
             continue;
         }
-        bound.push(BoundAPIResource {
+        if !w.established {
+            establish.push(w);
+            continue;
+        }
+        let existing = bound
+            .iter()
+            .position(|b| b.group == w.group && b.resource == w.resource);
+        let mut storage: BTreeSet<String> = existing
+            .and_then(|i| bound[i].storage_versions.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        storage.insert(w.storage);
+        let entry = BoundAPIResource {
             group: w.group,
             resource: w.resource,
             schema: BoundAPIResourceSchema {
@@ -166,13 +195,35 @@ pub fn bind(input: BindInput<'_>) -> BindDecision {
                 uid: w.uid,
                 identity_hash: identity.to_string(),
             },
-            storage_versions: Some(vec![w.storage]),
+            storage_versions: Some(storage.into_iter().collect()),
             extra: Default::default(),
-        });
+        };
+        match existing {
+            Some(i) => bound[i] = entry,
+            None => bound.push(entry),
+        }
     }
     let mut marks = vec![Mark::true_(API_EXPORT_VALID)];
-    let phase_bound = skipped.is_empty();
-    if phase_bound {
+    let phase_bound = skipped.is_empty() && establish.is_empty();
+    if !establish.is_empty() {
+        let mut names: Vec<&str> = establish.iter().map(|w| w.schema.as_str()).collect();
+        names.sort_unstable();
+        let message = format!("Waiting for API(s) to be established: {}", names.join(", "));
+        marks.push(Mark::false_(
+            BINDING_UP_TO_DATE,
+            "WaitingForEstablished",
+            SEVERITY_INFO,
+            message.clone(),
+        ));
+        if !initial_done {
+            marks.push(Mark::false_(
+                INITIAL_BINDING_COMPLETED,
+                "WaitingForEstablished",
+                SEVERITY_INFO,
+                message,
+            ));
+        }
+    } else if phase_bound {
         marks.push(Mark::true_(INITIAL_BINDING_COMPLETED));
         marks.push(Mark::true_(BINDING_UP_TO_DATE));
     } else {
@@ -192,6 +243,7 @@ pub fn bind(input: BindInput<'_>) -> BindDecision {
     BindDecision {
         marks,
         bound: Some(bound),
+        establish,
         phase_bound,
         claims: true,
     }
@@ -338,6 +390,7 @@ mod tests {
             group: group.into(),
             resource: resource.into(),
             storage: "v1".into(),
+            established: true,
         }
     }
 
@@ -397,6 +450,7 @@ mod tests {
                     schemas: vec![Err(SchemaProblem::NotFound("APIResourceSchema \"s\" not found".into()))],
                     taken: &none,
                     initial_done: false,
+                    current: &[],
                 },
                 vec![f(API_EXPORT_VALID, "InternalError")],
                 None,
@@ -412,6 +466,7 @@ mod tests {
                     ],
                     taken: &none,
                     initial_done: false,
+                    current: &[],
                 },
                 vec![
                     t(API_EXPORT_VALID),
@@ -428,6 +483,7 @@ mod tests {
                     schemas: vec![Err(SchemaProblem::Invalid("bad".into()))],
                     taken: &none,
                     initial_done: true,
+                    current: &[],
                 },
                 vec![t(API_EXPORT_VALID), f(BINDING_UP_TO_DATE, "APIResourceSchemaInvalid")],
                 None,
@@ -440,6 +496,7 @@ mod tests {
                     schemas: vec![Ok(wanted("example.io", "widgets")), Ok(wanted("example.io", "gadgets"))],
                     taken: &none,
                     initial_done: false,
+                    current: &[],
                 },
                 vec![t(API_EXPORT_VALID), t(INITIAL_BINDING_COMPLETED), t(BINDING_UP_TO_DATE)],
                 Some(2),
@@ -452,6 +509,7 @@ mod tests {
                     schemas: vec![Ok(wanted("example.io", "widgets")), Ok(wanted("example.io", "gadgets"))],
                     taken: &held,
                     initial_done: false,
+                    current: &[],
                 },
                 vec![
                     t(API_EXPORT_VALID),
@@ -468,6 +526,7 @@ mod tests {
                     schemas: vec![],
                     taken: &none,
                     initial_done: false,
+                    current: &[],
                 },
                 vec![t(API_EXPORT_VALID), t(INITIAL_BINDING_COMPLETED), t(BINDING_UP_TO_DATE)],
                 Some(0),
@@ -495,6 +554,7 @@ mod tests {
             schemas: vec![Ok(wanted("example.io", "widgets"))],
             taken: &none,
             initial_done: false,
+            current: &[],
         });
         let br = &d.bound.unwrap()[0];
         assert_eq!((br.group.as_str(), br.resource.as_str()), ("example.io", "widgets"));
@@ -502,6 +562,134 @@ mod tests {
         assert_eq!(br.schema.uid, "uid-widgets");
         assert_eq!(br.schema.identity_hash, "hash");
         assert_eq!(br.storage_versions, Some(vec!["v1".to_string()]));
+    }
+
+    fn bound(schema: &str, uid: &str, storage: &[&str]) -> BoundAPIResource {
+        let (_, rest) = schema.split_once('.').unwrap();
+        let (resource, group) = rest.split_once('.').unwrap();
+        BoundAPIResource {
+            group: group.into(),
+            resource: resource.into(),
+            schema: BoundAPIResourceSchema {
+                name: schema.into(),
+                uid: uid.into(),
+                identity_hash: "h".into(),
+            },
+            storage_versions: Some(storage.iter().map(|v| v.to_string()).collect()),
+            extra: Default::default(),
+        }
+    }
+
+    fn schema(name: &str, uid: &str, storage: &str, established: bool) -> Wanted {
+        let (_, rest) = name.split_once('.').unwrap();
+        let (resource, group) = rest.split_once('.').unwrap();
+        Wanted {
+            schema: name.into(),
+            uid: uid.into(),
+            group: group.into(),
+            resource: resource.into(),
+            storage: storage.into(),
+            established,
+        }
+    }
+
+    /// An export that moves on: kcp's upsert of bound resources (what `bound` ends as, whether the
+    /// binding is up to date, which copies are made, the waiting message).
+    #[test]
+    fn upgrade_table() {
+        let none = BTreeMap::new();
+        type Row = (
+            &'static str,
+            Vec<BoundAPIResource>,
+            Vec<Wanted>,
+            Vec<BoundAPIResource>,
+            Vec<&'static str>,
+            Option<&'static str>,
+        );
+        let rows: Vec<Row> = vec![
+            (
+                "first binding: the copy is made, nothing bound yet",
+                vec![],
+                vec![schema("r1.widgets.example.io", "u1", "v1", false)],
+                vec![],
+                vec!["u1"],
+                Some("Waiting for API(s) to be established: r1.widgets.example.io"),
+            ),
+            (
+                "a new schema not yet established keeps the old one bound",
+                vec![bound("r1.widgets.example.io", "u1", &["v1"])],
+                vec![schema("r2.widgets.example.io", "u2", "v2", false)],
+                vec![bound("r1.widgets.example.io", "u1", &["v1"])],
+                vec!["u2"],
+                Some("Waiting for API(s) to be established: r2.widgets.example.io"),
+            ),
+            (
+                "an established new schema replaces it; storage versions are a union",
+                vec![bound("r1.widgets.example.io", "u1", &["v1"])],
+                vec![schema("r2.widgets.example.io", "u2", "v2", true)],
+                vec![bound("r2.widgets.example.io", "u2", &["v1", "v2"])],
+                vec![],
+                None,
+            ),
+            (
+                "storage versions never shrink",
+                vec![bound("r2.widgets.example.io", "u2", &["v1", "v2"])],
+                vec![schema("r3.widgets.example.io", "u3", "v1", true)],
+                vec![bound("r3.widgets.example.io", "u3", &["v1", "v2"])],
+                vec![],
+                None,
+            ),
+            (
+                "a resource the export dropped stays bound",
+                vec![
+                    bound("r1.widgets.example.io", "u1", &["v1"]),
+                    bound("r1.gadgets.example.io", "g1", &["v1"]),
+                ],
+                vec![schema("r1.widgets.example.io", "u1", "v1", true)],
+                vec![
+                    bound("r1.widgets.example.io", "u1", &["v1"]),
+                    bound("r1.gadgets.example.io", "g1", &["v1"]),
+                ],
+                vec![],
+                None,
+            ),
+            (
+                "waiting names every schema not established, sorted",
+                vec![],
+                vec![
+                    schema("r1.widgets.example.io", "u1", "v1", false),
+                    schema("r1.gadgets.example.io", "g1", "v1", false),
+                ],
+                vec![],
+                vec!["u1", "g1"],
+                Some("Waiting for API(s) to be established: r1.gadgets.example.io, r1.widgets.example.io"),
+            ),
+        ];
+        for (what, current, schemas, want_bound, want_copies, waiting) in rows {
+            let d = bind(BindInput::Export {
+                identity: "h",
+                schemas: schemas.into_iter().map(Ok).collect(),
+                taken: &none,
+                initial_done: true,
+                current: &current,
+            });
+            assert_eq!(d.bound.as_deref(), Some(want_bound.as_slice()), "{what}");
+            let copies: Vec<&str> = d.establish.iter().map(|w| w.uid.as_str()).collect();
+            assert_eq!(copies, want_copies, "{what}");
+            assert_eq!(d.phase_bound, waiting.is_none(), "{what}");
+            let up_to_date = d.marks.iter().find(|m| m.type_ == BINDING_UP_TO_DATE).unwrap();
+            match waiting {
+                None => assert_eq!(up_to_date.status, ConditionStatus::True, "{what}"),
+                Some(message) => {
+                    assert_eq!(up_to_date.reason.as_deref(), Some("WaitingForEstablished"), "{what}");
+                    assert_eq!(up_to_date.message.as_deref(), Some(message), "{what}");
+                    assert!(
+                        d.marks.iter().all(|m| m.type_ != INITIAL_BINDING_COMPLETED),
+                        "{what}: a completed initial binding stays completed"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -512,6 +700,7 @@ mod tests {
             schemas: vec![Ok(wanted("example.io", "widgets"))],
             taken: &held,
             initial_done: true,
+            current: &[],
         });
         assert_eq!(d.marks.len(), 2, "InitialBindingCompleted stays as it was");
         assert_eq!(

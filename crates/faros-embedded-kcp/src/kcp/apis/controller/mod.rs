@@ -144,6 +144,8 @@ struct Controller {
     schema_defs: HashMap<ExportKey, CachedDefs>,
     /// Bindings whose deletion waits for foreign finalizers.
     deleting: BTreeSet<ExportKey>,
+    /// Bindings waiting for the bound copy of a schema, reconciled again when one is written.
+    establishing: BTreeSet<ExportKey>,
     /// Slices waiting for the server URL.
     slices_waiting: BTreeSet<ExportKey>,
 }
@@ -172,6 +174,7 @@ impl Controller {
             export_of_slice: HashMap::new(),
             schema_defs: HashMap::new(),
             deleting: BTreeSet::new(),
+            establishing: BTreeSet::new(),
             slices_waiting: BTreeSet::new(),
         }
     }
@@ -292,6 +295,9 @@ impl Controller {
             }
             BINDINGS => {
                 self.dirty.bindings.insert(k);
+            }
+            SCHEMAS if k.0 == BOUND_CRDS_CLUSTER => {
+                self.dirty.bindings.extend(self.establishing.iter().cloned());
             }
             SCHEMAS => {
                 self.schema_defs.remove(&k);

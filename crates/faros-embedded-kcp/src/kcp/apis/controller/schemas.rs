@@ -52,9 +52,17 @@ impl Controller {
         if ordered.is_empty() {
             return Err(format!("APIResourceSchema {name:?} serves no version"));
         }
+        // Stored objects are read as the requested version of this schema (`ResourceDef::served`);
+        // kube's converter knows every version of it, served or not.
+        let all_versions: std::sync::Arc<[String]> = versions
+            .iter()
+            .filter_map(|v| v.get("name").and_then(Value::as_str).map(String::from))
+            .collect();
         let mut defs = Vec::new();
         for v in ordered {
-            defs.push(ResourceDef::from_crd_like(&spec, v, "/schema").map_err(|e| e.to_string())?);
+            let mut def = ResourceDef::from_crd_like(&spec, v, "/schema").map_err(|e| e.to_string())?;
+            def.schema_versions = Some(all_versions.clone());
+            defs.push(def);
         }
         // Every served version shows the hash of the storage version (the first, sorted above).
         if let Some(storage) = defs
@@ -77,6 +85,11 @@ impl Controller {
             },
         );
         Ok((uid, defs, storage))
+    }
+
+    /// Whether the bound copy of the schema with `uid` exists (kcp's bound CRD is established).
+    pub(super) fn bound_crd_exists(&self, uid: &str) -> bool {
+        !uid.is_empty() && stored_rv(&self.state, &key(SCHEMAS, BOUND_CRDS_CLUSTER, uid)).is_some()
     }
 
     /// Copies schema `name` of `export_cluster` to [`BOUND_CRDS_CLUSTER`] as `uid`, once: schemas
