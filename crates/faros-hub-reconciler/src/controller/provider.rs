@@ -176,7 +176,7 @@ pub async fn reconcile(provider: Arc<Provider>, target: &Target, ctx: &Context) 
     // Revisions come after provisioning and never fail it: the Provider stays Ready while an
     // upgrade waits or is refused (the ProviderRevision's status says why).
     let (revisions, requeue) = match crate::revision::reconcile(&provider, target, ctx).await {
-        Ok(Some(r)) if r.current != r.target => (Some(r), REVISION_RECHECK),
+        Ok(Some(r)) if !r.settled => (Some(r), REVISION_RECHECK),
         Ok(r) => (r, ctx.settings.resync),
         Err(error) => {
             tracing::warn!(%key, %error, "provider revisions");

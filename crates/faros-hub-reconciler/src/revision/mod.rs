@@ -70,6 +70,8 @@ fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> RevisionErro
 pub struct Revisions {
     pub current: Option<String>,
     pub target: Option<String>,
+    /// The target serves or was refused: nothing to wait for until something changes.
+    pub settled: bool,
 }
 
 /// Runs the revision step for `provider` (see the module docs). `Ok(None)` when the provider has
@@ -159,6 +161,7 @@ pub async fn reconcile(
         return Ok(Some(Revisions {
             current: current.clone(),
             target: Some(target_name),
+            settled: true,
         }));
     };
     let now = Timestamp::now();
@@ -355,12 +358,13 @@ pub async fn reconcile(
                 );
                 set(&mut desired, pr::CONDITION_SERVING, false, reason, &message, gen_, now);
                 set(&mut desired, "Ready", false, reason, &message, gen_, now);
-                if current.as_deref() != Some(target_name.as_str()) {
+                if current.as_deref() != Some(target_name.as_str()) || desired.phase.is_none() {
                     desired.phase = Some(RevisionPhase::Verifying);
                 }
             }
         }
     }
+    let settled = matches!(desired.phase, Some(RevisionPhase::Serving | RevisionPhase::Failed));
     statuses.insert(target_name.clone(), desired);
     // A published revision the provider does not move to (Manual) waits, Pending.
     if published != target_name
@@ -423,6 +427,7 @@ pub async fn reconcile(
     Ok(Some(Revisions {
         current: new_current,
         target: Some(target_name),
+        settled,
     }))
 }
 
