@@ -41,6 +41,16 @@ enum Command {
 enum ProviderCommand {
     /// Scaffold a provider crate: API, controller, backend route, MCP tool, UI, manifests, chart, tests.
     New(faros::scaffold::NewArgs),
+    /// The provider's schemas.
+    #[command(subcommand)]
+    Schema(SchemaCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum SchemaCommand {
+    /// Run the hub's compatibility gate on the schema directory against the last published revision
+    /// (exit 1: refused; 2: accepted only if no tenant's object is refused; 0: compatible).
+    Check(faros::schema_check::SchemaCheckArgs),
 }
 
 #[tokio::main]
@@ -53,6 +63,13 @@ async fn main() -> anyhow::Result<()> {
         Command::Kcp(args) => faros::kcp::run(*args).await,
         Command::Grant(args) => faros::grant::run(args).await,
         Command::Credential(cmd) => faros::credential::run(cmd).await,
+        Command::Provider(ProviderCommand::Schema(SchemaCommand::Check(args))) => {
+            let code = faros::schema_check::run(&args).await?;
+            if code != 0 {
+                std::process::exit(code);
+            }
+            Ok(())
+        }
         Command::Provider(ProviderCommand::New(args)) => {
             let dir = faros::scaffold::run(&args)?;
             println!("created provider `{}` in {}", args.name, dir.display());
