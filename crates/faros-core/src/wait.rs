@@ -148,6 +148,33 @@ pub enum WaitError {
     Deleted { kind: String, name: String },
 }
 
+impl WaitError {
+    /// One readable line for a log: a watch refused by the API server is its Status' message and
+    /// reason (the error's own text carries the whole Status, fit for DEBUG).
+    pub fn brief(&self) -> String {
+        let api_status = match self {
+            Self::Watch {
+                source:
+                    watcher::Error::InitialListFailed(kube::Error::Api(s))
+                    | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+                    | watcher::Error::WatchFailed(kube::Error::Api(s)),
+                ..
+            } => Some(s),
+            Self::Watch {
+                source: watcher::Error::WatchError(s),
+                ..
+            } => Some(s),
+            _ => None,
+        };
+        match (self, api_status) {
+            (Self::Watch { kind, name, .. }, Some(s)) => {
+                format!("watching {kind} {name:?}: {} ({})", s.message, s.reason)
+            }
+            _ => self.to_string(),
+        }
+    }
+}
+
 /// Watches `name` through `api` until `predicate` returns true for it, and returns that object.
 ///
 /// `predicate` sees `None` while the object does not exist, so "wait until gone" is
@@ -252,6 +279,40 @@ pub fn describe<K: serde::Serialize>(obj: Option<&K>) -> String {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
+
+    #[test]
+    fn a_refused_watch_is_one_line_with_the_status_message() {
+        let status = |code: u16, reason: &str, message: &str| {
+            Box::new(kube::core::Status::failure(message, reason).with_code(code))
+        };
+        let watch = |source| WaitError::Watch {
+            kind: "apiexportendpointslices".into(),
+            name: "p".into(),
+            source,
+        };
+        let missing = status(404, "NotFound", r#"workspaces.tenancy.kcp.io "root:x" not found"#);
+        let cases = [
+            (
+                watch(watcher::Error::InitialListFailed(kube::Error::Api(missing.clone()))),
+                r#"watching apiexportendpointslices "p": workspaces.tenancy.kcp.io "root:x" not found (NotFound)"#,
+            ),
+            (
+                watch(watcher::Error::WatchError(status(410, "Expired", "too old"))),
+                r#"watching apiexportendpointslices "p": too old (Expired)"#,
+            ),
+            (
+                WaitError::Deleted {
+                    kind: "configmaps".into(),
+                    name: "c".into(),
+                },
+                r#"configmaps "c" was deleted while waiting for it"#,
+            ),
+        ];
+        for (error, want) in cases {
+            assert_eq!(error.brief(), want);
+            assert!(!error.brief().contains("Status {"), "{}", error.brief());
+        }
+    }
 
     #[test]
     fn next_probe_delay_table() {

@@ -60,7 +60,7 @@ pub async fn next(
             let api: Api<APIExportEndpointSlice> = Api::all(
                 factory
                     .cluster(names::SYSTEM_CONTROLLERS_PATH)
-                    .map_err(|e| e.to_string())?,
+                    .map_err(|e| (e.to_string(), e.to_string()))?,
             );
             let slice = wait_for(
                 api,
@@ -72,18 +72,21 @@ pub async fn next(
                 follow.timeout,
             )
             .await
-            .map_err(|e| e.to_string())?;
-            Ok::<_, String>(urls(slice.as_ref()))
+            .map_err(|e| (e.brief(), e.to_string()))?;
+            Ok::<_, (String, String)>(urls(slice.as_ref()))
         };
         tokio::select! {
             _ = cancel.cancelled() => return None,
             r = found => match r {
                 Ok(urls) => return Some(urls),
-                Err(error) if current.is_empty() => {
-                    tracing::info!(%error, export, "waiting for the virtual workspace URL")
+                // The normal wait of start-up (the tree is being made): one readable line at
+                // INFO, the whole error at DEBUG.
+                Err((reason, error)) if current.is_empty() => {
+                    tracing::info!(%reason, export, "waiting for the virtual workspace URL");
+                    tracing::debug!(%error, export, "reading the endpoint slice");
                 }
                 // Watching for a change that did not come within the timeout: watch again.
-                Err(error) => tracing::debug!(%error, export, "virtual workspace URLs unchanged"),
+                Err((_, error)) => tracing::debug!(%error, export, "virtual workspace URLs unchanged"),
             },
         }
         tokio::select! {
