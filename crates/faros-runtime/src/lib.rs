@@ -13,6 +13,7 @@
 //! | [`queue`] | [`WorkQueue`]: the IO-free per-key queue (due keys, running keys, failures) |
 //! | [`store`] | [`Store`]: the IO-free fold of watch events into the object cache and the queue |
 //! | [`controller`] | [`Controller`]: the reconcile loop driver (watches in, bounded reconciles out) |
+//! | [`finalizer`] | [`finalizer()`](finalizer::finalizer): a reconcile behind a finalizer (`Apply`, `Cleanup`), guarded JSON patches |
 //!
 //! Guarantees of the driver: events are deduplicated per key (a burst of updates is one reconcile of
 //! the newest object); a key is never reconciled twice at the same time; at most `concurrency`
@@ -22,15 +23,18 @@
 //! deleted objects (also those a relist no longer shows) leave the queue; a reconcile may ask to run
 //! again after a delay (resync).
 //!
-//! What it must not do: speak HTTP or build clients (callers hand it watch streams and build their own
-//! clients from the key), know any faros resource type, or make any controller's decision (what to
-//! write, which errors are special): only queueing, keys, backoff, the loop and the error policy hook.
+//! What it must not do: build clients or speak HTTP of its own (callers hand it watch streams, build
+//! their own clients from the key, and hand [`finalizer`] the `Api` it writes the finalizer
+//! through), know any faros resource type, or make any controller's decision (what to write, which
+//! errors are special, what a cleanup is): only queueing, keys, backoff, the loop, the finalizer's
+//! bookkeeping and the error policy hook.
 //! (Which failures are expected is the error policy's call; the runtime only turns that and the
 //! key's failure count into a log level.)
 
 pub mod action;
 pub mod backoff;
 pub mod controller;
+pub mod finalizer;
 pub mod key;
 pub mod queue;
 pub mod store;

@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`app`] | the provider app builder: name, API, controllers, routes, tools, and one call (`init`/`serve`) |
 //! | [`reconcile`] | reconcile chores: status written only when it differs, conditions, 404 tolerance |
+//! | [`finalizer`] | cleanup before a tenant's object goes: `Apply` / `Cleanup` behind a finalizer |
 //! | [`tenants`] | the verified caller of a backend route or tool, with a client for its workspace ([`tenants::Caller`]) |
 //! | [`tools`] | MCP tools as typed async functions of the caller, without rmcp ceremony |
 //! | [`bootstrap`] | `init`: schemas, APIExport, endpoint slice, bind grant, CatalogEntry |
@@ -29,6 +30,7 @@ pub mod bootstrap;
 pub mod config;
 pub mod controller;
 pub mod endpoints;
+pub mod finalizer;
 pub mod heartbeat;
 pub mod identity;
 pub mod manifest;
