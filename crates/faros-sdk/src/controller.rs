@@ -51,6 +51,9 @@ pub struct Tenant {
     pub resource: ApiResource,
     /// The virtual workspace URL (of the tenant's shard) the object came through.
     pub url: Arc<str>,
+    /// The field manager [`crate::reconcile`]'s writes record: the provider's name, so the fields
+    /// it owns are told apart from the tenant's and from another revision's.
+    pub field_manager: Arc<str>,
 }
 
 /// Counters of a running controller, shared with whoever wants to observe it (metrics, tests).
@@ -76,6 +79,7 @@ pub struct Controller {
     resource: ApiResource,
     concurrency: usize,
     stats: Arc<ControllerStats>,
+    field_manager: Arc<str>,
 }
 
 impl Controller {
@@ -84,10 +88,18 @@ impl Controller {
         Self {
             factory,
             endpoints,
-            resource,
             concurrency: 8,
             stats: Arc::default(),
+            field_manager: resource.group.as_str().into(),
+            resource,
         }
+    }
+
+    /// The field manager of the reconcile's writes (default: the resource's group); [`crate::App`]
+    /// sets the provider's name.
+    pub fn field_manager(mut self, name: &str) -> Self {
+        self.field_manager = name.into();
+        self
     }
 
     /// Counts into `stats` instead of a private counter.
@@ -118,6 +130,7 @@ impl Controller {
         );
         let (factory, stats, homes) = (self.factory, self.stats, self.endpoints.homes().clone());
         let resource = self.resource.clone();
+        let field_manager = self.field_manager.clone();
         let reconcile = Arc::new(reconcile);
         let run = controller.run(
             move |obj, request: faros_runtime::Request<Arc<str>>| {
@@ -130,6 +143,7 @@ impl Controller {
                         client,
                         resource: resource.clone(),
                         url: request.source.clone(),
+                        field_manager: field_manager.clone(),
                     });
                 let (reconcile, stats) = (reconcile.clone(), stats.clone());
                 async move {

@@ -19,6 +19,12 @@
 //!
 //! "Differs" ignores [`VOLATILE_FIELDS`] (timestamps a reconcile writes each time it runs), so the
 //! controller's own write, which comes back as a watch event, does not cause another write.
+//!
+//! No write here replaces a whole object: spec and metadata go by server-side apply ([`apply`]),
+//! status by a merge patch of the status subresource ([`patch_status`]), both under the provider's
+//! field manager ([`Tenant::field_manager`]). A provider's older revision may still run while a newer
+//! one serves (or a tenant may write fields the controller does not know): a full replace from the
+//! object it read would drop what it does not know, a patch sends only what it sets.
 
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -154,17 +160,61 @@ pub async fn update_status(tenant: &Tenant, obj: &DynamicObject, desired: Value)
 }
 
 /// Merge-patches `obj`'s status subresource with `patch` (`{"status": …}`) through the tenant's
-/// client, tolerating 404.
+/// client, tolerating 404. Status fields the patch does not name stay as they are.
 pub async fn patch_status(tenant: &Tenant, obj: &DynamicObject, patch: Value) -> Result<Outcome, kube::Error> {
-    let api: Api<DynamicObject> = match obj.namespace() {
-        Some(ns) => Api::namespaced_with(tenant.client.clone(), &ns, &tenant.resource),
-        None => Api::all_with(tenant.client.clone(), &tenant.resource),
+    let params = PatchParams {
+        field_manager: Some(tenant.field_manager.to_string()),
+        ..PatchParams::default()
     };
     ignore_not_found(
-        api.patch_status(&obj.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        api_of(tenant, obj)
+            .patch_status(&obj.name_any(), &params, &Patch::Merge(&patch))
             .await
             .map(|_| Outcome::Updated),
     )
+}
+
+/// Server-side applies `fields` (e.g. `{"spec": {…}}` or `{"metadata": {"labels": {…}}}`) to `obj`
+/// as the provider's field manager, through the tenant's client, tolerating 404. The applied
+/// configuration is the set of fields the controller owns: fields others own, and fields the
+/// controller does not know, stay. `force` takes over fields another manager set (a controller
+/// that owns a field says so); without it such a field is a 409 conflict.
+pub async fn apply(tenant: &Tenant, obj: &DynamicObject, fields: Value, force: bool) -> Result<Outcome, kube::Error> {
+    let mut body = json!({
+        "apiVersion": tenant.resource.api_version,
+        "kind": tenant.resource.kind,
+        "metadata": {"name": obj.name_any()},
+    });
+    if let Some(ns) = obj.namespace() {
+        body["metadata"]["namespace"] = json!(ns);
+    }
+    if let Value::Object(map) = fields {
+        for (k, v) in map {
+            match (k.as_str(), v) {
+                ("metadata", Value::Object(meta)) => {
+                    for (mk, mv) in meta {
+                        body["metadata"][mk] = mv;
+                    }
+                }
+                (_, v) => body[k] = v,
+            }
+        }
+    }
+    let mut params = PatchParams::apply(&tenant.field_manager);
+    params.force = force;
+    ignore_not_found(
+        api_of(tenant, obj)
+            .patch(&obj.name_any(), &params, &Patch::Apply(&body))
+            .await
+            .map(|_| Outcome::Updated),
+    )
+}
+
+fn api_of(tenant: &Tenant, obj: &DynamicObject) -> Api<DynamicObject> {
+    match obj.namespace() {
+        Some(ns) => Api::namespaced_with(tenant.client.clone(), &ns, &tenant.resource),
+        None => Api::all_with(tenant.client.clone(), &tenant.resource),
+    }
 }
 
 /// `Ok(Outcome::Gone)` for a 404, else `result` unchanged.

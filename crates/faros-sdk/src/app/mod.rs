@@ -275,7 +275,10 @@ impl App {
             let workspace = kube::Client::try_from(config.clone()).map_err(ServeError::Kube)?;
             let factory = ClientFactory::new(config)?;
             background.spawn(run_controllers(
-                self.export.clone(),
+                Owner {
+                    provider: self.name.clone(),
+                    export: self.export.clone(),
+                },
                 self.controllers.clone(),
                 workspace,
                 factory,
@@ -358,10 +361,17 @@ fn metrics(stats: &ControllerStats) -> axum::response::Response {
     faros_core::metrics::response(&registry)
 }
 
+/// Whom the controllers run for: the provider, whose name is their writes' field manager, and its
+/// export, whose virtual workspace URLs they follow.
+struct Owner {
+    provider: String,
+    export: String,
+}
+
 /// Follows the export's virtual workspace URLs and runs every controller over all of them until
 /// shutdown. kcp publishes a URL only once a tenant has bound the export, which may take days.
 async fn run_controllers(
-    export: String,
+    owner: Owner,
     controllers: Vec<ControllerDef>,
     workspace: kube::Client,
     factory: ClientFactory,
@@ -369,12 +379,14 @@ async fn run_controllers(
     stats: Arc<ControllerStats>,
     shutdown: Shutdown,
 ) {
-    let (endpoints, follower) = Endpoints::follow(workspace, &export, shutdown.clone());
+    let (endpoints, follower) = Endpoints::follow(workspace, &owner.export, shutdown.clone());
     let probe = controllers.first().map(|def| def.resource.clone());
     tenants.set(factory.clone(), endpoints.clone(), probe).await;
     let runs = controllers.into_iter().map(|def| {
         let kind = def.resource.kind.clone();
-        let controller = Controller::new(factory.clone(), endpoints.clone(), def.resource).stats(stats.clone());
+        let controller = Controller::new(factory.clone(), endpoints.clone(), def.resource)
+            .stats(stats.clone())
+            .field_manager(&owner.provider);
         let reconcile = def.reconcile;
         let shutdown = shutdown.clone();
         async move {
