@@ -34,7 +34,7 @@ fn manifest_renders_for_dev_and_for_a_cluster() {
     );
     let loaded = inputs::load_schemas(&schemas, &[quickstart::EXPORT.to_string()], &BTreeMap::new()).unwrap();
     assert_eq!(loaded.len(), 1);
-    assert_eq!(loaded[0].name(), "v261129.greetings.quickstart.providers.faros.sh");
+    assert_eq!(loaded[0].name(), "v261207.greetings.quickstart.providers.faros.sh");
     // The manifest's claims are the ones init puts on the export.
     let export_claims: Vec<(String, Vec<String>)> = quickstart::app()
         .init_options()
