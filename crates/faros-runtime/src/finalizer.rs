@@ -133,23 +133,30 @@ where
     api.patch(&obj.name_any(), &PatchParams::default(), &patch).await
 }
 
-/// Removes the finalizer `name` from `obj`; `Ok` also when it is not there or the object is gone
-/// (the finalizer was its last: the API server deleted it).
-pub async fn remove<K>(api: &Api<K>, name: &str, obj: &K) -> Result<(), kube::Error>
+/// Removes the finalizer `name` from `obj`; the object as written, or `None` when the finalizer
+/// was not there or the object is gone (the finalizer was its last: the API server deleted it).
+pub async fn remove<K>(api: &Api<K>, name: &str, obj: &K) -> Result<Option<K>, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
     let Some(ops) = remove_patch(obj.meta(), name) else {
-        return Ok(());
+        return Ok(None);
     };
     match api
         .patch(&obj.name_any(), &PatchParams::default(), &json_patch(ops)?)
         .await
     {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Ok(written) => Ok(Some(written)),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Whether a failed [`add`] or [`remove`] lost a race: the object changed since the copy the
+/// patch was made from (409), or its `test` operation found the list changed (422). Retrying from
+/// the newer object is the remedy, not a backoff.
+pub fn is_conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(s) if s.code == 409 || s.code == 422)
 }
 
 /// Runs `reconcile` for `obj` behind the finalizer `name` (see the module docs). `api` is the

@@ -30,7 +30,7 @@ use faros_core::conditions;
 use faros_core::kcp::Workspace;
 use faros_core::names;
 use faros_core::provider::{Provider, ProviderStatus};
-use faros_runtime::{Decision, Retry};
+use faros_runtime::{Decision, Retry, finalizer};
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -134,7 +134,7 @@ pub async fn reconcile(provider: Arc<Provider>, target: &Target, ctx: &Context) 
     let api: Api<Provider> = Api::all(ctx.factory.virtual_workspace(&target.endpoint, &target.key.cluster)?);
     let key = &target.key;
     if provider.meta().deletion_timestamp.is_some() {
-        if !has_finalizer(&provider) {
+        if !finalizer::has(provider.meta(), names::PROVIDER_FINALIZER) {
             return Ok(Action::AwaitChange);
         }
         return cleanup(&provider, key, &api, ctx).await;
@@ -149,7 +149,7 @@ pub async fn reconcile(provider: Arc<Provider>, target: &Target, ctx: &Context) 
         write_status(&api, key, &provider, &Outcome::InvalidName { message }, None, ctx).await?;
         return Ok(Action::AwaitChange);
     }
-    let provider = if has_finalizer(&provider) {
+    let provider = if finalizer::has(provider.meta(), names::PROVIDER_FINALIZER) {
         provider
     } else {
         Arc::new(add_finalizer(&api, key, &provider, ctx).await?)
@@ -188,26 +188,13 @@ pub async fn reconcile(provider: Arc<Provider>, target: &Target, ctx: &Context) 
     Ok(Action::RequeueAfter(requeue.min(ctx.settings.resync)))
 }
 
-fn has_finalizer(p: &Provider) -> bool {
-    p.finalizers().iter().any(|f| f == names::PROVIDER_FINALIZER)
-}
-
-/// Merge patch carrying `resourceVersion`, so it fails with 409 instead of clobbering a concurrent
-/// change to the finalizer list.
-async fn patch_finalizers(
-    api: &Api<Provider>,
-    key: &ProviderKey,
-    provider: &Provider,
-    finalizers: Vec<String>,
-    ctx: &Context,
-) -> Result<Provider, Error> {
-    let patch = json!({"metadata": {"resourceVersion": provider.resource_version(), "finalizers": finalizers}});
-    let write = ctx.own_write(key);
-    let written = api
-        .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await;
-    write.answered(written.as_ref().ok().and_then(ResourceExt::resource_version));
-    written.map_err(|source| write_error(key, source))
+/// A failed finalizer write: one that lost a race ([`finalizer::is_conflict`]) is a
+/// [`Error::Conflict`], retried at once against the newer version.
+fn finalizer_error(key: &ProviderKey, source: kube::Error) -> Error {
+    if finalizer::is_conflict(&source) {
+        return Error::Conflict { key: key.clone() };
+    }
+    write_error(key, source)
 }
 
 /// A failed Provider write: a 409 (the Provider changed since the copy the write was computed from)
@@ -222,17 +209,18 @@ fn write_error(key: &ProviderKey, source: kube::Error) -> Error {
     }
 }
 
-/// Adds the finalizer. Provisioning continues in the same reconcile, so the watch echo of this write
-/// is marked as our own and does not queue another pass.
+/// Adds the finalizer (the runtime's guarded patch). Provisioning continues in the same reconcile,
+/// so the watch echo of this write is marked as our own and does not queue another pass.
 async fn add_finalizer(
     api: &Api<Provider>,
     key: &ProviderKey,
     provider: &Provider,
     ctx: &Context,
 ) -> Result<Provider, Error> {
-    let mut finalizers = provider.finalizers().to_vec();
-    finalizers.push(names::PROVIDER_FINALIZER.to_string());
-    patch_finalizers(api, key, provider, finalizers, ctx).await
+    let write = ctx.own_write(key);
+    let written = finalizer::add(api, names::PROVIDER_FINALIZER, provider).await;
+    write.answered(written.as_ref().ok().and_then(ResourceExt::resource_version));
+    written.map_err(|source| finalizer_error(key, source))
 }
 
 /// Writes the status for `outcome` if it differs from the stored one; returns the written object.
@@ -673,21 +661,18 @@ async fn cleanup(provider: &Provider, key: &ProviderKey, api: &Api<Provider>, ct
         return Err(error);
     }
 
-    let remaining: Vec<String> = current
-        .finalizers()
-        .iter()
-        .filter(|f| *f != names::PROVIDER_FINALIZER)
-        .cloned()
-        .collect();
-    match patch_finalizers(api, key, &current, remaining, ctx).await {
-        Ok(_) => {}
-        // Gone already: someone else removed the last finalizer.
-        Err(Error::ProviderWrite {
-            source: kube::Error::Api(s),
-            ..
-        }) if s.code == 404 => {}
-        Err(e) => return Err(e),
-    }
+    // The runtime's guarded removal; a Provider gone already (someone else removed the last
+    // finalizer) is no failure.
+    let write = ctx.own_write(key);
+    let removed = finalizer::remove(api, names::PROVIDER_FINALIZER, &current).await;
+    write.answered(
+        removed
+            .as_ref()
+            .ok()
+            .and_then(Option::as_ref)
+            .and_then(ResourceExt::resource_version),
+    );
+    removed.map_err(|source| finalizer_error(key, source))?;
     ctx.forget(key);
     tracing::info!(%key, "provider torn down; finalizer released");
     Ok(Action::AwaitChange)
