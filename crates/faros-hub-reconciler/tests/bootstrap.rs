@@ -106,7 +106,7 @@ async fn bootstrap_twice_is_identical_and_serves_the_provider_api() {
         .await
         .unwrap();
     let first = snapshot(&factory).await;
-    assert_eq!(first.len(), 6 + 2 + 2 + 2 + 3 + 1 + 1);
+    assert_eq!(first.len(), 6 + 3 + 2 + 2 + 3 + 1 + 1);
 
     bootstrap::bootstrap(&factory, BootstrapSettings { wait: WAIT }, None)
         .await

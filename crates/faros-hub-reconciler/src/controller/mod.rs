@@ -11,6 +11,7 @@
 //! the echoes of our own writes, metrics, and the error policy of [`provider`]. What they all
 //! share ([`Context`], [`ProviderKey`], [`Target`], [`Settings`]) is in [`context`], below them.
 
+mod catalog_entries;
 pub mod context;
 pub mod mirror;
 pub mod provider;
@@ -55,6 +56,7 @@ pub async fn run(
     };
     let mut tasks = JoinSet::new();
     tasks.spawn(workspaces::watch(ctx.clone(), controller.handle(), cancel.clone()));
+    tasks.spawn(catalog_entries::watch(ctx.clone(), controller.handle(), cancel.clone()));
     if let Some(mirror) = ctx.mirror.clone() {
         tasks.spawn(mirror::watch(mirror, controller.handle(), ctx.clone(), cancel.clone()));
     }
