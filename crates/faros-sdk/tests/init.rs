@@ -192,7 +192,8 @@ async fn export_merge_keeps_foreign_entries_and_prunes_stale_own_ones() {
         .into_iter()
         .map(|c| c.resource)
         .collect();
-    assert_eq!(claims, vec!["configmaps"]);
+    // Claims on an existing export are the hub's to switch (init proposes them in the CatalogEntry).
+    assert_eq!(claims, vec!["secrets"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -250,4 +251,45 @@ async fn bad_input_names_file_and_field_and_writes_nothing() {
         err.to_string().contains("give the changed schema a new version prefix"),
         "{err}"
     );
+}
+
+/// `init` proposes, the hub switches: a changed schema under a new name is published, but the export
+/// keeps serving the one it served, and its claims stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_version_publishes_its_schema_without_moving_the_export() {
+    let kcp = Kcp::start().await;
+    let client = kcp.client("provider-v2").await;
+    let config = kcp.server.admin_config("provider-v2").await.unwrap();
+    let (_keep, dir) = schemas_dir();
+    init(config.clone(), &options(&dir)).await.unwrap();
+
+    let v2 = schema_yaml(EXPORT)
+        .replace("name: v1.greetings", "name: v2.greetings")
+        .replace(
+            "spec: {type: object}",
+            "spec: {type: object, properties: {color: {type: string}}}",
+        );
+    std::fs::write(dir.join("greetings.yaml"), v2).unwrap();
+    let opts = InitOptions {
+        claims: vec![PermissionClaim::new("", "secrets", &["get"])],
+        ..options(&dir)
+    };
+    init(config, &opts).await.unwrap();
+
+    let v2_name = format!("v2.greetings.{EXPORT}");
+    Api::<APIResourceSchema>::all(client.clone())
+        .get(&v2_name)
+        .await
+        .unwrap();
+    let export = Api::<APIExport>::all(client).get(EXPORT).await.unwrap();
+    let schemas: Vec<String> = export.spec.resources.unwrap().into_iter().map(|r| r.schema).collect();
+    assert_eq!(schemas, vec![SCHEMA.to_string()], "the hub moves the export, not init");
+    let claims: Vec<String> = export
+        .spec
+        .permission_claims
+        .unwrap()
+        .into_iter()
+        .map(|c| c.resource)
+        .collect();
+    assert_eq!(claims, vec!["configmaps"]);
 }
