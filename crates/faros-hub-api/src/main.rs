@@ -10,7 +10,7 @@ use faros_core::telemetry::{LogArgs, install_crypto_provider};
 use faros_hub_api::auth::OidcSettings;
 use faros_hub_api::{Config, Tls};
 
-/// jemalloc, as in every faros server binary (docs/embedded-kcp.md#allocator).
+/// jemalloc, as in every faros server binary (docs/benchmarks.md#allocator).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

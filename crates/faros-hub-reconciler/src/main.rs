@@ -10,7 +10,7 @@ use faros_core::names;
 use faros_core::telemetry::{LogArgs, install_crypto_provider};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-/// jemalloc, as in every faros server binary (docs/embedded-kcp.md#allocator).
+/// jemalloc, as in every faros server binary (docs/benchmarks.md#allocator).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

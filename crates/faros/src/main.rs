@@ -7,7 +7,7 @@ use faros::cli::DevArgs;
 use faros::dev;
 use faros_core::telemetry::{LogArgs, install_crypto_provider};
 
-/// jemalloc, as in every faros server binary (docs/embedded-kcp.md#allocator).
+/// jemalloc, as in every faros server binary (docs/benchmarks.md#allocator).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -1,6 +1,6 @@
 //! `faros-provider-quickstart [init|serve]`.
 
-/// jemalloc, as in every faros server binary (docs/embedded-kcp.md#allocator).
+/// jemalloc, as in every faros server binary (docs/benchmarks.md#allocator).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

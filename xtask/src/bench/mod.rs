@@ -5,7 +5,8 @@
 //! (the `image` profile, with symbols: [`profile::MEASURED_PROFILE`]), so the debug build `cargo
 //! xtask` starts with only builds and re-executes itself. `--smoke` runs every
 //! suite (or the one named) with small sizes in the debug build against `target/debug/faros`: what
-//! `.ci/run` does so that benchmarks cannot rot ([`profile`]).
+//! `.ci/run` does so that benchmarks cannot rot ([`profile`]). A measuring run appends its summary
+//! to docs/benchmarks.md with the date, commit and machine ([`record`]; `--no-record` does not).
 
 use std::path::Path;
 
@@ -25,6 +26,7 @@ mod proxy_cpu;
 mod proxy_headers;
 mod proxy_instructions;
 mod proxy_syscalls;
+mod record;
 mod scale;
 mod startup;
 mod stats;
@@ -64,6 +66,9 @@ pub struct Bench {
     /// `provider`, `kcp-vs-real`: Providers (and bare workspaces) applied at once (default 100; smoke 3).
     #[arg(long)]
     providers: Option<usize>,
+    /// Do not append the run's summary to docs/benchmarks.md (a measuring run does by default).
+    #[arg(long)]
+    no_record: bool,
     /// Internal: set when the release build runs the measurements.
     #[arg(long, hide = true)]
     measure: bool,
@@ -169,6 +174,7 @@ impl Bench {
                         .flat_map(|k| ["--kcp-binary".to_string(), k.display().to_string()]),
                 )
                 .chain(self.scale_args())
+                .chain(self.no_record.then(|| "--no-record".to_string()))
                 .collect();
             xshell::cmd!(sh, "{xtask} bench {suite} --measure --rss-objects {rss} {faros...}").run()?;
             return Ok(());
@@ -181,7 +187,11 @@ impl Bench {
             profile.faros = faros.clone();
         }
         self.scale_sizes(&mut profile);
-        measure(root, self.suite(), &profile).map(|_| ())
+        let summary = measure(root, self.suite(), &profile)?;
+        if self.no_record || summary.starts_with("skipped:") {
+            return Ok(());
+        }
+        record::record(root, self.suite().name(), &summary)
     }
 
     /// The `--scale-*` and `--providers` flags over the profile's sizes.
