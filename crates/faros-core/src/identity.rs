@@ -97,6 +97,11 @@ pub struct Claims {
     pub identity: Identity,
     /// Provider name, repeated for readers that do not look at `aud`.
     pub provider: String,
+    /// The ProviderRevision (`<provider>-<short digest>`, [`crate::revision::revision_name`]) the
+    /// hub routes the request to, when it knows one: a provider whose revisions run side by side
+    /// during an upgrade tells which one the hub meant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
     pub iat: i64,
     pub exp: i64,
 }
@@ -109,9 +114,16 @@ impl Claims {
             aud: provider.into(),
             identity,
             provider: provider.into(),
+            revision: None,
             iat: now,
             exp: now.saturating_add(secs(ttl)),
         }
+    }
+
+    /// The same claims naming `revision` as the one served.
+    pub fn with_revision(mut self, revision: Option<&str>) -> Self {
+        self.revision = revision.map(String::from);
+        self
     }
 }
 
@@ -373,6 +385,18 @@ mod tests {
         assert_eq!(got, claims);
         assert_eq!(got.exp, NOW + 60);
         assert_eq!(got.identity.cluster, "2x7yq");
+    }
+
+    #[test]
+    fn the_served_revision_travels_signed() {
+        let (key, jwks) = setup();
+        let claims = Claims::new(alice(), "quickstart", NOW, DEFAULT_TTL).with_revision(Some("quickstart-0123456789"));
+        let got = verify(&key.sign(&claims).unwrap(), &jwks, "quickstart", NOW).unwrap();
+        assert_eq!(got.revision.as_deref(), Some("quickstart-0123456789"));
+        assert_eq!(
+            serde_json::to_value(&claims).unwrap()["revision"],
+            "quickstart-0123456789"
+        );
     }
 
     #[test]

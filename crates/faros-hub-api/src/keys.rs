@@ -72,6 +72,7 @@ struct Recent {
     kid: String,
     identity: Identity,
     provider: String,
+    revision: Option<String>,
     issued: i64,
     token: HeaderValue,
 }
@@ -195,10 +196,17 @@ impl KeyStore {
     /// A compact JWS asserting `identity` to `provider`, valid for [`identity::DEFAULT_TTL`], as
     /// the header value it travels in. One is reused for half its lifetime, so a busy caller costs
     /// a hash lookup per request instead of a signature.
-    pub fn sign(&self, identity: &Identity, provider: &str, now_unix: i64) -> Result<HeaderValue, IdentityError> {
+    pub fn sign(
+        &self,
+        identity: &Identity,
+        provider: &str,
+        revision: Option<&str>,
+        now_unix: i64,
+    ) -> Result<HeaderValue, IdentityError> {
         let key = self.keys.read().unwrap_or_else(|p| p.into_inner()).current.clone();
-        // Keyed by signing key, identity and audience: a rotation or any identity change signs anew.
-        let hash = self.hasher.hash_one((key.kid(), identity, provider));
+        // Keyed by signing key, identity, audience and revision: a rotation, any identity change or
+        // a switch to another revision signs anew.
+        let hash = self.hasher.hash_one((key.kid(), identity, provider, revision));
         let reuse_for = (identity::DEFAULT_TTL.as_secs() / 2) as i64;
         let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(r) = recent.get(&hash)
@@ -206,16 +214,13 @@ impl KeyStore {
             && now_unix - r.issued < reuse_for
             && r.kid == key.kid()
             && r.provider == provider
+            && r.revision.as_deref() == revision
             && r.identity == *identity
         {
             return Ok(r.token.clone());
         }
-        let jws = key.sign(&Claims::new(
-            identity.clone(),
-            provider,
-            now_unix,
-            identity::DEFAULT_TTL,
-        ))?;
+        let jws = key
+            .sign(&Claims::new(identity.clone(), provider, now_unix, identity::DEFAULT_TTL).with_revision(revision))?;
         // A compact JWS is base64url and dots: always a valid header value.
         let token = HeaderValue::try_from(jws).unwrap_or_else(|_| HeaderValue::from_static(""));
         if recent.len() >= RECENT_MAX {
@@ -227,6 +232,7 @@ impl KeyStore {
                 kid: key.kid().to_string(),
                 identity: identity.clone(),
                 provider: provider.to_string(),
+                revision: revision.map(String::from),
                 issued: now_unix,
                 token: token.clone(),
             },
@@ -280,22 +286,34 @@ mod tests {
     #[test]
     fn assertions_are_reused_only_for_half_their_lifetime_and_the_same_caller() {
         let store = KeyStore::ephemeral().unwrap();
-        let first = store.sign(&alice(), "q", NOW).unwrap();
-        assert_eq!(store.sign(&alice(), "q", NOW + 29).unwrap(), first);
+        let first = store.sign(&alice(), "q", None, NOW).unwrap();
+        assert_eq!(store.sign(&alice(), "q", None, NOW + 29).unwrap(), first);
         assert_ne!(
-            store.sign(&alice(), "q", NOW + 30).unwrap(),
+            store.sign(&alice(), "q", None, NOW + 30).unwrap(),
             first,
             "re-signed after half the TTL"
         );
-        assert_ne!(store.sign(&alice(), "other", NOW).unwrap(), first, "another audience");
+        assert_ne!(
+            store.sign(&alice(), "other", None, NOW).unwrap(),
+            first,
+            "another audience"
+        );
+        let revised = store.sign(&alice(), "q", Some("q-0123456789"), NOW).unwrap();
+        assert_ne!(revised, first, "another revision");
+        let claims = identity::verify(revised.to_str().unwrap(), &store.jwks(), "q", NOW).unwrap();
+        assert_eq!(
+            claims.revision.as_deref(),
+            Some("q-0123456789"),
+            "the assertion names it"
+        );
         let bob = Identity {
             user: "bob".into(),
             ..Default::default()
         };
-        assert_ne!(store.sign(&bob, "q", NOW).unwrap(), first, "another caller");
+        assert_ne!(store.sign(&bob, "q", None, NOW).unwrap(), first, "another caller");
         store.rotate().unwrap();
         assert_ne!(
-            store.sign(&alice(), "q", NOW).unwrap(),
+            store.sign(&alice(), "q", None, NOW).unwrap(),
             first,
             "a rotated key signs anew"
         );
@@ -306,7 +324,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("keys/signing.json");
         let store = KeyStore::load_or_create(&path).unwrap();
-        let before = store.sign(&alice(), "q", NOW).unwrap();
+        let before = store.sign(&alice(), "q", None, NOW).unwrap();
         let again = KeyStore::load_or_create(&path).unwrap();
         assert_eq!(again.jwks(), store.jwks());
         assert_eq!(
@@ -323,7 +341,7 @@ mod tests {
         }
 
         let kid = again.rotate().unwrap();
-        let after = again.sign(&alice(), "q", NOW).unwrap();
+        let after = again.sign(&alice(), "q", None, NOW).unwrap();
         assert_eq!(identity::token_kid(after.to_str().unwrap()).unwrap(), kid);
         let reloaded = KeyStore::load_or_create(&path).unwrap();
         let jwks = reloaded.jwks();

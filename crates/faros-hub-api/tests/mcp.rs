@@ -281,7 +281,7 @@ impl McpHub {
     }
 
     fn beat(&self, name: &str) {
-        self.hub.registry().heartbeat(name, None, self.clock.now()).unwrap();
+        self.hub.registry().heartbeat(name, Default::default(), self.clock.now()).unwrap();
     }
 }
 

@@ -81,7 +81,7 @@ async fn heartbeat_matrix_and_readiness_over_time() {
         }
         async move { status_of(req.send().await.unwrap()).await }
     };
-    let ok = r#"{"version":"1.2.3","status":"healthy"}"#;
+    let ok = r#"{"version":"1.2.3","status":"healthy","revision":"q-0123456789"}"#;
     for (what, token, name, body, code, reason) in [
         ("no token", None, "q", ok, 401, "Unauthorized"),
         ("a user", Some(ALICE), "q", ok, 403, "Forbidden"),
@@ -96,6 +96,22 @@ async fn heartbeat_matrix_and_readiness_over_time() {
         ("invalid token", Some("garbage"), "q", ok, 401, "Unauthorized"),
         ("unknown provider", Some(SA_Q), "nope", ok, 404, "NotFound"),
         ("bad JSON", Some(SA_Q), "q", "{nope", 400, "BadRequest"),
+        (
+            "another provider's revision",
+            Some(SA_Q),
+            "q",
+            r#"{"revision":"r-0123456789"}"#,
+            400,
+            "BadRequest",
+        ),
+        (
+            "a revision that is no digest",
+            Some(SA_Q),
+            "q",
+            r#"{"revision":"q-latest"}"#,
+            400,
+            "BadRequest",
+        ),
     ] {
         let (got, body) = beat(token, name, body).await;
         assert_eq!(
@@ -119,6 +135,10 @@ async fn heartbeat_matrix_and_readiness_over_time() {
 
     let (code, body) = beat(Some(SA_Q), "q", ok).await;
     assert_eq!((code, body), (200, serde_json::json!({"status": "ok"})));
+    assert_eq!(
+        hub.registry().view("q").unwrap().reported_revision.as_deref(),
+        Some("q-0123456789")
+    );
     let list = |hub: &TestHub| {
         let req = http.get(hub.url("/api/providers")).bearer_auth(ALICE);
         async move { req.send().await.unwrap().json::<Value>().await.unwrap() }
@@ -286,6 +306,15 @@ async fn ui_proxy_serves_assets_without_credentials() {
 async fn backend_proxy_asserts_identity_and_never_forwards_credentials() {
     let (hub, _up) = setup(|_| {}).await;
     let http = http();
+    // q's heartbeats say which revision it serves; the assertion names it.
+    let beat = http
+        .post(hub.url("/api/providers/q/heartbeat"))
+        .bearer_auth(SA_Q)
+        .body(r#"{"version":"1.2.3","revision":"q-0123456789"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(beat.status(), 200);
     assert_eq!(
         http.get(hub.url("/services/providers/q/api/hello"))
             .send()
@@ -343,6 +372,7 @@ async fn backend_proxy_asserts_identity_and_never_forwards_credentials() {
         ("alice", vec!["devs".to_string(), "system:authenticated".to_string()])
     );
     assert_eq!(claims.exp - claims.iat, 60);
+    assert_eq!(claims.revision.as_deref(), Some("q-0123456789"));
     assert!(identity::verify(token, &jwks, "other", identity::now_unix()).is_err());
 }
 

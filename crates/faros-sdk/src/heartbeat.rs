@@ -11,9 +11,14 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use faros_core::names;
+use faros_core::catalog::CatalogEntrySpec;
+use faros_core::{names, revision};
 use rand::Rng;
 use serde::Serialize;
+
+use crate::bootstrap::InitOptions;
+use crate::bootstrap::inputs::{self, InputError};
+use crate::bootstrap::objects;
 
 /// The extra CA (PEM) a provider trusts for the hub; named in TLS failures.
 pub const ENV_HUB_CA_FILE: &str = "FAROS_HUB_CA_FILE";
@@ -66,6 +71,43 @@ impl BeatError {
 pub struct Beat {
     pub version: String,
     pub status: String,
+    /// The ProviderRevision this process serves ([`serving_revision`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+}
+
+/// The ProviderRevision a provider serves: [`revision::revision_name`] of the CatalogEntry spec
+/// `init` publishes from the same inputs (the catalog entry file, with the schemas it records), so
+/// it is the name the hub gives the revision it reads back from the provider's workspace. The
+/// defaults the CatalogEntry CRD fills in are filled in first, as the hub hashes the stored spec.
+/// `None` without a catalog entry file (nothing is published, so there is no revision to name).
+pub fn serving_revision(provider: &str, opts: &InitOptions) -> Result<Option<String>, InputError> {
+    let Some(file) = &opts.catalog_entry_file else {
+        return Ok(None);
+    };
+    // As `init` reads them: the export's own group unless groups are given.
+    let groups = match opts.groups.is_empty() {
+        true => vec![opts.export.clone()],
+        false => opts.groups.clone(),
+    };
+    let schemas = inputs::require_schemas(&opts.schemas_dir, &groups, &opts.env)?;
+    let mut entry = inputs::require_catalog_entry(file, &opts.export, &opts.env)?;
+    entry.spec.schemas = Some(objects::published_schemas(&schemas));
+    Ok(Some(revision::revision_name(provider, &with_crd_defaults(entry.spec))))
+}
+
+/// `spec` as the API server stores it: the CatalogEntry CRD defaults the backend's `healthPath`
+/// and the UI's `indexPath`.
+fn with_crd_defaults(mut spec: CatalogEntrySpec) -> CatalogEntrySpec {
+    if let Some(backend) = spec.backend.as_mut() {
+        backend
+            .health_path
+            .get_or_insert_with(|| names::DEFAULT_HEALTH_PATH.into());
+    }
+    if let Some(ui) = spec.ui.as_mut() {
+        ui.index_path.get_or_insert_with(|| names::DEFAULT_INDEX_PATH.into());
+    }
+    spec
 }
 
 /// Where the bearer token comes from.
@@ -96,6 +138,8 @@ pub struct HeartbeatConfig {
     pub timeout: Duration,
     /// Extra PEM CA to trust (the hub's CA in `faros dev`).
     pub ca_pem: Option<Vec<u8>>,
+    /// The ProviderRevision reported in every beat ([`serving_revision`]); `None` reports none.
+    pub revision: Option<String>,
 }
 
 impl HeartbeatConfig {
@@ -110,6 +154,7 @@ impl HeartbeatConfig {
             jitter: JITTER,
             timeout: names::HEARTBEAT_TIMEOUT,
             ca_pem: None,
+            revision: None,
         }
     }
 
@@ -295,6 +340,7 @@ pub struct Heartbeat<T> {
     transport: T,
     schedule: Schedule,
     version: String,
+    revision: Option<String>,
     status: Box<dyn Fn() -> String + Send + Sync>,
 }
 
@@ -314,6 +360,7 @@ impl<T: Transport> Heartbeat<T> {
                 jitter: config.jitter,
             },
             version: config.version.clone(),
+            revision: config.revision.clone(),
             status: Box::new(|| "healthy".to_string()),
         }
     }
@@ -329,6 +376,7 @@ impl<T: Transport> Heartbeat<T> {
         let beat = Beat {
             version: self.version.clone(),
             status: (self.status)(),
+            revision: self.revision.clone(),
         };
         self.transport.send(&beat).await
     }
@@ -383,6 +431,30 @@ mod tests {
     use axum::routing::post;
     use rand::SeedableRng;
     use tokio::time::Instant;
+
+    #[test]
+    fn the_revision_hashes_the_spec_as_stored_with_the_crds_defaults() {
+        let spec = |extra: serde_json::Value| -> CatalogEntrySpec {
+            let mut v = serde_json::json!({"displayName": "Q", "apiExport": {"name": "q.example.io"},
+                "backend": {"url": "http://q"}, "ui": {"url": "http://q/ui"}});
+            for (k, e) in extra.as_object().unwrap() {
+                v[k].as_object_mut().unwrap().extend(e.as_object().unwrap().clone());
+            }
+            serde_json::from_value(v).unwrap()
+        };
+        let omitted = with_crd_defaults(spec(serde_json::json!({})));
+        let explicit = spec(serde_json::json!({"backend": {"healthPath": "/healthz"}, "ui": {"indexPath": "/"}}));
+        assert_eq!(
+            revision::revision_name("q", &omitted),
+            revision::revision_name("q", &explicit)
+        );
+        let other = with_crd_defaults(spec(serde_json::json!({"backend": {"healthPath": "/ready"}})));
+        assert_ne!(
+            revision::revision_name("q", &other),
+            revision::revision_name("q", &explicit),
+            "a path the provider sets is kept"
+        );
+    }
 
     #[test]
     fn schedule_backs_off_and_jitters_within_bounds() {

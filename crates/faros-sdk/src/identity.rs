@@ -185,6 +185,12 @@ impl VerifiedIdentity {
     pub fn identity(&self) -> &Identity {
         &self.0.identity
     }
+
+    /// The ProviderRevision the hub routed the request to, when the assertion names one (a hub
+    /// that knows the revisions the provider reports in its heartbeats).
+    pub fn revision(&self) -> Option<&str> {
+        self.0.revision.as_deref()
+    }
 }
 
 impl std::ops::Deref for VerifiedIdentity {

@@ -8,10 +8,12 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use faros_core::catalog::CatalogEntry;
 use faros_core::identity::{self, Claims, Identity, Jwks, SigningKey};
 use faros_core::kcp::Workspace;
 use faros_core::kcp::apis::v1alpha2::APIBinding;
 use faros_core::names;
+use faros_core::revision;
 use faros_core::wait::wait_for;
 use faros_provider_quickstart as quickstart;
 use faros_sdk::controller::ControllerStats;
@@ -63,6 +65,14 @@ async fn tenant_greetings_are_answered_through_the_virtual_workspace() {
     opts.schemas_dir = schemas;
     opts.catalog_entry_file = Some(manifest);
     quickstart::app().init(provider_config.clone(), &opts).await.unwrap();
+    // The revision the provider's heartbeats name is the one the hub makes of the CatalogEntry init
+    // published, as the API server stored it (the hub reconciler names its ProviderRevision so).
+    let serving = faros_sdk::heartbeat::serving_revision(quickstart::PROVIDER, &opts)
+        .unwrap()
+        .expect("init publishes a CatalogEntry");
+    let entries: Api<CatalogEntry> = Api::all(kcp.client(&names::provider_workspace_path(quickstart::PROVIDER)).await);
+    let stored = entries.get(quickstart::PROVIDER).await.unwrap();
+    assert_eq!(serving, revision::revision_name(quickstart::PROVIDER, &stored.spec));
     assert!(
         quickstart::app()
             .init(provider_config.clone(), &opts)

@@ -11,6 +11,7 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use faros_core::names;
+use faros_core::revision::SHORT_DIGEST_LEN;
 use faros_core::status::Status;
 use http::HeaderMap;
 use serde::Deserialize;
@@ -18,17 +19,37 @@ use serde::Deserialize;
 use crate::auth::tokenreview::ReviewedUser;
 use crate::auth::tokenreview::TokenReviewer;
 use crate::auth::{bearer_token, missing_credentials};
-use crate::catalog::registry::Registry;
-use crate::catalog::registry::RegistryError;
+use crate::catalog::registry::{Registry, RegistryError, Reported};
 use crate::metrics::Metrics;
 
-/// The heartbeat body; both fields optional.
+/// The heartbeat body; every field optional.
 #[derive(Debug, Default, Deserialize, PartialEq, Eq)]
 pub struct Beat {
     #[serde(default)]
     pub version: Option<String>,
     #[serde(default)]
     pub status: Option<String>,
+    /// The ProviderRevision the provider serves (`<name>-<short digest>`), checked by
+    /// [`check_revision`].
+    #[serde(default)]
+    pub revision: Option<String>,
+}
+
+/// A reported revision names one of provider `name`'s revisions: `<name>-` and
+/// [`SHORT_DIGEST_LEN`] lowercase hex digits, as [`faros_core::revision::revision_name`] makes it.
+/// Anything else would end up in the CatalogEntry's status and in assertions the hub signs.
+pub fn check_revision(name: &str, revision: &str) -> Result<(), Status> {
+    let digest = revision.strip_prefix(name).and_then(|rest| rest.strip_prefix('-'));
+    let valid = digest.is_some_and(|d| {
+        d.len() == SHORT_DIGEST_LEN && d.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    });
+    if valid {
+        return Ok(());
+    }
+    let shown: String = revision.chars().take(80).collect();
+    Err(Status::bad_request(format!(
+        "invalid body: revision {shown:?} is not {name}-<{SHORT_DIGEST_LEN} lowercase hex digits>, the ProviderRevision the provider serves"
+    )))
 }
 
 /// Whether `user` may heartbeat for the provider whose workspace is logical cluster `cluster`.
@@ -103,8 +124,15 @@ async fn beat(
         .await
         .map_err(|_| Status::too_large(format!("heartbeat body exceeds {} bytes", names::HEARTBEAT_BODY_LIMIT)))?;
     let beat = parse_beat(&bytes)?;
+    if let Some(revision) = &beat.revision {
+        check_revision(name, revision)?;
+    }
     let now = registry.clock().now();
-    match registry.heartbeat(name, beat.version, now) {
+    let reported = Reported {
+        version: beat.version,
+        revision: beat.revision,
+    };
+    match registry.heartbeat(name, reported, now) {
         Ok(_) => Ok(()),
         Err(RegistryError::UnknownProvider(_)) => Err(Status::not_found(
             names::PROVIDERS_GROUP,
@@ -136,6 +164,35 @@ mod tests {
     }
 
     #[test]
+    fn revisions_are_checked() {
+        for (revision, ok) in [
+            ("q-0123456789", true),
+            ("q-abcdef0123", true),
+            ("q-ABCDEF0123", false),
+            ("q-012345678", false),
+            ("q-01234567890", false),
+            ("qq-0123456789", false),
+            ("r-0123456789", false),
+            ("q0123456789", false),
+            ("q-01234567g9", false),
+            ("", false),
+        ] {
+            let got = check_revision("q", revision);
+            assert_eq!(got.is_ok(), ok, "{revision:?}");
+            if let Err(status) = got {
+                assert_eq!(
+                    (status.code, status.reason.as_str()),
+                    (400, "BadRequest"),
+                    "{revision:?}"
+                );
+            }
+        }
+        let long = format!("q-{}", "a".repeat(10_000));
+        let status = check_revision("q", &long).unwrap_err();
+        assert!(status.message.len() < 300, "a long value is not echoed whole");
+    }
+
+    #[test]
     fn who_may_heartbeat() {
         let sa = "system:serviceaccount:default:provider";
         for (u, want) in [
@@ -154,10 +211,11 @@ mod tests {
     fn bodies() {
         assert_eq!(parse_beat(b"").unwrap(), Beat::default());
         assert_eq!(
-            parse_beat(br#"{"version":"1.0","status":"healthy","extra":1}"#).unwrap(),
+            parse_beat(br#"{"version":"1.0","status":"healthy","revision":"q-0123456789","extra":1}"#).unwrap(),
             Beat {
                 version: Some("1.0".into()),
-                status: Some("healthy".into())
+                status: Some("healthy".into()),
+                revision: Some("q-0123456789".into()),
             }
         );
         assert_eq!(parse_beat(b"{nope").unwrap_err().code, 400);

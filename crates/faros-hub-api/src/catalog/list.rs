@@ -140,7 +140,7 @@ pub async fn list(State(registry): State<Arc<Registry>>) -> Json<ProviderList> {
 mod tests {
     use super::*;
     use crate::catalog::clock::{Clock, ManualClock};
-    use crate::catalog::registry::{Candidate, Registry, RegistrySettings};
+    use crate::catalog::registry::{Candidate, Registry, RegistrySettings, Reported};
     use faros_core::catalog::{ApiExportRef, BackendSpec, CatalogEntry, CatalogEntrySpec, UiSpec};
     use pretty_assertions::assert_eq;
     use serde_json::json;
@@ -198,7 +198,15 @@ mod tests {
                 entry: e,
             });
         }
-        reg.heartbeat("quickstart", Some("0.1.0".into()), clock.now()).unwrap();
+        reg.heartbeat(
+            "quickstart",
+            Reported {
+                version: Some("0.1.0".into()),
+                revision: None,
+            },
+            clock.now(),
+        )
+        .unwrap();
         let body = serde_json::to_value(provider_list(&reg.list())).unwrap();
         assert_eq!(
             body,

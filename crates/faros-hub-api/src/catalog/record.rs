@@ -10,6 +10,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::authority::Rejection;
+use super::registry::Reported;
 use crate::proxy::UpstreamPolicy;
 
 /// `BackendHealthy` condition type on CatalogEntry.
@@ -192,8 +193,8 @@ pub struct Winner<'a> {
     pub health: &'a BackendHealth,
     /// `root:faros:providers:<name>`.
     pub workspace: String,
-    /// The last beat worth persisting (throttled) and its reported version.
-    pub persisted_beat: Option<(Timestamp, Option<String>)>,
+    /// The last beat worth persisting (throttled) and what it reported.
+    pub persisted_beat: Option<(Timestamp, Reported)>,
 }
 
 /// The status the hub wants on one CatalogEntry, starting from what it observed (so transition
@@ -218,13 +219,17 @@ pub fn desired_status(
             } else {
                 None
             };
-            if let Some((beat, version)) = &w.persisted_beat {
+            if let Some((beat, reported)) = &w.persisted_beat {
                 let observed_beat = status.last_heartbeat.as_ref().map(|t| t.0);
-                // Liveness is monotone: never move an observed (newer) beat backwards.
-                if observed_beat.is_none_or(|o| o < *beat) {
+                // Liveness is monotone: never move an observed (newer) beat backwards. A beat at
+                // the observed second may still report a new revision.
+                if observed_beat.is_none_or(|o| o <= *beat) {
                     status.last_heartbeat = Some(Time(*beat));
-                    if version.is_some() {
-                        status.reported_version = version.clone();
+                    if reported.version.is_some() {
+                        status.reported_version = reported.version.clone();
+                    }
+                    if reported.revision.is_some() {
+                        status.reported_revision = reported.revision.clone();
                     }
                 }
             }
@@ -442,7 +447,13 @@ mod tests {
             readiness: &ready,
             health: &health,
             workspace: "root:faros:providers:q".into(),
-            persisted_beat: Some((ts("2026-01-01T00:00:05Z"), Some("1.2.3".into()))),
+            persisted_beat: Some((
+                ts("2026-01-01T00:00:05Z"),
+                Reported {
+                    version: Some("1.2.3".into()),
+                    revision: Some("q-0123456789".into()),
+                },
+            )),
         };
         let s = desired_status("q", None, Some(3), Ok(&winner), now);
         let v = serde_json::to_value(&s).unwrap();
@@ -453,6 +464,7 @@ mod tests {
                 "endpoints": {"ui": "http://q/ui", "backend": "http://q/"},
                 "lastHeartbeat": "2026-01-01T00:00:05Z",
                 "reportedVersion": "1.2.3",
+                "reportedRevision": "q-0123456789",
                 "observedGeneration": 3,
                 "conditions": [
                     {"type": "BackendHealthy", "status": "True", "reason": "Healthy", "message": "Health probe succeeded.",

@@ -87,6 +87,28 @@ pub struct View {
     pub readiness: Readiness,
     pub last_beat: Option<Timestamp>,
     pub reported_version: Option<String>,
+    /// The ProviderRevision the provider's heartbeats say it serves.
+    pub reported_revision: Option<String>,
+}
+
+/// What a heartbeat reports besides its time: the provider's version and the ProviderRevision it
+/// serves (`<name>-<short digest>`). An absent field leaves the last one reported in place.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reported {
+    pub version: Option<String>,
+    pub revision: Option<String>,
+}
+
+impl Reported {
+    /// Takes what `newer` reports, keeping what it leaves out.
+    fn update(&mut self, newer: Reported) {
+        if newer.version.is_some() {
+            self.version = newer.version;
+        }
+        if newer.revision.is_some() {
+            self.revision = newer.revision;
+        }
+    }
 }
 
 /// Why a heartbeat was not recorded.
@@ -99,9 +121,9 @@ pub enum RegistryError {
 #[derive(Clone, Debug, Default)]
 struct Liveness {
     last_beat: Option<Timestamp>,
-    version: Option<String>,
+    reported: Reported,
     /// The last beat handed to the status writer; persisting is throttled against it.
-    persisted: Option<(Timestamp, Option<String>)>,
+    persisted: Option<(Timestamp, Reported)>,
 }
 
 /// The maps every proxied request looks a provider up in: a seeded foldhash, not SipHash (the
@@ -413,16 +435,17 @@ impl Registry {
         // write its own status, so a far-future lastHeartbeat must not keep it Ready forever.
         if let Some(beat) = observed.and_then(|s| s.last_heartbeat.as_ref()).map(|t| t.0) {
             let beat = beat.min(self.clock.now());
-            let version = observed.and_then(|s| s.reported_version.clone());
+            let reported = Reported {
+                version: observed.and_then(|s| s.reported_version.clone()),
+                revision: observed.and_then(|s| s.reported_revision.clone()),
+            };
             let live = inner.liveness.entry(name.to_string()).or_default();
             if live.last_beat.is_none_or(|b| b < beat) {
                 live.last_beat = Some(beat);
-                if version.is_some() {
-                    live.version = version.clone();
-                }
+                live.reported.update(reported.clone());
             }
             if live.persisted.as_ref().is_none_or(|(p, _)| *p < beat) {
-                live.persisted = Some((beat, version));
+                live.persisted = Some((beat, reported));
             }
         }
         let provider = Provider {
@@ -452,7 +475,7 @@ impl Registry {
 
     /// Records a heartbeat at `now`. Returns whether it should be persisted (at most once per
     /// `persist_every` per provider).
-    pub fn heartbeat(&self, name: &str, version: Option<String>, now: Timestamp) -> Result<bool, RegistryError> {
+    pub fn heartbeat(&self, name: &str, reported: Reported, now: Timestamp) -> Result<bool, RegistryError> {
         let (persist, probe) = {
             let mut inner = self.write();
             if !inner.providers.contains_key(name) {
@@ -461,15 +484,15 @@ impl Registry {
             let every = jiff::SignedDuration::try_from(self.settings.persist_every).unwrap_or_default();
             let live = inner.liveness.entry(name.to_string()).or_default();
             live.last_beat = Some(live.last_beat.map_or(now, |b| b.max(now)));
-            if version.is_some() {
-                live.version = version.clone();
-            }
+            live.reported.update(reported);
+            // A new version or revision is persisted at once: the hub reconciler's health gate
+            // waits for the revision in the CatalogEntry's status.
             let due = live
                 .persisted
                 .as_ref()
-                .is_none_or(|(p, _)| now.duration_since(*p) >= every);
+                .is_none_or(|(p, r)| now.duration_since(*p) >= every || *r != live.reported);
             if due {
-                live.persisted = Some((to_seconds(now), live.version.clone()));
+                live.persisted = Some((to_seconds(now), live.reported.clone()));
                 inner.dirty.insert(name.to_string());
             }
             // A provider beats once it serves: a backend probed before that (a restart, a first
@@ -579,8 +602,15 @@ impl Registry {
             provider: p.clone(),
             readiness: readiness(&p.endpoints, last_beat, &health, now, self.settings.heartbeat_ttl),
             last_beat,
-            reported_version: live.and_then(|l| l.version.clone()),
+            reported_version: live.and_then(|l| l.reported.version.clone()),
+            reported_revision: live.and_then(|l| l.reported.revision.clone()),
         }
+    }
+
+    /// The ProviderRevision provider `name`'s heartbeats report serving; the identity assertion of
+    /// a request routed to it names it.
+    pub fn reported_revision(&self, name: &str) -> Option<String> {
+        self.read().liveness.get(name).and_then(|l| l.reported.revision.clone())
     }
 
     /// Provider `name` and its readiness now: what routing a request needs, and no more.

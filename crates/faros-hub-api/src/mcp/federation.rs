@@ -529,7 +529,12 @@ impl Federation {
         let identity = ctx.identity();
         let assertion = self
             .keys
-            .sign(&identity, provider, faros_core::identity::now_unix())
+            .sign(
+                &identity,
+                provider,
+                self.registry.reported_revision(provider).as_deref(),
+                faros_core::identity::now_unix(),
+            )
             .map_err(|e| McpClientError::Failed(format!("signing the identity assertion: {e}")))?;
         upstream::identity_headers(&identity, &assertion)
     }

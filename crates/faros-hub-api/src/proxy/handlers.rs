@@ -222,9 +222,11 @@ pub async fn backend(st: &AppState, req: Request, request_id: &http::HeaderValue
             .tenancy
             .identity_for(&st.registry, &caller, req.headers(), name)
             .await?;
+        // The revision the provider's heartbeats say it serves: the one this request reaches.
+        let revision = st.registry.reported_revision(name);
         let assertion = st
             .keys
-            .sign(&identity, name, faros_core::identity::now_unix())
+            .sign(&identity, name, revision.as_deref(), faros_core::identity::now_unix())
             .map_err(|e| Status::internal(format!("signing the identity assertion: {e}")))?;
         let mode = Mode::Backend {
             base_path,

@@ -199,6 +199,12 @@ async fn serve(app: App, args: ServeArgs) -> anyhow::Result<()> {
     let heartbeat = args.hub_url.as_ref().map(|hub| {
         let mut hb = HeartbeatConfig::new(hub, &provider, app.version());
         hb.ca_pem = ca_pem.clone();
+        // The revision is what this binary's `init` publishes; a provider whose inputs cannot be
+        // read still beats (with its version), as one from before revisions did.
+        hb.revision = heartbeat::serving_revision(&provider, &app.init_options()).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "heartbeats name no revision");
+            None
+        });
         hb.token = match &args.hub_token_file {
             Some(p) => TokenSource::File(p.clone()),
             None => TokenSource::Kubeconfig(

@@ -148,11 +148,42 @@ fn loser_status_reports_the_conflict() {
     assert!(reg.desired_statuses("q", ts(T0)).iter().all(|w| !w.needs_write()));
 }
 
+/// A beat naming a new revision is persisted at once, inside the throttle (the reconciler's health
+/// gate waits for it); a beat naming none keeps the last one.
+#[test]
+fn a_new_revision_is_persisted_at_once() {
+    let (clock, reg) = setup();
+    reg.upsert(cand("q", "c", Some("root:faros:providers:q"), "http://q/"));
+    let rev = |r: &str| Reported {
+        version: None,
+        revision: Some(r.into()),
+    };
+    assert_eq!(reg.heartbeat("q", rev("q-0000000001"), clock.now()), Ok(true));
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(
+        reg.heartbeat("q", rev("q-0000000001"), clock.now()),
+        Ok(false),
+        "same revision: throttled"
+    );
+    assert_eq!(
+        reg.heartbeat("q", rev("q-0000000002"), clock.now()),
+        Ok(true),
+        "new revision: at once"
+    );
+    assert_eq!(reg.heartbeat("q", Reported::default(), clock.now()), Ok(false));
+    assert_eq!(
+        reg.view("q").unwrap().reported_revision.as_deref(),
+        Some("q-0000000002")
+    );
+    let work = reg.desired_statuses("q", clock.now());
+    assert_eq!(work[0].desired.reported_revision.as_deref(), Some("q-0000000002"));
+}
+
 #[test]
 fn heartbeats_ttl_and_persist_throttle() {
     let (clock, reg) = setup();
     assert_eq!(
-        reg.heartbeat("q", None, clock.now()),
+        reg.heartbeat("q", Reported::default(), clock.now()),
         Err(RegistryError::UnknownProvider("q".into()))
     );
     reg.upsert(cand("q", "c", Some("root:faros:providers:q"), "http://q/"));
@@ -161,11 +192,21 @@ fn heartbeats_ttl_and_persist_throttle() {
         "never beaten: ready on endpoints"
     );
     // First beat persists; the next within 15 s does not; after 15 s it does again.
-    assert_eq!(reg.heartbeat("q", Some("1.0".into()), clock.now()), Ok(true));
+    assert_eq!(
+        reg.heartbeat(
+            "q",
+            Reported {
+                version: Some("1.0".into()),
+                revision: None
+            },
+            clock.now()
+        ),
+        Ok(true)
+    );
     clock.advance(Duration::from_secs(10));
-    assert_eq!(reg.heartbeat("q", None, clock.now()), Ok(false));
+    assert_eq!(reg.heartbeat("q", Reported::default(), clock.now()), Ok(false));
     clock.advance(Duration::from_secs(5));
-    assert_eq!(reg.heartbeat("q", None, clock.now()), Ok(true));
+    assert_eq!(reg.heartbeat("q", Reported::default(), clock.now()), Ok(true));
     let v = reg.view("q").unwrap();
     assert_eq!((v.readiness.ready, v.reported_version.as_deref()), (true, Some("1.0")));
     // 91 s of silence: stale.
@@ -174,7 +215,15 @@ fn heartbeats_ttl_and_persist_throttle() {
     assert_eq!((v.readiness.ready, v.readiness.reason), (false, "HeartbeatStale"));
     assert_eq!(reg.reevaluate(clock.now()), 0);
     // One beat brings it back.
-    reg.heartbeat("q", Some("1.1".into()), clock.now()).unwrap();
+    reg.heartbeat(
+        "q",
+        Reported {
+            version: Some("1.1".into()),
+            revision: None,
+        },
+        clock.now(),
+    )
+    .unwrap();
     let v = reg.view("q").unwrap();
     assert_eq!((v.readiness.ready, v.reported_version.as_deref()), (true, Some("1.1")));
     assert_eq!(reg.reevaluate(clock.now()), 1);
@@ -286,7 +335,7 @@ fn a_beat_asks_for_a_probe_while_the_backend_is_not_known_healthy() {
         health_path: None,
     });
     reg.upsert(c);
-    let beat = || reg.heartbeat("q", None, clock.now()).unwrap();
+    let beat = || reg.heartbeat("q", Reported::default(), clock.now()).unwrap();
     let cases: [(&str, Option<BackendHealth>, bool); 3] = [
         ("never probed", None, true),
         (
