@@ -281,7 +281,10 @@ impl McpHub {
     }
 
     fn beat(&self, name: &str) {
-        self.hub.registry().heartbeat(name, Default::default(), self.clock.now()).unwrap();
+        self.hub
+            .registry()
+            .heartbeat(name, Default::default(), self.clock.now())
+            .unwrap();
     }
 }
 
