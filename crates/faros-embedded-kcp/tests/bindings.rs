@@ -9,6 +9,7 @@ use common::kcp::*;
 use common::{USER_TOKEN, eventually};
 use faros_core::kcp::apis::{v1alpha1, v1alpha2};
 use faros_core::wait::wait_for;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -659,4 +660,103 @@ async fn the_view_kept_per_consumer_equals_the_view_built_whole() {
     .await;
     assert_eq!(kept, whole);
     server.shutdown().await;
+}
+
+/// kcp's move of a binding when its export names a new schema: the old schema stays bound while
+/// the new one's bound copy is made (`BindingUpToDate` False, `WaitingForEstablished`, seen on a
+/// watch), then `boundResources` names the new one, and objects stored before are read under it.
+#[tokio::test]
+async fn an_export_moved_to_a_new_schema_moves_its_bindings_once_established() {
+    let t = start().await;
+    let root = t.admin().await;
+    publish_widgets(&root, EXPORT, json!([])).await;
+    make_cluster(&t, "t1").await;
+    let t1 = admin_in(&t, "t1").await;
+    let bindings: Api<v1alpha2::APIBinding> = Api::all(t1.clone());
+    bindings
+        .create(&PostParams::default(), &binding("widgets", "root", EXPORT, json!([])))
+        .await
+        .unwrap();
+    let bound = wait_bound(&bindings, "widgets").await;
+    let ws: Api<DynamicObject> = Api::namespaced_with(t1.clone(), "default", &widgets());
+    eventually("a widget in t1", WAIT, || async {
+        ws.create(
+            &PostParams::default(),
+            &dynamic(
+                json!({"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w1"},
+                "spec": {"size": 2}}),
+            ),
+        )
+        .await
+        .ok()
+    })
+    .await;
+
+    let rv = bound.metadata.resource_version.clone().unwrap();
+    let mut events = bindings
+        .watch(&kube::api::WatchParams::default().fields("metadata.name=widgets"), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let mut v2 = widget_schema("v2.widgets.example.io", "Widget", "widgets");
+    v2.data["spec"]["versions"][0]["schema"]["properties"]["spec"]["properties"]["shape"] =
+        json!({"type": "string", "default": "round"});
+    create_schema(&root, v2).await;
+    Api::<v1alpha2::APIExport>::all(root.clone())
+        .patch(
+            EXPORT,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"resources": [{"group": "example.io", "name": "widgets",
+                "schema": "v2.widgets.example.io", "storage": {"crd": {}}}]}})),
+        )
+        .await
+        .unwrap();
+
+    let mut waited = false;
+    let moved = tokio::time::timeout(WAIT, async {
+        while let Some(event) = events.try_next().await.unwrap() {
+            let kube::api::WatchEvent::Modified(b) = event else {
+                continue;
+            };
+            let status = b.status.clone().unwrap_or_default();
+            let schema = status.bound_resources.clone().unwrap_or_default()[0]
+                .schema
+                .name
+                .clone();
+            let up_to_date = status
+                .conditions
+                .unwrap_or_default()
+                .into_iter()
+                .find(|c| c.type_ == "BindingUpToDate")
+                .unwrap();
+            if up_to_date.reason.as_deref() == Some("WaitingForEstablished") {
+                assert_eq!(schema, "v1.widgets.example.io", "the old schema stays bound meanwhile");
+                assert_eq!(
+                    up_to_date.message.as_deref(),
+                    Some("Waiting for API(s) to be established: v2.widgets.example.io")
+                );
+                waited = true;
+            }
+            if schema == "v2.widgets.example.io" {
+                return b;
+            }
+        }
+        panic!("the watch ended");
+    })
+    .await
+    .expect("the binding moves to the new schema");
+    assert!(waited, "BindingUpToDate was WaitingForEstablished before the move");
+    assert!(
+        conditions(&moved).contains(&("BindingUpToDate".into(), "True".into(), None)),
+        "{:?}",
+        conditions(&moved)
+    );
+    let br = &moved.status.unwrap().bound_resources.unwrap()[0];
+    assert_eq!(br.storage_versions.as_deref(), Some(&["v1".to_string()][..]));
+    // The stored widget, read under the new schema: its default applies, nothing was rewritten.
+    let w1 = ws.get("w1").await.unwrap();
+    assert_eq!(
+        (&w1.data["spec"]["size"], &w1.data["spec"]["shape"]),
+        (&json!(2), &json!("round"))
+    );
 }
