@@ -70,6 +70,8 @@ pub struct Launch {
     args: Vec<OsString>,
     envs: Vec<(OsString, OsString)>,
     timeout: Duration,
+    /// Run in the state directory's parent without `--state-dir` (the default `.faros`).
+    default_state_dir: bool,
 }
 
 impl Launch {
@@ -83,7 +85,21 @@ impl Launch {
             args: Vec::new(),
             envs: Vec::new(),
             timeout: READY_TIMEOUT,
+            default_state_dir: false,
         }
+    }
+
+    /// As the docs run it: in the directory that holds the state directory, which must be named
+    /// `.faros`, and without `--state-dir`, so every path `faros dev` derives from its default
+    /// relative state directory is exercised.
+    pub fn default_state_dir(mut self) -> Self {
+        assert!(
+            self.state_dir.file_name().is_some_and(|n| n == ".faros"),
+            "the default state directory is .faros, not {}",
+            self.state_dir.display()
+        );
+        self.default_state_dir = true;
+        self
     }
 
     /// The hub on `port`, for tests that dial it before `faros dev` announces it.
@@ -130,9 +146,15 @@ impl Launch {
         let mut cmd = Command::new(&self.bin);
         cmd.arg("dev")
             .args(["--kcp-port", "0", "--quickstart-port", "0", "--hub-port"])
-            .arg(self.hub_port.to_string())
-            .arg("--state-dir")
-            .arg(&self.state_dir);
+            .arg(self.hub_port.to_string());
+        match (self.default_state_dir, self.state_dir.parent()) {
+            (true, Some(dir)) => {
+                cmd.current_dir(dir);
+            }
+            _ => {
+                cmd.arg("--state-dir").arg(&self.state_dir);
+            }
+        }
         if let Some(file) = &self.token_file {
             cmd.arg("--token-file").arg(file);
         }

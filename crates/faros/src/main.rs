@@ -72,6 +72,8 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Provider(ProviderCommand::New(args)) => {
             let dir = faros::scaffold::run(&args)?;
+            // `--dir ../notes` is printed as the directory it is, not as `<cwd>/../notes`.
+            let dir = dir.canonicalize().unwrap_or(dir);
             println!("created provider `{}` in {}", args.name, dir.display());
             // As docs/provider-authoring.md builds it: in the crate, where `faros dev --provider`
             // (through `cargo metadata`) looks for the binary.

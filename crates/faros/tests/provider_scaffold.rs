@@ -1,8 +1,10 @@
-//! From nothing to a working provider, as an author does it: `faros provider new notes` into a
-//! temporary directory, `cargo test` (the scaffold's own tests) and build it next to this
-//! workspace's target directory, run it with `faros dev --provider`, enable it in the demo
-//! workspace, create a Note with kubectl and see it reconciled, and find its MCP tool federated in
-//! the workspace's MCP endpoint; then rebuild it and see faros dev run the new binary.
+//! From nothing to a working provider, as docs/provider-authoring.md walks an author through it,
+//! with the page's own commands (read from it): `faros provider new notes --dir ../notes` from a
+//! checkout directory, `cd ../notes && cargo test` (the scaffold's own tests, which build it next
+//! to this workspace's target directory), `faros dev --provider ../notes` from the checkout with
+//! the default state directory `.faros`, enable it in the demo workspace, create a Note with
+//! kubectl and see it reconciled (`kubectl get notes` as the page shows it), and find its MCP tool
+//! federated in the workspace's MCP endpoint; then rebuild it and see faros dev run the new binary.
 //!
 //! The build reuses this workspace's compiled dependencies: CARGO_TARGET_DIR is the workspace's
 //! target directory, Cargo.lock is the workspace's, the scaffold carries the same `[profile.dev]`,
@@ -11,7 +13,6 @@
 
 mod devproc;
 
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -36,6 +37,35 @@ fn target_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().to_path_buf()
 }
 
+/// docs/provider-authoring.md.
+fn guide() -> String {
+    std::fs::read_to_string(workspace_root().join("docs/provider-authoring.md")).unwrap()
+}
+
+/// The guide's `$ cargo run -p faros -- <sub> …` command: the arguments after `--`.
+fn guide_faros_args(guide: &str, sub: &str) -> Vec<String> {
+    let prefix = format!("$ cargo run -p faros -- {sub} ");
+    let line = guide
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("docs/provider-authoring.md has no `{prefix}…` command"));
+    line.trim_start_matches("$ cargo run -p faros -- ")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The lines the guide shows under the command starting with `command`.
+fn guide_output(guide: &str, command: &str) -> Vec<String> {
+    guide
+        .lines()
+        .skip_while(|l| !l.starts_with(command))
+        .skip(1)
+        .take_while(|l| !l.starts_with("```") && !l.starts_with('$'))
+        .map(str::to_string)
+        .collect()
+}
+
 fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String) {
     let out = faros_test_support::kubectl::run(kubeconfig, args, stdin).unwrap();
     (out.status.success(), faros_test_support::kubectl::printed(&out))
@@ -45,16 +75,27 @@ fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (bool, Stri
 async fn a_scaffolded_provider_builds_runs_on_faros_dev_reconciles_and_federates_its_tool() {
     faros_core::telemetry::install_crypto_provider();
     let tmp = tempfile::tempdir().unwrap();
-    let crate_dir = tmp.path().join("notes");
+    let home = tmp.path().canonicalize().unwrap();
+    // The guide's commands run in a faros checkout (`/home/me/faros-rs`); the crate goes beside it.
+    let checkout = home.join("faros-rs");
+    std::fs::create_dir(&checkout).unwrap();
+    let crate_dir = home.join("notes");
+    let guide = guide();
 
-    // Scaffold.
+    // Scaffold, as the guide does and with the output it shows.
+    let scaffold = guide_faros_args(&guide, "provider new");
+    assert_eq!(scaffold, ["provider", "new", "notes", "--dir", "../notes"]);
     let out = Command::new(FAROS)
-        .args(["provider", "new", "notes", "--dir"])
-        .arg(&crate_dir)
+        .args(&scaffold)
+        .current_dir(&checkout)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("faros dev --provider"));
+    let shown: Vec<String> = guide_output(&guide, "$ cargo run -p faros -- provider new")
+        .iter()
+        .map(|l| l.replace("/home/me", &home.display().to_string()))
+        .collect();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().collect::<Vec<_>>(), shown);
     std::fs::copy(workspace_root().join("Cargo.lock"), crate_dir.join("Cargo.lock")).unwrap();
     // CI builds this workspace with `cargo test --workspace`, which unifies features over every
     // member's dev-dependencies: tokio gets `test-util`, tempfile turns on rustix's (and so
@@ -68,11 +109,16 @@ async fn a_scaffolded_provider_builds_runs_on_faros_dev_reconciles_and_federates
     );
     std::fs::write(crate_dir.join("Cargo.toml"), manifest).unwrap();
 
-    // Its own tests, and its binary, built beside this workspace.
+    // Its own tests, and its binary, built beside this workspace (the guide's section 2: the
+    // workspace's target directory and lock file, offline).
+    assert!(
+        guide.contains("$ cd ../notes && cargo test\n"),
+        "the guide's build command changed"
+    );
     let started = Instant::now();
     let built = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["test", "--offline", "--manifest-path"])
-        .arg(crate_dir.join("Cargo.toml"))
+        .args(["test", "--offline"])
+        .current_dir(checkout.join("../notes"))
         .env("CARGO_TARGET_DIR", target_dir())
         .output()
         .unwrap();
@@ -100,15 +146,15 @@ async fn a_scaffolded_provider_builds_runs_on_faros_dev_reconciles_and_federates
         "{compiled:?}"
     );
 
-    // faros dev with the provider beside the hub (no quickstart: this provider is the point).
-    let state = tmp.path().join("state");
-    // The banner does not wait for `--provider` crates (a broken one must not hold the stack up).
+    // faros dev with the provider beside the hub, from the checkout with the default `.faros`, as
+    // the guide runs it. The banner does not wait for `--provider` crates (a broken one must not
+    // hold the stack up).
+    let dev_args = guide_faros_args(&guide, "dev");
+    assert_eq!(dev_args, ["dev", "--provider", "../notes"]);
+    let state = checkout.join(".faros");
     let mut dev = devproc::launch(&state)
-        .args([
-            OsStr::new("--no-quickstart"),
-            OsStr::new("--provider"),
-            crate_dir.as_os_str(),
-        ])
+        .default_state_dir()
+        .args(&dev_args[1..])
         .env("CARGO_TARGET_DIR", target_dir())
         .start()
         .await
@@ -204,6 +250,15 @@ async fn a_scaffolded_provider_builds_runs_on_faros_dev_reconciles_and_federates
         None,
     );
     assert_eq!(ready, "True");
+    let (ok, table) = kubectl(&kubeconfig, &["get", "notes"], None);
+    let shown = guide_output(&guide, "$ kubectl --kubeconfig demo.kubeconfig get notes");
+    let columns = |l: &str| l.split_whitespace().take(3).map(str::to_string).collect::<Vec<_>>();
+    assert!(ok, "{table}");
+    assert_eq!(
+        table.lines().map(columns).collect::<Vec<_>>(),
+        shown.iter().map(|l| columns(l)).collect::<Vec<_>>(),
+        "kubectl get notes printed:\n{table}"
+    );
 
     // Its MCP tool, federated into the workspace's MCP endpoint, sees the Note.
     let transport = StreamableHttpClientTransport::with_client(

@@ -82,3 +82,86 @@ fn the_scaffolded_code_is_formatted_in_this_repositorys_style() {
         .unwrap();
     assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stdout));
 }
+
+/// The `helm install notes ./chart …` command of a Markdown text, its `\` continuations joined:
+/// the namespace and the `--set`s.
+fn chart_install(markdown: &str) -> (String, Vec<String>) {
+    let command: String = markdown
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| !l.starts_with("helm install notes ./chart"))
+        .scan(true, |more, l| {
+            let this = more.then(|| l.trim_end_matches('\\').to_string());
+            *more = l.ends_with('\\');
+            this
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(
+        words.get(..4),
+        Some(&["helm", "install", "notes", "./chart"][..]),
+        "{command}"
+    );
+    let (mut namespace, mut sets) = (None, Vec::new());
+    let mut rest = words[4..].iter();
+    while let Some(word) = rest.next() {
+        match *word {
+            "-n" | "--namespace" => namespace = rest.next().map(|n| n.to_string()),
+            "--set" => sets.extend(rest.next().map(|s| s.to_string())),
+            other => panic!("the helm install has {other:?}, which this test does not read: {command}"),
+        }
+    }
+    (namespace.expect("the install names its namespace"), sets)
+}
+
+/// docs/provider-authoring.md's and the scaffolded chart README's `helm install` of the scaffolded
+/// chart, word for word but as `helm template`: each renders, mounts the kubeconfig Secret the hub
+/// reconciler mirrors, and its namespace is the one the reconciler chart mirrors into for a
+/// reconciler released in `faros` (the guide's premise), so the pod does not wait forever for a
+/// Secret that never comes.
+#[test]
+fn the_documented_chart_installs_land_in_the_reconcilers_mirror_namespace() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let helm = Helm::find().unwrap_or_else(|e| panic!("{e}"));
+    // The reconciler chart of the platform the guide installs into (released in `faros`, mirror on).
+    let reconciler = helm
+        .template(
+            "reconciler",
+            "faros",
+            &root.join("charts/faros-hub-reconciler"),
+            &[&root.join("charts/faros-hub-reconciler/ci/default-values.yaml")],
+            &["mirror.enabled=true"],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mirror = reconciler
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .trim_start_matches("- ")
+                .trim_matches('"')
+                .strip_prefix("--mirror-namespace=")
+        })
+        .unwrap_or_else(|| panic!("the reconciler chart mirrors nowhere:\n{reconciler}"));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("notes");
+    scaffold(&dir, "notes");
+    let guide = std::fs::read_to_string(root.join("docs/provider-authoring.md")).unwrap();
+    let readme = std::fs::read_to_string(dir.join("chart/README.md")).unwrap();
+    for (doc, text) in [
+        ("docs/provider-authoring.md", guide),
+        ("the scaffolded chart/README.md", readme),
+    ] {
+        let (namespace, sets) = chart_install(&text);
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let rendered = helm
+            .template("notes", &namespace, &dir.join("chart"), &[], &sets)
+            .unwrap_or_else(|e| panic!("{doc}: {e}"));
+        assert!(rendered.contains("secretName: notes-kubeconfig"), "{doc}: {rendered}");
+        assert_eq!(
+            namespace, mirror,
+            "{doc} installs the provider where no kubeconfig is mirrored"
+        );
+    }
+}

@@ -506,6 +506,33 @@ fn documented_install_sequences_wire_every_pod_to_something_that_exists() {
     }
 }
 
+/// Every `helm install` the documentation shows is rendered by a test: README.md's and
+/// docs/install.md's here, docs/provider-authoring.md's (a scaffolded provider's own chart) by
+/// `scaffold_files.rs`, which renders it and the scaffolded chart README's against the reconciler's
+/// mirror namespace. A new doc with an install block must join one of them.
+#[test]
+fn every_documented_helm_install_is_rendered_by_a_test() {
+    const SCAFFOLD_FILES: [&str; 1] = ["docs/provider-authoring.md"];
+    let mut docs = vec!["README.md".to_string()];
+    let mut pages: Vec<String> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .map(|p| format!("docs/{}", p.file_name().unwrap().to_string_lossy()))
+        .collect();
+    pages.sort();
+    docs.extend(pages);
+    for doc in docs {
+        let text = std::fs::read_to_string(root().join(&doc)).unwrap();
+        let installs = sh_blocks(&text).iter().flatten().any(|c| parse_install(c).is_some());
+        assert!(
+            !installs || DOCUMENTS.contains(&doc.as_str()) || SCAFFOLD_FILES.contains(&doc.as_str()),
+            "{doc} shows a helm install no test renders: add it to DOCUMENTS or to scaffold_files.rs"
+        );
+    }
+}
+
 #[test]
 fn the_umbrella_follows_a_renamed_hub_on_another_port() {
     let copy = charts();
