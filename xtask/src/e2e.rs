@@ -6,7 +6,10 @@
 //!   scenarios against an installed platform, using only what a user of it has;
 //! - `--target kind`: a kind cluster with kcp (kcp's Helm chart, or `--kcp embedded` for the
 //!   faros-kcp chart), the images and charts of this repository, then the external target against it
-//!   ([`kind`]).
+//!   ([`kind`]);
+//! - `--target kube`: the charts installed by helm on a real Kubernetes control plane without
+//!   containers (`cargo xtask kube up`), whose Pods the process node runs (`cargo xtask kube node`),
+//!   with real kcp as a host process as in `--target kcp` ([`kube`]).
 //!
 //! Every target is a plan ([`plan::Plan`]) built without IO; `--dry-run` prints it, [`exec`] runs it.
 //! This module only reads flags and the machine (which tools exist), never decides the plan.
@@ -14,6 +17,7 @@
 mod exec;
 pub(crate) mod kcp;
 mod kind;
+mod kube;
 mod plan;
 mod platform;
 mod prereqs;
@@ -43,6 +47,9 @@ pub enum Target {
     /// Real kcp (built from its Go modules, or --kcp-binary) and the hub and quickstart as
     /// separate processes on 127.0.0.1 (needs Go or a kcp binary, openssl and kubectl).
     Kcp,
+    /// The charts by helm on a real Kubernetes control plane whose Pods run as local processes
+    /// (`cargo xtask kube up` and `kube node`; needs root), with real kcp as a host process.
+    Kube,
 }
 
 #[derive(Args)]
@@ -101,6 +108,8 @@ pub struct E2e {
     filter: Option<String>,
 }
 
+/// Where the kube target keeps its files (kcp's, the control plane's, the node's).
+const KUBE_WORK_DIR: &str = "target/e2e/kube";
 /// Where the kind target keeps its files, relative to the project root.
 const KIND_WORK_DIR: &str = "target/e2e/kind";
 /// Where the kcp target keeps its files (kcp's root directory, certificates, tokens, logs).
@@ -198,6 +207,52 @@ impl E2e {
                         idp: ports[6 + 3 * servers],
                     },
                     sharded: sharded_ports.as_ref(),
+                    tokens: &tokens,
+                    filter,
+                });
+                plan.keep_processes = self.keep;
+                Ok(plan)
+            }
+            Target::Kube => {
+                if !self.dry_run {
+                    self.kcp_needs(root).map_err(anyhow::Error::msg)?;
+                }
+                let work = root.join(KUBE_WORK_DIR);
+                let logs = root.join(LOGS_DIR);
+                let (tokens, ports) = if self.dry_run {
+                    let placeholder = (0..7).map(|i| 6443 + i as u16).collect::<Vec<_>>();
+                    (tokens::Tokens::placeholder(tokens::Holders::Kcp), placeholder)
+                } else {
+                    (tokens::Tokens::generate(tokens::Holders::Kcp)?, free_ports(7)?)
+                };
+                let kcp = match &self.kcp_binary {
+                    Some(path) => std::path::absolute(path)?,
+                    None => crate::kcp::build::bin_dir(root, &self.kcp_version).join("kcp"),
+                };
+                let helm = std::env::var("FAROS_HELM").unwrap_or_else(|_| "helm".into());
+                let xtask = std::env::current_exe()?;
+                let mut plan = kube::plan(&kube::Input {
+                    kcp: kcp::Input {
+                        work: &work,
+                        logs: &logs,
+                        kcp: &kcp,
+                        build_kcp: self.kcp_binary.is_none().then_some(self.kcp_version.as_str()),
+                        faros_bin: &root.join("target/debug"),
+                        ports: kcp::Ports {
+                            kcp: ports[0],
+                            etcd_client: ports[1],
+                            etcd_peer: ports[2],
+                            hub: ports[3],
+                            reconciler: ports[4],
+                            quickstart: ports[5],
+                            idp: ports[6],
+                        },
+                        sharded: None,
+                        tokens: &tokens,
+                        filter,
+                    },
+                    xtask: &xtask,
+                    helm: &helm,
                     tokens: &tokens,
                     filter,
                 });

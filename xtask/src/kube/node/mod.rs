@@ -46,6 +46,8 @@ const TICK: Duration = Duration::from_millis(500);
 const HEARTBEAT: Duration = Duration::from_secs(10);
 /// Before retrying a Pod that could not start (a Secret not there yet).
 const RETRY: Duration = Duration::from_secs(2);
+/// Each container's grace when the node itself is stopped.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// The curl image of the charts' `helm test` Pods.
 pub(crate) const CURL_IMAGE: &str = "docker.io/curlimages/curl";
 
@@ -73,16 +75,31 @@ pub struct NodeCmd {
 }
 
 /// The image map: each faros image → its binary snapshotted from `bin` into `snapshot` (a hard
-/// link, so a rebuild while Pods run changes nothing, as an image would not), and curl.
-fn images(bin: &Path, snapshot: &Path, extra: &[String]) -> anyhow::Result<Images> {
+/// link, so a rebuild while Pods run changes nothing, as an image would not) with the files the
+/// Dockerfile copies beside it (from the repository at `root`), and curl.
+fn images(root: &Path, bin: &Path, snapshot: &Path, extra: &[String]) -> anyhow::Result<Images> {
     std::fs::create_dir_all(snapshot)?;
     let mut map = BTreeMap::new();
     for c in Component::ALL {
-        let (binary, args) = match c {
-            Component::Kcp => ("faros", vec!["kcp".to_string()]),
-            Component::HubApi => ("faros-hub-api", vec![]),
-            Component::HubReconciler => ("faros-hub-reconciler", vec![]),
-            Component::ProviderQuickstart => ("faros-provider-quickstart", vec![]),
+        let (binary, args, files) = match c {
+            Component::Kcp => ("faros", vec!["kcp".to_string()], vec![]),
+            Component::HubApi => ("faros-hub-api", vec![], vec![]),
+            Component::HubReconciler => ("faros-hub-reconciler", vec![], vec![]),
+            // The Dockerfile's COPY lines of its stage.
+            Component::ProviderQuickstart => (
+                "faros-provider-quickstart",
+                vec![],
+                vec![
+                    (
+                        root.join("providers/quickstart/schemas"),
+                        "/etc/faros/schemas".to_string(),
+                    ),
+                    (
+                        root.join("providers/quickstart/manifest.yaml"),
+                        "/etc/faros/catalogentry/catalogentry.yaml".to_string(),
+                    ),
+                ],
+            ),
         };
         let from = bin.join(binary);
         let to = snapshot.join(binary);
@@ -98,6 +115,7 @@ fn images(bin: &Path, snapshot: &Path, extra: &[String]) -> anyhow::Result<Image
             Entrypoint {
                 program: std::path::absolute(&to)?,
                 args,
+                files,
             },
         );
     }
@@ -106,6 +124,7 @@ fn images(bin: &Path, snapshot: &Path, extra: &[String]) -> anyhow::Result<Image
         Entrypoint {
             program: "/usr/bin/curl".into(),
             args: vec![],
+            files: vec![],
         },
     );
     for e in extra {
@@ -117,6 +136,7 @@ fn images(bin: &Path, snapshot: &Path, extra: &[String]) -> anyhow::Result<Image
             Entrypoint {
                 program: program.into(),
                 args: vec![],
+                files: vec![],
             },
         );
     }
@@ -129,7 +149,7 @@ impl NodeCmd {
         if dir.exists() {
             std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
         }
-        let images = images(&root.join(&self.bin), &dir.join("bin"), &self.images)?;
+        let images = images(root, &root.join(&self.bin), &dir.join("bin"), &self.images)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -223,9 +243,15 @@ impl Node {
                 eprintln!("{e:#}");
             }
         }
+        // All at once, each container with a short grace: whoever stops the node (the e2e plan)
+        // waits only seconds before SIGKILL, which would leave the Pods' processes behind.
         eprintln!("stopping every Pod");
-        for (_, run) in std::mem::take(&mut self.pods) {
-            tokio::task::block_in_place(|| run.stop());
+        let stopping: Vec<_> = std::mem::take(&mut self.pods)
+            .into_values()
+            .map(|run| std::thread::spawn(move || run.stop_within(SHUTDOWN_GRACE)))
+            .collect();
+        for t in stopping {
+            let _ = t.join();
         }
         Ok(())
     }
@@ -534,7 +560,9 @@ impl Node {
             });
             let ns = Netns::Of(run.sandbox.pid());
             for addr in &wanted {
-                if run.listeners.contains_key(addr) {
+                // A Service on a port the Pod itself listens on: its wildcard bind answers that
+                // address (the Pod reaches itself, one of the Service's endpoints when it selects it).
+                if run.listeners.contains_key(addr) || run.own_ports.contains(&addr.port()) {
                     continue;
                 }
                 let listener = tokio::task::block_in_place(|| ns.listen((*addr).into()));

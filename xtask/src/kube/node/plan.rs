@@ -36,11 +36,13 @@ pub(crate) enum PlanError {
     Missing(&'static str),
 }
 
-/// What an image runs: its entrypoint's program and leading arguments.
+/// What an image runs: its entrypoint's program and leading arguments, and the files it carries
+/// besides (a path on this machine, and where the image has it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Entrypoint {
     pub program: PathBuf,
     pub args: Vec<String>,
+    pub files: Vec<(PathBuf, String)>,
 }
 
 /// Image repository (no tag or digest) → entrypoint.
@@ -114,6 +116,8 @@ pub(crate) struct Process {
     pub gid: Option<i64>,
     pub groups: Vec<i64>,
     pub working_dir: Option<String>,
+    /// The image's own files (mounted first: the Pod's volumes may cover them).
+    pub image_files: Vec<(PathBuf, String)>,
     pub mounts: Vec<Mount>,
 }
 
@@ -275,6 +279,7 @@ fn container(
         gid,
         groups,
         working_dir: c.working_dir.clone(),
+        image_files: entry.files.clone(),
         mounts,
     })
 }
@@ -539,6 +544,7 @@ mod tests {
                 Entrypoint {
                     program: "/t/faros-hub-api".into(),
                     args: vec![],
+                    files: vec![],
                 },
             ),
             (
@@ -546,6 +552,7 @@ mod tests {
                 Entrypoint {
                     program: "/t/faros".into(),
                     args: vec!["kcp".into()],
+                    files: vec![],
                 },
             ),
             (
@@ -553,6 +560,7 @@ mod tests {
                 Entrypoint {
                     program: "/usr/bin/curl".into(),
                     args: vec![],
+                    files: vec![],
                 },
             ),
         ]))

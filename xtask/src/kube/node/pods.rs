@@ -77,6 +77,9 @@ pub(crate) struct PodRun {
     pub listeners: BTreeMap<SocketAddrV4, tokio::task::JoinHandle<()>>,
     /// The hosts file last written.
     pub hosts: String,
+    /// The ports its containers declare: no relay listens on them in its namespace, where a
+    /// container's wildcard bind would find them taken.
+    pub own_ports: std::collections::BTreeSet<u16>,
     pub last_status: Option<k8s_openapi::api::core::v1::PodStatus>,
 }
 
@@ -165,7 +168,11 @@ impl PodRun {
             .map_err(io("chmod", &hosts_path))?;
         let sandbox = Sandbox::create(dir.clone())?;
         sandbox.bind(&hosts_path, Path::new("/etc/hosts"), true)?;
-        // Every container's mounts, once: they share the Pod's mount namespace.
+        // Every container's mounts, once: they share the Pod's mount namespace. The images' files
+        // first, so the Pod's volumes cover them as they would in a container.
+        for p in plan.init.iter().chain(&plan.containers) {
+            sandbox.mount_image_files(&p.image_files)?;
+        }
         for p in plan.init.iter().chain(&plan.containers) {
             sandbox.mount_all(&p.mounts)?;
         }
@@ -207,6 +214,13 @@ impl PodRun {
             grace: Duration::from_secs(spec.termination_grace_period_seconds.unwrap_or(30).max(0) as u64)
                 .min(MAX_GRACE),
             listeners: BTreeMap::new(),
+            own_ports: spec
+                .containers
+                .iter()
+                .chain(spec.init_containers.iter().flatten())
+                .flat_map(|c| c.ports.iter().flatten())
+                .filter_map(|p| u16::try_from(p.container_port).ok())
+                .collect(),
             hosts,
             last_status: None,
         })
@@ -385,11 +399,17 @@ impl PodRun {
 
     /// Stops every container (SIGTERM to its process group, SIGKILL after the grace period), the
     /// relays and the sandbox.
-    pub fn stop(mut self) {
+    pub fn stop(self) {
+        let grace = self.grace;
+        self.stop_within(grace);
+    }
+
+    /// [`Self::stop`] with at most `grace` for each container.
+    pub fn stop_within(mut self, grace: Duration) {
         for (_, l) in std::mem::take(&mut self.listeners) {
             l.abort();
         }
-        let grace = self.grace;
+        let grace = grace.min(self.grace);
         for slot in self.init.iter_mut().chain(self.containers.iter_mut()) {
             if let Some(mut live) = slot.live.take() {
                 stop(&mut live.child, grace);

@@ -129,6 +129,14 @@ impl Sandbox {
         run(cmd.arg(source).arg(target))
     }
 
+    /// Mounts the image's files of a container, read-only, where the image has them.
+    pub fn mount_image_files(&self, files: &[(PathBuf, String)]) -> Result<(), SandboxError> {
+        for (source, target) in files {
+            self.bind(source, Path::new(target), true)?;
+        }
+        Ok(())
+    }
+
     /// Mounts `mounts` of a container, each volume's directory under `volumes/<name>`.
     pub fn mount_all(&self, mounts: &[Mount]) -> Result<(), SandboxError> {
         for m in mounts {

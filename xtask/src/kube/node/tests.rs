@@ -47,7 +47,7 @@ fn runs_a_deployment() {
         let root = node_root;
         let dir = root.join(&args.dir);
         let _ = std::fs::remove_dir_all(&dir);
-        let images = images(&root.join(&args.bin), &dir.join("bin"), &args.images)?;
+        let images = images(&root, &root.join(&args.bin), &dir.join("bin"), &args.images)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
