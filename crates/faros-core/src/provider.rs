@@ -32,6 +32,7 @@ use crate::names;
     doc = "A provider hosted by this faros hub: the hub gives it a kcp workspace and a kubeconfig.",
     printcolumn(name = "Workspace", type_ = "string", json_path = ".status.workspacePath"),
     printcolumn(name = "Secret", type_ = "string", json_path = ".status.secretRef.name"),
+    printcolumn(name = "Revision", type_ = "string", json_path = ".status.currentRevision"),
     printcolumn(
         name = "Ready",
         type_ = "string",

@@ -208,7 +208,7 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect();
-        assert_eq!(cols, ["Workspace", "Secret", "Ready", "Age"]);
+        assert_eq!(cols, ["Workspace", "Secret", "Revision", "Ready", "Age"]);
     }
 
     #[test]
