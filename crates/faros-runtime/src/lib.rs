@@ -13,6 +13,7 @@
 //! | [`queue`] | [`WorkQueue`]: the IO-free per-key queue (due keys, running keys, failures) |
 //! | [`store`] | [`Store`]: the IO-free fold of watch events into the object cache and the queue |
 //! | [`controller`] | [`Controller`]: the reconcile loop driver (watches in, bounded reconciles out) |
+//! | [`reflect`] | [`reflect::drive`]: the one relist/index driver (watch events folded into an index, relists whole) |
 //! | [`finalizer`] | [`finalizer()`](finalizer::finalizer): a reconcile behind a finalizer (`Apply`, `Cleanup`), guarded JSON patches |
 //!
 //! Guarantees of the driver: events are deduplicated per key (a burst of updates is one reconcile of
@@ -37,6 +38,7 @@ pub mod controller;
 pub mod finalizer;
 pub mod key;
 pub mod queue;
+pub mod reflect;
 pub mod store;
 
 pub use action::Action;

@@ -12,15 +12,16 @@
 //! enabled providers ([`super::federation`], every `readiness_poll`).
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
 use faros_core::client::ClientFactory;
 use faros_core::kcp::apis::v1alpha2::APIBinding;
-use futures::StreamExt;
+use faros_runtime::reflect::{self, Update};
 use kube::Api;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use tokio_util::sync::CancellationToken;
 
 use crate::tenancy::Tenancy;
@@ -72,50 +73,45 @@ pub async fn watch(factory: ClientFactory, tenancy: Arc<Tenancy>, grace: Duratio
     {
         return refused(&status.message);
     }
-    let mut stream = std::pin::pin!(watcher::watcher(api, config).default_backoff());
+    let stream = watcher::watcher(api, config).default_backoff();
     let mut bound: HashMap<String, bool> = HashMap::new();
-    let mut listing: HashMap<String, bool> = HashMap::new();
-    loop {
-        let event = tokio::select! {
-            _ = cancel.cancelled() => return,
-            e = stream.next() => match e {
-                Some(e) => e,
-                None => return,
-            },
-        };
-        match event {
-            Ok(Event::Init) => listing.clear(),
-            Ok(Event::InitApply(b)) => {
-                listing.insert(key(&b), is_bound(&b));
-            }
-            Ok(Event::InitDone) => {
+    reflect::drive(
+        stream,
+        cancel.cancelled(),
+        |update| {
+            let changed = match update {
                 // A relist after a gap: announce once if anything moved while the watch was down.
-                let changed = listing.len() != bound.len()
-                    || listing
-                        .iter()
-                        .any(|(k, now)| announces(bound.get(k).copied(), Some(*now)));
-                bound = std::mem::take(&mut listing);
-                if changed {
-                    tenancy.notify_bindings_changed();
+                Update::Relisted(listed) => {
+                    let listing: HashMap<String, bool> = listed.iter().map(|b| (key(b), is_bound(b))).collect();
+                    let changed = listing.len() != bound.len()
+                        || listing
+                            .iter()
+                            .any(|(k, now)| announces(bound.get(k).copied(), Some(*now)));
+                    bound = listing;
+                    changed
                 }
-            }
-            Ok(Event::Apply(b)) => {
-                let now = is_bound(&b);
-                if announces(bound.insert(key(&b), now), Some(now)) {
-                    tenancy.notify_bindings_changed();
+                Update::Applied(b) => {
+                    let now = is_bound(&b);
+                    announces(bound.insert(key(&b), now), Some(now))
                 }
+                Update::Deleted(b) => announces(bound.remove(&key(&b)), None),
+            };
+            if changed {
+                tenancy.notify_bindings_changed();
             }
-            Ok(Event::Delete(b)) => {
-                if announces(bound.remove(&key(&b)), None) {
-                    tenancy.notify_bindings_changed();
-                }
+        },
+        |error| match error {
+            watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 403 => {
+                refused(&status.message);
+                ControlFlow::Break(())
             }
-            Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 403 => {
-                return refused(&status.message);
+            error => {
+                tracing::warn!(%error, "APIBinding watch failed; retrying");
+                ControlFlow::Continue(())
             }
-            Err(error) => tracing::warn!(%error, "APIBinding watch failed; retrying"),
-        }
-    }
+        },
+    )
+    .await;
 }
 
 /// The watch's end where kcp refuses it (logged once).

@@ -2,14 +2,15 @@
 //! `/api/orgs` read them from memory instead of listing ten thousand workspaces per request.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::{Arc, RwLock};
 
 use faros_core::client::ClientFactory;
 use faros_core::kcp::Workspace;
 use faros_core::names;
-use futures::StreamExt;
+use faros_runtime::reflect::{self, Update};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
@@ -148,32 +149,27 @@ pub async fn watch(factory: ClientFactory, index: &MembershipIndex, cancel: Canc
         }
     };
     let api: Api<Workspace> = Api::all(client);
-    let mut stream =
-        std::pin::pin!(faros_core::wait::permitted_watcher(api, watcher::Config::default()).default_backoff());
-    let mut listing: Vec<Workspace> = Vec::new();
-    loop {
-        let event = tokio::select! {
-            _ = cancel.cancelled() => return,
-            e = stream.next() => match e {
-                Some(e) => e,
-                None => return,
-            },
-        };
-        match event {
-            Ok(Event::Init) => listing.clear(),
-            Ok(Event::InitApply(ws)) => listing.push(ws),
-            Ok(Event::InitDone) => {
-                tracing::info!(organizations = listing.len(), "organizations listed");
-                cache.replace(std::mem::take(&mut listing));
+    let stream = faros_core::wait::permitted_watcher(api, watcher::Config::default()).default_backoff();
+    reflect::drive(
+        stream,
+        cancel.cancelled(),
+        |update| match update {
+            Update::Relisted(listed) => {
+                tracing::info!(organizations = listed.len(), "organizations listed");
+                cache.replace(listed);
                 // The backfill waits for the organizations too.
                 index.poke();
             }
-            Ok(Event::Apply(ws)) => cache.apply(ws),
-            Ok(Event::Delete(ws)) => cache.delete(&ws.name_any()),
+            Update::Applied(ws) => cache.apply(ws),
+            Update::Deleted(ws) => cache.delete(&ws.name_any()),
+        },
+        |error| {
             // Until the tree exists (or the hub's roles in it), the watch fails and is retried.
-            Err(error) => tracing::debug!(%error, "organization watch failed; retrying"),
-        }
-    }
+            tracing::debug!(%error, "organization watch failed; retrying");
+            ControlFlow::Continue(())
+        },
+    )
+    .await;
 }
 
 #[cfg(test)]
