@@ -10,11 +10,12 @@
 //! the same record is harmless).
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use faros_core::client::ClientFactory;
-use futures::StreamExt;
+use faros_runtime::reflect::{self, Update};
 use futures::future::BoxFuture;
 use jiff::Timestamp;
 use k8s_openapi::ByteString;
@@ -22,7 +23,7 @@ use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use tokio_util::sync::CancellationToken;
 
 use super::backend::{Backend, DATA_KEY, EXPIRES_ANNOTATION, RECORD_LABEL, Raw, StoreError};
@@ -152,48 +153,53 @@ impl KcpBackend {
     /// Watches the records into the cache and deletes expired ones, until `cancel`.
     pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
         let config = watcher::Config::default().labels(RECORD_LABEL);
-        let mut stream =
-            std::pin::pin!(faros_core::wait::permitted_watcher(self.secrets.clone(), config).default_backoff());
-        let mut gc = tokio::time::interval(GC_INTERVAL);
-        gc.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut listing: HashMap<String, Raw> = HashMap::new();
-        loop {
-            let event = tokio::select! {
-                _ = cancel.cancelled() => return,
-                _ = gc.tick() => {
-                    self.collect_garbage().await;
-                    continue;
+        let stream = faros_core::wait::permitted_watcher(self.secrets.clone(), config).default_backoff();
+        let watch = reflect::drive(
+            stream,
+            cancel.cancelled(),
+            |update| self.update(update),
+            |error| {
+                tracing::warn!(%error, "hub record watch failed; retrying");
+                ControlFlow::Continue(())
+            },
+        );
+        let gc = async {
+            let mut gc = tokio::time::interval(GC_INTERVAL);
+            gc.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                gc.tick().await;
+                self.collect_garbage().await;
+            }
+        };
+        // The watch ends the task (cancelled, or its stream ended); the collection never does.
+        tokio::select! {
+            _ = watch => {}
+            _ = gc => {}
+        }
+    }
+
+    /// One update of the watch into the cache. A relist replaces the records but keeps the
+    /// tombstones: a record deleted here may still be in a list kcp answered before the delete.
+    fn update(&self, update: Update<Secret>) {
+        match update {
+            Update::Relisted(secrets) => {
+                let mut cache = self.write();
+                let records: HashMap<String, Raw> = secrets
+                    .iter()
+                    .filter_map(|s| Some((s.metadata.name.clone()?, raw_of(s)?)))
+                    .filter(|(name, _)| !cache.tombstones.contains_key(name))
+                    .collect();
+                cache.records = records;
+                if !cache.synced {
+                    tracing::info!(records = cache.records.len(), "hub records listed");
                 }
-                e = stream.next() => match e {
-                    Some(e) => e,
-                    None => return,
-                },
-            };
-            match event {
-                Ok(Event::Init) => listing.clear(),
-                Ok(Event::InitApply(s)) => {
-                    if let (Some(name), Some(raw)) = (s.metadata.name.clone(), raw_of(&s)) {
-                        listing.insert(name, raw);
-                    }
+                cache.synced = true;
+            }
+            Update::Applied(s) => self.apply(&s),
+            Update::Deleted(s) => {
+                if let Some(name) = &s.metadata.name {
+                    self.write().records.remove(name);
                 }
-                Ok(Event::InitDone) => {
-                    let mut cache = self.write();
-                    let tombstones = std::mem::take(&mut cache.tombstones);
-                    listing.retain(|name, _| !tombstones.contains_key(name));
-                    cache.records = std::mem::take(&mut listing);
-                    cache.tombstones = tombstones;
-                    if !cache.synced {
-                        tracing::info!(records = cache.records.len(), "hub records listed");
-                    }
-                    cache.synced = true;
-                }
-                Ok(Event::Apply(s)) => self.apply(&s),
-                Ok(Event::Delete(s)) => {
-                    if let Some(name) = &s.metadata.name {
-                        self.write().records.remove(name);
-                    }
-                }
-                Err(error) => tracing::warn!(%error, "hub record watch failed; retrying"),
             }
         }
     }
