@@ -74,8 +74,9 @@ pub fn service_account() -> ServiceAccount {
     }
 }
 
-/// Providers (all verbs GitOps tools use) and reading their status; nothing else: no Secrets, no
-/// RBAC, no ServiceAccounts, no writes to `providers/status` (the reconciler's alone).
+/// Providers (all verbs GitOps tools use), reading their status and their ProviderRevisions; nothing
+/// else: no Secrets, no RBAC, no ServiceAccounts, no writes to `providers/status` or revisions (the
+/// reconciler's alone).
 pub fn cluster_role() -> ClusterRole {
     let strings = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect());
     ClusterRole {
@@ -91,6 +92,13 @@ pub fn cluster_role() -> ClusterRole {
                 api_groups: strings(&[names::ADMIN_GROUP]),
                 resources: strings(&[&format!("{}/status", names::PROVIDERS_RESOURCE)]),
                 verbs: vec!["get".into()],
+                ..Default::default()
+            },
+            // Revisions are the reconciler's to write; GitOps tools show their phase and findings.
+            PolicyRule {
+                api_groups: strings(&[names::ADMIN_GROUP]),
+                resources: strings(&[names::PROVIDER_REVISIONS_RESOURCE]),
+                verbs: ["get", "list", "watch"].map(String::from).to_vec(),
                 ..Default::default()
             },
         ]),
@@ -199,6 +207,7 @@ mod tests {
                 {"apiGroups": ["admin.faros.sh"], "resources": ["providers"],
                     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
                 {"apiGroups": ["admin.faros.sh"], "resources": ["providers/status"], "verbs": ["get"]},
+                {"apiGroups": ["admin.faros.sh"], "resources": ["providerrevisions"], "verbs": ["get", "list", "watch"]},
             ]})
         );
         assert_eq!(
@@ -229,15 +238,24 @@ mod tests {
 
     /// Least privilege, stated as what the role must never grant.
     #[test]
-    fn the_role_grants_providers_and_reading_their_status_only() {
+    fn the_role_grants_providers_and_reading_their_status_and_revisions_only() {
         let rules = cluster_role().rules.unwrap();
         for rule in &rules {
             assert_eq!(rule.api_groups.as_deref(), Some(&["admin.faros.sh".to_string()][..]));
             let resources = rule.resources.as_deref().unwrap();
             assert!(
-                resources.iter().all(|r| r == "providers" || r == "providers/status"),
+                resources
+                    .iter()
+                    .all(|r| r == "providers" || r == "providers/status" || r == "providerrevisions"),
                 "{resources:?}"
             );
+            if resources.contains(&"providerrevisions".to_string()) {
+                assert_eq!(
+                    rule.verbs,
+                    ["get", "list", "watch"],
+                    "revisions are the reconciler's to write"
+                );
+            }
             assert!(
                 !rule
                     .verbs
