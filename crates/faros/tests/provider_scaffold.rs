@@ -7,8 +7,9 @@
 //! federated in the workspace's MCP endpoint; then rebuild it and see faros dev run the new binary.
 //!
 //! The build reuses this workspace's compiled dependencies: CARGO_TARGET_DIR is the workspace's
-//! target directory, Cargo.lock is the workspace's, the scaffold carries the same `[profile.dev]`,
-//! and `--offline`. The test prints how long the build took and what it compiled.
+//! target directory, Cargo.lock is the workspace's, the scaffold carries the same `[profile.dev]`
+//! and the dev-dependencies that give it `cargo test --workspace`'s feature sets, and `--offline`.
+//! The test prints how long the build took and what it compiled.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod devproc;
@@ -97,17 +98,6 @@ async fn a_scaffolded_provider_builds_runs_on_faros_dev_reconciles_and_federates
         .collect();
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().collect::<Vec<_>>(), shown);
     std::fs::copy(workspace_root().join("Cargo.lock"), crate_dir.join("Cargo.lock")).unwrap();
-    // CI builds this workspace with `cargo test --workspace`, which unifies features over every
-    // member's dev-dependencies: tokio gets `test-util`, tempfile turns on rustix's (and so
-    // bitflags') `std`, the embedded kcp tokio-stream's `sync`. A crate built beside it reuses those
-    // artifacts only with the same features, else tokio and everything above it up to the SDK (about
-    // thirty units) compile again; these dev-dependencies give the scaffold the same ones.
-    let mut manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
-    manifest.push_str(
-        "\n[dev-dependencies]\ntokio = { version = \"1\", features = [\"test-util\"] }\n\
-         tokio-stream = { version = \"0.1\", features = [\"sync\"] }\ntempfile = \"3\"\n",
-    );
-    std::fs::write(crate_dir.join("Cargo.toml"), manifest).unwrap();
 
     // Its own tests, and its binary, built beside this workspace (the guide's section 2: the
     // workspace's target directory and lock file, offline).
