@@ -1,6 +1,7 @@
 //! Provider revisions on an embedded kcp: the reconciler records each published state of a provider
 //! as a ProviderRevision, moves the APIExport to a new schema only when the compatibility gate
-//! allows, and refuses a schema that would break a tenant's objects before anything changes.
+//! allows, refuses a schema that would break a tenant's objects before anything changes, and rolls
+//! back to a retained revision by the Provider's `spec.revision`.
 //!
 //! The provider's side (`init`'s writes: schemas, export, endpoint slice, CatalogEntry) is done with
 //! the admin client, and the CatalogEntry's status (heartbeat, health) is written the way the hub API
@@ -275,7 +276,7 @@ async fn compatible_revision_moves_tenants_and_a_breaking_one_is_refused_before_
     assert_eq!(
         phases,
         vec![
-            (v1_name, Some("1.0.0".into()), RevisionPhase::Retired),
+            (v1_name.clone(), Some("1.0.0".into()), RevisionPhase::Retired),
             (v2_name.clone(), Some("2.0.0".into()), RevisionPhase::Serving),
             (v3_name.clone(), Some("3.0.0".into()), RevisionPhase::Failed),
         ]
@@ -291,5 +292,29 @@ async fn compatible_revision_moves_tenants_and_a_breaking_one_is_refused_before_
     .unwrap()
     .unwrap();
     assert_eq!(p.status.unwrap().target_revision.as_deref(), Some(v3_name.as_str()));
+
+    // Rollback, the GitOps field: pin v1. Once v1's heartbeats are back it serves again; the schema
+    // stays on v2 (schemas only move forward, and v2 only added an optional field).
+    let providers: Api<Provider> = Api::all(kcp.client(names::SYSTEM_PROVIDERS_PATH).await);
+    providers
+        .patch(
+            PROVIDER,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"revision": v1_name}})),
+        )
+        .await
+        .unwrap();
+    heartbeat(&ws, "1.0.0").await;
+    wait_revision(&revisions, &v1_name, RevisionPhase::Serving).await;
+    wait_revision(&revisions, &v2_name, RevisionPhase::Retired).await;
+    wait_for(
+        providers,
+        PROVIDER,
+        |p| p.is_some_and(|p| p.status.as_ref().and_then(|s| s.current_revision.as_deref()) == Some(v1_name.as_str())),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(export_schema(&ws).await, v2.metadata.name.clone().unwrap());
     running.stop().await;
 }
