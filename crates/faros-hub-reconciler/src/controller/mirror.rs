@@ -6,14 +6,15 @@
 //! itself.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use faros_core::names;
 use faros_core::provider::Provider;
 use faros_runtime::Handle;
-use futures::StreamExt;
+use faros_runtime::reflect::{self, Update};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
@@ -104,12 +105,10 @@ pub fn affected<'a>(
 pub(super) async fn watch(mirror: Mirror, controller: Handle<Provider>, ctx: Arc<Context>, cancel: CancellationToken) {
     let selector = format!("{}={}", names::LABEL_MANAGED_BY, names::MANAGED_BY_FAROS);
     let config = watcher::Config::default().labels(&selector);
-    let mut events = std::pin::pin!(watcher::watcher(mirror.secret_metadata(), config).default_backoff());
+    let events = watcher::watcher(mirror.secret_metadata(), config).default_backoff();
     // name → (resourceVersion, provider label) of what the watch last saw, to tell a relist's
     // changes and disappearances from what is already known.
-    type Seen = HashMap<String, (Option<String>, Option<String>)>;
-    let mut seen: Seen = HashMap::new();
-    let mut relisted: Seen = HashMap::new();
+    let mut seen: HashMap<String, (Option<String>, Option<String>)> = HashMap::new();
     let enqueue = |name: &str, label: Option<&str>| {
         let keys = controller.with_store(|store| affected(store.iter(), name, label));
         for key in keys {
@@ -117,32 +116,30 @@ pub(super) async fn watch(mirror: Mirror, controller: Handle<Provider>, ctx: Arc
             controller.enqueue(key);
         }
     };
-    loop {
-        let event = tokio::select! {
-            _ = cancel.cancelled() => return,
-            e = events.next() => e,
-        };
-        let Some(event) = event else { return };
-        match event {
-            Ok(Event::Init) => relisted.clear(),
-            Ok(Event::InitApply(m)) => {
-                let name = m.name_any();
-                let rv = m.resource_version();
-                let label = m.labels().get(names::LABEL_PROVIDER).cloned();
-                let known = seen.get(&name).is_some_and(|(seen_rv, _)| *seen_rv == rv);
-                if !known && !ctx.is_own_mirror_event(&name, rv.as_deref()) {
-                    enqueue(&name, label.as_deref());
+    let namespace = mirror.namespace().to_string();
+    reflect::drive(
+        events,
+        cancel.cancelled(),
+        |update| match update {
+            Update::Relisted(listed) => {
+                let mut relisted = HashMap::new();
+                for m in listed {
+                    let name = m.name_any();
+                    let rv = m.resource_version();
+                    let label = m.labels().get(names::LABEL_PROVIDER).cloned();
+                    let known = seen.get(&name).is_some_and(|(seen_rv, _)| *seen_rv == rv);
+                    if !known && !ctx.is_own_mirror_event(&name, rv.as_deref()) {
+                        enqueue(&name, label.as_deref());
+                    }
+                    relisted.insert(name, (rv, label));
                 }
-                relisted.insert(name, (rv, label));
-            }
-            Ok(Event::InitDone) => {
                 // Deleted while the watch was down.
                 for (name, (_, label)) in seen.iter().filter(|(n, _)| !relisted.contains_key(*n)) {
                     enqueue(name, label.as_deref());
                 }
-                seen = std::mem::take(&mut relisted);
+                seen = relisted;
             }
-            Ok(Event::Apply(m)) => {
+            Update::Applied(m) => {
                 let name = m.name_any();
                 let rv = m.resource_version();
                 let label = m.labels().get(names::LABEL_PROVIDER).cloned();
@@ -151,7 +148,7 @@ pub(super) async fn watch(mirror: Mirror, controller: Handle<Provider>, ctx: Arc
                 }
                 seen.insert(name, (rv, label));
             }
-            Ok(Event::Delete(m)) => {
+            Update::Deleted(m) => {
                 let name = m.name_any();
                 // A deletion, or labels edited so that it no longer matches the selector.
                 let label = m
@@ -166,13 +163,17 @@ pub(super) async fn watch(mirror: Mirror, controller: Handle<Provider>, ctx: Arc
                 }
                 seen.remove(&name);
             }
-            Err(error) => tracing::warn!(
-                namespace = mirror.namespace(),
+        },
+        |error| {
+            tracing::warn!(
+                %namespace,
                 %error,
                 "watching mirrored kubeconfig Secrets in the hosting cluster failed; retrying with backoff"
-            ),
-        }
-    }
+            );
+            ControlFlow::Continue(())
+        },
+    )
+    .await;
 }
 
 #[cfg(test)]
