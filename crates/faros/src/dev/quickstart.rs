@@ -63,6 +63,8 @@ pub async fn run(dev: Dev, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
     let mut heartbeat = HeartbeatConfig::new(&dev.hub_url, qs::PROVIDER, qs::VERSION);
     heartbeat.ca_pem = Some(dev.ca_pem.clone().into_bytes());
     heartbeat.token = TokenSource::Kubeconfig(path);
+    // The revision init just published, as the provider's own `serve` reports it.
+    heartbeat.revision = faros_sdk::heartbeat::serving_revision(qs::PROVIDER, &opts)?;
     let options = ServeOptions {
         provider: qs::PROVIDER.into(),
         verifier: Arc::new(verifier),
