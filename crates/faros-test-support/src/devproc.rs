@@ -386,6 +386,16 @@ impl DevProcess {
         tail(&self.log)
     }
 
+    /// The lines of its log so far that contain `text`.
+    pub fn log_lines_containing(&self, text: &str) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(text))
+            .map(str::to_string)
+            .collect()
+    }
+
     /// The lines of its log so far at level WARN or ERROR (text format, colored or not).
     pub fn log_warnings(&self) -> Vec<String> {
         std::fs::read_to_string(&self.log)

@@ -36,7 +36,12 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
     let hub_port = free_port().unwrap();
-    let mut starting = devproc::launch(&state).hub_port(hub_port).spawn().unwrap();
+    // At the shipped level, so the start-up's INFO lines are checked too.
+    let mut starting = devproc::launch(&state)
+        .hub_port(hub_port)
+        .env("FAROS_LOG_LEVEL", "info")
+        .spawn()
+        .unwrap();
     let hub = format!("https://127.0.0.1:{hub_port}");
     // The certificate is not the point here (it is checked below, once hub.url exists).
     let early = reqwest::Client::builder()
@@ -178,6 +183,9 @@ async fn routes_answer_503_with_retry_after_until_ready_then_the_tenant_flow_wor
     // start-up ordering, not a fault. A clean start through the README's flow warns about nothing.
     let warnings = dev.log_warnings();
     assert!(warnings.is_empty(), "warnings in a clean start: {warnings:#?}");
+    // The normal waits of start-up are one readable line each, not a dump of a kube Status.
+    let dumps = dev.log_lines_containing("Status {");
+    assert!(dumps.is_empty(), "Status dumps in a clean start's log: {dumps:#?}");
 
     drop(dev);
 }
