@@ -45,6 +45,17 @@ fn options(dir: &Path) -> InitOptions {
     }
 }
 
+/// The resources the export's permission claims name, in order.
+fn claim_resources(export: &APIExport) -> Vec<String> {
+    export
+        .spec
+        .permission_claims
+        .iter()
+        .flatten()
+        .map(|c| c.resource.clone())
+        .collect()
+}
+
 fn schemas_dir() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("greetings.yaml"), schema_yaml(EXPORT)).unwrap();
@@ -174,6 +185,7 @@ async fn export_merge_keeps_foreign_entries_and_prunes_stale_own_ones() {
     let names: Vec<(String, String)> = export
         .spec
         .resources
+        .clone()
         .unwrap()
         .into_iter()
         .map(|r| (r.group, r.name))
@@ -185,15 +197,8 @@ async fn export_merge_keeps_foreign_entries_and_prunes_stale_own_ones() {
             ("templates.example.io".to_string(), "templates".to_string()),
         ]
     );
-    let claims: Vec<String> = export
-        .spec
-        .permission_claims
-        .unwrap()
-        .into_iter()
-        .map(|c| c.resource)
-        .collect();
     // Claims on an existing export are the hub's to switch (init proposes them in the CatalogEntry).
-    assert_eq!(claims, vec!["secrets"]);
+    assert_eq!(claim_resources(&export), vec!["secrets"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -282,14 +287,13 @@ async fn a_second_version_publishes_its_schema_without_moving_the_export() {
         .await
         .unwrap();
     let export = Api::<APIExport>::all(client).get(EXPORT).await.unwrap();
-    let schemas: Vec<String> = export.spec.resources.unwrap().into_iter().map(|r| r.schema).collect();
-    assert_eq!(schemas, vec![SCHEMA.to_string()], "the hub moves the export, not init");
-    let claims: Vec<String> = export
+    let schemas: Vec<String> = export
         .spec
-        .permission_claims
-        .unwrap()
-        .into_iter()
-        .map(|c| c.resource)
+        .resources
+        .iter()
+        .flatten()
+        .map(|r| r.schema.clone())
         .collect();
-    assert_eq!(claims, vec!["configmaps"]);
+    assert_eq!(schemas, vec![SCHEMA.to_string()], "the hub moves the export, not init");
+    assert_eq!(claim_resources(&export), vec!["configmaps"]);
 }
