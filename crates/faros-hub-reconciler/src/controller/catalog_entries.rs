@@ -3,7 +3,8 @@
 //! the same name is queued at once instead of at the next resync.
 //!
 //! One wildcard watch per URL of the `providers.faros.sh` endpoint slice (the export every provider
-//! workspace binds). Status-only changes (heartbeats, probes) do not queue anything: a revision that
+//! workspace binds), started once the slice has URLs (a URL added later, by a new shard, is not
+//! followed: its providers' revisions advance at the resync). Status-only changes (heartbeats, probes) do not queue anything: a revision that
 //! waits for health is looked at again on its own schedule, so a heartbeat every few seconds from
 //! every provider does not become a reconcile each.
 
@@ -24,6 +25,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::context::{Context, ProviderKey};
 
+/// How long one wait for the endpoint slice lasts before it is started again (quietly).
+const ENDPOINT_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// IO-free: whether `entry` is a new published state (a generation not seen for its name); records it.
 pub(crate) fn changed(seen: &mut HashMap<String, i64>, entry: &CatalogEntry) -> bool {
     let generation = entry.metadata.generation.unwrap_or_default();
@@ -35,19 +39,9 @@ pub(super) async fn watch(ctx: Arc<Context>, queue: faros_runtime::Handle<Provid
     let Some(cluster) = providers_cluster(&ctx).await else {
         return;
     };
-    let urls = match ctx.factory.cluster(names::SYSTEM_CONTROLLERS_PATH) {
-        Ok(client) => Api::<APIExportEndpointSlice>::all(client)
-            .get_opt(names::PROVIDERS_EXPORT)
-            .await
-            .map(|s| faros_core::kcp::endpoints::urls(s.as_ref()))
-            .unwrap_or_default(),
-        Err(_) => Vec::new(),
-    };
-    if urls.is_empty() {
-        // Revisions still advance at the Provider's resync.
-        tracing::warn!("no providers.faros.sh endpoints; new provider revisions wait for the resync");
+    let Some(urls) = endpoint_urls(&ctx, &cancel).await else {
         return;
-    }
+    };
     let mut events = SelectAll::new();
     for url in &urls {
         match ctx.factory.virtual_workspace(url, "*") {
@@ -85,6 +79,33 @@ pub(super) async fn watch(ctx: Arc<Context>, queue: faros_runtime::Handle<Provid
             };
             tracing::debug!(%key, "CatalogEntry changed; queueing its Provider");
             queue.enqueue(key);
+        }
+    }
+}
+
+/// The `providers.faros.sh` slice's URLs once it has any: kcp publishes one only when a workspace
+/// binds the export, which on a fresh install is the first provider workspace. `None` when cancelled.
+async fn endpoint_urls(ctx: &Context, cancel: &CancellationToken) -> Option<Vec<String>> {
+    let slices: Api<APIExportEndpointSlice> = match ctx.factory.cluster(names::SYSTEM_CONTROLLERS_PATH) {
+        Ok(client) => Api::all(client),
+        Err(error) => {
+            tracing::warn!(%error, "cannot watch CatalogEntries; new provider revisions wait for the resync");
+            return None;
+        }
+    };
+    loop {
+        let published = faros_core::wait::wait_for(
+            slices.clone(),
+            names::PROVIDERS_EXPORT,
+            |s| !faros_core::kcp::endpoints::urls(s).is_empty(),
+            ENDPOINT_WAIT,
+        );
+        tokio::select! {
+            _ = cancel.cancelled() => return None,
+            r = published => match r {
+                Ok(slice) => return Some(faros_core::kcp::endpoints::urls(slice.as_ref())),
+                Err(error) => tracing::debug!(%error, "no providers.faros.sh endpoints yet"),
+            },
         }
     }
 }
