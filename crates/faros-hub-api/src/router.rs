@@ -178,7 +178,7 @@ pub const CATALOG: Group = Group {
     portal_headers: false,
     routes: &[
         route!(Get "/api/providers", Who::Caller, Scope::None, list::list, "the catalog"),
-        route!(Post "/api/providers/{name}/heartbeat", Who::ProviderServiceAccount, Scope::None, heartbeat::heartbeat, "`{\"version\",\"status\"}`, ≤ 4 KiB"),
+        route!(Post "/api/providers/{name}/heartbeat", Who::ProviderServiceAccount, Scope::None, heartbeat::heartbeat, "`{\"version\",\"status\",\"revision\"}`, ≤ 4 KiB"),
     ],
 };
 

@@ -66,9 +66,32 @@ pub async fn drive<K, E, S>(
     stream: S,
     stop: impl Future<Output = ()>,
     mut index: impl FnMut(Update<K>),
+    on_error: impl FnMut(E) -> ControlFlow<()>,
+) where
+    S: Stream<Item = Result<Event<K>, E>>,
+{
+    drive_async(
+        stream,
+        stop,
+        |update| {
+            index(update);
+            std::future::ready(())
+        },
+        on_error,
+    )
+    .await;
+}
+
+/// [`drive`] for an index whose updates await something (a lookup an entry needs before it is
+/// kept): each update is awaited before the next event is taken.
+pub async fn drive_async<K, E, S, F>(
+    stream: S,
+    stop: impl Future<Output = ()>,
+    mut index: impl FnMut(Update<K>) -> F,
     mut on_error: impl FnMut(E) -> ControlFlow<()>,
 ) where
     S: Stream<Item = Result<Event<K>, E>>,
+    F: Future<Output = ()>,
 {
     let mut stream = std::pin::pin!(stream);
     let mut stop = std::pin::pin!(stop);
@@ -84,7 +107,11 @@ pub async fn drive<K, E, S>(
         match event {
             Ok(event) => {
                 if let Some(update) = relist.fold(event) {
-                    index(update);
+                    // Raced against `stop` too: an update may wait on the network.
+                    tokio::select! {
+                        _ = &mut stop => return,
+                        _ = index(update) => {}
+                    }
                 }
             }
             Err(error) => {

@@ -8,6 +8,7 @@
 //! was observed, so N replicas do not fight.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,10 +17,10 @@ use faros_core::client::ClientFactory;
 use faros_core::kcp::endpoints::UrlChanges;
 use faros_core::kcp::{ANNOTATION_CLUSTER, Workspace};
 use faros_core::names;
-use futures::StreamExt;
+use faros_runtime::reflect::{self, Update};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -189,37 +190,41 @@ impl Catalog {
             }
         };
         let api: Api<CatalogEntry> = Api::all(client);
-        let mut stream =
-            std::pin::pin!(faros_core::wait::permitted_watcher(api, watcher::Config::default()).default_backoff());
-        let mut listing: Vec<Candidate> = Vec::new();
-        loop {
-            let event = tokio::select! {
-                _ = cancel.cancelled() => return,
-                e = stream.next() => match e {
-                    Some(e) => e,
-                    None => return,
-                },
-            };
-            match event {
-                Ok(Event::Init) => listing.clear(),
-                Ok(Event::InitApply(entry)) => listing.extend(self.candidate(&url, entry).await),
-                Ok(Event::InitDone) => {
-                    tracing::info!(%url, entries = listing.len(), "CatalogEntries listed");
-                    self.registry.replace_source(&url, std::mem::take(&mut listing));
+        let stream = faros_core::wait::permitted_watcher(api, watcher::Config::default()).default_backoff();
+        reflect::drive_async(
+            stream,
+            cancel.cancelled(),
+            |update| self.on_update(&url, update),
+            |error| {
+                tracing::warn!(%url, %error, "CatalogEntry watch failed; retrying");
+                ControlFlow::Continue(())
+            },
+        )
+        .await;
+    }
+
+    /// One update of a virtual workspace's CatalogEntries into the registry.
+    async fn on_update(&self, url: &str, update: Update<CatalogEntry>) {
+        match update {
+            Update::Relisted(entries) => {
+                let mut listing: Vec<Candidate> = Vec::new();
+                for entry in entries {
+                    listing.extend(self.candidate(url, entry).await);
+                }
+                tracing::info!(%url, entries = listing.len(), "CatalogEntries listed");
+                self.registry.replace_source(url, listing);
+                self.resolve_missing().await;
+            }
+            Update::Applied(entry) => {
+                if let Some(c) = self.candidate(url, entry).await {
+                    self.registry.upsert(c);
                     self.resolve_missing().await;
                 }
-                Ok(Event::Apply(entry)) => {
-                    if let Some(c) = self.candidate(&url, entry).await {
-                        self.registry.upsert(c);
-                        self.resolve_missing().await;
-                    }
+            }
+            Update::Deleted(entry) => {
+                if let Some(cluster) = entry.annotations().get(ANNOTATION_CLUSTER) {
+                    self.registry.remove(cluster, &entry.name_any());
                 }
-                Ok(Event::Delete(entry)) => {
-                    if let Some(cluster) = entry.annotations().get(ANNOTATION_CLUSTER) {
-                        self.registry.remove(cluster, &entry.name_any());
-                    }
-                }
-                Err(error) => tracing::warn!(%url, %error, "CatalogEntry watch failed; retrying"),
             }
         }
     }
