@@ -66,7 +66,7 @@ pub struct NodeCmd {
     #[arg(long, default_value = "target/debug")]
     bin: PathBuf,
     /// A port on the host's 127.0.0.1 that every Pod reaches at its own 127.0.0.1 (real kcp, whose
-    /// URLs name 127.0.0.1:<port>). Repeatable.
+    /// URLs name `127.0.0.1:<port>`). Repeatable.
     #[arg(long = "host-port")]
     host_ports: Vec<u16>,
     /// More images: `REPOSITORY=PROGRAM` (a program of this machine). Repeatable.
