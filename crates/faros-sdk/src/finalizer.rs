@@ -21,6 +21,10 @@
 //! }
 //! ```
 //!
+//! Only for objects that hold something outside kcp: a finalizer outlives its controller. Once the
+//! provider is deleted nothing removes it, and the tenant's Disable (deleting the APIBinding, which
+//! waits for the bound objects to go) hangs on every object that carries it.
+//!
 //! What it must not do: decide what a cleanup is; that is the provider's reconcile.
 
 use std::future::Future;

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use faros_sdk::finalizer::{self, Event};
 use faros_sdk::prelude::*;
 use faros_sdk::{kube, schemars, serde, serde_json, tracing};
 
@@ -52,31 +51,16 @@ pub fn desired_status(obj: &DynamicObject, now: &str) -> Option<Value> {
     (!reconcile::unchanged(reconcile::status_of(obj), &status)).then_some(status)
 }
 
-/// The finalizer of every Greeting: the controller says goodbye before the Greeting goes.
-pub const FINALIZER: &str = "quickstart.providers.faros.sh/goodbye";
-
-/// Reconciles one Greeting through its tenant's virtual-workspace client, behind [`FINALIZER`]:
-/// the SDK's helper adds it before the first reply and removes it once the cleanup is done. A
-/// provider whose objects hold something outside kcp releases it in `Cleanup`; a Greeting holds
-/// nothing, so its cleanup is the goodbye in the log.
-pub async fn reconcile(obj: Arc<DynamicObject>, tenant: Tenant) -> Result<Action, finalizer::Error<kube::Error>> {
-    finalizer::finalizer(&tenant, FINALIZER, obj, |event| async {
-        match event {
-            Event::Apply(obj) => {
-                if let Some(status) = desired_status(&obj, &reconcile::now())
-                    && reconcile::patch_status(&tenant, &obj, json!({"status": status})).await? == Outcome::Updated
-                {
-                    tracing::info!(greeting = %tenant.key, "replied");
-                }
-                Ok(Action::AwaitChange)
-            }
-            Event::Cleanup(_) => {
-                tracing::info!(greeting = %tenant.key, "goodbye");
-                Ok(Action::AwaitChange)
-            }
-        }
-    })
-    .await
+/// Reconciles one Greeting through its tenant's virtual-workspace client. No finalizer: a Greeting
+/// holds nothing outside kcp, and a finalizer would outlive a deleted provider and keep the tenant's
+/// Disable from removing its binding ([`faros_sdk::finalizer`]).
+pub async fn reconcile(obj: Arc<DynamicObject>, tenant: Tenant) -> Result<Action, kube::Error> {
+    if let Some(status) = desired_status(&obj, &reconcile::now())
+        && reconcile::patch_status(&tenant, &obj, json!({"status": status})).await? == Outcome::Updated
+    {
+        tracing::info!(greeting = %tenant.key, "replied");
+    }
+    Ok(Action::AwaitChange)
 }
 
 /// A Greeting as the backend and the MCP tools present it.
