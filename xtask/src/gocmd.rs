@@ -52,15 +52,7 @@ pub(crate) fn download(module: &str) -> Result<Release, GoError> {
         module: module.to_string(),
         error,
     };
-    let out = Command::new(&program)
-        .args(["mod", "download", "-json", module])
-        .env("GOFLAGS", "-mod=mod")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| GoError::Start {
-            program: program.clone(),
-            source,
-        })?;
+    let out = download_json(&program, &[module])?;
     let json: Value = serde_json::from_slice(&out.stdout)
         .map_err(|_| failed(format!("printed no JSON: {}", String::from_utf8_lossy(&out.stderr))))?;
     if let Some(error) = json["Error"].as_str() {
@@ -91,6 +83,21 @@ pub(crate) fn download(module: &str) -> Result<Release, GoError> {
     })
 }
 
+/// Runs `go mod download -json <modules>` (outside any module: `-mod=mod`), its output whatever
+/// the exit status, since Go reports a refused module as JSON on stdout.
+fn download_json<S: AsRef<std::ffi::OsStr>>(program: &str, modules: &[S]) -> Result<std::process::Output, GoError> {
+    Command::new(program)
+        .args(["mod", "download", "-json"])
+        .args(modules)
+        .env("GOFLAGS", "-mod=mod")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| GoError::Start {
+            program: program.to_string(),
+            source,
+        })
+}
+
 /// `go mod download -json` of every one of `modules` (`path@version`), in one call: the ones the
 /// proxy refused (those it serves land in the module cache). Any other failure is an error.
 pub(crate) fn refusals(modules: &[String]) -> Result<Vec<Refused>, GoError> {
@@ -99,16 +106,7 @@ pub(crate) fn refusals(modules: &[String]) -> Result<Vec<Refused>, GoError> {
         module: module.to_string(),
         error,
     };
-    let out = Command::new(&program)
-        .args(["mod", "download", "-json"])
-        .args(modules)
-        .env("GOFLAGS", "-mod=mod")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| GoError::Start {
-            program: program.clone(),
-            source,
-        })?;
+    let out = download_json(&program, modules)?;
     let mut refused = Vec::new();
     for answer in serde_json::Deserializer::from_slice(&out.stdout).into_iter::<Value>() {
         let answer = answer.map_err(|e| {

@@ -47,6 +47,22 @@ pub(crate) struct Ports {
     pub idp: u16,
 }
 
+impl Ports {
+    /// The first six of `ports` in field order (kcp, its etcd client and peer, hub, reconciler,
+    /// quickstart), and the test IdP's `idp`, which each target places after its own extra ports.
+    pub(crate) fn from_list(ports: &[u16], idp: u16) -> Self {
+        Ports {
+            kcp: ports[0],
+            etcd_client: ports[1],
+            etcd_peer: ports[2],
+            hub: ports[3],
+            reconciler: ports[4],
+            quickstart: ports[5],
+            idp,
+        }
+    }
+}
+
 /// Everything a kcp plan depends on.
 pub(crate) struct Input<'a> {
     /// Where the plan's files go (`target/e2e/kcp`).
