@@ -98,6 +98,12 @@ const OIDC_USER: (&str, &str, &str) = ("oidc-alice", "e2e-oidc-password", "e2e-o
 const OIDC_ID_TOKEN_TTL: u64 = 20;
 
 impl Input<'_> {
+    /// `cargo xtask kcp build` of the pinned version, unless a kcp binary was given.
+    pub(crate) fn kcp_build(&self) -> Option<Action> {
+        self.build_kcp
+            .map(|version| Action::Run(Cmd::new("cargo", &["xtask", "kcp", "build", "--version", version])))
+    }
+
     fn file(&self, name: &str) -> PathBuf {
         self.work.join(name)
     }
@@ -281,18 +287,9 @@ impl Input<'_> {
     }
 }
 
-/// The whole run.
-pub(crate) fn plan(input: &Input<'_>) -> Plan {
-    let mut steps = Vec::new();
-
-    let mut build = Vec::new();
-    if let Some(version) = input.build_kcp {
-        build.push(Action::Run(Cmd::new(
-            "cargo",
-            &["xtask", "kcp", "build", "--version", version],
-        )));
-    }
-    build.push(Action::Run(Cmd::new(
+/// The build of the platform's binaries every kcp-backed target runs.
+pub(crate) fn faros_binaries() -> Action {
+    Action::Run(Cmd::new(
         "cargo",
         &[
             "build",
@@ -307,7 +304,15 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
             "faros",
             "--bins",
         ],
-    )));
+    ))
+}
+
+/// The whole run.
+pub(crate) fn plan(input: &Input<'_>) -> Plan {
+    let mut steps = Vec::new();
+
+    let mut build: Vec<Action> = input.kcp_build().into_iter().collect();
+    build.push(faros_binaries());
     steps.push(Step::new("binaries (kcp, hub API, hub reconciler, quickstart)", build));
     let Startup { prepare, start } = startup(input);
     steps.extend(prepare);

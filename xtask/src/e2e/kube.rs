@@ -220,30 +220,9 @@ pub(crate) fn plan(input: &Input<'_>) -> Plan {
             ],
         ))],
     )];
-    let mut build = Vec::new();
-    if let Some(version) = input.kcp.build_kcp {
-        build.push(Action::Run(Cmd::new(
-            "cargo",
-            &["xtask", "kcp", "build", "--version", version],
-        )));
-    }
+    let mut build: Vec<Action> = input.kcp.kcp_build().into_iter().collect();
     build.push(Action::Run(Cmd::new("cargo", &["xtask", "kube", "build"])));
-    build.push(Action::Run(Cmd::new(
-        "cargo",
-        &[
-            "build",
-            "--locked",
-            "-p",
-            "faros-hub-api",
-            "-p",
-            "faros-hub-reconciler",
-            "-p",
-            "faros-provider-quickstart",
-            "-p",
-            "faros",
-            "--bins",
-        ],
-    )));
+    build.push(kcp::faros_binaries());
     steps.push(Step::new(
         "binaries (kcp, the control plane, hub API, hub reconciler, quickstart)",
         build,
